@@ -1,0 +1,10 @@
+//! Strategy Host: a Kubernetes-style API server whose per-resource behaviour comes from
+//! WebAssembly strategy modules.
+//!
+//! The crate follows the data path: `api` (HTTP) → `registry` → `storage` (the cacher over
+//! etcd3 or the embedded store) and `wasm` (the strategy runtime). This revision holds the storage
+//! layer and the server's health endpoints.
+
+pub mod config;
+pub mod server;
+pub mod storage;

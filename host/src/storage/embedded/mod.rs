@@ -1,0 +1,1 @@
+//! The embedded store: in-process, durable on local disk, with etcd's semantics.

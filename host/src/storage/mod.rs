@@ -1,0 +1,116 @@
+//! The storage layer: one `Storage` trait (Kubernetes' `storage.Interface`) and its
+//! implementations.
+//!
+//! - `embedded/`: an in-process store durable on local disk, with etcd's semantics (the default);
+//! - `etcd3/`: etcd v3 through `etcd-client`;
+//! - `testing/`: the conformance suite every implementation passes.
+//!
+//! Objects are JSON values. Keys are `/{group}/{plural}/{namespace}/{name}` (no namespace segment
+//! for cluster-scoped resources); each store joins them under its own prefix (`/registry`).
+//! A resourceVersion is the store revision of an object's last write.
+
+pub mod continue_token;
+pub mod embedded;
+pub mod error;
+pub mod etcd3;
+pub mod key;
+pub mod options;
+pub mod predicate;
+pub mod testing;
+pub mod txn;
+pub mod versioner;
+pub mod watch;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+pub use error::{BoxError, Result, StorageError};
+pub use options::{GetOptions, ListOptions, ObjectList, Preconditions, ResourceVersionMatch};
+pub use predicate::{FieldSelector, LabelSelector, SelectionPredicate};
+pub use watch::{WatchEvent, WatchStream};
+
+/// The callback of `guaranteed_update`: given the current object (`None` when it does not exist
+/// and `ignore_not_found` was set), return the object to store. Called again with fresh state
+/// whenever the write loses a race; an error aborts the update and comes back as
+/// `StorageError::Aborted`.
+pub type TryUpdate<'a> =
+    Box<dyn FnMut(Option<Value>) -> BoxFuture<'static, Result<Value, BoxError>> + Send + 'a>;
+
+/// The callback of `delete`: may refuse the deletion of the current object. Re-run on fresh
+/// state whenever the delete loses a race.
+pub type ValidateDeletion<'a> =
+    Box<dyn FnMut(Value) -> BoxFuture<'static, Result<(), BoxError>> + Send + 'a>;
+
+/// A `ValidateDeletion` that accepts every deletion.
+pub fn accept_any_deletion<'a>() -> ValidateDeletion<'a> {
+    Box::new(|_| Box::pin(async { Ok(()) }))
+}
+
+/// The storage interface every layer above talks to.
+///
+/// All keys are relative to the store's prefix and validated by [`key::prepare_key`].
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// Stores a new object at `key` and returns it with its resourceVersion set.
+    ///
+    /// # Errors
+    /// `AlreadyExists` when the key is taken; `InvalidObject` when the object already carries a
+    /// resourceVersion or is not a JSON object.
+    async fn create(&self, key: &str, obj: Value) -> Result<Value>;
+
+    /// Deletes the object at `key` once `preconditions` and `validate` accept the current state,
+    /// and returns its last state stamped with the deletion's revision. `cached_existing` is a
+    /// hint that saves a read; it is re-read when stale.
+    ///
+    /// # Errors
+    /// `NotFound`, `Conflict` (preconditions), `Aborted` (validation).
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        validate: ValidateDeletion<'_>,
+        cached_existing: Option<Value>,
+    ) -> Result<Value>;
+
+    /// Watches `key` (or everything under it when `opts.recursive`) for changes after
+    /// `opts.resource_version`; `""` or `"0"` first replays the current state as ADDED events.
+    ///
+    /// # Errors
+    /// `Expired` when the revision was compacted; `TooLargeResourceVersion`.
+    async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream>;
+
+    /// Reads one object.
+    ///
+    /// # Errors
+    /// `NotFound` unless `opts.ignore_not_found`; `TooLargeResourceVersion` when a minimum
+    /// resourceVersion is newer than the store.
+    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>>;
+
+    /// Lists the objects at `key` (recursively under it when `opts.recursive`).
+    ///
+    /// # Errors
+    /// `Expired` for compacted revisions and continue tokens, `BadRequest` for invalid options,
+    /// `TooLargeResourceVersion`.
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList>;
+
+    /// Reads, transforms with `try_update` and writes back, retrying on conflict until the write
+    /// lands; writes nothing when the new object equals the stored one.
+    ///
+    /// # Errors
+    /// `NotFound` (unless `ignore_not_found`), `Conflict` (preconditions), `Aborted`.
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        ignore_not_found: bool,
+        try_update: TryUpdate<'_>,
+        cached_existing: Option<Value>,
+    ) -> Result<Value>;
+
+    /// Counts the objects under `key`.
+    async fn count(&self, key: &str) -> Result<u64>;
+
+    /// The store's current revision, read cheaply (what a consistent read must reach).
+    async fn current_revision(&self) -> Result<u64>;
+}

@@ -1,0 +1,1 @@
+//! The storage conformance suite.
