@@ -1,1 +1,132 @@
-//! Server configuration.
+//! The command line: every flag of `strategy-host`, each also read from a `STRATEGY_HOST_*`
+//! environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::storage::embedded::EmbeddedConfig;
+use crate::storage::etcd3::{Etcd3Config, TlsFiles};
+
+/// Strategy Host: a Kubernetes-style API server whose resource strategies are WebAssembly
+/// modules. With no flags it serves plain HTTP on 127.0.0.1:8080 from the embedded store in
+/// ./data.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "strategy-host", version, about, long_about = None)]
+pub struct Config {
+    /// Address and port to serve HTTP on.
+    #[arg(long, env = "STRATEGY_HOST_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Directory of the embedded store (used when no etcd servers are given).
+    #[arg(long, env = "STRATEGY_HOST_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// How often the embedded store compacts history older than the previous compaction
+    /// (seconds; 0 disables automatic compaction).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_COMPACTION_INTERVAL_SECONDS",
+        default_value_t = 300
+    )]
+    pub compaction_interval_seconds: u64,
+
+    /// Comma-separated etcd v3 endpoints; when set, etcd is the store instead of the embedded one.
+    #[arg(long, env = "STRATEGY_HOST_ETCD_SERVERS", value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// Key prefix of every object in etcd.
+    #[arg(long, env = "STRATEGY_HOST_ETCD_PREFIX", default_value = "/registry")]
+    pub etcd_prefix: String,
+
+    /// CA bundle to verify etcd's server certificate.
+    #[arg(long, env = "STRATEGY_HOST_ETCD_CAFILE")]
+    pub etcd_cafile: Option<PathBuf>,
+
+    /// Client certificate for etcd (with --etcd-keyfile).
+    #[arg(long, env = "STRATEGY_HOST_ETCD_CERTFILE")]
+    pub etcd_certfile: Option<PathBuf>,
+
+    /// Client private key for etcd (with --etcd-certfile).
+    #[arg(long, env = "STRATEGY_HOST_ETCD_KEYFILE")]
+    pub etcd_keyfile: Option<PathBuf>,
+
+    /// Seconds to wait for etcd when connecting.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_ETCD_DIAL_TIMEOUT_SECONDS",
+        default_value_t = 5
+    )]
+    pub etcd_dial_timeout_seconds: u64,
+}
+
+/// Which store the server runs on.
+#[derive(Debug, Clone)]
+pub enum StoreChoice {
+    /// The embedded store.
+    Embedded(EmbeddedConfig),
+    /// etcd v3.
+    Etcd3(Etcd3Config),
+}
+
+impl Config {
+    /// The store the flags select.
+    pub fn store(&self) -> StoreChoice {
+        if self.etcd_servers.is_empty() {
+            let mut c = EmbeddedConfig::new(self.data_dir.clone());
+            c.compaction_interval = (self.compaction_interval_seconds > 0)
+                .then(|| Duration::from_secs(self.compaction_interval_seconds));
+            return StoreChoice::Embedded(c);
+        }
+        let mut c = Etcd3Config::new(self.etcd_servers.clone());
+        c.prefix = self.etcd_prefix.clone();
+        c.dial_timeout = Duration::from_secs(self.etcd_dial_timeout_seconds.max(1));
+        let any_tls = self.etcd_cafile.is_some()
+            || self.etcd_certfile.is_some()
+            || self.etcd_keyfile.is_some();
+        if any_tls {
+            c.tls = Some(TlsFiles {
+                ca_file: self.etcd_cafile.clone(),
+                cert_file: self.etcd_certfile.clone(),
+                key_file: self.etcd_keyfile.clone(),
+            });
+        }
+        StoreChoice::Etcd3(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let c = Config::try_parse_from(["strategy-host"]).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert!(
+            matches!(c.store(), StoreChoice::Embedded(e) if e.data_dir == PathBuf::from("data"))
+        );
+    }
+
+    #[test]
+    fn etcd_flags_select_etcd() {
+        let c = Config::try_parse_from([
+            "strategy-host",
+            "--etcd-servers",
+            "http://127.0.0.1:1,http://127.0.0.1:2",
+            "--etcd-prefix",
+            "/custom",
+        ])
+        .unwrap();
+        match c.store() {
+            StoreChoice::Etcd3(e) => {
+                assert_eq!(e.endpoints.len(), 2);
+                assert_eq!(e.prefix, "/custom");
+                assert!(e.tls.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -5,6 +5,6 @@
 //! etcd3 or the embedded store) and `wasm` (the strategy runtime). This revision holds the storage
 //! layer and the server's health endpoints.
 
+pub mod api;
 pub mod config;
-pub mod server;
 pub mod storage;

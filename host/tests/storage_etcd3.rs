@@ -1,1 +1,42 @@
-fn main() {}
+//! The storage conformance suite against a real etcd started for this test binary. Cases share
+//! one etcd, isolated by key prefix; cases that compact get a second etcd of their own.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use strategy_host::storage::etcd3::testing::EtcdServer;
+use strategy_host::storage::etcd3::{Etcd3Config, Etcd3Store};
+use strategy_host::storage::testing::{trials, Isolation, StoreFactory, TestStore};
+
+static NEXT_PREFIX: AtomicUsize = AtomicUsize::new(0);
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let shared = EtcdServer::start().expect("start etcd for the shared cases");
+    let compacting = EtcdServer::start().expect("start etcd for the compacting cases");
+    let endpoints = (shared.endpoint(), compacting.endpoint());
+    let factory: StoreFactory = Arc::new(move |isolation| {
+        let endpoint = match isolation {
+            Isolation::Shared => endpoints.0.clone(),
+            Isolation::Compacting => endpoints.1.clone(),
+        };
+        Box::pin(async move {
+            let n = NEXT_PREFIX.fetch_add(1, Ordering::SeqCst);
+            let mut config = Etcd3Config::new(vec![endpoint]);
+            config.prefix = format!("/case-{n}/registry");
+            let store = Etcd3Store::connect(config).await.expect("connect to etcd");
+            let compactor = store.clone();
+            TestStore {
+                storage: Arc::new(store),
+                compact: Arc::new(move |rev| {
+                    let store = compactor.clone();
+                    Box::pin(async move { store.compact(rev).await })
+                }),
+            }
+        })
+    });
+    let conclusion = libtest_mimic::run(&args, trials("etcd3", factory));
+    drop(shared);
+    drop(compacting);
+    conclusion.exit();
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing Strategy Host needs on a fresh Debian machine:
+# etcd (Debian's etcd-server, for the etcd3 tests), protoc (etcd-client's build), and the Rust
+# toolchain and wasm target pinned in rust-toolchain.toml. Safe to run again: it skips what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
+command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
+if ((${#need_apt[@]})); then
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    echo "setup: installing ${need_apt[*]}"
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+# Debian's etcd-server package starts a system etcd on 2379; the tests start their own on free
+# ports and do not need it, so leave it alone.
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo not found; install rustup first (https://rustup.rs)" >&2
+    exit 1
+fi
+# rustup reads rust-toolchain.toml and installs the pinned toolchain, components and targets.
+rustup show active-toolchain >/dev/null
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
+echo "setup: ok (etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version))"

@@ -1,0 +1,67 @@
+//! Health and version endpoints: `/healthz`, `/livez`, `/readyz` and `/version`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::status::Status;
+use crate::storage::Storage;
+
+/// How long `/readyz` waits for the store before reporting it unready.
+const READY_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What a handler answers: a status code and a body (JSON or plain text).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `200 OK` with a plain-text body, as Kubernetes' health checks answer.
+    Text(u16, String),
+    /// A JSON body with a status code.
+    Json(u16, Value),
+}
+
+impl From<Status> for Reply {
+    fn from(s: Status) -> Self {
+        Reply::Json(s.code, s.to_json())
+    }
+}
+
+/// Answers the health and version paths; `None` for any other path.
+pub async fn handle(path: &str, storage: &Arc<dyn Storage>) -> Option<Reply> {
+    match path {
+        "/healthz" | "/livez" => Some(Reply::Text(200, "ok".into())),
+        "/readyz" => {
+            let probe = tokio::time::timeout(READY_PROBE_TIMEOUT, storage.current_revision());
+            Some(match probe.await {
+                Ok(Ok(_)) => Reply::Text(200, "ok".into()),
+                Ok(Err(e)) => {
+                    Reply::Text(503, format!("[-]storage failed: {e}\nreadyz check failed"))
+                }
+                Err(_) => Reply::Text(
+                    503,
+                    "[-]storage failed: no answer within 2s\nreadyz check failed".into(),
+                ),
+            })
+        }
+        "/version" => Some(Reply::Json(200, version())),
+        _ => None,
+    }
+}
+
+/// The `/version` document, in the shape `kubectl version` reads.
+pub fn version() -> Value {
+    let v = env!("CARGO_PKG_VERSION");
+    let mut parts = v.split('.');
+    json!({
+        "major": "1",
+        "minor": "31",
+        "gitVersion": format!("v{v}-strategy-host"),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        "strategyHost": {"major": parts.next(), "minor": parts.next()},
+    })
+}

@@ -1,0 +1,329 @@
+//! Reads over one redb snapshot: a key's latest state, a page of a list at the latest or a past
+//! revision, a count, and a chunk of the revision log turned into watch changes.
+
+use redb::ReadTransaction;
+use serde_json::Value;
+
+use super::schema::{db_err, decode_version, range_end, read_revisions, HISTORY, LATEST, LOG};
+use crate::storage::error::{Result, StorageError};
+use crate::storage::predicate::SelectionPredicate;
+use crate::storage::txn::RawValue;
+use crate::storage::versioner::decode_from_storage;
+use crate::storage::watch::Change;
+
+/// Which keys an operation covers: one key, or every key under a prefix ending in `/`.
+#[derive(Debug, Clone)]
+pub(crate) enum KeyFilter {
+    /// Exactly this full key.
+    Exact(String),
+    /// Every full key starting with this prefix.
+    Prefix(String),
+}
+
+impl KeyFilter {
+    /// True when `key` is covered.
+    pub(crate) fn matches(&self, key: &str) -> bool {
+        match self {
+            Self::Exact(k) => k == key,
+            Self::Prefix(p) => key.starts_with(p.as_str()),
+        }
+    }
+
+    /// The first key of the range at or after `start` (when given).
+    fn start<'a>(&'a self, start: Option<&'a str>) -> &'a str {
+        let base = match self {
+            Self::Exact(k) => k.as_str(),
+            Self::Prefix(p) => p.as_str(),
+        };
+        match start {
+            Some(s) if s > base => s,
+            _ => base,
+        }
+    }
+}
+
+/// One page of a list read.
+#[derive(Debug, Default)]
+pub(crate) struct Page {
+    /// The matching objects, in key order, stamped with their mod_revision.
+    pub items: Vec<Value>,
+    /// Where the next page starts, when keys remain after this one.
+    pub next_key: Option<String>,
+    /// How many live keys remain after this page (only when asked to count).
+    pub remaining: Option<u64>,
+}
+
+/// What a list read asks for.
+pub(crate) struct ListRequest<'a> {
+    /// The keys covered.
+    pub filter: &'a KeyFilter,
+    /// The first key to read (inclusive), from a continue token.
+    pub start_key: Option<&'a str>,
+    /// The revision to read at; `None` reads the latest state.
+    pub at: Option<u64>,
+    /// The most matching items to return (0 = all).
+    pub limit: usize,
+    /// Which objects to return.
+    pub predicate: &'a SelectionPredicate,
+    /// Count the live keys remaining after a full page.
+    pub count_remaining: bool,
+}
+
+/// Reads the latest state of `key`.
+pub(crate) fn read_latest(txn: &ReadTransaction, key: &str) -> Result<Option<RawValue>> {
+    let table = txn
+        .open_table(LATEST)
+        .map_err(|e| db_err("open latest", e))?;
+    let found = table.get(key).map_err(|e| db_err("read latest", e))?;
+    Ok(found.map(|guard| {
+        let (mod_revision, data) = guard.value();
+        RawValue {
+            data: data.to_vec(),
+            mod_revision,
+        }
+    }))
+}
+
+/// Collects matching items into a page, stopping once it is full.
+struct PageBuilder<'a> {
+    req: &'a ListRequest<'a>,
+    page: Page,
+    last_key: Option<String>,
+    full: bool,
+}
+
+impl<'a> PageBuilder<'a> {
+    fn new(req: &'a ListRequest<'a>) -> Self {
+        Self {
+            req,
+            page: Page::default(),
+            last_key: None,
+            full: false,
+        }
+    }
+
+    /// Offers one live key; returns false once the page is complete and nothing more is needed.
+    fn offer(&mut self, key: &str, data: &[u8], revision: u64) -> Result<bool> {
+        if self.full {
+            // A live key after a full page: there is a next page.
+            if self.page.next_key.is_none() {
+                let last = self.last_key.take().unwrap_or_default();
+                self.page.next_key = Some(format!("{last}\0"));
+            }
+            if !self.req.count_remaining {
+                return Ok(false);
+            }
+            *self.page.remaining.get_or_insert(0) += 1;
+            return Ok(true);
+        }
+        let obj = decode_from_storage(key, data, revision)?;
+        if self.req.predicate.matches(&obj) {
+            self.page.items.push(obj);
+        }
+        self.last_key = Some(key.to_string());
+        if self.req.limit > 0 && self.page.items.len() >= self.req.limit {
+            self.full = true;
+        }
+        Ok(true)
+    }
+
+    fn finish(self) -> Page {
+        self.page
+    }
+}
+
+/// Reads one page of `req` from the snapshot `txn`.
+pub(crate) fn list(txn: &ReadTransaction, req: &ListRequest<'_>) -> Result<Page> {
+    let (current, _) = read_revisions(txn)?;
+    match req.at {
+        Some(at) if at < current => list_at(txn, req, at),
+        _ => list_latest(txn, req),
+    }
+}
+
+fn list_latest(txn: &ReadTransaction, req: &ListRequest<'_>) -> Result<Page> {
+    let table = txn
+        .open_table(LATEST)
+        .map_err(|e| db_err("open latest", e))?;
+    let start = req.filter.start(req.start_key);
+    let mut builder = PageBuilder::new(req);
+    let range = match req.filter {
+        KeyFilter::Exact(k) if start == k.as_str() => table.range(start..=k.as_str()),
+        KeyFilter::Exact(_) => return Ok(Page::default()),
+        KeyFilter::Prefix(p) => match range_end(p) {
+            Some(end) => table.range(start..end.as_str()),
+            None => table.range(start..),
+        },
+    }
+    .map_err(|e| db_err("scan latest", e))?;
+    for entry in range {
+        let (k, v) = entry.map_err(|e| db_err("scan latest", e))?;
+        let (revision, data) = v.value();
+        if !builder.offer(k.value(), data, revision)? {
+            break;
+        }
+    }
+    Ok(builder.finish())
+}
+
+fn list_at(txn: &ReadTransaction, req: &ListRequest<'_>, at: u64) -> Result<Page> {
+    let table = txn
+        .open_table(HISTORY)
+        .map_err(|e| db_err("open history", e))?;
+    let start = req.filter.start(req.start_key);
+    let mut builder = PageBuilder::new(req);
+    let range = match req.filter {
+        KeyFilter::Exact(k) if start == k.as_str() => table.range((start, 0u64)..=(start, at)),
+        KeyFilter::Exact(_) => return Ok(Page::default()),
+        KeyFilter::Prefix(p) => match range_end(p) {
+            Some(end) => table.range((start, 0u64)..(end.as_str(), 0u64)),
+            None => table.range((start, 0u64)..),
+        },
+    }
+    .map_err(|e| db_err("scan history", e))?;
+    // Versions come grouped by key, oldest first: the last one at or before `at` is the state.
+    let mut key: Option<String> = None;
+    let mut best: Option<(u64, Option<Vec<u8>>)> = None;
+    for entry in range {
+        let (k, v) = entry.map_err(|e| db_err("scan history", e))?;
+        let (entry_key, revision) = k.value();
+        if key.as_deref() != Some(entry_key) {
+            if let (Some(prev_key), Some((rev, Some(data)))) = (key.as_deref(), best.take()) {
+                if !builder.offer(prev_key, &data, rev)? {
+                    return Ok(builder.finish());
+                }
+            }
+            key = Some(entry_key.to_string());
+            best = None;
+        }
+        if revision <= at {
+            best = Some((revision, decode_version(v.value())?.map(<[u8]>::to_vec)));
+        }
+    }
+    if let (Some(k), Some((rev, Some(data)))) = (key.as_deref(), best) {
+        builder.offer(k, &data, rev)?;
+    }
+    Ok(builder.finish())
+}
+
+/// Counts the live keys under `prefix`.
+pub(crate) fn count(txn: &ReadTransaction, prefix: &str) -> Result<u64> {
+    let table = txn
+        .open_table(LATEST)
+        .map_err(|e| db_err("open latest", e))?;
+    let range = match range_end(prefix) {
+        Some(end) => table.range(prefix..end.as_str()),
+        None => table.range(prefix..),
+    }
+    .map_err(|e| db_err("scan latest", e))?;
+    let mut n = 0;
+    for entry in range {
+        entry.map_err(|e| db_err("scan latest", e))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// A chunk of the revision log replayed as changes.
+#[derive(Debug, Default)]
+pub(crate) struct LogChunk {
+    /// The changes to covered keys, in revision order.
+    pub changes: Vec<Change>,
+    /// The newest revision the chunk covers (every change up to it has been looked at).
+    pub last: u64,
+    /// True when the chunk reached the snapshot's current revision.
+    pub done: bool,
+}
+
+/// Replays up to `max` log entries after revision `after`, keeping the changes to `filter`'s
+/// keys.
+///
+/// # Errors
+/// `Expired` when `after` is older than the compacted revision.
+pub(crate) fn replay_log(
+    txn: &ReadTransaction,
+    filter: &KeyFilter,
+    after: u64,
+    max: usize,
+) -> Result<LogChunk> {
+    let (current, compacted) = read_revisions(txn)?;
+    if after < compacted {
+        return Err(StorageError::compacted(after, compacted.saturating_sub(1)));
+    }
+    let log = txn.open_table(LOG).map_err(|e| db_err("open log", e))?;
+    let history = txn
+        .open_table(HISTORY)
+        .map_err(|e| db_err("open history", e))?;
+    let mut chunk = LogChunk {
+        last: after,
+        ..LogChunk::default()
+    };
+    let mut seen = 0;
+    for entry in log
+        .range(after.saturating_add(1)..)
+        .map_err(|e| db_err("scan log", e))?
+    {
+        if seen >= max {
+            return Ok(chunk);
+        }
+        seen += 1;
+        let (rev, key) = entry.map_err(|e| db_err("scan log", e))?;
+        let (rev, key) = (rev.value(), key.value());
+        chunk.last = rev;
+        if filter.matches(key) {
+            chunk.changes.push(change_at(&history, key, rev)?);
+        }
+    }
+    chunk.last = after.max(current);
+    chunk.done = true;
+    Ok(chunk)
+}
+
+/// Rebuilds the change `key` underwent at `rev` from its versions.
+fn change_at(
+    history: &redb::ReadOnlyTable<(&'static str, u64), &'static [u8]>,
+    key: &str,
+    rev: u64,
+) -> Result<Change> {
+    let current = history
+        .get((key, rev))
+        .map_err(|e| db_err("read history", e))?
+        .ok_or_else(|| StorageError::Internal(format!("history of {key} lacks revision {rev}")))?;
+    let current = decode_version(current.value())?
+        .map(|data| decode_from_storage(key, data, rev))
+        .transpose()?;
+    let previous = match history
+        .range((key, 0u64)..(key, rev))
+        .map_err(|e| db_err("read history", e))?
+        .next_back()
+    {
+        Some(entry) => {
+            let (k, v) = entry.map_err(|e| db_err("read history", e))?;
+            let prev_rev = k.value().1;
+            decode_version(v.value())?
+                .map(|data| decode_from_storage(key, data, prev_rev))
+                .transpose()?
+        }
+        None => None,
+    };
+    Ok(Change {
+        revision: rev,
+        previous,
+        current,
+    })
+}
+
+/// Runs `f` on a fresh snapshot of `db` in a blocking task.
+pub(crate) async fn with_snapshot<T, F>(db: std::sync::Arc<redb::Database>, f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        use redb::ReadableDatabase;
+        let txn = db.begin_read().map_err(|e| db_err("begin read", e))?;
+        f(&txn)
+    })
+    .await
+    .map_err(|e| StorageError::Internal(format!("embedded store read task failed: {e}")))?
+}

@@ -1,0 +1,134 @@
+//! The on-disk layout of the embedded store: redb table definitions, value encodings and error
+//! mapping.
+//!
+//! - `latest`: full key → (mod_revision, object bytes), live keys only, for fast current reads;
+//! - `history`: (full key, revision) → a tagged version (`PUT` + bytes, or `TOMBSTONE`), every
+//!   retained version of every key, for reads at a past revision and watch replay;
+//! - `log`: revision → full key, so a watch can replay the changes after any retained revision;
+//! - `meta`: name → u64 (`current_revision`, `compacted_revision`).
+
+use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+
+use crate::storage::error::StorageError;
+
+/// Live keys: key → (mod_revision, bytes).
+pub(crate) const LATEST: TableDefinition<&str, (u64, &[u8])> = TableDefinition::new("latest");
+/// Every retained version: (key, revision) → tagged value.
+pub(crate) const HISTORY: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("history");
+/// The revision log: revision → key.
+pub(crate) const LOG: TableDefinition<u64, &str> = TableDefinition::new("log");
+/// Counters.
+pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// The `meta` entry holding the latest committed revision.
+pub(crate) const CURRENT_REVISION: &str = "current_revision";
+/// The `meta` entry holding the compacted revision (the oldest readable one).
+pub(crate) const COMPACTED_REVISION: &str = "compacted_revision";
+
+/// The revision of an empty store (as etcd: the first write gets revision 2).
+pub(crate) const INITIAL_REVISION: u64 = 1;
+
+const TAG_TOMBSTONE: u8 = 0;
+const TAG_PUT: u8 = 1;
+
+/// Encodes a history value: a put of `data`, or a tombstone for `None`.
+pub(crate) fn encode_version(data: Option<&[u8]>) -> Vec<u8> {
+    match data {
+        Some(d) => {
+            let mut v = Vec::with_capacity(d.len() + 1);
+            v.push(TAG_PUT);
+            v.extend_from_slice(d);
+            v
+        }
+        None => vec![TAG_TOMBSTONE],
+    }
+}
+
+/// Decodes a history value: `Some(bytes)` for a put, `None` for a tombstone.
+pub(crate) fn decode_version(raw: &[u8]) -> Result<Option<&[u8]>, StorageError> {
+    match raw.split_first() {
+        Some((&TAG_PUT, rest)) => Ok(Some(rest)),
+        Some((&TAG_TOMBSTONE, [])) => Ok(None),
+        _ => Err(StorageError::Internal(
+            "corrupt history entry in the embedded store".into(),
+        )),
+    }
+}
+
+/// Maps a redb error to a storage error with `context`: I/O failures are `Unavailable`, the
+/// rest `Internal`.
+pub(crate) fn db_err(context: &str, e: impl Into<redb::Error>) -> StorageError {
+    match e.into() {
+        redb::Error::Io(io) => StorageError::Unavailable(format!("{context}: {io}")),
+        redb::Error::DatabaseClosed | redb::Error::PreviousIo => {
+            StorageError::Unavailable(format!("{context}: the database is closed"))
+        }
+        other => StorageError::Internal(format!("{context}: {other}")),
+    }
+}
+
+/// Reads a `meta` counter in a read transaction (0 when absent).
+pub(crate) fn read_meta(txn: &ReadTransaction, name: &str) -> Result<u64, StorageError> {
+    let table = txn.open_table(META).map_err(|e| db_err("open meta", e))?;
+    let value = table.get(name).map_err(|e| db_err("read meta", e))?;
+    Ok(value.map_or(0, |v| v.value()))
+}
+
+/// The `(current, compacted)` revisions of a read snapshot.
+pub(crate) fn read_revisions(txn: &ReadTransaction) -> Result<(u64, u64), StorageError> {
+    Ok((
+        read_meta(txn, CURRENT_REVISION)?.max(INITIAL_REVISION),
+        read_meta(txn, COMPACTED_REVISION)?,
+    ))
+}
+
+/// Creates every table and initializes the counters of a new store; returns
+/// `(current, compacted)`.
+pub(crate) fn initialize(txn: &WriteTransaction) -> Result<(u64, u64), StorageError> {
+    txn.open_table(LATEST)
+        .map_err(|e| db_err("create latest", e))?;
+    txn.open_table(HISTORY)
+        .map_err(|e| db_err("create history", e))?;
+    txn.open_table(LOG).map_err(|e| db_err("create log", e))?;
+    let mut meta = txn.open_table(META).map_err(|e| db_err("create meta", e))?;
+    let current = match meta
+        .get(CURRENT_REVISION)
+        .map_err(|e| db_err("read meta", e))?
+    {
+        Some(v) => v.value(),
+        None => INITIAL_REVISION,
+    };
+    let compacted = meta
+        .get(COMPACTED_REVISION)
+        .map_err(|e| db_err("read meta", e))?
+        .map_or(0, |v| v.value());
+    meta.insert(CURRENT_REVISION, current)
+        .map_err(|e| db_err("write meta", e))?;
+    meta.insert(COMPACTED_REVISION, compacted)
+        .map_err(|e| db_err("write meta", e))?;
+    Ok((current, compacted))
+}
+
+/// The exclusive end of the key range under `prefix` (which ends in `/`), or `None` when the
+/// range is unbounded.
+pub(crate) fn range_end(prefix: &str) -> Option<String> {
+    String::from_utf8(crate::storage::key::prefix_range_end(prefix))
+        .ok()
+        .filter(|end| end.as_str() > prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_round_trip() {
+        assert_eq!(
+            decode_version(&encode_version(Some(b"x"))).unwrap(),
+            Some(&b"x"[..])
+        );
+        assert_eq!(decode_version(&encode_version(None)).unwrap(), None);
+        assert!(decode_version(b"").is_err());
+        assert_eq!(range_end("/r/pods/").as_deref(), Some("/r/pods0"));
+    }
+}

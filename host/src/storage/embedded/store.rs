@@ -1,0 +1,224 @@
+//! `Storage` and `CasStore` for the embedded store: key preparation, resourceVersion rules, and
+//! the shared create/update/delete loops over the writer's compare-and-swap.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::reader::{self, with_snapshot, KeyFilter, ListRequest};
+use super::schema::read_revisions;
+use super::writer::Request;
+use super::{watch, EmbeddedStore};
+use crate::storage::continue_token::ContinueToken;
+use crate::storage::error::{Result, StorageError};
+use crate::storage::key::{prepare_key, recursive_prefix};
+use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList, Preconditions};
+use crate::storage::txn::{self, CasOutcome, CasStore, RawValue};
+use crate::storage::versioner::{decode_from_storage, parse_resource_version};
+use crate::storage::watch::WatchStream;
+use crate::storage::{Storage, TryUpdate, ValidateDeletion};
+
+/// The largest object the store accepts, in bytes.
+const MAX_OBJECT_BYTES: usize = 64 << 20;
+
+impl EmbeddedStore {
+    fn full_key(&self, key: &str) -> Result<String> {
+        prepare_key(&self.inner.prefix, key)
+    }
+
+    /// The keys a list or watch covers, and the prefix its continue tokens are relative to.
+    fn filter(&self, key: &str, recursive: bool) -> Result<(KeyFilter, String)> {
+        let full = self.full_key(key)?;
+        Ok(if recursive {
+            let prefix = recursive_prefix(&full);
+            (KeyFilter::Prefix(prefix.clone()), prefix)
+        } else {
+            (KeyFilter::Exact(full.clone()), full)
+        })
+    }
+}
+
+#[async_trait]
+impl Storage for EmbeddedStore {
+    async fn create(&self, key: &str, obj: Value) -> Result<Value> {
+        let full = self.full_key(key)?;
+        txn::create(self, &full, obj).await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        validate: ValidateDeletion<'_>,
+        cached_existing: Option<Value>,
+    ) -> Result<Value> {
+        let full = self.full_key(key)?;
+        txn::conditional_delete(self, &full, preconditions, validate, cached_existing).await
+    }
+
+    async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream> {
+        let (filter, _) = self.filter(key, opts.recursive)?;
+        let rv = opts.parsed_resource_version()?;
+        // Subscribe before reading anything, so no commit falls between replay and live events.
+        let live = self.inner.events.subscribe();
+        let start = match rv {
+            None | Some(0) => watch::Start::Initial,
+            Some(n) => {
+                let compacted = self.inner.compacted_revision();
+                if n < compacted {
+                    return Err(StorageError::compacted(n, compacted.saturating_sub(1)));
+                }
+                watch::Start::After(n)
+            }
+        };
+        Ok(watch::spawn(watch::Watcher {
+            db: std::sync::Arc::downgrade(&self.inner.db),
+            live,
+            filter,
+            predicate: opts.predicate,
+            allow_bookmarks: opts.allow_bookmarks,
+            start,
+        }))
+    }
+
+    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
+        let full = self.full_key(key)?;
+        let min = parse_resource_version(&opts.resource_version)?;
+        with_snapshot(self.inner.db.clone(), move |txn| {
+            let (current, _) = read_revisions(txn)?;
+            if let Some(requested) = min.filter(|&r| r > current) {
+                return Err(StorageError::TooLargeResourceVersion { requested, current });
+            }
+            match reader::read_latest(txn, &full)? {
+                Some(raw) => decode_from_storage(&full, &raw.data, raw.mod_revision).map(Some),
+                None if opts.ignore_not_found => Ok(None),
+                None => Err(StorageError::not_found(full)),
+            }
+        })
+        .await
+    }
+
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList> {
+        let (filter, list_prefix) = self.filter(key, opts.recursive)?;
+        let plan = plan_list(&opts, &list_prefix)?;
+        let from_token = opts.continue_token.is_some();
+        with_snapshot(self.inner.db.clone(), move |txn| {
+            let (current, compacted) = read_revisions(txn)?;
+            if let Some(r) = plan.revision {
+                if r < compacted {
+                    return Err(if from_token {
+                        StorageError::continue_expired()
+                    } else {
+                        StorageError::compacted(r, compacted.saturating_sub(1))
+                    });
+                }
+                if r > current {
+                    return Err(StorageError::TooLargeResourceVersion {
+                        requested: r,
+                        current,
+                    });
+                }
+            }
+            if let Some(requested) = plan.min_revision.filter(|&m| m > current) {
+                return Err(StorageError::TooLargeResourceVersion { requested, current });
+            }
+            let read_at = plan.revision.unwrap_or(current);
+            let page = reader::list(
+                txn,
+                &ListRequest {
+                    filter: &filter,
+                    start_key: plan.start_key.as_deref(),
+                    at: Some(read_at),
+                    limit: usize::try_from(opts.limit).unwrap_or(usize::MAX),
+                    predicate: &opts.predicate,
+                    count_remaining: opts.predicate.is_everything(),
+                },
+            )?;
+            let continue_token = page
+                .next_key
+                .as_deref()
+                .map(|next| ContinueToken::encode(read_at, &list_prefix, next));
+            Ok(ObjectList {
+                items: page.items,
+                resource_version: read_at,
+                remaining_item_count: continue_token.as_ref().and(page.remaining),
+                continue_token,
+            })
+        })
+        .await
+    }
+
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        ignore_not_found: bool,
+        try_update: TryUpdate<'_>,
+        cached_existing: Option<Value>,
+    ) -> Result<Value> {
+        let full = self.full_key(key)?;
+        txn::guaranteed_update(
+            self,
+            &full,
+            preconditions,
+            ignore_not_found,
+            try_update,
+            cached_existing,
+        )
+        .await
+    }
+
+    async fn count(&self, key: &str) -> Result<u64> {
+        let prefix = recursive_prefix(&self.full_key(key)?);
+        with_snapshot(self.inner.db.clone(), move |txn| {
+            reader::count(txn, &prefix)
+        })
+        .await
+    }
+
+    async fn current_revision(&self) -> Result<u64> {
+        Ok(self.inner.current_revision())
+    }
+}
+
+#[async_trait]
+impl CasStore for EmbeddedStore {
+    async fn read_latest(&self, full_key: &str) -> Result<Option<RawValue>> {
+        let key = full_key.to_string();
+        with_snapshot(self.inner.db.clone(), move |txn| {
+            reader::read_latest(txn, &key)
+        })
+        .await
+    }
+
+    async fn put_if(&self, full_key: &str, data: Vec<u8>, expected: u64) -> Result<CasOutcome> {
+        if data.len() > MAX_OBJECT_BYTES {
+            return Err(StorageError::invalid_object(
+                full_key,
+                format!(
+                    "object is {} bytes, more than the limit of {MAX_OBJECT_BYTES}",
+                    data.len()
+                ),
+            ));
+        }
+        let key = full_key.to_string();
+        self.inner
+            .submit(|reply| Request::Put {
+                key,
+                data,
+                expected,
+                reply,
+            })
+            .await
+    }
+
+    async fn delete_if(&self, full_key: &str, expected: u64) -> Result<CasOutcome> {
+        let key = full_key.to_string();
+        self.inner
+            .submit(|reply| Request::Delete {
+                key,
+                expected,
+                reply,
+            })
+            .await
+    }
+}

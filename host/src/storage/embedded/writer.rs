@@ -1,0 +1,335 @@
+//! The writer thread and its group commit: every write request waiting when the thread wakes is
+//! evaluated in one redb write transaction (each successful compare-and-swap gets its own
+//! revision), committed with one fsync, then answered and published to the watchers.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+use redb::{Database, Durability, ReadableTable, Table, WriteTransaction};
+use tokio::sync::{broadcast, oneshot};
+
+use super::compactor;
+use super::schema::{
+    db_err, encode_version, COMPACTED_REVISION, CURRENT_REVISION, HISTORY, LATEST, LOG, META,
+};
+use crate::storage::error::{Result, StorageError};
+use crate::storage::txn::{CasOutcome, RawValue};
+use crate::storage::versioner::decode_from_storage;
+use crate::storage::watch::Change;
+
+/// The most requests one transaction takes.
+const MAX_BATCH: usize = 1024;
+
+/// The store's revisions as last committed, readable without a transaction.
+#[derive(Debug, Default)]
+pub(crate) struct Revisions {
+    /// The latest committed revision.
+    pub current: AtomicU64,
+    /// The compacted revision (the oldest one still readable).
+    pub compacted: AtomicU64,
+}
+
+/// A request to the writer thread.
+pub(crate) enum Request {
+    /// Write `data` at `key` if its mod_revision is `expected` (0: absent).
+    Put {
+        key: String,
+        data: Vec<u8>,
+        expected: u64,
+        reply: oneshot::Sender<Result<CasOutcome>>,
+    },
+    /// Delete `key` if its mod_revision is `expected`.
+    Delete {
+        key: String,
+        expected: u64,
+        reply: oneshot::Sender<Result<CasOutcome>>,
+    },
+    /// Compact history up to `revision`.
+    Compact {
+        revision: u64,
+        reply: oneshot::Sender<Result<()>>,
+    },
+}
+
+/// One committed change as the writer publishes it: raw bytes, decoded by each interested
+/// watcher.
+#[derive(Debug)]
+pub(crate) struct CommittedChange {
+    /// The full key.
+    pub key: String,
+    /// The revision of the change.
+    pub revision: u64,
+    /// The state before, if the key existed.
+    pub previous: Option<RawValue>,
+    /// The bytes written; `None` for a delete.
+    pub current: Option<Vec<u8>>,
+}
+
+impl CommittedChange {
+    /// Decodes the change for a watcher.
+    pub(crate) fn to_change(&self) -> Result<Change> {
+        let previous = self
+            .previous
+            .as_ref()
+            .map(|p| decode_from_storage(&self.key, &p.data, p.mod_revision))
+            .transpose()?;
+        let current = self
+            .current
+            .as_ref()
+            .map(|d| decode_from_storage(&self.key, d, self.revision))
+            .transpose()?;
+        Ok(Change {
+            revision: self.revision,
+            previous,
+            current,
+        })
+    }
+}
+
+/// The changes of one commit, in revision order.
+pub(crate) type Batch = Arc<Vec<CommittedChange>>;
+
+/// The tables of one write transaction.
+pub(crate) struct Tables<'txn> {
+    pub latest: Table<'txn, &'static str, (u64, &'static [u8])>,
+    pub history: Table<'txn, (&'static str, u64), &'static [u8]>,
+    pub log: Table<'txn, u64, &'static str>,
+    pub meta: Table<'txn, &'static str, u64>,
+}
+
+impl<'txn> Tables<'txn> {
+    fn open(txn: &'txn WriteTransaction) -> Result<Self> {
+        Ok(Self {
+            latest: txn
+                .open_table(LATEST)
+                .map_err(|e| db_err("open latest", e))?,
+            history: txn
+                .open_table(HISTORY)
+                .map_err(|e| db_err("open history", e))?,
+            log: txn.open_table(LOG).map_err(|e| db_err("open log", e))?,
+            meta: txn.open_table(META).map_err(|e| db_err("open meta", e))?,
+        })
+    }
+
+    fn latest(&self, key: &str) -> Result<Option<RawValue>> {
+        let found = self.latest.get(key).map_err(|e| db_err("read latest", e))?;
+        Ok(found.map(|g| {
+            let (mod_revision, data) = g.value();
+            RawValue {
+                data: data.to_vec(),
+                mod_revision,
+            }
+        }))
+    }
+
+    /// Records a put (`Some`) or delete (`None`) of `key` at `rev`.
+    fn record(&mut self, key: &str, data: Option<&[u8]>, rev: u64) -> Result<()> {
+        let ctx = "write";
+        match data {
+            Some(d) => self.latest.insert(key, (rev, d)).map(drop),
+            None => self.latest.remove(key).map(drop),
+        }
+        .map_err(|e| db_err(ctx, e))?;
+        self.history
+            .insert((key, rev), encode_version(data).as_slice())
+            .map_err(|e| db_err(ctx, e))?;
+        self.log.insert(rev, key).map_err(|e| db_err(ctx, e))?;
+        Ok(())
+    }
+}
+
+/// The writer thread's state.
+struct Writer {
+    db: Arc<Database>,
+    revisions: Arc<Revisions>,
+    events: broadcast::Sender<Batch>,
+    current: u64,
+    compacted: u64,
+}
+
+/// An answer waiting for the commit.
+enum Reply {
+    Cas(oneshot::Sender<Result<CasOutcome>>, Result<CasOutcome>),
+    Compact(oneshot::Sender<Result<()>>, Result<()>),
+}
+
+/// Starts the writer thread; it stops once every sender of the returned channel is dropped.
+pub(crate) fn spawn(
+    db: Arc<Database>,
+    revisions: Arc<Revisions>,
+    events: broadcast::Sender<Batch>,
+) -> std::io::Result<(mpsc::Sender<Request>, JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel();
+    let mut writer = Writer {
+        current: revisions.current.load(Ordering::Acquire),
+        compacted: revisions.compacted.load(Ordering::Acquire),
+        db,
+        revisions,
+        events,
+    };
+    let handle = std::thread::Builder::new()
+        .name("embedded-store-writer".into())
+        .spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let mut batch = vec![first];
+                while batch.len() < MAX_BATCH {
+                    match rx.try_recv() {
+                        Ok(r) => batch.push(r),
+                        Err(_) => break,
+                    }
+                }
+                writer.commit(batch);
+            }
+        })?;
+    Ok((tx, handle))
+}
+
+impl Writer {
+    /// Evaluates `batch` in one transaction, commits it, then answers and publishes.
+    fn commit(&mut self, batch: Vec<Request>) {
+        let mut replies = Vec::with_capacity(batch.len());
+        let mut changes = Vec::new();
+        let outcome = self.apply(batch, &mut replies, &mut changes);
+        match outcome {
+            Ok((current, compacted)) => {
+                self.current = current;
+                self.compacted = compacted;
+                self.revisions.current.store(current, Ordering::Release);
+                self.revisions.compacted.store(compacted, Ordering::Release);
+                if !changes.is_empty() {
+                    // No receiver is fine: nobody watches.
+                    let _ = self.events.send(Arc::new(changes));
+                }
+                for reply in replies {
+                    match reply {
+                        Reply::Cas(tx, r) => drop(tx.send(r)),
+                        Reply::Compact(tx, r) => drop(tx.send(r)),
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "embedded store: write transaction failed");
+                for reply in replies {
+                    match reply {
+                        Reply::Cas(tx, _) => drop(tx.send(Err(e.duplicate()))),
+                        Reply::Compact(tx, _) => drop(tx.send(Err(e.duplicate()))),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies the batch; returns the new `(current, compacted)` once committed. Every request
+    /// leaves exactly one entry in `replies`, even on failure.
+    fn apply(
+        &self,
+        batch: Vec<Request>,
+        replies: &mut Vec<Reply>,
+        changes: &mut Vec<CommittedChange>,
+    ) -> Result<(u64, u64)> {
+        let mut pending = batch.into_iter();
+        let result = self.apply_inner(&mut pending, replies, changes);
+        // Requests not reached (after an error) still need an answer slot.
+        for req in pending {
+            let placeholder = Err(StorageError::Internal("not evaluated".into()));
+            replies.push(match req {
+                Request::Put { reply, .. } | Request::Delete { reply, .. } => {
+                    Reply::Cas(reply, placeholder)
+                }
+                Request::Compact { reply, .. } => Reply::Compact(reply, Ok(())),
+            });
+        }
+        result
+    }
+
+    fn apply_inner(
+        &self,
+        pending: &mut std::vec::IntoIter<Request>,
+        replies: &mut Vec<Reply>,
+        changes: &mut Vec<CommittedChange>,
+    ) -> Result<(u64, u64)> {
+        let mut txn = self
+            .db
+            .begin_write()
+            .map_err(|e| db_err("begin write", e))?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| db_err("set durability", e))?;
+        let mut rev = self.current;
+        let mut compacted = self.compacted;
+        {
+            let mut t = Tables::open(&txn)?;
+            for req in pending.by_ref() {
+                match req {
+                    Request::Put {
+                        key,
+                        data,
+                        expected,
+                        reply,
+                    } => {
+                        let existing = t.latest(&key)?;
+                        if existing.as_ref().map_or(0, |e| e.mod_revision) != expected {
+                            replies.push(Reply::Cas(reply, Ok(CasOutcome::Stale(existing))));
+                            continue;
+                        }
+                        rev += 1;
+                        t.record(&key, Some(&data), rev)?;
+                        replies.push(Reply::Cas(reply, Ok(CasOutcome::Committed(rev))));
+                        changes.push(CommittedChange {
+                            key,
+                            revision: rev,
+                            previous: existing,
+                            current: Some(data),
+                        });
+                    }
+                    Request::Delete {
+                        key,
+                        expected,
+                        reply,
+                    } => {
+                        let existing = t.latest(&key)?;
+                        match &existing {
+                            Some(e) if e.mod_revision == expected => {}
+                            _ => {
+                                replies.push(Reply::Cas(reply, Ok(CasOutcome::Stale(existing))));
+                                continue;
+                            }
+                        }
+                        rev += 1;
+                        t.record(&key, None, rev)?;
+                        replies.push(Reply::Cas(reply, Ok(CasOutcome::Committed(rev))));
+                        changes.push(CommittedChange {
+                            key,
+                            revision: rev,
+                            previous: existing,
+                            current: None,
+                        });
+                    }
+                    Request::Compact { revision, reply } => {
+                        let answer = if revision > rev {
+                            Err(StorageError::TooLargeResourceVersion {
+                                requested: revision,
+                                current: rev,
+                            })
+                        } else {
+                            if revision > compacted {
+                                compactor::compact_tables(&mut t, compacted, revision)?;
+                                compacted = revision;
+                            }
+                            Ok(())
+                        };
+                        replies.push(Reply::Compact(reply, answer));
+                    }
+                }
+            }
+            t.meta
+                .insert(CURRENT_REVISION, rev)
+                .map_err(|e| db_err("write meta", e))?;
+            t.meta
+                .insert(COMPACTED_REVISION, compacted)
+                .map_err(|e| db_err("write meta", e))?;
+        }
+        txn.commit().map_err(|e| db_err("commit", e))?;
+        Ok((rev, compacted))
+    }
+}

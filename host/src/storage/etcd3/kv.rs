@@ -1,0 +1,163 @@
+//! Single-key reads, counts, the current revision, and the compare-and-swap primitives
+//! (`txn::CasStore`) as etcd transactions on a key's mod_revision.
+
+use async_trait::async_trait;
+use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions as EtcdGet, Txn, TxnOp};
+use etcd_client::{KeyValue, KvClient, TxnOpResponse, TxnResponse, WatchClient, WatchOptions};
+use serde_json::Value;
+use std::time::Duration;
+
+use super::client::call;
+use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
+use crate::storage::error::{Result, StorageError};
+use crate::storage::key;
+use crate::storage::options::GetOptions;
+use crate::storage::txn::{CasOutcome, CasStore, RawValue};
+use crate::storage::versioner::{decode_from_storage, parse_resource_version};
+
+/// Responses as large as etcd may send (Kubernetes lifts gRPC's 4 MiB default too).
+const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
+
+impl Etcd3Store {
+    /// A KV client on the shared connection.
+    pub(super) fn kv(&self) -> KvClient {
+        self.inner
+            .client
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES)
+    }
+
+    /// A watch client on the shared connection.
+    pub(super) fn watch_client(&self) -> WatchClient {
+        self.inner
+            .client
+            .watch_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES)
+    }
+
+    /// etcd's compacted revision (the oldest revision still readable), learnt from the
+    /// cancellation of a watch at revision 1. Only meaningful once something was compacted.
+    pub(super) async fn compacted_revision(&self) -> Result<u64> {
+        let mut client = self.watch_client();
+        let prefix = self.inner.prefix.clone();
+        let probe = async move {
+            let options = WatchOptions::new().with_start_revision(1);
+            let mut stream = client.watch(prefix, Some(options)).await?;
+            while let Some(resp) = stream.message().await? {
+                if resp.compact_revision() > 0 || resp.canceled() {
+                    return Ok(from_etcd_revision(resp.compact_revision()));
+                }
+            }
+            Ok(0)
+        };
+        let wait = self.request_timeout().min(Duration::from_secs(2));
+        match call(wait, probe).await? {
+            0 => Err(StorageError::Internal("etcd reported no compaction".into())),
+            revision => Ok(revision),
+        }
+    }
+
+    /// `Storage::get`: the latest state, which must be at least as fresh as a given revision.
+    pub(super) async fn get_object(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
+        let full_key = self.full_key(key)?;
+        let min_revision = parse_resource_version(&opts.resource_version)?;
+        let mut kv = self.kv();
+        let mut resp = call(self.request_timeout(), kv.get(full_key.clone(), None)).await?;
+        let current = header_revision(resp.header())?;
+        if let Some(requested) = min_revision.filter(|&r| r > current) {
+            return Err(StorageError::TooLargeResourceVersion { requested, current });
+        }
+        match resp.take_kvs().into_iter().next() {
+            Some(found) => decode_kv(&full_key, &found).map(Some),
+            None if opts.ignore_not_found => Ok(None),
+            None => Err(StorageError::not_found(full_key)),
+        }
+    }
+
+    /// `Storage::count`: the number of keys under `key/`.
+    pub(super) async fn count_keys(&self, key: &str) -> Result<u64> {
+        let prefix = key::recursive_prefix(&self.full_key(key)?);
+        let options = EtcdGet::new()
+            .with_range(key::prefix_range_end(&prefix))
+            .with_count_only();
+        let mut kv = self.kv();
+        let resp = call(self.request_timeout(), kv.get(prefix, Some(options))).await?;
+        Ok(from_etcd_revision(resp.count()))
+    }
+
+    /// `Storage::current_revision`: the header of a count-only read of one key.
+    pub(super) async fn read_current_revision(&self) -> Result<u64> {
+        let mut kv = self.kv();
+        let options = EtcdGet::new().with_count_only();
+        let resp = call(
+            self.request_timeout(),
+            kv.get(self.inner.prefix.clone(), Some(options)),
+        )
+        .await?;
+        header_revision(resp.header())
+    }
+
+    /// Runs a transaction "if `compare` then `then` else get `full_key`".
+    async fn cas(&self, full_key: &str, compare: Compare, then: TxnOp) -> Result<CasOutcome> {
+        let txn = Txn::new()
+            .when([compare])
+            .and_then([then])
+            .or_else([TxnOp::get(full_key, None)]);
+        let mut kv = self.kv();
+        let resp = call(self.request_timeout(), kv.txn(txn)).await?;
+        if resp.succeeded() {
+            return Ok(CasOutcome::Committed(header_revision(resp.header())?));
+        }
+        Ok(CasOutcome::Stale(stale_value(&resp)))
+    }
+}
+
+/// The key's current value from the failure branch of a CAS transaction.
+fn stale_value(resp: &TxnResponse) -> Option<RawValue> {
+    resp.op_responses().into_iter().find_map(|op| match op {
+        TxnOpResponse::Get(get) => get.kvs().first().map(raw_value),
+        _ => None,
+    })
+}
+
+fn raw_value(found: &KeyValue) -> RawValue {
+    RawValue {
+        data: found.value().to_vec(),
+        mod_revision: from_etcd_revision(found.mod_revision()),
+    }
+}
+
+/// Decodes a stored object and stamps it with its mod_revision.
+pub(super) fn decode_kv(full_key: &str, found: &KeyValue) -> Result<Value> {
+    decode_from_storage(
+        full_key,
+        found.value(),
+        from_etcd_revision(found.mod_revision()),
+    )
+}
+
+#[async_trait]
+impl CasStore for Etcd3Store {
+    async fn read_latest(&self, full_key: &str) -> Result<Option<RawValue>> {
+        let mut kv = self.kv();
+        let resp = call(self.request_timeout(), kv.get(full_key, None)).await?;
+        Ok(resp.kvs().first().map(raw_value))
+    }
+
+    async fn put_if(&self, full_key: &str, data: Vec<u8>, expected: u64) -> Result<CasOutcome> {
+        let compare = if expected == 0 {
+            Compare::create_revision(full_key, CompareOp::Equal, 0)
+        } else {
+            Compare::mod_revision(full_key, CompareOp::Equal, to_etcd_revision(expected)?)
+        };
+        self.cas(full_key, compare, TxnOp::put(full_key, data, None))
+            .await
+    }
+
+    async fn delete_if(&self, full_key: &str, expected: u64) -> Result<CasOutcome> {
+        let compare =
+            Compare::mod_revision(full_key, CompareOp::Equal, to_etcd_revision(expected)?);
+        let delete = TxnOp::delete(full_key, Some(DeleteOptions::new().with_prev_key()));
+        self.cas(full_key, compare, delete).await
+    }
+}

@@ -1,0 +1,132 @@
+//! Conformance cases for create, get and key validation.
+
+use serde_json::json;
+
+use super::fixtures::{content, get, key, object, rv, update_size};
+use super::TestStore;
+use crate::storage::{accept_any_deletion, GetOptions, ListOptions, Preconditions};
+
+/// A created object comes back with a resourceVersion and reads back the same.
+pub async fn run_create(s: TestStore) {
+    let store = &*s.storage;
+    let created = store
+        .create(&key("ns", "a"), object("ns", "a"))
+        .await
+        .unwrap();
+    assert!(rv(&created) > 0);
+    assert_eq!(content(&created), object("ns", "a"));
+    let read = get(store, &key("ns", "a")).await.unwrap().unwrap();
+    assert_eq!(read, created);
+    assert!(store.current_revision().await.unwrap() >= rv(&created));
+}
+
+/// A second create of the same key fails with AlreadyExists and changes nothing.
+pub async fn run_create_already_exists(s: TestStore) {
+    let store = &*s.storage;
+    let first = store
+        .create(&key("ns", "a"), object("ns", "a"))
+        .await
+        .unwrap();
+    let mut other = object("ns", "a");
+    other["spec"]["size"] = json!(99);
+    let err = store.create(&key("ns", "a"), other).await.unwrap_err();
+    assert!(err.is_already_exists(), "{err}");
+    assert_eq!(get(store, &key("ns", "a")).await.unwrap().unwrap(), first);
+}
+
+/// An object that already carries a resourceVersion cannot be created.
+pub async fn run_create_with_resource_version_rejected(s: TestStore) {
+    let store = &*s.storage;
+    let mut obj = object("ns", "a");
+    obj["metadata"]["resourceVersion"] = json!("5");
+    let err = store.create(&key("ns", "a"), obj).await.unwrap_err();
+    assert!(err.is_invalid_object(), "{err}");
+    assert!(get(store, &key("ns", "a")).await.unwrap().is_none());
+}
+
+/// get with resourceVersion "", "0", an older one, the current one, and one from the future.
+pub async fn run_get_resource_versions(s: TestStore) {
+    let store = &*s.storage;
+    let created = store
+        .create(&key("ns", "a"), object("ns", "a"))
+        .await
+        .unwrap();
+    let updated = update_size(store, &key("ns", "a"), 2).await;
+    let current = rv(&updated);
+    for asked in [
+        String::new(),
+        "0".to_string(),
+        rv(&created).to_string(),
+        current.to_string(),
+    ] {
+        let got = store
+            .get(
+                &key("ns", "a"),
+                GetOptions {
+                    resource_version: asked.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, updated, "get at resourceVersion {asked:?}");
+    }
+    let future = store.current_revision().await.unwrap() + 1000;
+    let err = store
+        .get(
+            &key("ns", "a"),
+            GetOptions {
+                resource_version: future.to_string(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(err.is_too_large_resource_version(), "{err}");
+    let err = store
+        .get(
+            &key("ns", "a"),
+            GetOptions {
+                resource_version: "abc".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(err.is_bad_request(), "{err}");
+}
+
+/// A missing key is NotFound, or nothing when the caller ignores not-found.
+pub async fn run_get_not_found(s: TestStore) {
+    let store = &*s.storage;
+    let err = store
+        .get(&key("ns", "missing"), GetOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    assert!(get(store, &key("ns", "missing")).await.unwrap().is_none());
+}
+
+/// Empty keys and keys with `.` or `..` segments are refused by every operation.
+pub async fn run_key_validation(s: TestStore) {
+    let store = &*s.storage;
+    for bad in ["", "/", ".", "..", "/example.com/../../etc", "/a/./b"] {
+        let err = store.create(bad, object("ns", "a")).await.unwrap_err();
+        assert!(err.is_bad_request(), "create {bad:?}: {err}");
+        let err = store.get(bad, GetOptions::default()).await.unwrap_err();
+        assert!(err.is_bad_request(), "get {bad:?}: {err}");
+        let list = ListOptions {
+            recursive: true,
+            ..Default::default()
+        };
+        let err = store.get_list(bad, list.clone()).await.unwrap_err();
+        assert!(err.is_bad_request(), "list {bad:?}: {err}");
+        assert!(store.watch(bad, list).await.is_err(), "watch {bad:?}");
+        let err = store
+            .delete(bad, &Preconditions::none(), accept_any_deletion(), None)
+            .await
+            .unwrap_err();
+        assert!(err.is_bad_request(), "delete {bad:?}: {err}");
+    }
+}

@@ -1,0 +1,134 @@
+//! Objects, keys and small helpers shared by the conformance cases.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::storage::{
+    accept_any_deletion, GetOptions, ListOptions, Preconditions, Storage, StorageError, TryUpdate,
+    WatchEvent, WatchStream,
+};
+
+/// The key of widget `name` in namespace `ns`.
+pub fn key(ns: &str, name: &str) -> String {
+    format!("/example.com/widgets/{ns}/{name}")
+}
+
+/// The recursive key of every widget in `ns`.
+pub fn ns_key(ns: &str) -> String {
+    format!("/example.com/widgets/{ns}")
+}
+
+/// A widget with a uid derived from its name.
+pub fn object(ns: &str, name: &str) -> Value {
+    object_with_labels(ns, name, json!({}))
+}
+
+/// A widget with labels.
+pub fn object_with_labels(ns: &str, name: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{ns}-{name}"), "labels": labels},
+        "spec": {"size": 1}
+    })
+}
+
+/// The resourceVersion of an object, as a number.
+pub fn rv(obj: &Value) -> u64 {
+    crate::storage::versioner::object_resource_version(obj)
+        .expect("valid resourceVersion")
+        .expect("resourceVersion set")
+}
+
+/// The object without its resourceVersion, for comparing content.
+pub fn content(obj: &Value) -> Value {
+    let mut copy = obj.clone();
+    crate::storage::versioner::clear_object_resource_version(&mut copy);
+    copy
+}
+
+/// Reads the latest state of `key`.
+pub async fn get(store: &dyn Storage, key: &str) -> Result<Option<Value>, StorageError> {
+    store
+        .get(
+            key,
+            GetOptions {
+                ignore_not_found: true,
+                ..Default::default()
+            },
+        )
+        .await
+}
+
+/// A try-update that sets `spec.size`.
+pub fn set_size<'a>(size: u64) -> TryUpdate<'a> {
+    Box::new(move |current| {
+        Box::pin(async move {
+            let mut obj = current.ok_or("no object")?;
+            obj["spec"]["size"] = json!(size);
+            Ok(obj)
+        })
+    })
+}
+
+/// Sets `spec.size` unconditionally and returns the stored object.
+pub async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
+    store
+        .guaranteed_update(key, &Preconditions::none(), false, set_size(size), None)
+        .await
+        .expect("update")
+}
+
+/// Deletes `key` unconditionally and returns the deleted object.
+pub async fn delete(store: &dyn Storage, key: &str) -> Value {
+    store
+        .delete(key, &Preconditions::none(), accept_any_deletion(), None)
+        .await
+        .expect("delete")
+}
+
+/// Options of a watch from `rv`.
+pub fn watch_from(rv: u64, recursive: bool) -> ListOptions {
+    ListOptions {
+        resource_version: rv.to_string(),
+        recursive,
+        ..Default::default()
+    }
+}
+
+/// The next non-bookmark event, or a panic after ten seconds.
+pub async fn next_event(stream: &mut WatchStream) -> WatchEvent {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), stream.next()).await {
+            Err(_) => panic!("no watch event within 10s"),
+            Ok(None) => panic!("watch ended unexpectedly"),
+            Ok(Some(WatchEvent::Bookmark(_))) => continue,
+            Ok(Some(event)) => return event,
+        }
+    }
+}
+
+/// Asserts that no non-bookmark event arrives within `wait`.
+pub async fn expect_silence(stream: &mut WatchStream, wait: Duration) {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => return,
+            Ok(Some(WatchEvent::Bookmark(_))) => continue,
+            Ok(other) => panic!("expected no event, got {other:?}"),
+        }
+    }
+}
+
+/// Asserts the event's type and object name, and returns its object.
+pub fn expect_event(event: WatchEvent, kind: &str, name: &str) -> Value {
+    assert_eq!(event.type_name(), kind, "unexpected event {event:?}");
+    let obj = event.object().cloned().expect("event carries an object");
+    assert_eq!(
+        obj["metadata"]["name"], name,
+        "event for the wrong object: {obj}"
+    );
+    obj
+}
