@@ -65,6 +65,10 @@ pub(super) async fn verify_reachable(client: &Client, config: &Etcd3Config) -> R
 }
 
 fn unreachable_error(endpoints: &[String], cause: &StorageError) -> StorageError {
+    let cause = match cause {
+        StorageError::Unavailable(message) => message.clone(),
+        other => other.to_string(),
+    };
     StorageError::Unavailable(format!(
         "cannot reach etcd at {}: {cause}",
         endpoints.join(",")

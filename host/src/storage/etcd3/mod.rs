@@ -5,7 +5,7 @@
 //! resourceVersion is its etcd mod_revision and a list's is the revision it was read at. Writes
 //! go through the shared compare-and-swap loops of [`crate::storage::txn`], implemented here as
 //! etcd transactions on mod_revision. Watches are etcd watches that resume on their own after the
-//! connection breaks (see [`watch`](self::watch)).
+//! connection breaks.
 //!
 //! Every request runs under [`Etcd3Config::request_timeout`]; every failure is a typed
 //! [`StorageError`] (unreachable or timed out → `Unavailable`, compacted → `Expired`, revision

@@ -18,7 +18,9 @@ const PORT_ATTEMPTS: usize = 3;
 /// A throwaway single-member etcd cluster on loopback.
 ///
 /// The data directory lives in a temporary directory removed on drop; the process is killed on
-/// drop. `etcd` is looked up in `$ETCD_BIN`, then on `PATH`.
+/// drop. `etcd` is looked up in `$ETCD_BIN`, then on `PATH`. Its log is `etcd.log` in that
+/// directory. History is never compacted automatically, and watch progress notifications come
+/// every second (so bookmarks can be tested quickly).
 ///
 /// ```no_run
 /// use strategy_host::storage::etcd3::testing::EtcdServer;
@@ -31,20 +33,48 @@ pub struct EtcdServer {
     dir: tempfile::TempDir,
     client_port: u16,
     peer_port: u16,
+    /// Serves `/health` and `/metrics` over plain HTTP, also when clients use TLS.
+    metrics_port: u16,
+    tls: Option<ServerTls>,
     child: Option<Child>,
 }
 
+/// PEM files for [`EtcdServer::start_tls`]: etcd serves its client URL with `cert_file` and
+/// `key_file` and accepts only client certificates signed by `ca_file`.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    /// etcd's serving certificate (valid for `127.0.0.1`).
+    pub cert_file: PathBuf,
+    /// The serving certificate's private key.
+    pub key_file: PathBuf,
+    /// The CA that client certificates must be signed by.
+    pub ca_file: PathBuf,
+}
+
 impl EtcdServer {
-    /// Starts etcd on two free loopback ports and waits until it is healthy.
+    /// Starts etcd on free loopback ports (client, peer, metrics) and waits until it is healthy.
     ///
     /// # Errors
     /// When `etcd` is not installed (the message says how to install it), cannot start, or is not
     /// healthy within 20 s (the message carries the tail of its log).
     pub fn start() -> anyhow::Result<EtcdServer> {
+        Self::start_with(None)
+    }
+
+    /// Like [`Self::start`], but etcd serves its client URL over TLS (`https://127.0.0.1:PORT`)
+    /// and requires client certificates.
+    ///
+    /// # Errors
+    /// As [`Self::start`].
+    pub fn start_tls(tls: ServerTls) -> anyhow::Result<EtcdServer> {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<ServerTls>) -> anyhow::Result<EtcdServer> {
         let binary = find_etcd()?;
         let mut last_error = None;
         for _ in 0..PORT_ATTEMPTS {
-            let (client_port, peer_port) = free_port_pair()?;
+            let [client_port, peer_port, metrics_port] = free_ports()?;
             let mut server = EtcdServer {
                 binary: binary.clone(),
                 dir: tempfile::Builder::new()
@@ -53,6 +83,8 @@ impl EtcdServer {
                     .context("creating a temporary directory for etcd")?,
                 client_port,
                 peer_port,
+                metrics_port,
+                tls: tls.clone(),
                 child: None,
             };
             match server.spawn_and_wait() {
@@ -65,7 +97,13 @@ impl EtcdServer {
 
     /// The client URL, `http://127.0.0.1:PORT`.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    /// The plain-HTTP URL serving `/health` and `/metrics`.
+    pub fn metrics_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.metrics_port)
     }
 
     /// Kills etcd and waits for it to exit; the data directory is kept for [`Self::restart`].
@@ -105,7 +143,8 @@ impl EtcdServer {
         let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
         let client_url = self.endpoint();
         let peer_url = format!("http://127.0.0.1:{}", self.peer_port);
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        command
             .arg("--name")
             .arg("default")
             .arg("--data-dir")
@@ -132,6 +171,19 @@ impl EtcdServer {
             .arg("zap")
             .arg("--log-outputs")
             .arg("stderr")
+            .arg("--listen-metrics-urls")
+            .arg(self.metrics_url());
+        if let Some(tls) = &self.tls {
+            command
+                .arg("--cert-file")
+                .arg(&tls.cert_file)
+                .arg("--key-file")
+                .arg(&tls.key_file)
+                .arg("--trusted-ca-file")
+                .arg(&tls.ca_file)
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(log.try_clone().context("duplicating the log handle")?)
             .stderr(log)
@@ -152,7 +204,7 @@ impl EtcdServer {
 
     fn wait_healthy(&mut self) -> anyhow::Result<()> {
         let deadline = Instant::now() + HEALTH_TIMEOUT;
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.client_port));
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.metrics_port));
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Some(status) = child.try_wait()? {
@@ -197,11 +249,17 @@ fn find_etcd() -> anyhow::Result<PathBuf> {
         })
 }
 
-/// Two distinct free loopback ports (client, peer).
-fn free_port_pair() -> anyhow::Result<(u16, u16)> {
-    let a = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    let b = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
+/// Distinct free loopback ports (client, peer, metrics).
+fn free_ports() -> anyhow::Result<[u16; 3]> {
+    let listeners = [(); 3].map(|()| TcpListener::bind("127.0.0.1:0"));
+    let mut ports = [0; 3];
+    for (port, listener) in ports.iter_mut().zip(listeners) {
+        *port = listener
+            .context("finding a free port")?
+            .local_addr()?
+            .port();
+    }
+    Ok(ports)
 }
 
 /// True when etcd's `/health` endpoint answers `"health":"true"`.

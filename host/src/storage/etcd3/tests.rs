@@ -126,6 +126,7 @@ async fn unreachable_etcd_is_unavailable_not_a_panic() {
     assert!(err.is_unavailable(), "{err}");
     assert!(err.to_string().contains("127.0.0.1"), "{err}");
     assert!(began.elapsed() < Duration::from_secs(3));
+    eprintln!("unreachable etcd: {err}");
 }
 
 #[tokio::test]
@@ -226,8 +227,9 @@ async fn watch_resumes_across_restart_without_loss_or_duplicates() {
 async fn watch_from_compacted_revision_expires() {
     let (_etcd, store) = start().await;
     let first = store.create("/w/ns/a", widget("a", "x")).await.unwrap();
-    let last = set_n(&store, "/w/ns/a", 1).await;
-    set_n(&store, "/w/ns/a", 2).await;
+    set_n(&store, "/w/ns/a", 1).await;
+    let last = set_n(&store, "/w/ns/a", 2).await;
+    // etcd keeps the compacted revision itself: events after `first` start one before it.
     store.compact(rv(&last)).await.unwrap();
     store.compact(rv(&last)).await.unwrap();
     let opts = ListOptions {
@@ -358,4 +360,144 @@ async fn expired_continue_token_and_bookmarks() {
         }
     }
     assert_eq!(added, 3);
+}
+
+/// Writes a CA, a serving certificate for 127.0.0.1 and a client certificate with `openssl`;
+/// `None` when `openssl` is not installed.
+fn make_certificates(dir: &std::path::Path) -> Option<()> {
+    let run = |args: &[&str]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        status.map(|s| s.success())
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let ca = [
+        &["req", "-x509"][..],
+        &ec,
+        &["-keyout", "ca.key", "-out", "ca.pem"],
+    ]
+    .concat();
+    if !run(&[&ca[..], &["-days", "1", "-subj", "/CN=test-ca"]].concat()).ok()? {
+        panic!("openssl could not make a CA");
+    }
+    for (name, usage) in [("server", "serverAuth"), ("client", "clientAuth")] {
+        let ext = format!("{name}.ext");
+        std::fs::write(
+            dir.join(&ext),
+            format!("subjectAltName=IP:127.0.0.1\nextendedKeyUsage={usage}\n"),
+        )
+        .unwrap();
+        let (key, csr, pem) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.pem"),
+        );
+        let req = [&["req"][..], &ec, &["-keyout", &key, "-out", &csr, "-subj"]].concat();
+        assert!(run(&[&req[..], &[&format!("/CN={name}")]].concat()).unwrap());
+        let sign = [
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-days",
+            "1",
+            "-extfile",
+            &ext,
+        ];
+        assert!(run(&sign).unwrap(), "openssl could not sign {name}");
+    }
+    Some(())
+}
+
+#[tokio::test]
+async fn tls_with_client_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    if make_certificates(dir.path()).is_none() {
+        eprintln!("openssl not installed: skipping the TLS test");
+        return;
+    }
+    let path = |name: &str| dir.path().join(name);
+    let etcd = EtcdServer::start_tls(super::testing::ServerTls {
+        cert_file: path("server.pem"),
+        key_file: path("server.key"),
+        ca_file: path("ca.pem"),
+    })
+    .expect("start etcd with TLS");
+    assert!(etcd.endpoint().starts_with("https://"));
+    let mut config = config(&etcd);
+    config.tls = Some(super::TlsFiles {
+        ca_file: Some(path("ca.pem")),
+        cert_file: Some(path("client.pem")),
+        key_file: Some(path("client.key")),
+    });
+    let store = Etcd3Store::connect(config.clone())
+        .await
+        .expect("connect over TLS");
+    store.create("/w/ns/a", widget("a", "x")).await.unwrap();
+    assert_eq!(store.count("/w").await.unwrap(), 1);
+    // Without a client certificate etcd refuses the connection: an error, not a panic.
+    config.tls = Some(super::TlsFiles {
+        ca_file: Some(path("ca.pem")),
+        ..Default::default()
+    });
+    let err = Etcd3Store::connect(config).await.unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+}
+
+/// etcd's count of open watchers, from its metrics endpoint.
+fn etcd_watchers(etcd: &EtcdServer) -> u64 {
+    use std::io::{Read, Write};
+    let addr = etcd.metrics_url().trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .expect("watcher metric") as u64
+}
+
+#[tokio::test]
+async fn dropping_a_watch_cancels_it_in_etcd() {
+    let (etcd, store) = start().await;
+    let before = etcd_watchers(&etcd);
+    let opts = ListOptions {
+        recursive: true,
+        ..Default::default()
+    };
+    let mut watches = Vec::new();
+    for _ in 0..3 {
+        watches.push(store.watch("/w", opts.clone()).await.unwrap());
+    }
+    // A watch nobody reads does not hold up the others.
+    let created = store.create("/w/ns/a", widget("a", "x")).await.unwrap();
+    match next_change(&mut watches[2]).await {
+        WatchEvent::Added(o) => assert_eq!(o, created),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(etcd_watchers(&etcd), before + 3);
+    drop(watches);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while etcd_watchers(&etcd) != before {
+        assert!(Instant::now() < deadline, "etcd still has the watches");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -194,8 +194,14 @@ impl Watcher {
             return Flow::Stop;
         }
         if resp.canceled() {
-            tracing::debug!(key = %self.range.key, reason = resp.cancel_reason(), "etcd canceled the watch");
-            return Flow::Reconnect;
+            // etcd cancels a watch for good (e.g. permission denied): end it, as Kubernetes does.
+            let err = StorageError::Internal(format!(
+                "etcd canceled the watch on {}: {}",
+                self.range.key,
+                resp.cancel_reason()
+            ));
+            let _ = self.tx.send(WatchEvent::Error(err));
+            return Flow::Stop;
         }
         if resp.created() {
             return Flow::Continue;
@@ -205,7 +211,7 @@ impl Watcher {
             let Ok(revision) = header_revision(resp.header()) else {
                 return Flow::Continue;
             };
-            if revision >= self.next {
+            if revision + 1 >= self.next {
                 self.next = revision + 1;
                 if self.bookmarks && self.tx.send(WatchEvent::Bookmark(revision)).is_err() {
                     return Flow::Stop;
