@@ -258,15 +258,13 @@ pub(crate) fn replay_log(
         last: after,
         ..LogChunk::default()
     };
-    let mut seen = 0;
-    for entry in log
+    let entries = log
         .range(after.saturating_add(1)..)
-        .map_err(|e| db_err("scan log", e))?
-    {
+        .map_err(|e| db_err("scan log", e))?;
+    for (seen, entry) in entries.enumerate() {
         if seen >= max {
             return Ok(chunk);
         }
-        seen += 1;
         let (rev, key) = entry.map_err(|e| db_err("scan log", e))?;
         let (rev, key) = (rev.value(), key.value());
         chunk.last = rev;
