@@ -106,7 +106,7 @@ mod tests {
         let c = Config::try_parse_from(["strategy-host"]).unwrap();
         assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
         assert!(
-            matches!(c.store(), StoreChoice::Embedded(e) if e.data_dir == PathBuf::from("data"))
+            matches!(c.store(), StoreChoice::Embedded(e) if e.data_dir.as_path() == std::path::Path::new("data"))
         );
     }
 

@@ -60,7 +60,7 @@ const OPS: [Op; 4] = [Op::Create, Op::Get, Op::Update, Op::List];
 #[derive(Clone)]
 enum Target {
     Store(Arc<dyn Storage>),
-    Raw(etcd_client::Client, String),
+    Raw(Box<etcd_client::Client>, String),
 }
 
 impl Target {
@@ -228,7 +228,7 @@ async fn main() -> anyhow::Result<()> {
                     None,
                 )
                 .await?;
-                Target::Raw(client, "/bench-raw".into())
+                Target::Raw(Box::new(client), "/bench-raw".into())
             }
             other => anyhow::bail!("unknown backend {other}"),
         };

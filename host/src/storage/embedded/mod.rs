@@ -32,6 +32,12 @@ use writer::{Batch, Request, Revisions};
 
 /// The file name of the database inside the data directory.
 const DB_FILE: &str = "store.redb";
+/// The most revisions one compaction transaction covers.
+#[cfg(not(test))]
+const COMPACTION_STEP: u64 = 10_000;
+/// Small under test, so compactions run in several steps.
+#[cfg(test)]
+const COMPACTION_STEP: u64 = 2;
 /// How many committed batches a slow watcher may fall behind before it re-reads the log.
 #[cfg(not(test))]
 const BROADCAST_CAPACITY: usize = 1024;
@@ -202,9 +208,30 @@ impl Inner {
     }
 
     /// See [`EmbeddedStore::compact`].
+    ///
+    /// Large compactions run in steps of `COMPACTION_STEP` revisions, one transaction each, so
+    /// writes are never held up for long.
     pub(crate) async fn compact(&self, revision: u64) -> Result<()> {
-        self.submit(|reply| Request::Compact { revision, reply })
-            .await
+        let current = self.current_revision();
+        if revision > current {
+            return Err(StorageError::TooLargeResourceVersion {
+                requested: revision,
+                current,
+            });
+        }
+        let mut done = self.compacted_revision();
+        loop {
+            let step = revision.min(done.saturating_add(COMPACTION_STEP));
+            self.submit(|reply| Request::Compact {
+                revision: step,
+                reply,
+            })
+            .await?;
+            if step >= revision {
+                return Ok(());
+            }
+            done = step;
+        }
     }
 }
 

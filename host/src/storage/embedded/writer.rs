@@ -92,9 +92,13 @@ pub(crate) type Batch = Arc<Vec<CommittedChange>>;
 
 /// The tables of one write transaction.
 pub(crate) struct Tables<'txn> {
+    /// Live keys.
     pub latest: Table<'txn, &'static str, (u64, &'static [u8])>,
+    /// Every retained version.
     pub history: Table<'txn, (&'static str, u64), &'static [u8]>,
+    /// The revision log.
     pub log: Table<'txn, u64, &'static str>,
+    /// Counters.
     pub meta: Table<'txn, &'static str, u64>,
 }
 
