@@ -331,28 +331,26 @@ async fn idle_watchers_get_bookmarks_and_future_revisions_wait() {
     }
 }
 
-/// Throughput of creates at 64 concurrent callers (run with `--ignored --nocapture`, in release).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement, not a check"]
-async fn create_throughput_at_64_callers() {
+async fn automatic_compaction_trails_one_interval_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path()).await;
-    let per_task = 200;
-    let started = std::time::Instant::now();
-    let tasks: Vec<_> = (0..64)
-        .map(|t| {
-            let store = store.clone();
-            tokio::spawn(async move {
-                for i in 0..per_task {
-                    let key = format!("/w/ns/o{t}-{i}");
-                    store.create(&key, obj(&key, "x")).await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap();
+    let mut config = EmbeddedConfig::new(dir.path());
+    config.compaction_interval = Some(Duration::from_millis(100));
+    let store = EmbeddedStore::open(config).await.unwrap();
+    for i in 0..5 {
+        store
+            .create(&format!("/w/o{i}"), obj("o", "1"))
+            .await
+            .unwrap();
     }
-    let secs = started.elapsed().as_secs_f64();
-    eprintln!("{:.0} creates/s", f64::from(64 * per_task) / secs);
+    let written = store.current_revision().await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while store.compacted_revision() < written {
+        assert!(std::time::Instant::now() < deadline, "never compacted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(store.count("/w").await.unwrap(), 5);
+    // The background task lets go of the store: the directory reopens.
+    drop(store);
+    open(dir.path()).await;
 }
