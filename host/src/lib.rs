@@ -7,4 +7,5 @@
 
 pub mod api;
 pub mod config;
+pub mod registry;
 pub mod storage;

@@ -1,0 +1,185 @@
+//! The strategy contract: what a resource's behaviour module decides before and after each write.
+//!
+//! The registry calls one method per phase of a request (a wasm strategy runs each on one fresh
+//! instance): `before_create` = prepare_for_create → validate → warnings → canonicalize;
+//! `before_update` = prepare_for_update → validate_update → warnings → canonicalize;
+//! `before_delete`; and the After hooks, which run after the write is committed and never undo it.
+//! `DefaultStrategy` is what a resource without a module gets.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// Kubernetes' field error kinds (`k8s.io/apimachinery/pkg/util/validation/field`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum FieldErrorKind {
+    /// `FieldValueRequired`.
+    Required,
+    /// `FieldValueInvalid`.
+    Invalid,
+    /// `FieldValueForbidden`.
+    Forbidden,
+    /// `FieldValueDuplicate`.
+    Duplicate,
+    /// `FieldValueNotSupported`.
+    NotSupported,
+    /// `FieldValueTooLong`.
+    TooLong,
+    /// `FieldValueTooMany`.
+    TooMany,
+}
+
+impl FieldErrorKind {
+    /// The `reason` Kubernetes puts in a Status cause (`FieldValueRequired`, ...).
+    pub fn cause_type(self) -> &'static str {
+        match self {
+            Self::Required => "FieldValueRequired",
+            Self::Invalid => "FieldValueInvalid",
+            Self::Forbidden => "FieldValueForbidden",
+            Self::Duplicate => "FieldValueDuplicate",
+            Self::NotSupported => "FieldValueNotSupported",
+            Self::TooLong => "FieldValueTooLong",
+            Self::TooMany => "FieldValueTooMany",
+        }
+    }
+}
+
+/// One field error: which field, what kind, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FieldError {
+    /// The kind of error.
+    pub kind: FieldErrorKind,
+    /// The field path, e.g. `spec.replicas` or `metadata.labels[app]`.
+    pub field: String,
+    /// A human-readable detail.
+    pub detail: String,
+}
+
+/// The resource a strategy call is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// API group (`""` for core).
+    pub group: String,
+    /// The version the request was made at.
+    pub version: String,
+    /// The kind, e.g. `Widget`.
+    pub kind: String,
+    /// The plural resource name, e.g. `widgets`.
+    pub plural: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// What every strategy call is told about the request.
+#[derive(Debug, Clone)]
+pub struct StrategyContext {
+    /// The resource.
+    pub resource: ResourceInfo,
+    /// `?dryRun=All`: nothing will be persisted.
+    pub dry_run: bool,
+    /// An id for logs, so a module's log lines can be tied to a request.
+    pub request_id: String,
+}
+
+/// The outcome of a before-write phase.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Admission {
+    /// Field errors; any → the request fails with 422 Invalid.
+    pub field_errors: Vec<FieldError>,
+    /// Warnings for the client (`Warning: 299` headers).
+    pub warnings: Vec<String>,
+}
+
+/// A strategy that could not run (trap, deadline, memory cap, garbage output): the request
+/// fails with 500 naming the module and the reason; the server carries on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("strategy module {module:?} failed: {reason}")]
+pub struct StrategyError {
+    /// The module's name.
+    pub module: String,
+    /// What went wrong.
+    pub reason: String,
+}
+
+/// A resource's behaviour. Every method has the default Kubernetes behaviour for custom
+/// resources, so an implementation overrides only what it changes.
+#[async_trait]
+pub trait Strategy: Send + Sync + 'static {
+    /// A name for logs and errors (the module's name for wasm strategies).
+    fn name(&self) -> &str;
+
+    /// prepare_for_create, validate, warnings and canonicalize on a new object (mutated in place).
+    async fn before_create(
+        &self,
+        _ctx: &StrategyContext,
+        _obj: &mut Value,
+    ) -> Result<Admission, StrategyError> {
+        Ok(Admission::default())
+    }
+
+    /// prepare_for_update, validate_update, warnings and canonicalize on `new` given `old`.
+    async fn before_update(
+        &self,
+        _ctx: &StrategyContext,
+        _new: &mut Value,
+        _old: &Value,
+    ) -> Result<Admission, StrategyError> {
+        Ok(Admission::default())
+    }
+
+    /// May refuse the deletion of `obj` (field errors → 422) or warn.
+    async fn before_delete(
+        &self,
+        _ctx: &StrategyContext,
+        _obj: &Value,
+    ) -> Result<Admission, StrategyError> {
+        Ok(Admission::default())
+    }
+
+    /// Whether a PUT of a missing object creates it.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// Whether a PUT without a resourceVersion is accepted (custom resources: yes).
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    /// Runs after a create is committed; a failure is logged and counted, never undone.
+    async fn after_create(
+        &self,
+        _ctx: &StrategyContext,
+        _obj: &Value,
+    ) -> Result<(), StrategyError> {
+        Ok(())
+    }
+
+    /// Runs after an update is committed.
+    async fn after_update(
+        &self,
+        _ctx: &StrategyContext,
+        _new: &Value,
+        _old: &Value,
+    ) -> Result<(), StrategyError> {
+        Ok(())
+    }
+
+    /// Runs after a delete is committed.
+    async fn after_delete(
+        &self,
+        _ctx: &StrategyContext,
+        _obj: &Value,
+    ) -> Result<(), StrategyError> {
+        Ok(())
+    }
+}
+
+/// The strategy of a resource with no module: Kubernetes' defaults for custom resources.
+#[derive(Debug, Default, Clone)]
+pub struct DefaultStrategy;
+
+impl Strategy for DefaultStrategy {
+    fn name(&self) -> &str {
+        "default"
+    }
+}
