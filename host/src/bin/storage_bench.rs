@@ -210,6 +210,7 @@ async fn main() -> anyhow::Result<()> {
         "{:<10} {:<7} {:>5} {:>10} {:>10} {:>10} {:>7}",
         "backend", "op", "conc", "ops/s", "p50 ms", "p99 ms", "errors"
     );
+    let mut targets = Vec::new();
     for backend in &args.backends {
         let target = match backend.as_str() {
             "embedded" => {
@@ -232,11 +233,17 @@ async fn main() -> anyhow::Result<()> {
             }
             other => anyhow::bail!("unknown backend {other}"),
         };
-        for &concurrency in &args.concurrency {
-            let prefix = format!("/bench/c{concurrency}");
+        targets.push((backend.clone(), target));
+    }
+    // Backends take turns cell by cell, so a noisy moment on the machine hits them alike.
+    for &concurrency in &args.concurrency {
+        let prefix = format!("/bench/c{concurrency}");
+        for (_, target) in &targets {
             target.seed(&prefix, concurrency, args.list_size).await?;
-            for op in OPS {
-                let cell = measure(&target, op, concurrency, args.seconds, &prefix).await;
+        }
+        for op in OPS {
+            for (backend, target) in &targets {
+                let cell = measure(target, op, concurrency, args.seconds, &prefix).await;
                 let rate = cell.ops as f64 / cell.elapsed.as_secs_f64();
                 println!(
                     "{:<10} {:<7} {:>5} {:>10.0} {:>10.3} {:>10.3} {:>7}",
