@@ -91,6 +91,10 @@ pub struct ListOptions {
     /// Watches only: send BOOKMARK events with the current revision when the store reports
     /// progress.
     pub allow_bookmarks: bool,
+    /// Watches only (`sendInitialEvents`, KEP-3157): start with the current state as ADDED
+    /// events, then a BOOKMARK at the revision they are consistent at (the end of the initial
+    /// events). Served by the cacher; the stores below ignore it.
+    pub send_initial_events: bool,
 }
 
 impl ListOptions {

@@ -118,12 +118,17 @@ pub async fn guaranteed_update(
     };
     loop {
         // A stale hint may be why anything below fails: re-read once before answering.
+        // When the re-read shows the hint was current after all, the callback would see the
+        // same object again: answer now instead of calling it twice.
         macro_rules! retry_if_stale {
             ($err:expr) => {{
                 if !is_current {
+                    let hinted = state.as_ref().map(|s| s.mod_revision);
                     state = read_state(store, full_key).await?;
                     is_current = true;
-                    continue;
+                    if state.as_ref().map(|s| s.mod_revision) != hinted {
+                        continue;
+                    }
                 }
                 return Err($err);
             }};

@@ -72,7 +72,7 @@ pub async fn run_get_resource_versions(s: TestStore) {
             .unwrap();
         assert_eq!(got, updated, "get at resourceVersion {asked:?}");
     }
-    let future = store.current_revision().await.unwrap() + 1000;
+    let future = store.current_revision().await.unwrap() + 1_000_000;
     let err = store
         .get(
             &key("ns", "a"),

@@ -1,0 +1,190 @@
+//! Gets and lists from the cache with Kubernetes' resourceVersion semantics: `"0"` answers from
+//! the cache as it is, `N` waits for the cache to reach N, `""` (consistent) waits for the cache
+//! to reach the store's current revision (KEP-2340), `Exact` and continue pages answer from
+//! memory when the scope has not changed since their revision and go to the store below
+//! otherwise.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::watch_cache::{CachedObject, Scope};
+use super::Cacher;
+use crate::storage::continue_token::ContinueToken;
+use crate::storage::error::{Result, StorageError};
+use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList};
+use crate::storage::versioner::parse_resource_version;
+
+/// Whether a read can be answered from memory.
+pub(super) enum Freshness {
+    /// The cache is fresh enough.
+    Cache,
+    /// The cache did not catch up in time: ask the store below.
+    Below,
+}
+
+impl Cacher {
+    /// Makes sure the cache is fresh enough for a read at `rv` (`None`: consistent).
+    ///
+    /// # Errors
+    /// `TooLargeResourceVersion` when the cache does not reach N in time; the store's errors
+    /// when its current revision cannot be read.
+    pub(super) async fn await_fresh(&self, rv: Option<u64>) -> Result<Freshness> {
+        let config = &self.shared.config;
+        match rv {
+            Some(0) => Ok(Freshness::Cache),
+            Some(n) => {
+                if self
+                    .shared
+                    .wait_for_revision(n, config.not_older_than_timeout)
+                    .await
+                {
+                    Ok(Freshness::Cache)
+                } else {
+                    Err(StorageError::TooLargeResourceVersion {
+                        requested: n,
+                        current: self.shared.read().revision(),
+                    })
+                }
+            }
+            None => {
+                let current = self.shared.below.current_revision().await?;
+                if self
+                    .shared
+                    .wait_for_revision(current, config.consistent_read_timeout)
+                    .await
+                {
+                    Ok(Freshness::Cache)
+                } else {
+                    self.shared
+                        .metrics
+                        .consistent_read_fallbacks
+                        .fetch_add(1, Ordering::Relaxed);
+                    Ok(Freshness::Below)
+                }
+            }
+        }
+    }
+
+    pub(super) async fn delegate_get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
+        self.shared
+            .metrics
+            .delegated_reads
+            .fetch_add(1, Ordering::Relaxed);
+        self.shared.below.get(key, opts).await
+    }
+
+    pub(super) async fn delegate_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList> {
+        self.shared
+            .metrics
+            .delegated_reads
+            .fetch_add(1, Ordering::Relaxed);
+        self.shared.below.get_list(key, opts).await
+    }
+
+    /// `get` of `cache_key` (the normalized `key`) from the cache.
+    pub(super) async fn get_cached(
+        &self,
+        key: &str,
+        cache_key: &str,
+        opts: GetOptions,
+    ) -> Result<Option<Value>> {
+        let rv = parse_resource_version(&opts.resource_version)?;
+        if let Freshness::Below = self.await_fresh(rv).await? {
+            return self.shared.below.get(key, opts).await;
+        }
+        let found = self.shared.read().get(cache_key);
+        match found {
+            Some(obj) => Ok(Some(obj.value().clone())),
+            None if opts.ignore_not_found => Ok(None),
+            None => Err(StorageError::not_found(key)),
+        }
+    }
+
+    /// `get_list` of `scope` (the normalized `key`) from the cache.
+    pub(super) async fn list_cached(
+        &self,
+        key: &str,
+        scope: Scope,
+        opts: ListOptions,
+    ) -> Result<ObjectList> {
+        let list_prefix = match &scope {
+            Scope::Prefix(p) => p.clone(),
+            Scope::Key(k) => k.clone(),
+        };
+        let plan = plan_list(&opts, &list_prefix)?;
+        if let Some(at) = plan.revision {
+            // Exact, or a continue page: from memory only if the scope is unchanged since.
+            let page = {
+                let cache = self.shared.read();
+                cache
+                    .unchanged_since(at, &scope)
+                    .then(|| self.read_page(&cache, &scope, plan.start_key.as_deref(), &opts, at))
+            };
+            return match page {
+                Some(page) => Ok(page.into_list(&list_prefix)),
+                None => self.delegate_list(key, opts).await,
+            };
+        }
+        if let Freshness::Below = self.await_fresh(opts.parsed_resource_version()?).await? {
+            return self.shared.below.get_list(key, opts).await;
+        }
+        let page = {
+            let cache = self.shared.read();
+            let at = cache.revision();
+            self.read_page(&cache, &scope, None, &opts, at)
+        };
+        Ok(page.into_list(&list_prefix))
+    }
+
+    fn read_page(
+        &self,
+        cache: &super::watch_cache::WatchCache,
+        scope: &Scope,
+        start: Option<&str>,
+        opts: &ListOptions,
+        at: u64,
+    ) -> CachedPage {
+        let limit = if matches!(scope, Scope::Prefix(_)) {
+            opts.limit
+        } else {
+            0
+        };
+        let page = cache.list(
+            scope,
+            start,
+            &opts.predicate,
+            limit,
+            opts.predicate.is_everything(),
+        );
+        CachedPage {
+            items: page.items,
+            revision: at,
+            last_key: page.more_after,
+            remaining: page.remaining,
+        }
+    }
+}
+
+/// A page read under the cache's lock; its objects are copied out after the lock is released.
+struct CachedPage {
+    items: Vec<Arc<CachedObject>>,
+    revision: u64,
+    last_key: Option<String>,
+    remaining: Option<u64>,
+}
+
+impl CachedPage {
+    fn into_list(self, list_prefix: &str) -> ObjectList {
+        let remaining_item_count = self.last_key.as_ref().and(self.remaining);
+        ObjectList {
+            items: self.items.iter().map(|o| o.value().clone()).collect(),
+            resource_version: self.revision,
+            continue_token: self.last_key.map(|last| {
+                ContinueToken::encode(self.revision, list_prefix, &format!("{last}\0"))
+            }),
+            remaining_item_count,
+        }
+    }
+}
