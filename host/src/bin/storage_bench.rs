@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser;
+use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use serde_json::{json, Value};
 use strategy_host::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use strategy_host::storage::etcd3::testing::EtcdServer;
@@ -25,8 +26,12 @@ struct Args {
     /// Seconds per (backend, operation, concurrency) cell.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
-    /// Backends to measure: embedded, etcd3, raw-etcd.
-    #[arg(long, value_delimiter = ',', default_value = "embedded,etcd3,raw-etcd")]
+    /// Backends to measure: embedded, etcd3, raw-etcd (plain puts), raw-txn (puts in a one-compare txn).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "embedded,etcd3,raw-etcd,raw-txn"
+    )]
     backends: Vec<String>,
     /// Use this etcd instead of starting one (http://host:port).
     #[arg(long)]
@@ -60,11 +65,19 @@ const OPS: [Op; 4] = [Op::Create, Op::Get, Op::Update, Op::List];
 #[derive(Clone)]
 enum Target {
     Store(Arc<dyn Storage>),
-    Raw(Box<etcd_client::Client>, String),
+    /// etcd-client with no store in between; `true` writes through a one-compare txn.
+    Raw(Box<etcd_client::Client>, String, bool),
 }
 
 impl Target {
-    async fn run(&self, op: Op, worker: usize, i: u64, prefix: &str) -> anyhow::Result<()> {
+    async fn run(
+        &self,
+        op: Op,
+        worker: usize,
+        i: u64,
+        prefix: &str,
+        hint: &mut Option<Value>,
+    ) -> anyhow::Result<()> {
         let own = format!("{prefix}/w{worker}-{i}");
         let hot = format!("{prefix}/hot-{worker}");
         let list_prefix = format!("{prefix}/list");
@@ -80,10 +93,12 @@ impl Target {
                             Ok(o)
                         })
                     });
-                    drop(
-                        s.guaranteed_update(&hot, &Preconditions::none(), false, set, None)
+                    // The previous result is the cached hint, as the cacher passes it.
+                    let cached = hint.take();
+                    *hint = Some(
+                        s.guaranteed_update(&hot, &Preconditions::none(), false, set, cached)
                             .await?,
-                    )
+                    );
                 }
                 Op::List => {
                     let opts = ListOptions {
@@ -93,7 +108,24 @@ impl Target {
                     drop(s.get_list(&list_prefix, opts).await?)
                 }
             },
-            Target::Raw(c, root) => {
+            Target::Raw(c, root, true) if matches!(op, Op::Create | Op::Update) => {
+                let key = format!(
+                    "{root}{}",
+                    if matches!(op, Op::Create) { &own } else { &hot }
+                );
+                let body = serde_json::to_vec(&object(&own))?;
+                let compare = if matches!(op, Op::Create) {
+                    Compare::create_revision(key.clone(), CompareOp::Equal, 0)
+                } else {
+                    Compare::create_revision(key.clone(), CompareOp::Greater, 0)
+                };
+                let txn = Txn::new()
+                    .when([compare])
+                    .and_then([TxnOp::put(key.clone(), body, None)])
+                    .or_else([TxnOp::get(key, None)]);
+                drop(c.kv_client().txn(txn).await?)
+            }
+            Target::Raw(c, root, _) => {
                 let mut kv = c.kv_client();
                 let body = serde_json::to_vec(&object(&own))?;
                 match op {
@@ -124,7 +156,7 @@ impl Target {
     async fn put_fresh(&self, key: &str) -> anyhow::Result<()> {
         match self {
             Target::Store(s) => drop(s.create(key, object(key)).await?),
-            Target::Raw(c, root) => {
+            Target::Raw(c, root, _) => {
                 let body = serde_json::to_vec(&object(key))?;
                 drop(
                     c.kv_client()
@@ -157,9 +189,10 @@ async fn measure(target: &Target, op: Op, concurrency: usize, seconds: f64, pref
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut i = 0u64;
+            let mut hint = None;
             while Instant::now() < deadline {
                 let t = Instant::now();
-                if let Err(e) = target.run(op, worker, i, &prefix).await {
+                if let Err(e) = target.run(op, worker, i, &prefix, &mut hint).await {
                     if errors.fetch_add(1, Ordering::Relaxed) == 0 {
                         eprintln!("first error in {op:?}: {e:#}");
                     }
@@ -229,7 +262,15 @@ async fn main() -> anyhow::Result<()> {
                     None,
                 )
                 .await?;
-                Target::Raw(Box::new(client), "/bench-raw".into())
+                Target::Raw(Box::new(client), "/bench-raw".into(), false)
+            }
+            "raw-txn" => {
+                let client = etcd_client::Client::connect(
+                    [endpoint.clone().context("etcd endpoint")?],
+                    None,
+                )
+                .await?;
+                Target::Raw(Box::new(client), "/bench-raw-txn".into(), true)
             }
             other => anyhow::bail!("unknown backend {other}"),
         };
