@@ -115,4 +115,13 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The store's current revision, read cheaply (what a consistent read must reach).
     async fn current_revision(&self) -> Result<u64>;
+
+    /// Asks every open watch that allows bookmarks to send a BOOKMARK with the revision it has
+    /// reached, as soon as everything before it was delivered (etcd's RequestProgress). A cache
+    /// uses it to learn it has seen every change up to a revision even when none of those
+    /// changes were under its prefix. Answers whether such bookmarks will come; the default,
+    /// `false`, means watches report progress only periodically.
+    async fn request_watch_progress(&self) -> Result<bool> {
+        Ok(false)
+    }
 }

@@ -156,6 +156,10 @@ pub(crate) struct Shared {
     ready: Ready,
     metrics: Arc<Metrics>,
     registrations: mpsc::UnboundedSender<CacheWatcher>,
+    /// When a progress request last went to the store below (coalesces concurrent readers).
+    last_progress_request: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Whether the store below answers progress requests (learnt from the first one).
+    progress_supported: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -176,7 +180,68 @@ impl Shared {
         let reached = tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await;
         matches!(reached, Ok(Ok(_)))
     }
+
+    /// Waits until the cache reaches `revision`, a revision the store below has reached, asking
+    /// the store's watches to report their progress meanwhile: the store's revision may have
+    /// moved only through writes outside this prefix, which no event of ours would show.
+    async fn wait_for_store_revision(&self, revision: u64, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if *self.revision.borrow() >= revision {
+                return true;
+            }
+            if !self.request_progress().await {
+                // The store below cannot say when we are current: read it instead of waiting.
+                return false;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            if self
+                .wait_for_revision(revision, left.min(PROGRESS_REQUEST_RETRY))
+                .await
+            {
+                return true;
+            }
+        }
+    }
+
+    /// Sends a progress request below, unless one went out very recently; false when the
+    /// store below cannot answer progress requests in order.
+    async fn request_progress(&self) -> bool {
+        if !self.progress_supported.load(Ordering::Relaxed) {
+            return false;
+        }
+        {
+            let mut last = self
+                .last_progress_request
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let now = std::time::Instant::now();
+            if last.is_some_and(|t| now.duration_since(t) < PROGRESS_REQUEST_SPACING) {
+                return true;
+            }
+            *last = Some(now);
+        }
+        match self.below.request_watch_progress().await {
+            Ok(supported) => {
+                self.progress_supported.store(supported, Ordering::Relaxed);
+                supported
+            }
+            Err(e) => {
+                tracing::debug!(prefix = %self.prefix, error = %e, "progress request failed");
+                false
+            }
+        }
+    }
 }
+
+/// Concurrent consistent reads share progress requests sent this close together.
+const PROGRESS_REQUEST_SPACING: Duration = Duration::from_millis(2);
+/// A consistent read still waiting after this asks for progress again (the answer may have
+/// predated its revision).
+const PROGRESS_REQUEST_RETRY: Duration = Duration::from_millis(20);
 
 /// The key an object is filed under in the cache of `prefix`.
 pub(crate) fn object_key(prefix: &str, obj: &Value) -> Option<String> {
@@ -254,6 +319,8 @@ impl Cacher {
             ready: Ready::new(),
             metrics: metrics.clone(),
             registrations,
+            last_progress_request: std::sync::Mutex::new(None),
+            progress_supported: std::sync::atomic::AtomicBool::new(true),
             config,
         });
         let dispatcher = Dispatcher::new(registered, shared.config.bookmark_interval, metrics);

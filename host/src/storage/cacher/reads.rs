@@ -52,7 +52,7 @@ impl Cacher {
                 let current = self.shared.below.current_revision().await?;
                 if self
                     .shared
-                    .wait_for_revision(current, config.consistent_read_timeout)
+                    .wait_for_store_revision(current, config.consistent_read_timeout)
                     .await
                 {
                     Ok(Freshness::Cache)

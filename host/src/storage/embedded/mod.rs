@@ -207,6 +207,21 @@ impl Inner {
         })?
     }
 
+    /// Asks every watcher for a progress bookmark (see `Storage::request_watch_progress`).
+    pub(crate) fn request_progress(&self) -> Result<()> {
+        let sent = self
+            .requests
+            .as_ref()
+            .map(|s| s.send(Request::Progress).is_ok());
+        if sent == Some(true) {
+            Ok(())
+        } else {
+            Err(StorageError::Unavailable(
+                "the embedded store is closed".into(),
+            ))
+        }
+    }
+
     /// See [`EmbeddedStore::compact`].
     ///
     /// Large compactions run in steps of `COMPACTION_STEP` revisions, one transaction each, so

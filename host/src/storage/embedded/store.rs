@@ -178,6 +178,10 @@ impl Storage for EmbeddedStore {
     async fn current_revision(&self) -> Result<u64> {
         Ok(self.inner.current_revision())
     }
+
+    async fn request_watch_progress(&self) -> Result<bool> {
+        self.inner.request_progress().map(|()| true)
+    }
 }
 
 #[async_trait]

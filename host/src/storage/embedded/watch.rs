@@ -95,6 +95,13 @@ impl Watcher {
             tokio::select! {
                 _ = tx.closed() => return Err(Stop::Closed),
                 received = self.live.recv() => match received {
+                    Ok(batch) if batch.is_empty() => {
+                        // A progress marker: every change up to `last` has been seen.
+                        if self.allow_bookmarks && last > 0 {
+                            send(tx, WatchEvent::Bookmark(last)).await?;
+                            reported = last;
+                        }
+                    }
                     Ok(batch) => {
                         for change in batch.iter() {
                             if change.revision <= last {

@@ -50,6 +50,9 @@ pub(crate) enum Request {
         revision: u64,
         reply: oneshot::Sender<Result<()>>,
     },
+    /// Publish a progress marker (an empty batch) after everything committed so far, so each
+    /// watcher can report the revision it has reached (etcd's RequestProgress).
+    Progress,
 }
 
 /// One committed change as the writer publishes it: raw bytes, decoded by each interested
@@ -183,7 +186,15 @@ pub(crate) fn spawn(
                         Err(_) => break,
                     }
                 }
-                writer.commit(batch);
+                let progress = batch.iter().any(|r| matches!(r, Request::Progress));
+                batch.retain(|r| !matches!(r, Request::Progress));
+                if !batch.is_empty() {
+                    writer.commit(batch);
+                }
+                if progress {
+                    // Published after every batch before it, so it orders like etcd's answer.
+                    let _ = writer.events.send(Arc::new(Vec::new()));
+                }
             }
         })?;
     Ok((tx, handle))
@@ -242,6 +253,7 @@ impl Writer {
                     Reply::Cas(reply, placeholder)
                 }
                 Request::Compact { reply, .. } => Reply::Compact(reply, Ok(())),
+                Request::Progress => continue,
             });
         }
         result
@@ -324,6 +336,8 @@ impl Writer {
                         };
                         replies.push(Reply::Compact(reply, answer));
                     }
+                    // Taken out of the batch before it is applied.
+                    Request::Progress => {}
                 }
             }
             t.meta

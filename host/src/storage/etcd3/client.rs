@@ -169,6 +169,16 @@ pub(super) fn is_future_revision(e: &StorageError) -> bool {
     )
 }
 
+/// The etcd server's version (e.g. `3.4.23`), if the status call answers.
+pub(super) async fn server_version(
+    client: &etcd_client::Client,
+    config: &Etcd3Config,
+) -> Option<String> {
+    let mut maintenance = client.maintenance_client();
+    let status = call(config.dial_timeout, maintenance.status()).await.ok()?;
+    Some(status.version().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,25 @@ mod kv;
 mod list;
 pub mod testing;
 #[cfg(test)]
+mod version_tests {
+    use super::progress_is_ordered;
+
+    #[test]
+    fn progress_ordering_follows_etcd_fix_releases() {
+        for (v, ok) in [
+            ("3.4.23", false),
+            ("3.4.31", true),
+            ("3.5.12", false),
+            ("3.5.13", true),
+            ("3.6.0", true),
+            ("garbage", false),
+        ] {
+            assert_eq!(progress_is_ordered(v), ok, "{v}");
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests;
 mod watch;
 
@@ -82,6 +101,27 @@ struct Inner {
     /// The normalized prefix (`/registry/`).
     prefix: String,
     config: Etcd3Config,
+    /// Progress requests, fanned out to every watch that allows bookmarks.
+    progress: tokio::sync::broadcast::Sender<()>,
+    /// Whether this etcd orders a progress answer after the events before it (etcd ≥ 3.4.31 or
+    /// ≥ 3.5.13; older ones may answer ahead of undelivered events).
+    ordered_progress: bool,
+}
+
+/// Whether etcd `version` answers RequestProgress in order with events.
+fn progress_is_ordered(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let (major, minor, patch) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    match (major, minor) {
+        (3, 4) => patch >= 31,
+        (3, 5) => patch >= 13,
+        (3, m) => m >= 6,
+        (m, _) => m > 3,
+    }
 }
 
 impl std::fmt::Debug for Etcd3Store {
@@ -102,11 +142,22 @@ impl Etcd3Store {
     pub async fn connect(config: Etcd3Config) -> Result<Self> {
         let client = client::build_client(&config).await?;
         client::verify_reachable(&client, &config).await?;
+        let version = client::server_version(&client, &config).await;
+        let ordered_progress = version.as_deref().is_some_and(progress_is_ordered);
+        if !ordered_progress {
+            tracing::info!(
+                version = version.as_deref().unwrap_or("unknown"),
+                "etcd answers progress requests out of order before 3.4.31/3.5.13: \
+                 consistent reads from a cache will read etcd instead"
+            );
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
                 prefix: key::normalize_prefix(&config.prefix),
                 config,
+                progress: tokio::sync::broadcast::channel(16).0,
+                ordered_progress,
             }),
         })
     }
@@ -226,5 +277,14 @@ impl Storage for Etcd3Store {
 
     async fn current_revision(&self) -> Result<u64> {
         self.read_current_revision().await
+    }
+
+    async fn request_watch_progress(&self) -> Result<bool> {
+        if !self.inner.ordered_progress {
+            return Ok(false);
+        }
+        // No receiver means no watch wants bookmarks: nothing to do.
+        let _ = self.inner.progress.send(());
+        Ok(true)
     }
 }

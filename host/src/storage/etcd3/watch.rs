@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use etcd_client::{Event, EventType, WatchOptions, WatchResponse};
 use futures::Stream;
+use tokio::sync::broadcast;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
@@ -48,6 +49,8 @@ struct Watcher {
     /// The next revision to deliver: everything before it has been delivered.
     next: u64,
     tx: UnboundedSender<WatchEvent>,
+    /// Progress requests from `Storage::request_watch_progress` (bookmark watches only).
+    progress: Option<broadcast::Receiver<()>>,
 }
 
 /// What to do after one etcd watch response.
@@ -91,7 +94,11 @@ impl Etcd3Store {
             }
         };
         let stream = self.open_watch(&range, next).await?;
+        let progress = opts
+            .allow_bookmarks
+            .then(|| self.inner.progress.subscribe());
         let watcher = Watcher {
+            progress,
             store: self.clone(),
             range,
             predicate: opts.predicate,
@@ -118,6 +125,18 @@ impl Etcd3Store {
             client.watch(range.key.clone(), Some(options)),
         )
         .await
+    }
+}
+
+/// Waits for the next progress request; false when no more can come. Never resolves for a
+/// watch without bookmarks.
+async fn next_progress_request(progress: &mut Option<broadcast::Receiver<()>>) -> bool {
+    match progress {
+        None => std::future::pending().await,
+        Some(rx) => match rx.recv().await {
+            Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => true,
+            Err(broadcast::error::RecvError::Closed) => false,
+        },
     }
 }
 
@@ -150,6 +169,14 @@ impl Watcher {
             loop {
                 let message = tokio::select! {
                     _ = self.tx.closed() => return,
+                    asked = next_progress_request(&mut self.progress) => {
+                        if !asked {
+                            self.progress = None;
+                        } else if let Err(e) = current.request_progress().await {
+                            tracing::debug!(key = %self.range.key, error = %e, "progress request failed");
+                        }
+                        continue;
+                    }
                     message = current.message() => message,
                 };
                 let flow = match message {

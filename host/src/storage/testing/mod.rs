@@ -106,6 +106,7 @@ fn cases() -> Vec<(&'static str, Case, Isolation)> {
         watch::run_watch_slow_reader_blocks_nobody,
         watch::run_watch_cancel_closes_cleanly,
         watch::run_watch_concurrent_writers_in_order,
+        watch::run_watch_progress_request,
     ]
 }
 

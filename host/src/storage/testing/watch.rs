@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::json;
 
 use super::fixtures::{
@@ -302,5 +303,35 @@ pub async fn run_watch_concurrent_writers_in_order(s: TestStore) {
         }
         assert_eq!(seen, committed, "every revision once, in order");
         expect_silence(&mut w, Duration::from_millis(100)).await;
+    }
+}
+
+/// A store that answers progress requests sends a bookmark at its current revision to a
+/// bookmark-allowing watch, even when the writes since were under other keys.
+pub async fn run_watch_progress_request(s: TestStore) {
+    let store = &*s.storage;
+    let start = store.current_revision().await.unwrap();
+    let mut opts = watch_from(start, true);
+    opts.allow_bookmarks = true;
+    let mut w = store.watch(&ns_key("quiet"), opts).await.unwrap();
+    store
+        .create(&key("busy", "a"), object("busy", "a"))
+        .await
+        .unwrap();
+    let target = store.current_revision().await.unwrap();
+    if !store.request_watch_progress().await.unwrap() {
+        return; // Periodic progress only: nothing to check on demand.
+    }
+    // Sooner than any periodic report (about once a second), so this sees the answer.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(700);
+    loop {
+        match tokio::time::timeout_at(deadline, w.next()).await {
+            Ok(Some(WatchEvent::Bookmark(rev))) if rev >= target => return,
+            Ok(Some(WatchEvent::Bookmark(_))) => {
+                store.request_watch_progress().await.unwrap();
+            }
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(_) => panic!("no bookmark at {target} within 700ms"),
+        }
     }
 }
