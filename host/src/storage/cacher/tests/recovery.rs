@@ -1,0 +1,349 @@
+//! Cacher tests of recovery and scale: relists after compaction, readiness, an etcd restart, and
+//! randomized writers and watchers.
+
+use super::*;
+
+/// A store whose watches can be cut and refused, to drive the reflector through recovery.
+struct Flaky {
+    inner: EmbeddedStore,
+    refuse: AtomicBool,
+    cut: tokio::sync::watch::Sender<u64>,
+}
+
+#[async_trait]
+impl Storage for Flaky {
+    async fn create(&self, key: &str, obj: Value) -> Result<Value, StorageError> {
+        self.inner.create(key, obj).await
+    }
+    async fn delete(
+        &self,
+        key: &str,
+        p: &Preconditions,
+        v: ValidateDeletion<'_>,
+        c: Option<Value>,
+    ) -> Result<Value, StorageError> {
+        self.inner.delete(key, p, v, c).await
+    }
+    async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream, StorageError> {
+        if self.refuse.load(Ordering::SeqCst) {
+            return Err(StorageError::Unavailable("refused by the test".into()));
+        }
+        let stream = self.inner.watch(key, opts).await?;
+        let mut cut = self.cut.subscribe();
+        cut.mark_unchanged();
+        let cut = async move {
+            let _ = cut.changed().await;
+        };
+        Ok(Box::pin(stream.take_until(Box::pin(cut))))
+    }
+    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>, StorageError> {
+        self.inner.get(key, opts).await
+    }
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList, StorageError> {
+        self.inner.get_list(key, opts).await
+    }
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        p: &Preconditions,
+        ignore: bool,
+        t: TryUpdate<'_>,
+        c: Option<Value>,
+    ) -> Result<Value, StorageError> {
+        self.inner.guaranteed_update(key, p, ignore, t, c).await
+    }
+    async fn count(&self, key: &str) -> Result<u64, StorageError> {
+        self.inner.count(key).await
+    }
+    async fn current_revision(&self) -> Result<u64, StorageError> {
+        self.inner.current_revision().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relists_after_the_store_below_compacted_its_revision() {
+    let inner = embedded().await;
+    let flaky = Arc::new(Flaky {
+        inner: inner.clone(),
+        refuse: AtomicBool::new(false),
+        cut: tokio::sync::watch::Sender::new(0),
+    });
+    let cacher = cacher_over(flaky.clone(), CacherConfig::default()).await;
+    let a = cacher
+        .create(&key("ns", "a"), object("ns", "a"))
+        .await
+        .unwrap();
+    let mut old_watch = cacher
+        .watch(PREFIX, watch_opts(&rv(&a).to_string()))
+        .await
+        .unwrap();
+    // Cut the reflector off, change the world and compact it away.
+    flaky.refuse.store(true, Ordering::SeqCst);
+    flaky.cut.send_modify(|n| *n += 1);
+    inner
+        .create(&key("ns", "b"), object("ns", "b"))
+        .await
+        .unwrap();
+    update(&inner, &key("ns", "a"), 9).await;
+    let now = inner.current_revision().await.unwrap();
+    inner.compact(now).await.unwrap();
+    flaky.refuse.store(false, Ordering::SeqCst);
+    eventually("a relist", || cacher.stats().relists == 1).await;
+    eventually("ready again", || cacher.is_ready()).await;
+    // Old watchers were closed; a watch from before the relist is Expired.
+    assert!(next_change(&mut old_watch).await.is_none());
+    let err = match cacher.watch(PREFIX, watch_opts(&rv(&a).to_string())).await {
+        Err(e) => e,
+        Ok(_) => panic!("expected Expired"),
+    };
+    assert!(err.is_expired(), "{err}");
+    let opts = ListOptions {
+        resource_version: "0".into(),
+        recursive: true,
+        ..Default::default()
+    };
+    let list = cacher.get_list(PREFIX, opts).await.unwrap();
+    assert_eq!(list.items.len(), 2);
+    assert_eq!(list.items[0]["spec"]["size"], 9);
+    assert_eq!(list.resource_version, now);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_wait_for_readiness_and_reads_go_below_meanwhile() {
+    let inner = embedded().await;
+    inner
+        .create(&key("ns", "a"), object("ns", "a"))
+        .await
+        .unwrap();
+    let flaky = Arc::new(Flaky {
+        inner,
+        refuse: AtomicBool::new(true),
+        cut: tokio::sync::watch::Sender::new(0),
+    });
+    let config = CacherConfig {
+        ready_timeout: Duration::from_millis(100),
+        ..Default::default()
+    };
+    let cacher = Cacher::new(flaky.clone(), PREFIX, config).unwrap();
+    // The first list succeeds but the watch is refused: the cache is listed...
+    eventually("the first list", || cacher.is_ready()).await;
+    // ...and a Storage whose list is refused never gets ready; use a fresh one to check.
+    let never = Cacher::new(
+        Arc::new(NeverLists),
+        PREFIX,
+        CacherConfig {
+            ready_timeout: Duration::from_millis(100),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let err = match never.watch(PREFIX, watch_opts("0")).await {
+        Err(e) => e,
+        Ok(_) => panic!("a watch on a cache that is not ready must fail"),
+    };
+    assert!(err.is_unavailable(), "{err}");
+    assert!(err.to_string().contains("initializing"));
+    let err = never
+        .get(&key("ns", "a"), GetOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "reads went to the store below: {err}");
+    assert_eq!(never.stats().delegated_reads, 1);
+}
+
+/// A store that is down.
+struct NeverLists;
+
+#[async_trait]
+impl Storage for NeverLists {
+    async fn create(&self, _: &str, _: Value) -> Result<Value, StorageError> {
+        Err(down())
+    }
+    async fn delete(
+        &self,
+        _: &str,
+        _: &Preconditions,
+        _: ValidateDeletion<'_>,
+        _: Option<Value>,
+    ) -> Result<Value, StorageError> {
+        Err(down())
+    }
+    async fn watch(&self, _: &str, _: ListOptions) -> Result<WatchStream, StorageError> {
+        Err(down())
+    }
+    async fn get(&self, _: &str, _: GetOptions) -> Result<Option<Value>, StorageError> {
+        Err(down())
+    }
+    async fn get_list(&self, _: &str, _: ListOptions) -> Result<ObjectList, StorageError> {
+        Err(down())
+    }
+    async fn guaranteed_update(
+        &self,
+        _: &str,
+        _: &Preconditions,
+        _: bool,
+        _: TryUpdate<'_>,
+        _: Option<Value>,
+    ) -> Result<Value, StorageError> {
+        Err(down())
+    }
+    async fn count(&self, _: &str) -> Result<u64, StorageError> {
+        Err(down())
+    }
+    async fn current_revision(&self) -> Result<u64, StorageError> {
+        Err(down())
+    }
+}
+
+fn down() -> StorageError {
+    StorageError::Unavailable("down".into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn survives_an_etcd_restart_without_losing_or_repeating_events() {
+    use crate::storage::etcd3::testing::EtcdServer;
+    use crate::storage::etcd3::{Etcd3Config, Etcd3Store};
+    let mut etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .expect("etcd");
+    let mut config = Etcd3Config::new(vec![etcd.endpoint()]);
+    config.request_timeout = Duration::from_secs(2);
+    let store = Etcd3Store::connect(config).await.unwrap();
+    let cacher = cacher_over(Arc::new(store), CacherConfig::default()).await;
+    let start = cacher.current_revision().await.unwrap();
+    let mut w = cacher
+        .watch(PREFIX, watch_opts(&start.to_string()))
+        .await
+        .unwrap();
+    let mut committed = Vec::new();
+    for i in 0..5 {
+        let name = format!("before-{i}");
+        committed.push(rv(&cacher
+            .create(&key("ns", &name), object("ns", &name))
+            .await
+            .unwrap()));
+    }
+    etcd = tokio::task::spawn_blocking(move || {
+        etcd.stop();
+        etcd.restart().expect("restart etcd");
+        etcd
+    })
+    .await
+    .unwrap();
+    for i in 0..5 {
+        let name = format!("after-{i}");
+        // The client reconnects on its own; retry while it does.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let created = loop {
+            match cacher.create(&key("ns", &name), object("ns", &name)).await {
+                Ok(obj) => break obj,
+                Err(e) if e.is_unavailable() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("create after restart: {e}"),
+            }
+        };
+        committed.push(rv(&created));
+    }
+    let mut seen = Vec::new();
+    while seen.len() < committed.len() {
+        seen.push(next_change(&mut w).await.unwrap().revision().unwrap());
+    }
+    assert_eq!(
+        seen, committed,
+        "every event once, in order, across the restart"
+    );
+    // A client resuming from the middle gets exactly the rest.
+    let mut resumed = cacher
+        .watch(PREFIX, watch_opts(&committed[4].to_string()))
+        .await
+        .unwrap();
+    for want in &committed[5..] {
+        assert_eq!(
+            next_change(&mut resumed).await.unwrap().revision(),
+            Some(*want)
+        );
+    }
+    drop(etcd);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn randomized_writers_and_watchers_see_exactly_the_committed_history() {
+    let cacher = cacher_over(Arc::new(embedded().await), CacherConfig::default()).await;
+    let start = cacher.current_revision().await.unwrap();
+    let writers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let cacher = cacher.clone();
+            tokio::spawn(async move {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(w);
+                let mut log = Vec::new();
+                for _ in 0..60 {
+                    let name = format!("w{w}-{}", rng.random_range(0..6));
+                    let k = key("ns", &name);
+                    let size = rng.random_range(0..1000);
+                    let exists = cacher
+                        .get(
+                            &k,
+                            GetOptions {
+                                ignore_not_found: true,
+                                ..Default::default()
+                            },
+                        )
+                        .await
+                        .unwrap()
+                        .is_some();
+                    let written = if !exists {
+                        cacher.create(&k, object("ns", &name)).await.unwrap()
+                    } else if rng.random_bool(0.3) {
+                        cacher
+                            .delete(&k, &Preconditions::none(), accept_any_deletion(), None)
+                            .await
+                            .unwrap()
+                    } else {
+                        update(&*cacher, &k, size).await
+                    };
+                    log.push((rv(&written), written));
+                    if rng.random_bool(0.2) {
+                        tokio::task::yield_now().await;
+                    }
+                }
+                log
+            })
+        })
+        .collect();
+    // Watchers join at random points, from the revision the store has reached.
+    let mut watchers = Vec::new();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(99);
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..20))).await;
+        let from = cacher.current_revision().await.unwrap();
+        let w = cacher
+            .watch(PREFIX, watch_opts(&from.to_string()))
+            .await
+            .unwrap();
+        watchers.push((from, w));
+    }
+    let mut history = BTreeMap::new();
+    for w in writers {
+        for (rev, obj) in w.await.unwrap() {
+            history.insert(rev, obj);
+        }
+    }
+    assert!(history.keys().all(|&r| r > start));
+    for (from, mut w) in watchers {
+        let want: Vec<u64> = history.range(from + 1..).map(|(r, _)| *r).collect();
+        let mut got = Vec::new();
+        while got.len() < want.len() {
+            let event = next_change(&mut w).await.expect("watch open");
+            let obj = event.object().unwrap().clone();
+            let r = event.revision().unwrap();
+            assert_eq!(
+                history.get(&r).map(|o| &o["metadata"]["name"]),
+                Some(&obj["metadata"]["name"])
+            );
+            got.push(r);
+        }
+        assert_eq!(got, want, "watcher from {from}");
+    }
+}
