@@ -1,6 +1,123 @@
-//! The guest SDK for Strategy Host plugins.
+//! The guest SDK for Strategy Host plugins: write a resource's strategy in Rust, compile it to
+//! `wasm32-unknown-unknown`, and drop the `.wasm` file into the host's strategy directory.
 //!
-//! Strategy authors implement a trait on their resource type and export it with one macro; the
-//! crate hides the host/guest ABI. The ABI and the trait arrive with the wasm-strategies issue;
-//! this crate holds the workspace slot until then.
+//! An author implements [`Strategy`] (every method has a default) on a type whose
+//! [`Strategy::Object`] is either a typed serde struct or [`serde_json::Value`], and exports it
+//! with [`export_strategy!`]. The SDK hides the host/guest ABI (protobuf messages defined in
+//! `proto/strategy.proto`, objects as JSON bytes, an allocator pair and one entry point).
+//!
+//! The same code compiles natively, where the host functions ([`host::log`], [`host::apply`],
+//! ...) record into thread-locals instead of calling the host, so a strategy's unit tests are
+//! plain `cargo test`.
+//!
+//! # Examples
+//!
+//! ```
+//! use serde_json::Value;
+//! use strategy_guest_sdk::{export_strategy, Context, FieldError, FieldPath, Resource, Scope, Strategy};
+//!
+//! #[derive(Default)]
+//! struct Widgets;
+//!
+//! impl Strategy for Widgets {
+//!     type Object = Value;
+//!     const NAME: &'static str = "widgets";
+//!     const RESOURCES: &'static [Resource] =
+//!         &[Resource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced)];
+//!
+//!     fn prepare_for_create(&self, _ctx: &Context, obj: &mut Value) {
+//!         if obj["spec"]["size"].is_null() {
+//!             obj["spec"]["size"] = 1.into();
+//!         }
+//!     }
+//!
+//!     fn validate(&self, _ctx: &Context, obj: &Value) -> Vec<FieldError> {
+//!         let size = FieldPath::new("spec").child("size");
+//!         match obj["spec"]["size"].as_i64() {
+//!             Some(n) if n >= 0 => vec![],
+//!             _ => vec![FieldError::invalid(&size, "must be a non-negative integer")],
+//!         }
+//!     }
+//! }
+//!
+//! export_strategy!(Widgets);
+//!
+//! let mut obj = serde_json::json!({"spec": {}});
+//! Widgets.prepare_for_create(&Context::default(), &mut obj);
+//! assert_eq!(obj["spec"]["size"], 1);
+//! assert!(Widgets.validate(&Context::default(), &obj).is_empty());
+//! ```
 #![deny(missing_docs)]
+
+pub mod abi;
+mod dispatch;
+#[doc(hidden)]
+pub mod export;
+mod field;
+pub mod host;
+pub mod meta;
+mod strategy;
+
+pub use dispatch::{handle, manifest};
+pub use field::{FieldError, FieldErrorKind, FieldPath};
+pub use strategy::{Context, HostFunction, Operation, Resource, ResourceInfo, Scope, Strategy};
+
+/// The ABI version this SDK speaks; the host refuses a module whose manifest names another.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(strategy_guest_sdk::ABI_VERSION, 1);
+/// ```
+pub const ABI_VERSION: u32 = 1;
+
+/// Exports a [`Strategy`] type as the module's ABI: `alloc`, `dealloc`, `manifest` and `call`.
+///
+/// The type must implement [`Strategy`] and [`Default`] (a fresh value serves each call). On
+/// targets other than `wasm32` the macro expands to nothing, so the crate still builds and
+/// tests natively. Invoke it once per crate.
+///
+/// # Examples
+///
+/// ```
+/// use strategy_guest_sdk::{export_strategy, Resource, Scope, Strategy};
+///
+/// #[derive(Default)]
+/// struct Gadgets;
+///
+/// impl Strategy for Gadgets {
+///     type Object = serde_json::Value;
+///     const NAME: &'static str = "gadgets";
+///     const RESOURCES: &'static [Resource] =
+///         &[Resource::new("example.com", "v1", "Gadget", "gadgets", Scope::Cluster)];
+/// }
+///
+/// export_strategy!(Gadgets);
+/// ```
+#[macro_export]
+macro_rules! export_strategy {
+    ($strategy:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            #[no_mangle]
+            extern "C" fn alloc(len: u32) -> u32 {
+                $crate::export::alloc(len)
+            }
+
+            #[no_mangle]
+            extern "C" fn dealloc(ptr: u32, len: u32) {
+                $crate::export::dealloc(ptr, len)
+            }
+
+            #[no_mangle]
+            extern "C" fn manifest() -> u64 {
+                $crate::export::manifest::<$strategy>()
+            }
+
+            #[no_mangle]
+            extern "C" fn call(ptr: u32, len: u32) -> u64 {
+                $crate::export::call::<$strategy>(ptr, len)
+            }
+        };
+    };
+}

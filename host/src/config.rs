@@ -60,6 +60,26 @@ pub struct Config {
         default_value_t = 5
     )]
     pub etcd_dial_timeout_seconds: u64,
+
+    /// Load every `*.wasm` strategy module in this directory and watch it for changes.
+    #[arg(long, env = "STRATEGY_HOST_STRATEGY_DIR")]
+    pub strategy_dir: Option<PathBuf>,
+
+    /// The largest request body accepted (bytes); larger requests answer 413.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_MAX_REQUEST_BODY_BYTES",
+        default_value_t = 3 * 1024 * 1024
+    )]
+    pub max_request_body_bytes: usize,
+
+    /// Non-watch requests served at once; more answer 429 Too Many Requests.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_MAX_REQUESTS_INFLIGHT",
+        default_value_t = 400
+    )]
+    pub max_requests_inflight: usize,
 }
 
 /// Which store the server runs on.

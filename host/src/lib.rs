@@ -9,3 +9,4 @@ pub mod api;
 pub mod config;
 pub mod registry;
 pub mod storage;
+pub mod wasm;

@@ -1,15 +1,20 @@
-//! The `strategy-host` binary: parses the command line, opens the store, and serves HTTP until
-//! SIGTERM or SIGINT.
+//! The `strategy-host` binary: parses the command line, opens the store, starts the registry
+//! (built-in resources, CustomResourceDefinitions followed by a watch, the `default`
+//! namespace), optionally loads wasm strategies, and serves HTTP until SIGTERM or SIGINT.
 
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Parser as _;
+use serde_json::json;
 use strategy_host::api::server::{serve, AppState};
 use strategy_host::config::{Config, StoreChoice};
+use strategy_host::registry::served::DefaultResolver;
+use strategy_host::registry::{Registry, RequestScope, StrategyResolver};
 use strategy_host::storage::embedded::EmbeddedStore;
 use strategy_host::storage::etcd3::Etcd3Store;
 use strategy_host::storage::Storage;
+use strategy_host::wasm::{DirectoryWatcher, ModuleTable, Runtime, RuntimeConfig};
 use tokio::signal::unix::{signal, SignalKind};
 
 #[tokio::main]
@@ -40,13 +45,54 @@ async fn main() -> anyhow::Result<()> {
             Arc::new(store)
         }
     };
+    let mut _strategy_watcher = None;
+    let resolver: Arc<dyn StrategyResolver> = match &config.strategy_dir {
+        Some(dir) => {
+            let runtime =
+                Runtime::new(RuntimeConfig::default()).context("starting the wasm runtime")?;
+            let table = Arc::new(ModuleTable::new(runtime));
+            let watcher = DirectoryWatcher::start(table.clone(), dir.clone())
+                .with_context(|| format!("watching the strategy directory {}", dir.display()))?;
+            _strategy_watcher = Some(watcher);
+            table
+        }
+        None => Arc::new(DefaultResolver),
+    };
+    let registry = Registry::new(storage.clone(), resolver);
+    registry.start();
+    ensure_default_namespace(&registry).await;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
     tracing::info!(address = %listener.local_addr()?, "strategy-host listening");
-    serve(listener, AppState { storage }, shutdown_signal()?).await?;
+    let state = AppState::new(
+        storage,
+        registry,
+        config.max_request_body_bytes,
+        config.max_requests_inflight,
+    );
+    serve(listener, state, shutdown_signal()?).await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Creates the `default` namespace if it is missing, so kubectl's default namespace works.
+/// A failure (the store is down) is logged; the server starts anyway.
+async fn ensure_default_namespace(registry: &Registry) {
+    let Some(ns) = registry.resolve("", "v1", "namespaces") else {
+        return;
+    };
+    let scope = RequestScope {
+        version: "v1".into(),
+        request_id: "startup".into(),
+        ..Default::default()
+    };
+    let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+    match ns.store.create(&scope, obj).await {
+        Ok(_) => tracing::info!("created the default namespace"),
+        Err(e) if e.is_already_exists() => {}
+        Err(e) => tracing::warn!(error = %e, "could not create the default namespace"),
+    }
 }
 
 /// Resolves on the first SIGTERM or SIGINT.

@@ -167,3 +167,197 @@ pub fn request(method: &str, url: &str) -> anyhow::Result<(u16, String)> {
         Err(e) => Err(e.into()),
     }
 }
+
+/// A response: status code, `Warning` headers and body.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The HTTP status code.
+    pub code: u16,
+    /// The `Warning` headers, as sent.
+    pub warnings: Vec<String>,
+    /// The `Content-Type` header.
+    pub content_type: String,
+    /// The body.
+    pub body: String,
+}
+
+impl Reply {
+    /// The body as JSON (`Null` when it is not JSON).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(30))
+        .build()
+}
+
+/// Sends `method` to `url` with an optional body and content type (JSON by default when there
+/// is a body) and extra headers; answers whatever the code.
+pub fn call_with(
+    method: &str,
+    url: &str,
+    body: Option<&[u8]>,
+    headers: &[(&str, &str)],
+) -> anyhow::Result<Reply> {
+    let mut req = agent().request(method, url);
+    if body.is_some() && !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case("content-type")) {
+        req = req.set("Content-Type", "application/json");
+    }
+    for (h, v) in headers {
+        req = req.set(h, v);
+    }
+    let result = match body {
+        Some(b) => req.send_bytes(b),
+        None => req.call(),
+    };
+    let resp = match result {
+        Ok(resp) => resp,
+        Err(ureq::Error::Status(_, resp)) => resp,
+        Err(e) => return Err(e.into()),
+    };
+    let warnings = resp.all("warning").iter().map(|s| s.to_string()).collect();
+    let content_type = resp.header("content-type").unwrap_or("").to_string();
+    Ok(Reply {
+        code: resp.status(),
+        warnings,
+        content_type,
+        body: resp.into_string()?,
+    })
+}
+
+/// Sends a JSON body (or none) with `method`.
+pub fn call(method: &str, url: &str, body: Option<&serde_json::Value>) -> anyhow::Result<Reply> {
+    let bytes = body.map(|b| serde_json::to_vec(b)).transpose()?;
+    call_with(method, url, bytes.as_deref(), &[])
+}
+
+/// An open watch: its events arrive on a thread and are read with a timeout.
+pub struct WatchReader {
+    events: mpsc::Receiver<serde_json::Value>,
+}
+
+impl WatchReader {
+    /// Opens `url` (a watch request) and starts reading its JSON lines.
+    pub fn open(url: &str) -> anyhow::Result<Self> {
+        let resp = match agent().get(url).call() {
+            Ok(resp) => resp,
+            Err(ureq::Error::Status(code, resp)) => {
+                bail!("watch answered {code}: {}", resp.into_string()?)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(resp.into_reader()).lines() {
+                let Ok(line) = line else { break };
+                let Ok(v) = serde_json::from_str(&line) else { break };
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Self { events: rx })
+    }
+
+    /// The next event, or `None` when none came within `timeout` or the stream ended.
+    pub fn next(&self, timeout: Duration) -> Option<serde_json::Value> {
+        self.events.recv_timeout(timeout).ok()
+    }
+
+    /// True when the stream ended (no more events) within `timeout`.
+    pub fn ended(&self, timeout: Duration) -> bool {
+        matches!(
+            self.events.recv_timeout(timeout),
+            Err(mpsc::RecvTimeoutError::Disconnected)
+        )
+    }
+}
+
+/// The kubectl to drive the server with (`$KUBECTL`, else `kubectl` on the PATH).
+pub fn kubectl_path() -> anyhow::Result<PathBuf> {
+    if let Ok(p) = std::env::var("KUBECTL") {
+        return Ok(PathBuf::from(p));
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        let candidate = std::path::Path::new(dir).join("kubectl");
+        if candidate.exists() {
+            return Ok(candidate);
+        }
+    }
+    bail!("kubectl not found: run examples/setup.sh (installs Debian's kubernetes-client) or set KUBECTL")
+}
+
+/// Runs kubectl against `server` with an empty kubeconfig and a private cache directory;
+/// answers (success, stdout, stderr).
+pub fn kubectl(
+    server: &str,
+    cache_dir: &std::path::Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<(bool, String, String)> {
+    let kubeconfig = cache_dir.join("kubeconfig");
+    if !kubeconfig.exists() {
+        std::fs::write(&kubeconfig, "apiVersion: v1\nkind: Config\n")?;
+    }
+    let mut cmd = Command::new(kubectl_path()?);
+    cmd.arg("--server")
+        .arg(server)
+        .arg("--cache-dir")
+        .arg(cache_dir.join("cache"))
+        .args(args)
+        .env("KUBECONFIG", &kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.spawn().context("spawning kubectl")?;
+    if let Some(input) = stdin {
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .context("kubectl stdin")?
+            .write_all(input.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// The example Widget CRD of `examples/crds/widgets.yaml`, as JSON.
+pub fn widget_crd() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "required": ["size"], "properties": {
+                        "size": {"type": "integer", "minimum": 1, "maximum": 100},
+                        "color": {"type": "string", "enum": ["red", "green", "blue"], "default": "blue"},
+                        "tags": {"type": "array", "maxItems": 5, "items": {"type": "string"}},
+                        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                    }},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                }}}
+            }]
+        }
+    })
+}
+
+/// A Widget object named `name` with `size`.
+pub fn widget(name: &str, size: u64) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": size}})
+}

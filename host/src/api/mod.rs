@@ -1,9 +1,16 @@
-//! The HTTP layer: the hyper server, health and version endpoints, and the one place where
-//! errors become Kubernetes `Status` objects.
-//!
-//! Resource routes (CRUD, watch, discovery) arrive with the REST API issue; this revision serves
-//! what an operator needs to see the store is up.
+//! The HTTP layer: the hyper server, Kubernetes request paths and verbs over the registry,
+//! watch streams, discovery and OpenAPI documents, server-side tables, health endpoints, and
+//! the one place where errors become Kubernetes `Status` objects.
 
+pub mod body;
+pub mod discovery;
 pub mod health;
+pub mod openapi;
+pub mod patch;
+pub mod request;
+pub mod resource;
+pub mod response;
 pub mod server;
 pub mod status;
+pub mod table;
+pub mod watch;

@@ -1,33 +1,66 @@
 //! The hyper server: accepts HTTP/1.1 and HTTP/2 (cleartext, prior knowledge) on one port,
-//! routes requests, and shuts down gracefully: on the shutdown signal it stops accepting, lets
-//! in-flight requests finish (up to a grace period), then returns.
+//! routes requests, and shuts down gracefully: on the shutdown signal it stops accepting, ends
+//! open watches, lets in-flight requests finish (up to a grace period), then returns.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
+use futures::FutureExt as _;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::{Method, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
 
 use super::health::{self, Reply};
+use super::request::{parse_path, Query, Route};
+use super::response::{self, Body};
 use super::status::Status;
+use super::{discovery, openapi, resource};
+use crate::registry::Registry;
 use crate::storage::Storage;
 
 /// How long in-flight requests may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// The longest a non-watch request may take before it answers 504.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What every request handler shares.
 #[derive(Clone)]
 pub struct AppState {
-    /// The store (the cacher over etcd3 or the embedded store, once the cacher lands).
+    /// The store below every resource (health checks, revisions).
     pub storage: Arc<dyn Storage>,
+    /// The served resources.
+    pub registry: Arc<Registry>,
+    /// The request body cap (bytes).
+    pub max_body_bytes: usize,
+    /// Non-watch requests allowed in flight at once; more answer 429.
+    pub inflight: Arc<Semaphore>,
+    /// Flips to `true` when shutdown begins (watches end on it).
+    pub shutdown: watch::Receiver<bool>,
+}
+
+impl AppState {
+    /// State with the given limits.
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        registry: Arc<Registry>,
+        max_body_bytes: usize,
+        max_inflight: usize,
+    ) -> Self {
+        Self {
+            storage,
+            registry,
+            max_body_bytes,
+            inflight: Arc::new(Semaphore::new(max_inflight.max(1))),
+            shutdown: watch::channel(false).1,
+        }
+    }
 }
 
 /// Serves `state` on `listener` until `shutdown` resolves.
@@ -36,9 +69,11 @@ pub struct AppState {
 /// Only when accepting connections fails for good.
 pub async fn serve(
     listener: TcpListener,
-    state: AppState,
+    mut state: AppState,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    state.shutdown = stop_rx;
     let graceful = GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
@@ -57,7 +92,7 @@ pub async fn serve(
                 let state = state.clone();
                 let service = hyper::service::service_fn(move |req| {
                     let state = state.clone();
-                    async move { Ok::<_, Infallible>(route(req, &state, peer).await) }
+                    async move { Ok::<_, Infallible>(guarded(req, state, peer).await) }
                 });
                 let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                 let conn = graceful.watch(conn.into_owned());
@@ -71,7 +106,8 @@ pub async fn serve(
         }
     }
     drop(listener);
-    tracing::info!("shutting down: finishing in-flight requests");
+    tracing::info!("shutting down: ending watches and finishing in-flight requests");
+    let _ = stop_tx.send(true);
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
         .await
         .is_err()
@@ -81,40 +117,113 @@ pub async fn serve(
     Ok(())
 }
 
-async fn route(
-    req: Request<Incoming>,
-    state: &AppState,
-    peer: SocketAddr,
-) -> Response<Full<Bytes>> {
-    let path = req.uri().path().to_string();
-    tracing::debug!(%peer, method = %req.method(), %path, "request");
-    let reply = match health::handle(&path, &state.storage).await {
-        Some(reply) if req.method() == hyper::Method::GET => reply,
-        Some(_) => Status::method_not_allowed(format!(
-            "the server does not allow the method {} on {path}",
-            req.method()
-        ))
-        .into(),
-        None => Status::not_found(format!(
-            "the server could not find the requested resource ({path})"
-        ))
-        .into(),
+/// Runs `route` with the in-flight limit, the request timeout, and a panic guard: whatever
+/// happens, the client gets a `Status` and the server carries on.
+async fn guarded(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Response<Body> {
+    let is_watch = req.uri().path().contains("/watch/")
+        || req
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+    let permit = if is_watch {
+        None
+    } else {
+        match state.inflight.clone().try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                return response::status(&Status::too_many_requests(
+                    "Too many requests, please try again later.",
+                ))
+            }
+        }
     };
-    render(reply)
+    let work = AssertUnwindSafe(route(req, &state, peer)).catch_unwind();
+    let result = if is_watch {
+        work.await
+    } else {
+        match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
+            Ok(r) => r,
+            Err(_) => {
+                return response::status(&Status::timeout(
+                    "the request did not complete within the allowed duration",
+                ))
+            }
+        }
+    };
+    drop(permit);
+    result.unwrap_or_else(|_| {
+        tracing::error!("a request handler panicked");
+        response::status(&Status::internal("the request could not be completed"))
+    })
 }
 
-fn render(reply: Reply) -> Response<Full<Bytes>> {
-    let (code, content_type, body) = match reply {
-        Reply::Text(code, text) => (code, "text/plain; charset=utf-8", Bytes::from(text)),
-        Reply::Json(code, value) => (
-            code,
-            "application/json",
-            Bytes::from(serde_json::to_vec(&value).unwrap_or_default()),
-        ),
+async fn route(req: Request<Incoming>, state: &AppState, peer: SocketAddr) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    tracing::debug!(%peer, %method, %path, "request");
+    if let Some(reply) = health::handle(&path, &state.storage).await {
+        if method != Method::GET {
+            return response::status(&Status::method_not_allowed(format!(
+                "the server does not allow the method {method} on {path}"
+            )));
+        }
+        let reply = match reply {
+            Reply::Text(200, _) if path == "/readyz" && !state.registry.is_synced() => Reply::Text(
+                503,
+                "[-]resource definitions not synced\nreadyz check failed".into(),
+            ),
+            other => other,
+        };
+        return match reply {
+            Reply::Text(code, text) => response::text(code, text),
+            Reply::Json(code, value) => response::json(code, &value, &[]),
+        };
+    }
+    let not_found = || {
+        response::status(&Status::not_found(format!(
+            "the server could not find the requested resource ({path})"
+        )))
     };
-    Response::builder()
-        .status(code)
-        .header(hyper::header::CONTENT_TYPE, content_type)
-        .body(Full::new(body))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+    let get_only = |doc: Option<serde_json::Value>| {
+        if method != Method::GET {
+            return response::status(&Status::method_not_allowed(format!(
+                "the server does not allow the method {method} on {path}"
+            )));
+        }
+        match doc {
+            Some(doc) => response::json(200, &doc, &[]),
+            None => not_found(),
+        }
+    };
+    if let Some(rest) = path.strip_prefix("/openapi/") {
+        let doc = match rest.trim_end_matches('/') {
+            "v2" => Some(openapi::v2(&state.registry)),
+            "v3" => Some(openapi::v3_index(&state.registry)),
+            other => match other
+                .strip_prefix("v3/")
+                .map(|p| p.split('/').collect::<Vec<_>>())
+            {
+                Some(parts) => match parts.as_slice() {
+                    ["api", v] => openapi::v3_group_version(&state.registry, "", v),
+                    ["apis", g, v] => openapi::v3_group_version(&state.registry, g, v),
+                    _ => None,
+                },
+                None => None,
+            },
+        };
+        return get_only(doc);
+    }
+    match parse_path(&path) {
+        Some(Route::CoreVersions) => get_only(Some(discovery::core_versions())),
+        Some(Route::Groups) => get_only(Some(discovery::group_list(&state.registry))),
+        Some(Route::Group(g)) => get_only(discovery::group(&state.registry, &g)),
+        Some(Route::GroupVersion(g, v)) => {
+            get_only(discovery::resource_list(&state.registry, &g, &v))
+        }
+        Some(Route::Resource(p)) => {
+            let query = Query::parse(req.uri().query());
+            resource::handle(state, req, p, query).await
+        }
+        None => not_found(),
+    }
 }

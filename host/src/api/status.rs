@@ -1,9 +1,63 @@
 //! Kubernetes `Status` objects: every error the server answers with is one of these, and the
-//! mapping from storage errors to HTTP codes lives here and nowhere else.
+//! mapping from storage and registry errors to HTTP codes lives here and nowhere else.
 
 use serde_json::{json, Value};
 
+use crate::registry::strategy::{FieldError, FieldErrorKind};
+use crate::registry::{Error as RegistryError, Target};
 use crate::storage::StorageError;
+
+/// One cause of an Invalid error: `{reason, message, field}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueInvalid`, `FieldValueRequired`, ...
+    pub reason: String,
+    /// The human-readable message.
+    pub message: String,
+    /// The field path.
+    pub field: String,
+}
+
+impl From<&FieldError> for Cause {
+    fn from(e: &FieldError) -> Self {
+        Self {
+            reason: e.kind.cause_type().to_string(),
+            message: field_error_message(e),
+            field: e.field.clone(),
+        }
+    }
+}
+
+/// Kubernetes' message for a field error, without the field (`Invalid value: 3: must be ...`).
+fn field_error_message(e: &FieldError) -> String {
+    let head = match e.kind {
+        FieldErrorKind::Required => "Required value",
+        FieldErrorKind::Invalid => "Invalid value",
+        FieldErrorKind::Forbidden => "Forbidden",
+        FieldErrorKind::Duplicate => "Duplicate value",
+        FieldErrorKind::NotSupported => "Unsupported value",
+        FieldErrorKind::TooLong => "Too long",
+        FieldErrorKind::TooMany => "Too many",
+    };
+    if e.detail.is_empty() {
+        head.to_string()
+    } else {
+        format!("{head}: {}", e.detail)
+    }
+}
+
+/// `Status.details`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Details {
+    /// The object's name.
+    pub name: String,
+    /// The API group.
+    pub group: String,
+    /// The kind (Kubernetes puts the plural resource here for NotFound and the like).
+    pub kind: String,
+    /// Field causes.
+    pub causes: Vec<Cause>,
+}
 
 /// A failed request as Kubernetes reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +70,8 @@ pub struct Status {
     pub message: String,
     /// Seconds a client should wait before retrying, when that helps.
     pub retry_after_seconds: Option<u64>,
+    /// What the error is about.
+    pub details: Option<Box<Details>>,
 }
 
 impl Status {
@@ -26,7 +82,13 @@ impl Status {
             reason,
             message: message.into(),
             retry_after_seconds: None,
+            details: None,
         }
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
     }
 
     /// 404 NotFound.
@@ -37,6 +99,56 @@ impl Status {
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(405, "MethodNotAllowed", message)
+    }
+
+    /// 406 NotAcceptable.
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+
+    /// 413 RequestEntityTooLarge.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(413, "RequestEntityTooLarge", message)
+    }
+
+    /// 415 UnsupportedMediaType.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+
+    /// 429 TooManyRequests.
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        Self {
+            retry_after_seconds: Some(1),
+            ..Self::new(429, "TooManyRequests", message)
+        }
+    }
+
+    /// 500 InternalError (the message is the error's text, never a backtrace).
+    pub fn internal(message: impl std::fmt::Display) -> Self {
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+        )
+    }
+
+    /// 504 Timeout.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self {
+            retry_after_seconds: Some(1),
+            ..Self::new(504, "Timeout", message)
+        }
+    }
+
+    fn with_target(mut self, target: &Target, kind: String) -> Self {
+        self.details = Some(Box::new(Details {
+            name: target.name.clone(),
+            group: target.group.clone(),
+            kind,
+            causes: Vec::new(),
+        }));
+        self
     }
 
     /// The `Status` JSON body (`kind: Status`, `apiVersion: v1`).
@@ -50,8 +162,31 @@ impl Status {
             "reason": self.reason,
             "code": self.code,
         });
+        let mut details = serde_json::Map::new();
+        if let Some(d) = &self.details {
+            if !d.name.is_empty() {
+                details.insert("name".into(), json!(d.name));
+            }
+            if !d.group.is_empty() {
+                details.insert("group".into(), json!(d.group));
+            }
+            if !d.kind.is_empty() {
+                details.insert("kind".into(), json!(d.kind));
+            }
+            if !d.causes.is_empty() {
+                let causes: Vec<Value> = d
+                    .causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                details.insert("causes".into(), Value::Array(causes));
+            }
+        }
         if let Some(secs) = self.retry_after_seconds {
-            body["details"] = json!({"retryAfterSeconds": secs});
+            details.insert("retryAfterSeconds".into(), json!(secs));
+        }
+        if !details.is_empty() {
+            body["details"] = Value::Object(details);
         }
         body
     }
@@ -66,19 +201,74 @@ impl From<&StorageError> for Status {
             StorageError::Conflict { .. } | StorageError::InvalidObject { .. } => {
                 Self::new(409, "Conflict", message)
             }
-            StorageError::BadRequest(_) => Self::new(400, "BadRequest", message),
+            StorageError::BadRequest(m) => Self::new(400, "BadRequest", m.clone()),
             StorageError::Expired { .. } => Self::new(410, "Expired", message),
-            StorageError::TooLargeResourceVersion { .. } => Self {
-                retry_after_seconds: Some(1),
-                ..Self::new(504, "Timeout", message)
-            },
+            StorageError::TooLargeResourceVersion { .. } => Self::timeout(message),
             StorageError::Unavailable(_) => Self {
                 retry_after_seconds: Some(1),
                 ..Self::new(503, "ServiceUnavailable", message)
             },
-            StorageError::Aborted(_) | StorageError::Internal(_) => {
-                Self::new(500, "InternalError", message)
+            StorageError::Aborted(_) | StorageError::Internal(_) => Self::internal(message),
+        }
+    }
+}
+
+impl From<&RegistryError> for Status {
+    fn from(err: &RegistryError) -> Self {
+        match err {
+            RegistryError::Storage { source, target } => {
+                let resource = target.qualified_resource();
+                let status = match source {
+                    StorageError::AlreadyExists { .. } => Self::new(
+                        409,
+                        "AlreadyExists",
+                        format!("{resource} {:?} already exists", target.name),
+                    ),
+                    StorageError::Conflict { message, .. } => Self::new(
+                        409,
+                        "Conflict",
+                        format!(
+                            "Operation cannot be fulfilled on {resource} {:?}: {message}",
+                            target.name
+                        ),
+                    ),
+                    other => Self::from(other),
+                };
+                status.with_target(target, target.plural.clone())
             }
+            RegistryError::NotFound(target) => {
+                Self::not_found(err.to_string()).with_target(target, target.plural.clone())
+            }
+            RegistryError::Conflict { target, .. } => Self::new(409, "Conflict", err.to_string())
+                .with_target(target, target.plural.clone()),
+            RegistryError::Invalid { target, causes } => {
+                let causes: Vec<Cause> = causes.iter().map(Cause::from).collect();
+                let listed: Vec<String> = causes
+                    .iter()
+                    .map(|c| {
+                        if c.field.is_empty() {
+                            c.message.clone()
+                        } else {
+                            format!("{}: {}", c.field, c.message)
+                        }
+                    })
+                    .collect();
+                let message = if listed.len() == 1 {
+                    format!("{err}: {}", listed[0])
+                } else {
+                    format!("{err}: [{}]", listed.join(", "))
+                };
+                let mut status =
+                    Self::new(422, "Invalid", message).with_target(target, target.kind.clone());
+                if let Some(d) = status.details.as_mut() {
+                    d.causes = causes;
+                }
+                status
+            }
+            RegistryError::BadRequest(m) => Self::bad_request(m.clone()),
+            RegistryError::MethodNotSupported(m) => Self::method_not_allowed(m.clone()),
+            RegistryError::Strategy(e) => Self::internal(e),
+            RegistryError::Internal(m) => Self::internal(m),
         }
     }
 }
@@ -117,5 +307,35 @@ mod tests {
             assert_eq!(body["kind"], "Status");
             assert_eq!(body["code"], code);
         }
+    }
+
+    #[test]
+    fn registry_errors_use_kubernetes_wording() {
+        let target = Target {
+            group: "example.com".into(),
+            plural: "widgets".into(),
+            kind: "Widget".into(),
+            name: "x".into(),
+        };
+        let s = Status::from(&RegistryError::modified(&target));
+        assert_eq!(s.code, 409);
+        assert_eq!(s.message, "Operation cannot be fulfilled on widgets.example.com \"x\": the object has been modified; please apply your changes to the latest version and try again");
+        let s = Status::from(&RegistryError::NotFound(Box::new(target.clone())));
+        assert_eq!(s.message, "widgets.example.com \"x\" not found");
+        assert_eq!(s.to_json()["details"]["kind"], "widgets");
+        let s = Status::from(&RegistryError::Invalid {
+            target: Box::new(target),
+            causes: vec![FieldError {
+                kind: FieldErrorKind::Required,
+                field: "spec.size".into(),
+                detail: String::new(),
+            }],
+        });
+        assert_eq!(s.code, 422);
+        assert_eq!(
+            s.message,
+            "Widget.example.com \"x\" is invalid: spec.size: Required value"
+        );
+        assert_eq!(s.to_json()["details"]["causes"][0]["field"], "spec.size");
     }
 }

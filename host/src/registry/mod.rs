@@ -1,3 +1,22 @@
-//! The registry: one generic store per served resource, driving its strategy around storage.
+//! The registry: one generic store per served resource, driving its strategy around storage,
+//! and the table of served resources, kept current from a watch on CustomResourceDefinitions.
 
+pub mod builtin;
+mod create;
+pub mod definition;
+mod delete;
+pub mod error;
+pub mod names;
+pub mod schema;
+pub mod served;
+pub mod store;
 pub mod strategy;
+pub mod system_fields;
+mod update;
+
+pub use definition::ResourceDefinition;
+pub use delete::DeleteOptions;
+pub use error::{Error, Result, Target};
+pub use served::{Registry, ServedResource, StrategyResolver};
+pub use store::{FieldValidation, Outcome, RegistryStore, RequestScope};
+pub use update::UpdateFn;

@@ -1,0 +1,176 @@
+//! Runs a `Strategy` on one encoded request: decode, call the trait, encode the answer.
+
+use prost::Message;
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::abi::{self, request::Operation as Op};
+use crate::field::FieldError;
+use crate::strategy::{Context, Strategy};
+
+/// Answers one encoded [`abi::Request`] with an encoded [`abi::Response`]: what the exported
+/// `call` entry point does, callable natively to test a strategy through the ABI.
+///
+/// # Examples
+///
+/// ```
+/// use prost::Message;
+/// use strategy_guest_sdk::{abi, handle, Resource, Scope, Strategy};
+///
+/// struct Nop;
+/// impl Strategy for Nop {
+///     type Object = serde_json::Value;
+///     const NAME: &'static str = "nop";
+///     const RESOURCES: &'static [Resource] = &[Resource::new("g", "v1", "K", "ks", Scope::Cluster)];
+/// }
+///
+/// let req = abi::Request {
+///     context: None,
+///     operation: Some(abi::request::Operation::Validate(abi::ValidateRequest { object: b"{}".to_vec() })),
+/// };
+/// let resp = abi::Response::decode(handle(&Nop, &req.encode_to_vec()).as_slice()).unwrap();
+/// assert!(resp.error.is_empty() && resp.field_errors.is_empty());
+/// ```
+pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
+    let response = match abi::Request::decode(request) {
+        Ok(req) => {
+            let ctx = Context::from_abi(req.context);
+            match req.operation {
+                Some(op) => run(strategy, &ctx, op).unwrap_or_else(|error| abi::Response {
+                    error,
+                    ..Default::default()
+                }),
+                None => failure("the request names no operation"),
+            }
+        }
+        Err(e) => failure(&format!("the request did not decode: {e}")),
+    };
+    response.encode_to_vec()
+}
+
+/// The encoded [`abi::Manifest`] of a strategy: what the exported `manifest` function returns.
+///
+/// # Examples
+///
+/// ```
+/// use prost::Message;
+/// use strategy_guest_sdk::{abi, manifest, Resource, Scope, Strategy};
+///
+/// struct Nop;
+/// impl Strategy for Nop {
+///     type Object = serde_json::Value;
+///     const NAME: &'static str = "nop";
+///     const RESOURCES: &'static [Resource] = &[Resource::new("g", "v1", "K", "ks", Scope::Cluster)];
+/// }
+///
+/// let m = abi::Manifest::decode(manifest::<Nop>().as_slice()).unwrap();
+/// assert_eq!((m.abi_version, m.name.as_str()), (1, "nop"));
+/// ```
+pub fn manifest<S: Strategy>() -> Vec<u8> {
+    let mut host_functions = vec![abi::HostFunction::Log as i32];
+    host_functions.extend(S::HOST_FUNCTIONS.iter().map(|f| f.to_abi() as i32));
+    host_functions.dedup();
+    abi::Manifest {
+        abi_version: crate::ABI_VERSION,
+        name: S::NAME.into(),
+        resources: S::RESOURCES.iter().map(|r| r.to_abi()).collect(),
+        operations: S::OPERATIONS.iter().map(|o| o.to_abi() as i32).collect(),
+        host_functions,
+    }
+    .encode_to_vec()
+}
+
+fn failure(reason: &str) -> abi::Response {
+    abi::Response {
+        error: reason.to_owned(),
+        ..Default::default()
+    }
+}
+
+fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(bytes).map_err(|e| format!("the {what} did not decode: {e}"))
+}
+
+fn encode<T: Serialize>(obj: &T) -> Result<Vec<u8>, String> {
+    serde_json::to_vec(obj).map_err(|e| format!("the object did not encode: {e}"))
+}
+
+fn errors(errs: Vec<FieldError>) -> Vec<abi::FieldError> {
+    errs.iter().map(FieldError::to_abi).collect()
+}
+
+fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, String> {
+    let mut resp = abi::Response::default();
+    match op {
+        Op::PrepareForCreate(r) => {
+            let mut obj = decode("object", &r.object)?;
+            s.prepare_for_create(ctx, &mut obj);
+            resp.object = encode(&obj)?;
+        }
+        Op::Validate(r) => {
+            resp.field_errors = errors(s.validate(ctx, &decode("object", &r.object)?))
+        }
+        Op::WarningsOnCreate(r) => {
+            resp.warnings = s.warnings_on_create(ctx, &decode("object", &r.object)?)
+        }
+        Op::Canonicalize(r) => {
+            let mut obj = decode("object", &r.object)?;
+            s.canonicalize(ctx, &mut obj);
+            resp.object = encode(&obj)?;
+        }
+        Op::PrepareForUpdate(r) => {
+            let mut obj = decode("object", &r.object)?;
+            s.prepare_for_update(ctx, &mut obj, &decode("old object", &r.old_object)?);
+            resp.object = encode(&obj)?;
+        }
+        Op::ValidateUpdate(r) => {
+            let (new, old) = (
+                decode("object", &r.object)?,
+                decode("old object", &r.old_object)?,
+            );
+            resp.field_errors = errors(s.validate_update(ctx, &new, &old));
+        }
+        Op::WarningsOnUpdate(r) => {
+            let (new, old) = (
+                decode("object", &r.object)?,
+                decode("old object", &r.old_object)?,
+            );
+            resp.warnings = s.warnings_on_update(ctx, &new, &old);
+        }
+        Op::AllowCreateOnUpdate(_) => resp.allowed = s.allow_create_on_update(),
+        Op::AllowUnconditionalUpdate(_) => resp.allowed = s.allow_unconditional_update(),
+        Op::BeforeDelete(r) => {
+            resp.field_errors = errors(s.before_delete(ctx, &decode("object", &r.object)?))
+        }
+        Op::AfterCreate(r) => s.after_create(ctx, &decode("object", &r.object)?)?,
+        Op::AfterUpdate(r) => {
+            let (new, old) = (
+                decode("object", &r.object)?,
+                decode("old object", &r.old_object)?,
+            );
+            s.after_update(ctx, &new, &old)?;
+        }
+        Op::AfterDelete(r) => s.after_delete(ctx, &decode("object", &r.object)?)?,
+        Op::BeforeCreate(r) => {
+            let mut obj = decode("object", &r.object)?;
+            s.prepare_for_create(ctx, &mut obj);
+            resp.field_errors = errors(s.validate(ctx, &obj));
+            if resp.field_errors.is_empty() {
+                resp.warnings = s.warnings_on_create(ctx, &obj);
+                s.canonicalize(ctx, &mut obj);
+            }
+            resp.object = encode(&obj)?;
+        }
+        Op::BeforeUpdate(r) => {
+            let mut obj = decode("object", &r.object)?;
+            let old = decode("old object", &r.old_object)?;
+            s.prepare_for_update(ctx, &mut obj, &old);
+            resp.field_errors = errors(s.validate_update(ctx, &obj, &old));
+            if resp.field_errors.is_empty() {
+                resp.warnings = s.warnings_on_update(ctx, &obj, &old);
+                s.canonicalize(ctx, &mut obj);
+            }
+            resp.object = encode(&obj)?;
+        }
+    }
+    Ok(resp)
+}

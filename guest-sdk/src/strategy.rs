@@ -1,0 +1,382 @@
+//! The `Strategy` trait an author implements, and the descriptions a module's manifest is made of.
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::abi;
+use crate::field::FieldError;
+
+/// Where objects of a resource live.
+///
+/// # Examples
+///
+/// ```
+/// use strategy_guest_sdk::Scope;
+/// assert_ne!(Scope::Namespaced, Scope::Cluster);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Objects live in a namespace.
+    Namespaced,
+    /// Objects are cluster-wide.
+    Cluster,
+}
+
+/// A resource a module is the strategy of, as it appears in the manifest.
+///
+/// # Examples
+///
+/// ```
+/// use strategy_guest_sdk::{Resource, Scope};
+/// const WIDGETS: Resource = Resource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
+/// assert_eq!(WIDGETS.plural, "widgets");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resource {
+    /// API group, e.g. `apps.example.com`.
+    pub group: &'static str,
+    /// The version served, e.g. `v1`.
+    pub version: &'static str,
+    /// The kind, e.g. `Widget`.
+    pub kind: &'static str,
+    /// The plural resource name, e.g. `widgets`.
+    pub plural: &'static str,
+    /// Namespaced or cluster-scoped.
+    pub scope: Scope,
+}
+
+impl Resource {
+    /// Describes a resource (usable in `const` items).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use strategy_guest_sdk::{Resource, Scope};
+    /// let r = Resource::new("example.com", "v1", "Widget", "widgets", Scope::Cluster);
+    /// assert_eq!(r.kind, "Widget");
+    /// ```
+    pub const fn new(
+        group: &'static str,
+        version: &'static str,
+        kind: &'static str,
+        plural: &'static str,
+        scope: Scope,
+    ) -> Self {
+        Self {
+            group,
+            version,
+            kind,
+            plural,
+            scope,
+        }
+    }
+
+    pub(crate) fn to_abi(self) -> abi::Resource {
+        abi::Resource {
+            group: self.group.into(),
+            version: self.version.into(),
+            kind: self.kind.into(),
+            plural: self.plural.into(),
+            scope: match self.scope {
+                Scope::Namespaced => abi::Scope::Namespaced,
+                Scope::Cluster => abi::Scope::Cluster,
+            } as i32,
+        }
+    }
+}
+
+/// The strategy operations and hooks a module can implement (the manifest lists them so the host
+/// skips the rest, e.g. does not instantiate the module for a hook it does not have).
+///
+/// # Examples
+///
+/// ```
+/// use strategy_guest_sdk::Operation;
+/// assert!(Operation::BEFORE_WRITE.contains(&Operation::Validate));
+/// assert!(!Operation::BEFORE_WRITE.contains(&Operation::AfterCreate));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// [`Strategy::prepare_for_create`].
+    PrepareForCreate,
+    /// [`Strategy::validate`].
+    Validate,
+    /// [`Strategy::warnings_on_create`].
+    WarningsOnCreate,
+    /// [`Strategy::canonicalize`].
+    Canonicalize,
+    /// [`Strategy::prepare_for_update`].
+    PrepareForUpdate,
+    /// [`Strategy::validate_update`].
+    ValidateUpdate,
+    /// [`Strategy::warnings_on_update`].
+    WarningsOnUpdate,
+    /// [`Strategy::allow_create_on_update`].
+    AllowCreateOnUpdate,
+    /// [`Strategy::allow_unconditional_update`].
+    AllowUnconditionalUpdate,
+    /// [`Strategy::before_delete`].
+    BeforeDelete,
+    /// [`Strategy::after_create`].
+    AfterCreate,
+    /// [`Strategy::after_update`].
+    AfterUpdate,
+    /// [`Strategy::after_delete`].
+    AfterDelete,
+}
+
+impl Operation {
+    /// Every before-write operation except `BeforeDelete`: the default of
+    /// [`Strategy::OPERATIONS`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(strategy_guest_sdk::Operation::BEFORE_WRITE.len(), 9);
+    /// ```
+    pub const BEFORE_WRITE: &'static [Operation] = &[
+        Operation::PrepareForCreate,
+        Operation::Validate,
+        Operation::WarningsOnCreate,
+        Operation::Canonicalize,
+        Operation::PrepareForUpdate,
+        Operation::ValidateUpdate,
+        Operation::WarningsOnUpdate,
+        Operation::AllowCreateOnUpdate,
+        Operation::AllowUnconditionalUpdate,
+    ];
+
+    pub(crate) fn to_abi(self) -> abi::Operation {
+        match self {
+            Self::PrepareForCreate => abi::Operation::PrepareForCreate,
+            Self::Validate => abi::Operation::Validate,
+            Self::WarningsOnCreate => abi::Operation::WarningsOnCreate,
+            Self::Canonicalize => abi::Operation::Canonicalize,
+            Self::PrepareForUpdate => abi::Operation::PrepareForUpdate,
+            Self::ValidateUpdate => abi::Operation::ValidateUpdate,
+            Self::WarningsOnUpdate => abi::Operation::WarningsOnUpdate,
+            Self::AllowCreateOnUpdate => abi::Operation::AllowCreateOnUpdate,
+            Self::AllowUnconditionalUpdate => abi::Operation::AllowUnconditionalUpdate,
+            Self::BeforeDelete => abi::Operation::BeforeDelete,
+            Self::AfterCreate => abi::Operation::AfterCreate,
+            Self::AfterUpdate => abi::Operation::AfterUpdate,
+            Self::AfterDelete => abi::Operation::AfterDelete,
+        }
+    }
+}
+
+/// Host functions a module may ask for in its manifest ([`Strategy::HOST_FUNCTIONS`]).
+/// `log` is always granted; the host refuses a module importing a function it did not ask for.
+///
+/// # Examples
+///
+/// ```
+/// use strategy_guest_sdk::HostFunction;
+/// let wanted: &[HostFunction] = &[HostFunction::Get, HostFunction::Apply];
+/// assert_eq!(wanted.len(), 2);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostFunction {
+    /// [`crate::host::log`].
+    Log,
+    /// [`crate::host::get`].
+    Get,
+    /// [`crate::host::list`].
+    List,
+    /// [`crate::host::apply`] (After hooks only).
+    Apply,
+}
+
+impl HostFunction {
+    pub(crate) fn to_abi(self) -> abi::HostFunction {
+        match self {
+            Self::Log => abi::HostFunction::Log,
+            Self::Get => abi::HostFunction::Get,
+            Self::List => abi::HostFunction::List,
+            Self::Apply => abi::HostFunction::Apply,
+        }
+    }
+}
+
+/// The resource a call is about, as the host describes it.
+///
+/// # Examples
+///
+/// ```
+/// let info = strategy_guest_sdk::ResourceInfo { kind: "Widget".into(), ..Default::default() };
+/// assert_eq!(info.kind, "Widget");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// API group.
+    pub group: String,
+    /// The version the request was made at.
+    pub version: String,
+    /// The kind.
+    pub kind: String,
+    /// The plural name.
+    pub plural: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// What every call is told about the request.
+///
+/// # Examples
+///
+/// ```
+/// let ctx = strategy_guest_sdk::Context { dry_run: true, ..Default::default() };
+/// assert!(ctx.dry_run);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The resource.
+    pub resource: ResourceInfo,
+    /// `?dryRun=All`: nothing will be persisted (hooks should not act).
+    pub dry_run: bool,
+    /// The request's id, which the host also tags this module's log lines with.
+    pub request_id: String,
+}
+
+impl Context {
+    pub(crate) fn from_abi(ctx: Option<abi::Context>) -> Self {
+        let ctx = ctx.unwrap_or_default();
+        let r = ctx.resource.unwrap_or_default();
+        Self {
+            resource: ResourceInfo {
+                namespaced: r.scope() != abi::Scope::Cluster,
+                group: r.group,
+                version: r.version,
+                kind: r.kind,
+                plural: r.plural,
+            },
+            dry_run: ctx.dry_run,
+            request_id: ctx.request_id,
+        }
+    }
+}
+
+/// A resource's behaviour. Every method defaults to Kubernetes' behaviour for custom resources,
+/// so an implementation overrides only what it changes and lists it in [`Self::OPERATIONS`].
+///
+/// `Object` is what the methods see: [`serde_json::Value`], or a typed struct. A typed struct must
+/// keep the fields it does not name (`#[serde(flatten)] rest: serde_json::Map<String, Value>`),
+/// or they are dropped from the stored object.
+///
+/// # Examples
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use strategy_guest_sdk::{Context, Resource, Scope, Strategy};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Widget {
+///     #[serde(default)]
+///     status: serde_json::Value,
+///     #[serde(flatten)]
+///     rest: serde_json::Map<String, serde_json::Value>,
+/// }
+///
+/// #[derive(Default)]
+/// struct Widgets;
+///
+/// impl Strategy for Widgets {
+///     type Object = Widget;
+///     const NAME: &'static str = "widgets";
+///     const RESOURCES: &'static [Resource] =
+///         &[Resource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced)];
+///
+///     fn prepare_for_create(&self, _ctx: &Context, obj: &mut Widget) {
+///         obj.status = serde_json::Value::Null; // clients do not set status
+///     }
+/// }
+/// ```
+pub trait Strategy {
+    /// The object type the methods work on.
+    type Object: Serialize + DeserializeOwned;
+
+    /// The module's name, for the host's logs, metrics and errors.
+    const NAME: &'static str;
+
+    /// The resources this module is the strategy of.
+    const RESOURCES: &'static [Resource];
+
+    /// The operations and hooks implemented; the host does not call the others.
+    const OPERATIONS: &'static [Operation] = Operation::BEFORE_WRITE;
+
+    /// Host functions the module calls besides `log`.
+    const HOST_FUNCTIONS: &'static [HostFunction] = &[];
+
+    /// Clears what clients may not set and fills defaults on a new object.
+    fn prepare_for_create(&self, _ctx: &Context, _obj: &mut Self::Object) {}
+
+    /// Validates a new object; any error fails the create with 422 Invalid.
+    fn validate(&self, _ctx: &Context, _obj: &Self::Object) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    /// Warnings for the client on a create that passed validation.
+    fn warnings_on_create(&self, _ctx: &Context, _obj: &Self::Object) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Normalizes an object that passed validation, before it is stored (create and update).
+    fn canonicalize(&self, _ctx: &Context, _obj: &mut Self::Object) {}
+
+    /// Prepares `new` given `old`, e.g. keeps `old`'s status on a main-resource update.
+    fn prepare_for_update(&self, _ctx: &Context, _new: &mut Self::Object, _old: &Self::Object) {}
+
+    /// Validates an update (call [`Self::validate`] from here to check `new` itself too).
+    fn validate_update(
+        &self,
+        _ctx: &Context,
+        _new: &Self::Object,
+        _old: &Self::Object,
+    ) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    /// Warnings for the client on an update that passed validation.
+    fn warnings_on_update(
+        &self,
+        _ctx: &Context,
+        _new: &Self::Object,
+        _old: &Self::Object,
+    ) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether a PUT of a missing object creates it (asked once, when the module loads).
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// Whether a PUT without a resourceVersion is accepted (asked once, when the module loads).
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    /// May refuse a deletion with field errors (422).
+    fn before_delete(&self, _ctx: &Context, _obj: &Self::Object) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    /// Runs after a create is committed. An error is logged and counted; the write stays.
+    fn after_create(&self, _ctx: &Context, _obj: &Self::Object) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Runs after an update is committed.
+    fn after_update(
+        &self,
+        _ctx: &Context,
+        _new: &Self::Object,
+        _old: &Self::Object,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Runs after a delete is committed.
+    fn after_delete(&self, _ctx: &Context, _obj: &Self::Object) -> Result<(), String> {
+        Ok(())
+    }
+}

@@ -1,0 +1,121 @@
+//! One strategy call on a 1 KiB Deployment: a fresh instance, then prepare_for_create, validate,
+//! warnings and canonicalize (the registry's create phase), through the wasm runtime.
+//!
+//! `cargo bench -p strategy-host --bench strategy_call` prints criterion's estimate and then the
+//! p50/p99 of a plain timing loop.
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, Criterion};
+use serde_json::{json, Value};
+use strategy_host::registry::strategy::{ResourceInfo, Strategy, StrategyContext};
+use strategy_host::wasm::{abi, CallerInfo, Runtime, RuntimeConfig, StrategyModule, WasmStrategy};
+
+fn object() -> Value {
+    let mut obj = json!({
+        "apiVersion": "apps.example.com/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web", "team": "storefront"},
+                     "annotations": {"example.com/owner": "storefront-team@example.com"}},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web", "tier": "frontend"}},
+                         "spec": {"containers": [{"name": "web", "image": "registry.example.com/storefront/web:1.25.3",
+                                                   "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                                                   "env": [{"name": "MODE", "value": "production"}]}]}}
+        }
+    });
+    let len = obj.to_string().len();
+    obj["metadata"]["annotations"]["example.com/padding"] = json!("x".repeat(1024 - len - 32));
+    obj
+}
+
+fn resource() -> ResourceInfo {
+    ResourceInfo {
+        group: "apps.example.com".into(),
+        version: "v1".into(),
+        kind: "Deployment".into(),
+        plural: "deployments".into(),
+        namespaced: true,
+    }
+}
+
+fn setup() -> (Runtime, StrategyModule) {
+    let config = RuntimeConfig {
+        max_instances: 64,
+        ..RuntimeConfig::default()
+    };
+    let rt = Runtime::new(config).unwrap();
+    let module =
+        StrategyModule::load(&rt, &std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap()).unwrap();
+    (rt, module)
+}
+
+fn bench(c: &mut Criterion) {
+    let (rt, module) = setup();
+    let obj = object();
+    let bytes = serde_json::to_vec(&obj).unwrap();
+    assert!((1000..1100).contains(&bytes.len()), "{}", bytes.len());
+    let request = abi::Request {
+        context: None,
+        operation: Some(abi::request::Operation::BeforeCreate(
+            abi::BeforeCreateRequest { object: bytes },
+        )),
+    };
+    let caller = CallerInfo {
+        module: "deployments".into(),
+        request_id: String::new(),
+        resource: resource(),
+        dry_run: false,
+    };
+    let call = || module.call(&rt, caller.clone(), &request).unwrap();
+    assert!(call().field_errors.is_empty());
+    c.bench_function("wasm create phase, 1 KiB object (calling thread)", |b| {
+        b.iter(call)
+    });
+
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let again = StrategyModule::load(&rt, &std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap());
+    let strategy = WasmStrategy::new(rt.clone(), std::sync::Arc::new(again.unwrap()));
+    let ctx = StrategyContext {
+        resource: resource(),
+        dry_run: false,
+        request_id: String::new(),
+    };
+    c.bench_function(
+        "wasm create phase, 1 KiB object (Strategy::before_create)",
+        |b| {
+            b.to_async(&tokio).iter(|| async {
+                let mut o = obj.clone();
+                strategy.before_create(&ctx, &mut o).await.unwrap()
+            })
+        },
+    );
+
+    // Percentiles of the calling-thread path.
+    let mut samples: Vec<Duration> = (0..20_000)
+        .map(|_| {
+            let t = Instant::now();
+            call();
+            t.elapsed()
+        })
+        .collect();
+    samples.sort();
+    let p = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
+    println!(
+        "wasm create phase, 1 KiB object: p50 {:?}  p99 {:?}  (n = {})",
+        p(0.50),
+        p(0.99),
+        samples.len()
+    );
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    targets = bench
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,0 +1,162 @@
+//! Discovery documents: `/api`, `/apis`, `/apis/{group}`, `/api/v1` and
+//! `/apis/{group}/{version}`, computed from the served resources on every request, so they
+//! follow definition changes at once. Aggregated discovery is not implemented: those requests
+//! get the plain documents, which clients accept as the fallback.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::registry::{Registry, ServedResource};
+
+/// Kubernetes' version priority: GA before beta before alpha, higher numbers first.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    fn key(v: &str) -> (u8, u64, u64, String) {
+        let Some(rest) = v.strip_prefix('v') else {
+            return (0, 0, 0, v.to_string());
+        };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let Ok(major) = digits.parse::<u64>() else {
+            return (0, 0, 0, v.to_string());
+        };
+        let tail = &rest[digits.len()..];
+        let (level, minor_text) = if tail.is_empty() {
+            (3, "")
+        } else if let Some(t) = tail.strip_prefix("beta") {
+            (2, t)
+        } else if let Some(t) = tail.strip_prefix("alpha") {
+            (1, t)
+        } else {
+            return (0, 0, 0, v.to_string());
+        };
+        (level, major, minor_text.parse().unwrap_or(0), String::new())
+    }
+    let (ka, kb) = (key(a), key(b));
+    kb.0.cmp(&ka.0)
+        .then(kb.1.cmp(&ka.1))
+        .then(kb.2.cmp(&ka.2))
+        .then(ka.3.cmp(&kb.3))
+}
+
+/// group → served versions (preferred first).
+fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in registry.resources() {
+        let versions = groups.entry(r.def.group.clone()).or_default();
+        for v in &r.def.versions {
+            if !versions.contains(&v.name) {
+                versions.push(v.name.clone());
+            }
+        }
+    }
+    for versions in groups.values_mut() {
+        versions.sort_by(|a, b| compare_versions(a, b));
+    }
+    groups
+}
+
+fn group_json(name: &str, versions: &[String]) -> Value {
+    let gv = |v: &String| json!({"groupVersion": format!("{name}/{v}"), "version": v});
+    json!({
+        "name": name,
+        "versions": versions.iter().map(gv).collect::<Vec<_>>(),
+        "preferredVersion": versions.first().map(gv).unwrap_or(Value::Null),
+    })
+}
+
+/// `/api`.
+pub fn core_versions() -> Value {
+    json!({"kind": "APIVersions", "apiVersion": "v1", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
+}
+
+/// `/apis`.
+pub fn group_list(registry: &Registry) -> Value {
+    let groups: Vec<Value> = groups(registry)
+        .iter()
+        .filter(|(g, _)| !g.is_empty())
+        .map(|(g, v)| group_json(g, v))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/{group}`, if served.
+pub fn group(registry: &Registry, name: &str) -> Option<Value> {
+    let groups = groups(registry);
+    let versions = groups.get(name).filter(|_| !name.is_empty())?;
+    let mut g = group_json(name, versions);
+    g["kind"] = json!("APIGroup");
+    g["apiVersion"] = json!("v1");
+    Some(g)
+}
+
+fn resource_entries(r: &ServedResource, version: &str) -> Vec<Value> {
+    let def = &r.def;
+    let mut entry = json!({
+        "name": def.plural,
+        "singularName": def.singular,
+        "namespaced": def.namespaced,
+        "kind": def.kind,
+        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+    });
+    if !def.short_names.is_empty() {
+        entry["shortNames"] = json!(def.short_names);
+    }
+    if !def.categories.is_empty() {
+        entry["categories"] = json!(def.categories);
+    }
+    if def.version(version).is_some_and(|v| v.storage) {
+        entry["storageVersionHash"] = json!(crate::api::openapi::short_hash(&format!(
+            "{}/{}/{}",
+            def.group, version, def.kind
+        )));
+    }
+    let mut entries = vec![entry];
+    if def.version(version).is_some_and(|v| v.status_subresource) {
+        entries.push(json!({
+            "name": format!("{}/status", def.plural),
+            "singularName": "",
+            "namespaced": def.namespaced,
+            "kind": def.kind,
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
+    entries
+}
+
+/// `/api/v1` or `/apis/{group}/{version}`, if served.
+pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    let served: Vec<ServedResource> = registry
+        .resources()
+        .into_iter()
+        .filter(|r| r.def.group == group && r.def.version(version).is_some())
+        .collect();
+    if served.is_empty() {
+        return None;
+    }
+    let resources: Vec<Value> = served
+        .iter()
+        .flat_map(|r| resource_entries(r, version))
+        .collect();
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_priority() {
+        let mut v = vec!["v1alpha1", "v1", "v2beta1", "v2", "v1beta2", "foo"];
+        v.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(v, vec!["v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]);
+    }
+}

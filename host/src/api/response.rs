@@ -1,0 +1,64 @@
+//! Response building: the body type (whole or streamed), JSON and `Status` replies, and
+//! `Warning: 299` headers.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full};
+use hyper::Response;
+use serde_json::Value;
+
+use super::status::Status;
+
+/// The body of every response.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// A whole body.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+/// Formats one warning as Kubernetes' `299 - "text"`.
+pub fn warning_header(text: &str) -> String {
+    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+    let printable: String = escaped
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!("299 - \"{printable}\"")
+}
+
+/// A JSON reply with warnings.
+pub fn json(code: u16, value: &Value, warnings: &[String]) -> Response<Body> {
+    let mut builder = Response::builder()
+        .status(code)
+        .header(hyper::header::CONTENT_TYPE, "application/json");
+    for w in warnings {
+        builder = builder.header("Warning", warning_header(w));
+    }
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    builder
+        .body(full(body))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
+}
+
+/// A plain-text reply.
+pub fn text(code: u16, text: String) -> Response<Body> {
+    Response::builder()
+        .status(code)
+        .header(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(full(text))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
+}
+
+/// A `Status` reply (with `Retry-After` when it says so).
+pub fn status(s: &Status) -> Response<Body> {
+    let mut resp = json(s.code, &s.to_json(), &[]);
+    if let Some(secs) = s.retry_after_seconds {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&secs.to_string()) {
+            resp.headers_mut().insert(hyper::header::RETRY_AFTER, v);
+        }
+    }
+    resp
+}

@@ -1,0 +1,156 @@
+//! Create: system fields, schema, strategy, validation, then `storage.create`; generateName
+//! collisions retried with a fresh suffix; the after hook spawned once committed.
+
+use serde_json::Value;
+
+use super::error::{Error, Result};
+use super::store::{Outcome, RegistryStore, RequestScope};
+use super::strategy::{FieldError, FieldErrorKind};
+use super::system_fields::{meta_str, metadata_mut};
+
+/// How many fresh generateName suffixes a create tries before giving up.
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+impl RegistryStore {
+    /// Checks `apiVersion`/`kind` and the namespace of an incoming object against the request.
+    pub(super) fn check_identity(&self, scope: &RequestScope, obj: &mut Value) -> Result<()> {
+        if !obj.is_object() {
+            return Err(Error::BadRequest(
+                "the request body must be a JSON object".into(),
+            ));
+        }
+        let expected = self.def.api_version(&scope.version);
+        match obj.get("apiVersion").and_then(Value::as_str) {
+            None | Some("") => {}
+            Some(v) if v == expected => {}
+            Some(v) => {
+                return Err(Error::BadRequest(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({expected})"
+                )))
+            }
+        }
+        match obj.get("kind").and_then(Value::as_str) {
+            None | Some("") => {}
+            Some(k) if k == self.def.kind => {}
+            Some(k) => {
+                return Err(Error::BadRequest(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    self.def.kind
+                )))
+            }
+        }
+        let meta = metadata_mut(obj);
+        if self.def.namespaced {
+            let ns = scope.namespace.clone().ok_or_else(|| {
+                Error::BadRequest(
+                    "the namespace of the request is required for a namespaced resource".into(),
+                )
+            })?;
+            match meta.get("namespace").and_then(Value::as_str) {
+                None | Some("") => {}
+                Some(n) if n == ns => {}
+                Some(_) => {
+                    return Err(Error::BadRequest(
+                        "the namespace of the provided object does not match the namespace sent on the request".into(),
+                    ))
+                }
+            }
+            meta.insert("namespace".into(), Value::String(ns));
+        } else {
+            meta.remove("namespace");
+        }
+        Ok(())
+    }
+
+    /// Creates an object.
+    ///
+    /// # Errors
+    /// `BadRequest`, `Invalid` (422), `NotFound` (namespace), storage `AlreadyExists`, strategy
+    /// failures.
+    pub async fn create(&self, scope: &RequestScope, mut obj: Value) -> Result<Outcome> {
+        self.check_identity(scope, &mut obj)?;
+        let mut warnings = Vec::new();
+        self.apply_schema(scope, &mut obj, &mut warnings)?;
+        let generate = meta_str(&obj, "generateName").unwrap_or("").to_string();
+        let explicit = meta_str(&obj, "name").unwrap_or("").to_string();
+        if explicit.is_empty() {
+            if generate.is_empty() {
+                return Err(Error::invalid(
+                    &self.target(""),
+                    FieldError {
+                        kind: FieldErrorKind::Required,
+                        field: "metadata.name".into(),
+                        detail: "name or generateName is required".into(),
+                    },
+                ));
+            }
+            metadata_mut(&mut obj).insert(
+                "name".into(),
+                Value::String(super::names::generate_name(&generate)),
+            );
+        }
+        super::system_fields::prepare_for_create(&mut obj);
+        if self
+            .def
+            .version(&scope.version)
+            .is_some_and(|v| v.status_subresource)
+        {
+            if let Some(map) = obj.as_object_mut() {
+                map.remove("status");
+            }
+        }
+        let ctx = self.ctx(scope);
+        let admission = self.strategy.before_create(&ctx, &mut obj).await?;
+        warnings.extend(admission.warnings);
+        let name = meta_str(&obj, "name").unwrap_or("").to_string();
+        let target = self.target(&name);
+        let mut causes = admission.field_errors;
+        causes.extend(self.validate_common(scope, &obj));
+        if !causes.is_empty() {
+            return Err(Error::Invalid {
+                target: target.into(),
+                causes,
+            });
+        }
+        self.check_namespace(scope).await?;
+        let storage_version = self.def.storage_version().to_string();
+        let mut stored = self.to_version(obj, &storage_version);
+        if scope.dry_run {
+            return Ok(Outcome {
+                object: self.to_version(stored, &scope.version),
+                warnings,
+                created: true,
+            });
+        }
+        let mut attempt = 0;
+        let created = loop {
+            let name = meta_str(&stored, "name").unwrap_or("").to_string();
+            let key = self.key(scope, &name);
+            match self.storage.create(&key, stored.clone()).await {
+                Ok(created) => break created,
+                Err(e)
+                    if e.is_already_exists()
+                        && explicit.is_empty()
+                        && attempt + 1 < GENERATE_NAME_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    metadata_mut(&mut stored).insert(
+                        "name".into(),
+                        Value::String(super::names::generate_name(&generate)),
+                    );
+                }
+                Err(e) => return Err(Error::storage(e, &self.target(&name))),
+            }
+        };
+        let object = self.to_version(created, &scope.version);
+        let (strategy, hook_obj) = (self.strategy.clone(), object.clone());
+        self.spawn_hook("after_create", async move {
+            strategy.after_create(&ctx, &hook_obj).await
+        });
+        Ok(Outcome {
+            object,
+            warnings,
+            created: true,
+        })
+    }
+}

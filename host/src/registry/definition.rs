@@ -1,0 +1,393 @@
+//! Resource definitions: what the registry serves for one resource (names, scope, versions,
+//! schemas, printer columns), read from a `CustomResourceDefinition` or built in.
+
+use serde_json::{json, Value};
+
+use super::names::{dns1123_label_error, dns1123_subdomain_error};
+use super::strategy::{FieldError, FieldErrorKind, ResourceInfo};
+
+/// The group of CustomResourceDefinitions.
+pub const CRD_GROUP: &str = "apiextensions.k8s.io";
+
+/// One column of `kubectl get` output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrinterColumn {
+    /// Header.
+    pub name: String,
+    /// OpenAPI type (`string`, `integer`, `number`, `boolean`, `date`).
+    pub type_: String,
+    /// OpenAPI format, if any.
+    pub format: String,
+    /// Description.
+    pub description: String,
+    /// 0 = shown by default; more = `-o wide` only.
+    pub priority: i64,
+    /// A simple JSONPath into the object (`.spec.replicas`).
+    pub json_path: String,
+}
+
+/// One served version of a resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionDefinition {
+    /// `v1`, `v1beta1`, ...
+    pub name: String,
+    /// Whether this version is the one objects are stored at.
+    pub storage: bool,
+    /// Whether `/status` is served (and the main endpoint ignores status changes).
+    pub status_subresource: bool,
+    /// The `openAPIV3Schema`, if any.
+    pub schema: Option<Value>,
+    /// `additionalPrinterColumns`.
+    pub printer_columns: Vec<PrinterColumn>,
+}
+
+/// Everything the registry needs to serve one resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceDefinition {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Plural name (the path segment).
+    pub plural: String,
+    /// Singular name.
+    pub singular: String,
+    /// Kind.
+    pub kind: String,
+    /// List kind.
+    pub list_kind: String,
+    /// Short names (`kubectl get wd`).
+    pub short_names: Vec<String>,
+    /// Categories (`kubectl get all`).
+    pub categories: Vec<String>,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// The served versions, in the CRD's order.
+    pub versions: Vec<VersionDefinition>,
+    /// Built in (namespaces, CRDs) rather than from a CRD.
+    pub builtin: bool,
+}
+
+impl ResourceDefinition {
+    /// The storage key prefix: `/{group}/{plural}` (`/{plural}` for the core group).
+    pub fn key_prefix(&self) -> String {
+        if self.group.is_empty() {
+            format!("/{}", self.plural)
+        } else {
+            format!("/{}/{}", self.group, self.plural)
+        }
+    }
+
+    /// The key of one object.
+    pub fn object_key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace.filter(|_| self.namespaced) {
+            Some(ns) => format!("{}/{ns}/{name}", self.key_prefix()),
+            None => format!("{}/{name}", self.key_prefix()),
+        }
+    }
+
+    /// The key a list reads under (one namespace, or all).
+    pub fn collection_key(&self, namespace: Option<&str>) -> String {
+        match namespace.filter(|_| self.namespaced) {
+            Some(ns) => format!("{}/{ns}", self.key_prefix()),
+            None => self.key_prefix(),
+        }
+    }
+
+    /// The served version called `name`.
+    pub fn version(&self, name: &str) -> Option<&VersionDefinition> {
+        self.versions.iter().find(|v| v.name == name)
+    }
+
+    /// The storage version (the first served one if none is marked).
+    pub fn storage_version(&self) -> &str {
+        self.versions
+            .iter()
+            .find(|v| v.storage)
+            .or(self.versions.first())
+            .map_or("v1", |v| v.name.as_str())
+    }
+
+    /// `group/version` (or `version` for core).
+    pub fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", self.group)
+        }
+    }
+
+    /// What strategy calls are told about this resource at `version`.
+    pub fn info(&self, version: &str) -> ResourceInfo {
+        ResourceInfo {
+            group: self.group.clone(),
+            version: version.to_string(),
+            kind: self.kind.clone(),
+            plural: self.plural.clone(),
+            namespaced: self.namespaced,
+        }
+    }
+
+    /// Reads a stored `CustomResourceDefinition`.
+    ///
+    /// # Errors
+    /// The field errors a CRD create or update would answer 422 with.
+    pub fn from_crd(crd: &Value) -> Result<Self, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let s = |v: &Value, p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let strings = |v: &Value, p: &str| -> Vec<String> {
+            v.pointer(p)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let err = |kind, field: &str, detail: String| FieldError {
+            kind,
+            field: field.into(),
+            detail,
+        };
+        let group = s(crd, "/spec/group");
+        let plural = s(crd, "/spec/names/plural");
+        let kind = s(crd, "/spec/names/kind");
+        let name = s(crd, "/metadata/name");
+        if group.is_empty() {
+            errors.push(err(FieldErrorKind::Required, "spec.group", String::new()));
+        } else if let Some(why) = dns1123_subdomain_error(&group) {
+            errors.push(err(
+                FieldErrorKind::Invalid,
+                "spec.group",
+                format!("{group:?}: {why}"),
+            ));
+        } else if !group.contains('.') {
+            errors.push(err(
+                FieldErrorKind::Invalid,
+                "spec.group",
+                format!("{group:?}: should be a domain with at least one dot"),
+            ));
+        }
+        if plural.is_empty() {
+            errors.push(err(
+                FieldErrorKind::Required,
+                "spec.names.plural",
+                String::new(),
+            ));
+        } else if let Some(why) = dns1123_label_error(&plural) {
+            errors.push(err(
+                FieldErrorKind::Invalid,
+                "spec.names.plural",
+                format!("{plural:?}: {why}"),
+            ));
+        }
+        if kind.is_empty() {
+            errors.push(err(
+                FieldErrorKind::Required,
+                "spec.names.kind",
+                String::new(),
+            ));
+        }
+        if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
+            errors.push(err(
+                FieldErrorKind::Invalid,
+                "metadata.name",
+                format!("{name:?}: must be spec.names.plural+\".\"+spec.group"),
+            ));
+        }
+        let scope = s(crd, "/spec/scope");
+        let namespaced = match scope.as_str() {
+            "Namespaced" => true,
+            "Cluster" => false,
+            "" => {
+                errors.push(err(FieldErrorKind::Required, "spec.scope", String::new()));
+                true
+            }
+            other => {
+                errors.push(err(
+                    FieldErrorKind::NotSupported,
+                    "spec.scope",
+                    format!("{other:?}: supported values: \"Cluster\", \"Namespaced\""),
+                ));
+                true
+            }
+        };
+        match crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) {
+            None | Some("None") => {}
+            Some("Webhook") => errors.push(err(FieldErrorKind::Forbidden, "spec.conversion.strategy", "\"Webhook\": conversion webhooks are not supported by this server; use strategy None".into())),
+            Some(other) => errors.push(err(FieldErrorKind::NotSupported, "spec.conversion.strategy", format!("{other:?}: supported values: \"None\", \"Webhook\""))),
+        }
+        let all_versions = crd
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if all_versions.is_empty() {
+            errors.push(err(
+                FieldErrorKind::Required,
+                "spec.versions",
+                "must have exactly one version marked as storage version".into(),
+            ));
+        }
+        let storage_count = all_versions.iter().filter(|v| v["storage"] == true).count();
+        if !all_versions.is_empty() && storage_count != 1 {
+            errors.push(err(
+                FieldErrorKind::Invalid,
+                "spec.versions",
+                format!("{storage_count}: must have exactly one version marked as storage version"),
+            ));
+        }
+        let mut versions = Vec::new();
+        for (i, v) in all_versions.iter().enumerate() {
+            let vname = s(v, "/name");
+            if let Some(why) = dns1123_label_error(&vname) {
+                errors.push(err(
+                    FieldErrorKind::Invalid,
+                    &format!("spec.versions[{i}].name"),
+                    format!("{vname:?}: {why}"),
+                ));
+            }
+            let schema = v.pointer("/schema/openAPIV3Schema").cloned();
+            if let Some(schema) = &schema {
+                if !schema.is_object() {
+                    errors.push(err(
+                        FieldErrorKind::Invalid,
+                        &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                        "must be an object".into(),
+                    ));
+                } else if let Some(bad) = super::schema::check_schema(schema) {
+                    errors.push(err(
+                        FieldErrorKind::Invalid,
+                        &format!("spec.versions[{i}].schema.openAPIV3Schema{bad}"),
+                        "not a valid schema".into(),
+                    ));
+                }
+            }
+            if v["served"] != true && v["storage"] != true {
+                continue;
+            }
+            let printer_columns = v
+                .get("additionalPrinterColumns")
+                .and_then(Value::as_array)
+                .map(|cols| {
+                    cols.iter()
+                        .map(|c| PrinterColumn {
+                            name: s(c, "/name"),
+                            type_: s(c, "/type"),
+                            format: s(c, "/format"),
+                            description: s(c, "/description"),
+                            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                            json_path: s(c, "/jsonPath"),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if v["served"] == true {
+                versions.push(VersionDefinition {
+                    name: vname,
+                    storage: v["storage"] == true,
+                    status_subresource: v
+                        .pointer("/subresources/status")
+                        .is_some_and(Value::is_object),
+                    schema,
+                    printer_columns,
+                });
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let singular = Some(s(crd, "/spec/names/singular"))
+            .filter(|x| !x.is_empty())
+            .unwrap_or_else(|| kind.to_ascii_lowercase());
+        let list_kind = Some(s(crd, "/spec/names/listKind"))
+            .filter(|x| !x.is_empty())
+            .unwrap_or_else(|| format!("{kind}List"));
+        Ok(Self {
+            group,
+            plural,
+            singular,
+            kind,
+            list_kind,
+            short_names: strings(crd, "/spec/names/shortNames"),
+            categories: strings(crd, "/spec/names/categories"),
+            namespaced,
+            versions,
+            builtin: false,
+        })
+    }
+
+    /// Core `v1` namespaces.
+    pub fn namespaces() -> Self {
+        Self {
+            group: String::new(),
+            plural: "namespaces".into(),
+            singular: "namespace".into(),
+            kind: "Namespace".into(),
+            list_kind: "NamespaceList".into(),
+            short_names: vec!["ns".into()],
+            categories: vec![],
+            namespaced: false,
+            versions: vec![VersionDefinition {
+                name: "v1".into(),
+                storage: true,
+                status_subresource: true,
+                schema: Some(json!({
+                    "type": "object",
+                    "properties": {
+                        "spec": {"type": "object", "properties": {"finalizers": {"type": "array", "items": {"type": "string"}}}},
+                        "status": {"type": "object", "properties": {"phase": {"type": "string"}}, "x-kubernetes-preserve-unknown-fields": true}
+                    }
+                })),
+                printer_columns: vec![PrinterColumn {
+                    name: "Status".into(),
+                    type_: "string".into(),
+                    format: String::new(),
+                    description: "The phase of the namespace".into(),
+                    priority: 0,
+                    json_path: ".status.phase".into(),
+                }],
+            }],
+            builtin: true,
+        }
+    }
+
+    /// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
+    pub fn custom_resource_definitions() -> Self {
+        Self {
+            group: CRD_GROUP.into(),
+            plural: "customresourcedefinitions".into(),
+            singular: "customresourcedefinition".into(),
+            kind: "CustomResourceDefinition".into(),
+            list_kind: "CustomResourceDefinitionList".into(),
+            short_names: vec!["crd".into(), "crds".into()],
+            categories: vec!["api-extensions".into()],
+            namespaced: false,
+            versions: vec![VersionDefinition {
+                name: "v1".into(),
+                storage: true,
+                status_subresource: true,
+                schema: Some(json!({
+                    "type": "object",
+                    "properties": {
+                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                    }
+                })),
+                printer_columns: vec![PrinterColumn {
+                    name: "Created At".into(),
+                    type_: "date".into(),
+                    format: String::new(),
+                    description: String::new(),
+                    priority: 0,
+                    json_path: ".metadata.creationTimestamp".into(),
+                }],
+            }],
+            builtin: true,
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Registry errors: what a generic store answers with, carrying enough about the resource and
+//! object (group, plural, kind, name) for the API layer to render Kubernetes' exact `Status`.
+
+use crate::registry::strategy::{FieldError, StrategyError};
+use crate::storage::StorageError;
+
+/// The result type of registry operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The object a request is about, for error messages and `Status.details`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Target {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Plural resource name.
+    pub plural: String,
+    /// The kind, e.g. `Widget`.
+    pub kind: String,
+    /// The object's name (may be empty for collection requests).
+    pub name: String,
+}
+
+impl Target {
+    /// `widgets.example.com` (or `namespaces` for the core group), as Kubernetes prints it.
+    pub fn qualified_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// `Widget.example.com`, as Kubernetes prints it in Invalid errors.
+    pub fn qualified_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// What went wrong in a registry operation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The storage layer failed; `target` names the object for the message.
+    #[error("{source}")]
+    Storage {
+        /// The storage error.
+        #[source]
+        source: StorageError,
+        /// The object the request was about.
+        target: Box<Target>,
+    },
+    /// The object does not exist.
+    #[error("{} {:?} not found", .0.qualified_resource(), .0.name)]
+    NotFound(Box<Target>),
+    /// The object was modified since the client read it.
+    #[error("Operation cannot be fulfilled on {} {:?}: {message}", .target.qualified_resource(), .target.name)]
+    Conflict {
+        /// The object.
+        target: Box<Target>,
+        /// Kubernetes' explanation.
+        message: String,
+    },
+    /// The object fails validation (422 Invalid with causes).
+    #[error("{} {:?} is invalid", .target.qualified_kind(), .target.name)]
+    Invalid {
+        /// The object.
+        target: Box<Target>,
+        /// One cause per field.
+        causes: Vec<FieldError>,
+    },
+    /// The request is malformed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The request is well-formed but refused (403-like policy refusals answer 405/409 elsewhere).
+    #[error("{0}")]
+    MethodNotSupported(String),
+    /// The strategy module could not run.
+    #[error(transparent)]
+    Strategy(#[from] StrategyError),
+    /// An invariant broke.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Wraps a storage error for `target`, turning the codes that name an object into the
+    /// registry's own variants.
+    pub fn storage(source: StorageError, target: &Target) -> Self {
+        match source {
+            StorageError::NotFound { .. } => Self::NotFound(Box::new(target.clone())),
+            source => Self::Storage {
+                source,
+                target: Box::new(target.clone()),
+            },
+        }
+    }
+
+    /// A `Conflict` with Kubernetes' "the object has been modified" wording.
+    pub fn modified(target: &Target) -> Self {
+        Self::Conflict {
+            target: Box::new(target.clone()),
+            message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+        }
+    }
+
+    /// An `Invalid` with one cause.
+    pub fn invalid(target: &Target, cause: FieldError) -> Self {
+        Self::Invalid {
+            target: Box::new(target.clone()),
+            causes: vec![cause],
+        }
+    }
+
+    /// True for `NotFound` (also a storage `NotFound`).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound(_))
+            || matches!(self, Self::Storage { source, .. } if source.is_not_found())
+    }
+
+    /// True for a storage `AlreadyExists`.
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, Self::Storage { source, .. } if source.is_already_exists())
+    }
+}
+
+/// Carries a registry error through a storage callback (`TryUpdate`, `ValidateDeletion`), so it
+/// can be recovered intact from `StorageError::Aborted`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Carried(pub Error);
+
+impl Error {
+    /// Recovers an error carried through a storage callback, or wraps the storage error.
+    pub fn from_storage_call(err: StorageError, target: &Target) -> Self {
+        match err {
+            StorageError::Aborted(boxed) => match boxed.downcast::<Carried>() {
+                Ok(carried) => carried.0,
+                Err(other) => Self::Internal(other.to_string()),
+            },
+            other => Self::storage(other, target),
+        }
+    }
+}

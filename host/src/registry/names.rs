@@ -1,0 +1,189 @@
+//! Kubernetes' name and metadata validation rules: DNS-1123 names, qualified label keys, label
+//! values and annotation sizes, plus generateName suffixes.
+
+use rand::Rng as _;
+use serde_json::Value;
+
+use super::strategy::{FieldError, FieldErrorKind};
+
+/// Longest DNS-1123 subdomain.
+const SUBDOMAIN_MAX: usize = 253;
+/// Longest DNS-1123 label (and label name part and value).
+const LABEL_MAX: usize = 63;
+/// The most bytes all annotations of an object may take together.
+const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
+/// The characters generateName suffixes are drawn from (Kubernetes' alphabet, no vowels).
+const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// `prefix` plus 5 random characters, as Kubernetes' `SimpleNameGenerator` makes them.
+pub fn generate_name(prefix: &str) -> String {
+    let mut rng = rand::rng();
+    let prefix = if prefix.len() > SUBDOMAIN_MAX - 5 {
+        &prefix[..SUBDOMAIN_MAX - 5]
+    } else {
+        prefix
+    };
+    let suffix: String = (0..5)
+        .map(|_| SUFFIX_ALPHABET[rng.random_range(0..SUFFIX_ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+fn is_alnum_lower(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+/// Why `name` is not a DNS-1123 label, if it is not.
+pub fn dns1123_label_error(name: &str) -> Option<String> {
+    let ok = !name.is_empty()
+        && name.len() <= LABEL_MAX
+        && name.chars().all(|c| is_alnum_lower(c) || c == '-')
+        && name.starts_with(is_alnum_lower)
+        && name.ends_with(is_alnum_lower);
+    (!ok).then(|| {
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
+         and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', \
+         regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            .to_string()
+    })
+}
+
+/// Why `name` is not a DNS-1123 subdomain, if it is not.
+pub fn dns1123_subdomain_error(name: &str) -> Option<String> {
+    let ok = !name.is_empty()
+        && name.len() <= SUBDOMAIN_MAX
+        && name.split('.').all(|part| {
+            !part.is_empty()
+                && part.chars().all(|c| is_alnum_lower(c) || c == '-')
+                && part.starts_with(is_alnum_lower)
+                && part.ends_with(is_alnum_lower)
+        });
+    (!ok).then(|| {
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' \
+         or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex \
+         used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            .to_string()
+    })
+}
+
+/// A label name part or label value: alphanumerics, `-`, `_`, `.`, starting and ending with an
+/// alphanumeric.
+fn is_qualified_part(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= LABEL_MAX
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// Why `key` is not a qualified name (`[prefix/]name`), if it is not.
+pub fn qualified_name_error(key: &str) -> Option<String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix {
+        if dns1123_subdomain_error(p).is_some() {
+            return Some("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".into());
+        }
+    }
+    (!is_qualified_part(name)).then(|| {
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and \
+         end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex \
+         used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+            .to_string()
+    })
+}
+
+/// Validates `metadata.labels` and `metadata.annotations` of `obj`.
+pub fn validate_labels_and_annotations(obj: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let invalid = |field: String, detail: String| FieldError {
+        kind: FieldErrorKind::Invalid,
+        field,
+        detail,
+    };
+    match obj.pointer("/metadata/labels") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(labels)) => {
+            for (k, v) in labels {
+                if let Some(why) = qualified_name_error(k) {
+                    errors.push(invalid("metadata.labels".into(), format!("{k:?}: {why}")));
+                }
+                match v.as_str() {
+                    Some(s) if s.is_empty() || is_qualified_part(s) => {}
+                    _ => errors.push(invalid(
+                        "metadata.labels".to_string(),
+                        format!(
+                            "{v}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+                        ),
+                    )),
+                }
+            }
+        }
+        Some(other) => errors.push(invalid(
+            "metadata.labels".into(),
+            format!("{other}: must be a map of strings"),
+        )),
+    }
+    match obj.pointer("/metadata/annotations") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(annotations)) => {
+            let mut total = 0;
+            for (k, v) in annotations {
+                total += k.len() + v.as_str().map_or(0, str::len);
+                if let Some(why) = qualified_name_error(&k.to_ascii_lowercase()) {
+                    errors.push(invalid(
+                        "metadata.annotations".into(),
+                        format!("{k:?}: {why}"),
+                    ));
+                }
+                if !v.is_string() {
+                    errors.push(invalid(
+                        "metadata.annotations".to_string(),
+                        format!("{v}: annotation values must be strings"),
+                    ));
+                }
+            }
+            if total > ANNOTATIONS_MAX_BYTES {
+                errors.push(FieldError {
+                    kind: FieldErrorKind::TooLong,
+                    field: "metadata.annotations".into(),
+                    detail: format!("may not have more than {ANNOTATIONS_MAX_BYTES} bytes"),
+                });
+            }
+        }
+        Some(other) => errors.push(invalid(
+            "metadata.annotations".into(),
+            format!("{other}: must be a map of strings"),
+        )),
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names() {
+        assert!(dns1123_subdomain_error("a.b-c.d1").is_none());
+        for bad in ["", "A", "-a", "a-", "a..b", "a_b"] {
+            assert!(dns1123_subdomain_error(bad).is_some(), "{bad}");
+        }
+        assert!(dns1123_label_error("a.b").is_some());
+        let g = generate_name("web-");
+        assert_eq!(g.len(), 9);
+        assert!(dns1123_subdomain_error(&g).is_none());
+    }
+
+    #[test]
+    fn labels() {
+        let ok = json!({"metadata": {"labels": {"app.kubernetes.io/name": "x", "a": ""}}});
+        assert!(validate_labels_and_annotations(&ok).is_empty());
+        let bad = json!({"metadata": {"labels": {"-a": "x", "b": "-"}, "annotations": {"k": 1}}});
+        assert_eq!(validate_labels_and_annotations(&bad).len(), 3);
+    }
+}

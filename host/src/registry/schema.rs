@@ -1,0 +1,457 @@
+//! Structural OpenAPI v3 schemas of custom resources: defaulting, pruning of unknown fields and
+//! validation, with one field error per violation, worded as Kubernetes words them.
+
+use serde_json::{Map, Value};
+
+use super::strategy::{FieldError, FieldErrorKind};
+
+const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
+
+/// Finds an obviously broken part of a schema (an unknown `type`), as a path suffix.
+pub fn check_schema(schema: &Value) -> Option<String> {
+    fn walk(s: &Value, path: String) -> Option<String> {
+        let obj = s.as_object()?;
+        if let Some(t) = obj.get("type") {
+            if !t.as_str().is_some_and(|t| TYPES.contains(&t)) {
+                return Some(format!("{path}.type"));
+            }
+        }
+        if let Some(pattern) = obj.get("pattern").and_then(Value::as_str) {
+            if regex::Regex::new(pattern).is_err() {
+                return Some(format!("{path}.pattern"));
+            }
+        }
+        if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+            for (k, v) in props {
+                if let Some(bad) = walk(v, format!("{path}.properties[{k}]")) {
+                    return Some(bad);
+                }
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(sub) = obj.get(key).filter(|v| v.is_object()) {
+                if let Some(bad) = walk(sub, format!("{path}.{key}")) {
+                    return Some(bad);
+                }
+            }
+        }
+        None
+    }
+    walk(schema, String::new())
+}
+
+fn preserves_unknown(schema: &Value) -> bool {
+    schema["x-kubernetes-preserve-unknown-fields"] == true
+}
+
+/// Fills in `default`s of missing properties, recursively.
+pub fn apply_defaults(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, sub) in props {
+                    if !map.contains_key(k) {
+                        if let Some(d) = sub.get("default") {
+                            map.insert(k.clone(), d.clone());
+                        }
+                    }
+                    if let Some(v) = map.get_mut(k) {
+                        apply_defaults(v, sub);
+                    }
+                }
+            }
+            if let Some(sub) = schema.get("additionalProperties").filter(|s| s.is_object()) {
+                for v in map.values_mut() {
+                    apply_defaults(v, sub);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                for v in items {
+                    apply_defaults(v, sub);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes fields the schema does not know (unless it preserves unknown fields) and returns
+/// their paths. At the root, `apiVersion`, `kind` and `metadata` are always kept.
+pub fn prune(value: &mut Value, schema: &Value, root: bool) -> Vec<String> {
+    let mut pruned = Vec::new();
+    prune_at(value, schema, root, "", &mut pruned);
+    pruned
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, pruned: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|s| s.is_object());
+            let keep_all = preserves_unknown(schema) || schema["additionalProperties"] == true;
+            let keys: Vec<String> = map.keys().cloned().collect();
+            for k in keys {
+                if root && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                let sub = props.and_then(|p| p.get(&k)).or(additional);
+                match sub {
+                    Some(sub) => {
+                        if let Some(v) = map.get_mut(&k) {
+                            prune_at(v, sub, false, &join(path, &k), pruned);
+                        }
+                    }
+                    None if keep_all => {}
+                    None => {
+                        map.remove(&k);
+                        pruned.push(join(path, &k));
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                for (i, v) in items.iter_mut().enumerate() {
+                    prune_at(v, sub, false, &format!("{path}[{i}]"), pruned);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn short(v: &Value) -> String {
+    match v {
+        Value::Object(_) => "\"object\"".into(),
+        Value::Array(_) => "\"array\"".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Validates `value` against `schema`; field paths start at `path` (empty at the root).
+pub fn validate(value: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    validate_at(value, schema, path, &mut errors);
+    errors
+}
+
+fn invalid(path: &str, value: &Value, detail: String) -> FieldError {
+    FieldError {
+        kind: FieldErrorKind::Invalid,
+        field: path.to_string(),
+        detail: format!("{}: {detail}", short(value)),
+    }
+}
+
+fn validate_at(value: &Value, schema: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    let Some(s) = schema.as_object() else { return };
+    let shown = if path.is_empty() { "body" } else { path };
+    if value.is_null() {
+        if s.get("nullable") != Some(&Value::Bool(true)) && s.contains_key("type") {
+            errors.push(invalid(
+                path,
+                value,
+                format!(
+                    "{shown} in body must be of type {}: \"null\"",
+                    s["type"].as_str().unwrap_or("object")
+                ),
+            ));
+        }
+        return;
+    }
+    let int_or_string = s.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true));
+    if let Some(t) = s.get("type").and_then(Value::as_str) {
+        let actual = type_name(value);
+        let ok = actual == t
+            || (t == "number" && actual == "integer")
+            || (int_or_string && matches!(actual, "integer" | "string"));
+        if !ok {
+            errors.push(invalid(
+                path,
+                value,
+                format!("{shown} in body must be of type {t}: \"{actual}\""),
+            ));
+            return;
+        }
+    }
+    if let Some(options) = s.get("enum").and_then(Value::as_array) {
+        if !options.contains(value) {
+            let list: Vec<String> = options.iter().map(Value::to_string).collect();
+            errors.push(FieldError {
+                kind: FieldErrorKind::NotSupported,
+                field: path.into(),
+                detail: format!("{}: supported values: {}", short(value), list.join(", ")),
+            });
+        }
+    }
+    match value {
+        Value::String(text) => validate_string(text, value, s, path, shown, errors),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or_default();
+            if let Some(min) = s.get("minimum").and_then(Value::as_f64) {
+                let exclusive = s.get("exclusiveMinimum") == Some(&Value::Bool(true));
+                if x < min || (exclusive && x == min) {
+                    let op = if exclusive {
+                        "greater than"
+                    } else {
+                        "greater than or equal to"
+                    };
+                    errors.push(invalid(
+                        path,
+                        value,
+                        format!("{shown} in body should be {op} {}", s["minimum"]),
+                    ));
+                }
+            }
+            if let Some(max) = s.get("maximum").and_then(Value::as_f64) {
+                let exclusive = s.get("exclusiveMaximum") == Some(&Value::Bool(true));
+                if x > max || (exclusive && x == max) {
+                    let op = if exclusive {
+                        "less than"
+                    } else {
+                        "less than or equal to"
+                    };
+                    errors.push(invalid(
+                        path,
+                        value,
+                        format!("{shown} in body should be {op} {}", s["maximum"]),
+                    ));
+                }
+            }
+            if let Some(fmt) = s.get("format").and_then(Value::as_str) {
+                let fits = match fmt {
+                    "int32" => n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
+                    "int64" => n.as_i64().is_some(),
+                    _ => true,
+                };
+                if !fits {
+                    errors.push(invalid(
+                        path,
+                        value,
+                        format!("{shown} in body must be of type {fmt}"),
+                    ));
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(min) = s.get("minItems").and_then(Value::as_u64) {
+                if (items.len() as u64) < min {
+                    errors.push(invalid(
+                        path,
+                        value,
+                        format!("{shown} in body should have at least {min} items"),
+                    ));
+                }
+            }
+            if let Some(max) = s.get("maxItems").and_then(Value::as_u64) {
+                if items.len() as u64 > max {
+                    errors.push(FieldError {
+                        kind: FieldErrorKind::TooMany,
+                        field: path.into(),
+                        detail: format!("{}: must have at most {max} items", items.len()),
+                    });
+                }
+            }
+            if let Some(sub) = s.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    validate_at(v, sub, &format!("{path}[{i}]"), errors);
+                }
+            }
+        }
+        Value::Object(map) => validate_object(map, s, path, errors),
+        _ => {}
+    }
+}
+
+fn validate_string(
+    text: &str,
+    value: &Value,
+    s: &Map<String, Value>,
+    path: &str,
+    shown: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    let len = text.chars().count() as u64;
+    if let Some(min) = s.get("minLength").and_then(Value::as_u64) {
+        if len < min {
+            errors.push(invalid(
+                path,
+                value,
+                format!("{shown} in body should be at least {min} chars long"),
+            ));
+        }
+    }
+    if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
+        if len > max {
+            errors.push(FieldError {
+                kind: FieldErrorKind::TooLong,
+                field: path.into(),
+                detail: format!("may not be more than {max} bytes"),
+            });
+        }
+    }
+    if let Some(pattern) = s.get("pattern").and_then(Value::as_str) {
+        if let Ok(re) = regex::Regex::new(pattern) {
+            if !re.is_match(text) {
+                errors.push(invalid(
+                    path,
+                    value,
+                    format!("{shown} in body should match '{pattern}'"),
+                ));
+            }
+        }
+    }
+    if let Some(fmt) = s.get("format").and_then(Value::as_str) {
+        let ok = match fmt {
+            "date-time" => super::system_fields::parse_rfc3339(text).is_some(),
+            "date" => {
+                text.len() == 10
+                    && super::system_fields::parse_rfc3339(&format!("{text}T00:00:00Z")).is_some()
+            }
+            "byte" => {
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text).is_ok()
+            }
+            "uuid" => {
+                text.len() == 36
+                    && text.chars().enumerate().all(|(i, c)| {
+                        if matches!(i, 8 | 13 | 18 | 23) {
+                            c == '-'
+                        } else {
+                            c.is_ascii_hexdigit()
+                        }
+                    })
+            }
+            "ipv4" => text.parse::<std::net::Ipv4Addr>().is_ok(),
+            "ipv6" => text.parse::<std::net::Ipv6Addr>().is_ok(),
+            "hostname" => super::names::dns1123_subdomain_error(text).is_none(),
+            "email" => text
+                .split_once('@')
+                .is_some_and(|(a, b)| !a.is_empty() && b.contains('.')),
+            _ => true,
+        };
+        if !ok {
+            errors.push(invalid(
+                path,
+                value,
+                format!("{shown} in body must be of type {fmt}: {value}"),
+            ));
+        }
+    }
+}
+
+fn validate_object(
+    map: &Map<String, Value>,
+    s: &Map<String, Value>,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    if let Some(required) = s.get("required").and_then(Value::as_array) {
+        for r in required.iter().filter_map(Value::as_str) {
+            if !map.contains_key(r) {
+                errors.push(FieldError {
+                    kind: FieldErrorKind::Required,
+                    field: join(path, r),
+                    detail: String::new(),
+                });
+            }
+        }
+    }
+    let props = s.get("properties").and_then(Value::as_object);
+    for (k, v) in map {
+        if path.is_empty() && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+            continue;
+        }
+        if let Some(sub) = props.and_then(|p| p.get(k)) {
+            validate_at(v, sub, &join(path, k), errors);
+        } else if let Some(sub) = s.get("additionalProperties") {
+            if sub.is_object() {
+                validate_at(v, sub, &join(path, k), errors);
+            }
+        }
+    }
+    if let Some(min) = s.get("minProperties").and_then(Value::as_u64) {
+        if (map.len() as u64) < min {
+            errors.push(invalid(
+                path,
+                &Value::Object(map.clone()),
+                format!("should have at least {min} properties"),
+            ));
+        }
+    }
+    if let Some(max) = s.get("maxProperties").and_then(Value::as_u64) {
+        if map.len() as u64 > max {
+            errors.push(FieldError {
+                kind: FieldErrorKind::TooMany,
+                field: path.into(),
+                detail: format!("{}: must have at most {max} items", map.len()),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {"spec": {"type": "object", "required": ["size"], "properties": {
+            "size": {"type": "integer", "minimum": 1, "maximum": 10},
+            "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+            "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 5},
+            "tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }}}})
+    }
+
+    #[test]
+    fn defaults_prunes_and_validates() {
+        let mut obj = json!({"apiVersion": "x/v1", "kind": "W", "metadata": {}, "spec": {"size": 3, "junk": 1, "free": {"a": 1}}, "extra": true});
+        apply_defaults(&mut obj, &schema());
+        let pruned = prune(&mut obj, &schema(), true);
+        assert_eq!(pruned, vec!["extra".to_string(), "spec.junk".to_string()]);
+        assert_eq!(obj["spec"]["color"], "red");
+        assert_eq!(obj["spec"]["free"]["a"], 1);
+        assert!(validate(&obj, &schema(), "").is_empty());
+        let bad = json!({"spec": {"size": "x", "color": "green", "name": "ABCDEFG", "tags": ["a", "b", 3]}});
+        let errs = validate(&bad, &schema(), "");
+        let fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "spec.color",
+                "spec.name",
+                "spec.name",
+                "spec.size",
+                "spec.tags",
+                "spec.tags[2]"
+            ],
+            "{errs:?}"
+        );
+        let missing = validate(&json!({"spec": {}}), &schema(), "");
+        assert_eq!(missing[0].kind, FieldErrorKind::Required);
+        assert_eq!(missing[0].field, "spec.size");
+    }
+}

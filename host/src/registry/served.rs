@@ -1,0 +1,303 @@
+//! `Registry`: the table of served resources. Built-in resources are always there; custom
+//! resources follow a watch on the CustomResourceDefinition prefix, so every replica sharing a
+//! store serves the same set, and a definition's change is served as soon as the watch sees it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::builtin::{CrdStrategy, NamespaceStrategy};
+use super::definition::ResourceDefinition;
+use super::store::RegistryStore;
+use super::strategy::{DefaultStrategy, Strategy};
+use crate::storage::cacher::{Cacher, CacherConfig};
+use crate::storage::{ListOptions, Storage, WatchEvent};
+
+/// Chooses the strategy of a custom resource (the wasm module table in production).
+pub trait StrategyResolver: Send + Sync + 'static {
+    /// The strategy of the resource with `group` and `kind`.
+    fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy>;
+}
+
+/// Every custom resource gets `DefaultStrategy`.
+#[derive(Debug, Default)]
+pub struct DefaultResolver;
+
+impl StrategyResolver for DefaultResolver {
+    fn strategy(&self, _group: &str, _kind: &str) -> Arc<dyn Strategy> {
+        Arc::new(DefaultStrategy)
+    }
+}
+
+impl StrategyResolver for crate::wasm::ModuleTable {
+    fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy> {
+        crate::wasm::ModuleTable::strategy(self, group, kind)
+    }
+}
+
+/// One served resource: its definition and its store.
+#[derive(Debug, Clone)]
+pub struct ServedResource {
+    /// The definition.
+    pub def: Arc<ResourceDefinition>,
+    /// The store.
+    pub store: RegistryStore,
+}
+
+/// The storage of one resource: the one place a resource's store gets its cache.
+fn resource_storage(base: &Arc<dyn Storage>, prefix: &str) -> Arc<dyn Storage> {
+    match Cacher::new(base.clone(), prefix, CacherConfig::default()) {
+        Ok(cacher) => cacher,
+        Err(e) => {
+            tracing::warn!(%prefix, error = %e, "no cache for this resource; serving from the store");
+            base.clone()
+        }
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    /// (group, plural) → resource.
+    resources: BTreeMap<(String, String), ServedResource>,
+    /// Storage per key prefix, kept across definition updates so caches survive them.
+    storages: BTreeMap<String, Arc<dyn Storage>>,
+}
+
+/// The served resources.
+pub struct Registry {
+    base: Arc<dyn Storage>,
+    resolver: Arc<dyn StrategyResolver>,
+    table: RwLock<Table>,
+    observed: watch::Sender<u64>,
+    synced: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("resources", &self.resources().len())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// A registry over `base` serving the built-in resources; call [`Registry::start`] to follow
+    /// CustomResourceDefinitions. Must run inside a tokio runtime (caches start tasks).
+    pub fn new(base: Arc<dyn Storage>, resolver: Arc<dyn StrategyResolver>) -> Arc<Self> {
+        let registry = Arc::new(Self {
+            base: base.clone(),
+            resolver,
+            table: RwLock::default(),
+            observed: watch::Sender::new(0),
+            synced: watch::Sender::new(false),
+        });
+        let crd_strategy: Arc<dyn Strategy> = Arc::new(CrdStrategy { base });
+        registry.install(
+            Arc::new(ResourceDefinition::custom_resource_definitions()),
+            crd_strategy,
+        );
+        registry.install(
+            Arc::new(ResourceDefinition::namespaces()),
+            Arc::new(NamespaceStrategy),
+        );
+        registry
+    }
+
+    fn storage_for(&self, table: &mut Table, prefix: &str) -> Arc<dyn Storage> {
+        table
+            .storages
+            .entry(prefix.to_string())
+            .or_insert_with(|| resource_storage(&self.base, prefix))
+            .clone()
+    }
+
+    fn install(&self, def: Arc<ResourceDefinition>, strategy: Arc<dyn Strategy>) {
+        let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+        let storage = self.storage_for(&mut table, &def.key_prefix());
+        let namespaces = def
+            .namespaced
+            .then(|| self.storage_for(&mut table, "/namespaces"));
+        let store = RegistryStore::new(def.clone(), storage, strategy, namespaces);
+        table.resources.insert(
+            (def.group.clone(), def.plural.clone()),
+            ServedResource { def, store },
+        );
+    }
+
+    /// The resource served at `group`/`version`/`plural`, if any.
+    pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ServedResource> {
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+        table
+            .resources
+            .get(&(group.to_string(), plural.to_string()))
+            .filter(|r| r.def.version(version).is_some())
+            .cloned()
+    }
+
+    /// Every served resource, ordered by group and plural.
+    pub fn resources(&self) -> Vec<ServedResource> {
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+        table.resources.values().cloned().collect()
+    }
+
+    /// The built-in CustomResourceDefinition resource.
+    pub fn crds(&self) -> ServedResource {
+        self.resolve(
+            super::definition::CRD_GROUP,
+            "v1",
+            "customresourcedefinitions",
+        )
+        .expect("CRDs are built in")
+    }
+
+    /// True once the first list of definitions is in.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Waits (up to `timeout`) until the served table reflects every definition change up to
+    /// `revision`; a CRD write waits for it so the next request sees the new resource.
+    pub async fn wait_observed(&self, revision: u64, timeout: Duration) {
+        let mut rx = self.observed.subscribe();
+        let _ = tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await;
+    }
+
+    fn apply_crd(&self, crd: &Value) {
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        match ResourceDefinition::from_crd(crd) {
+            Ok(def) => {
+                let existing = self.resolve_any(&def.group, &def.plural);
+                if existing.as_ref().is_some_and(|r| *r.def == def) {
+                    return;
+                }
+                if existing.as_ref().is_some_and(|r| r.def.builtin) {
+                    tracing::warn!(crd = %name, "a definition may not replace a built-in resource");
+                    return;
+                }
+                tracing::info!(crd = %name, versions = def.versions.len(), "serving custom resource");
+                let strategy = self.resolver.strategy(&def.group, &def.kind);
+                self.install(Arc::new(def), strategy);
+            }
+            Err(errors) => tracing::warn!(crd = %name, ?errors, "ignoring an invalid definition"),
+        }
+    }
+
+    fn resolve_any(&self, group: &str, plural: &str) -> Option<ServedResource> {
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+        table
+            .resources
+            .get(&(group.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    fn remove_crd(&self, crd: &Value) {
+        let group = crd
+            .pointer("/spec/group")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let plural = crd
+            .pointer("/spec/names/plural")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+        let key = (group.to_string(), plural.to_string());
+        if table.resources.get(&key).is_some_and(|r| !r.def.builtin) {
+            if let Some(r) = table.resources.remove(&key) {
+                table.storages.remove(&r.def.key_prefix());
+                tracing::info!(%group, %plural, "stopped serving custom resource");
+            }
+        }
+    }
+
+    fn replace_all(&self, crds: &[Value]) {
+        let wanted: Vec<(String, String)> = crds
+            .iter()
+            .filter_map(|c| ResourceDefinition::from_crd(c).ok())
+            .map(|d| (d.group, d.plural))
+            .collect();
+        let stale: Vec<ServedResource> = self
+            .resources()
+            .into_iter()
+            .filter(|r| {
+                !r.def.builtin && !wanted.contains(&(r.def.group.clone(), r.def.plural.clone()))
+            })
+            .collect();
+        for r in stale {
+            let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+            table
+                .resources
+                .remove(&(r.def.group.clone(), r.def.plural.clone()));
+            table.storages.remove(&r.def.key_prefix());
+        }
+        for crd in crds {
+            self.apply_crd(crd);
+        }
+    }
+
+    /// Follows CustomResourceDefinitions until the registry is dropped: list, then watch from
+    /// the list's revision; relist after any watch error.
+    pub fn start(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let Some(this) = weak.upgrade() else { return };
+                if let Err(e) = this.follow_definitions().await {
+                    tracing::warn!(error = %e, "definition watch failed; relisting");
+                }
+                drop(this);
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        });
+    }
+
+    async fn follow_definitions(&self) -> crate::storage::Result<()> {
+        let crds = self.crds();
+        let prefix = crds.def.key_prefix();
+        let storage = crds.store.storage().clone();
+        let list = storage
+            .get_list(
+                &prefix,
+                ListOptions {
+                    recursive: true,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        self.replace_all(&list.items);
+        self.observed.send_replace(list.resource_version);
+        self.synced.send_replace(true);
+        let opts = ListOptions {
+            resource_version: list.resource_version.to_string(),
+            recursive: true,
+            allow_bookmarks: true,
+            ..Default::default()
+        };
+        let mut events = storage.watch(&prefix, opts).await?;
+        while let Some(event) = events.next().await {
+            let revision = event.revision();
+            match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => self.apply_crd(&o),
+                WatchEvent::Deleted(o) => self.remove_crd(&o),
+                WatchEvent::Bookmark(_) => {}
+                WatchEvent::Error(e) => return Err(e),
+            }
+            if let Some(r) = revision {
+                self.observed.send_if_modified(|cur| {
+                    let newer = r > *cur;
+                    if newer {
+                        *cur = r;
+                    }
+                    newer
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,305 @@
+//! `RegistryStore`: the generic store of one served resource (Kubernetes' `registry.Store`).
+//! Reads (get, list, watch) live here; writes in `create.rs`, `update.rs` and `delete.rs`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::definition::ResourceDefinition;
+use super::error::{Error, Result, Target};
+use super::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext};
+use crate::storage::{GetOptions, ListOptions, ObjectList, Storage, WatchStream};
+
+/// How unknown and duplicate fields in a request body are treated (`?fieldValidation=`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and warn (the default).
+    #[default]
+    Warn,
+    /// Refuse the request with 400.
+    Strict,
+}
+
+/// What one request is about, beyond the object itself.
+#[derive(Debug, Clone, Default)]
+pub struct RequestScope {
+    /// The API version of the request path (`v1`).
+    pub version: String,
+    /// The namespace of the request path.
+    pub namespace: Option<String>,
+    /// `?dryRun=All`.
+    pub dry_run: bool,
+    /// For logs.
+    pub request_id: String,
+    /// `Some("status")` for the status subresource.
+    pub subresource: Option<String>,
+    /// `?fieldValidation=`.
+    pub field_validation: FieldValidation,
+}
+
+/// The result of a write.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// The object as stored (or as it would be, for a dry run), at the request's version.
+    pub object: Value,
+    /// Warnings for `Warning: 299` headers.
+    pub warnings: Vec<String>,
+    /// True when the write created the object (201).
+    pub created: bool,
+}
+
+/// The generic store of one resource: drives the strategy around storage.
+#[derive(Clone)]
+pub struct RegistryStore {
+    pub(super) def: Arc<ResourceDefinition>,
+    pub(super) storage: Arc<dyn Storage>,
+    pub(super) strategy: Arc<dyn Strategy>,
+    /// The namespaces resource's storage, to refuse objects in missing namespaces.
+    pub(super) namespaces: Option<Arc<dyn Storage>>,
+}
+
+impl std::fmt::Debug for RegistryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryStore")
+            .field("resource", &self.def.key_prefix())
+            .field("strategy", &self.strategy.name())
+            .finish()
+    }
+}
+
+impl RegistryStore {
+    /// A store for `def` over `storage` with `strategy`; `namespaces` (the namespaces
+    /// resource's storage) enables the missing-namespace check for namespaced resources.
+    pub fn new(
+        def: Arc<ResourceDefinition>,
+        storage: Arc<dyn Storage>,
+        strategy: Arc<dyn Strategy>,
+        namespaces: Option<Arc<dyn Storage>>,
+    ) -> Self {
+        Self {
+            def,
+            storage,
+            strategy,
+            namespaces,
+        }
+    }
+
+    /// The resource served.
+    pub fn definition(&self) -> &Arc<ResourceDefinition> {
+        &self.def
+    }
+
+    /// The storage below (the cacher for this resource, normally).
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    pub(super) fn target(&self, name: &str) -> Target {
+        Target {
+            group: self.def.group.clone(),
+            plural: self.def.plural.clone(),
+            kind: self.def.kind.clone(),
+            name: name.to_string(),
+        }
+    }
+
+    pub(super) fn ctx(&self, scope: &RequestScope) -> StrategyContext {
+        StrategyContext {
+            resource: self.def.info(&scope.version),
+            dry_run: scope.dry_run,
+            request_id: scope.request_id.clone(),
+        }
+    }
+
+    pub(super) fn key(&self, scope: &RequestScope, name: &str) -> String {
+        self.def.object_key(scope.namespace.as_deref(), name)
+    }
+
+    /// Stamps `obj` with the request's `apiVersion` and `kind` (conversion strategy None).
+    pub fn to_version(&self, mut obj: Value, version: &str) -> Value {
+        if let Some(map) = obj.as_object_mut() {
+            map.insert(
+                "apiVersion".into(),
+                Value::String(self.def.api_version(version)),
+            );
+            map.insert("kind".into(), Value::String(self.def.kind.clone()));
+        }
+        obj
+    }
+
+    /// Reads one object.
+    ///
+    /// # Errors
+    /// `NotFound`; storage errors.
+    pub async fn get(&self, scope: &RequestScope, name: &str, opts: GetOptions) -> Result<Value> {
+        let target = self.target(name);
+        let obj = self
+            .storage
+            .get(&self.key(scope, name), opts)
+            .await
+            .map_err(|e| Error::storage(e, &target))?
+            .ok_or_else(|| Error::NotFound(target.into()))?;
+        Ok(self.to_version(obj, &scope.version))
+    }
+
+    /// Lists objects (one page) as a `{Kind}List`.
+    ///
+    /// # Errors
+    /// Storage errors (bad options → BadRequest, compacted → Expired).
+    pub async fn list(&self, scope: &RequestScope, mut opts: ListOptions) -> Result<Value> {
+        opts.recursive = true;
+        let key = self.def.collection_key(scope.namespace.as_deref());
+        let list = self
+            .storage
+            .get_list(&key, opts)
+            .await
+            .map_err(|e| Error::storage(e, &self.target("")))?;
+        Ok(self.list_object(list, &scope.version))
+    }
+
+    /// Renders a storage list as a Kubernetes list object.
+    pub fn list_object(&self, list: ObjectList, version: &str) -> Value {
+        let items: Vec<Value> = list
+            .items
+            .into_iter()
+            .map(|o| self.to_version(o, version))
+            .collect();
+        let mut metadata = json!({"resourceVersion": list.resource_version.to_string()});
+        if let Some(c) = list.continue_token {
+            metadata["continue"] = Value::String(c);
+        }
+        if let Some(n) = list.remaining_item_count {
+            metadata["remainingItemCount"] = Value::from(n);
+        }
+        json!({
+            "apiVersion": self.def.api_version(version),
+            "kind": self.def.list_kind,
+            "metadata": metadata,
+            "items": items,
+        })
+    }
+
+    /// Watches the collection (selectors in `opts` narrow it, e.g. to one name).
+    ///
+    /// # Errors
+    /// Storage errors (`Expired` for a compacted resourceVersion).
+    pub async fn watch(&self, scope: &RequestScope, mut opts: ListOptions) -> Result<WatchStream> {
+        opts.recursive = true;
+        let key = self.def.collection_key(scope.namespace.as_deref());
+        self.storage
+            .watch(&key, opts)
+            .await
+            .map_err(|e| Error::storage(e, &self.target("")))
+    }
+
+    /// Checks the namespace of a namespaced request exists.
+    pub(super) async fn check_namespace(&self, scope: &RequestScope) -> Result<()> {
+        let (Some(ns), Some(namespaces)) = (&scope.namespace, &self.namespaces) else {
+            return Ok(());
+        };
+        if !self.def.namespaced {
+            return Ok(());
+        }
+        let target = Target {
+            group: String::new(),
+            plural: "namespaces".into(),
+            kind: "Namespace".into(),
+            name: ns.clone(),
+        };
+        let found = namespaces
+            .get(
+                &format!("/namespaces/{ns}"),
+                GetOptions {
+                    ignore_not_found: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| Error::storage(e, &target))?;
+        match found {
+            Some(_) => Ok(()),
+            None => Err(Error::NotFound(target.into())),
+        }
+    }
+
+    /// Schema work on an incoming object: defaults, pruning (reported per the field validation
+    /// mode), and the validation errors of the result.
+    pub(super) fn apply_schema(
+        &self,
+        scope: &RequestScope,
+        obj: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        let Some(schema) = self
+            .def
+            .version(&scope.version)
+            .and_then(|v| v.schema.as_ref())
+        else {
+            return Ok(());
+        };
+        super::schema::apply_defaults(obj, schema);
+        let pruned = super::schema::prune(obj, schema, true);
+        match scope.field_validation {
+            FieldValidation::Ignore => {}
+            FieldValidation::Warn => {
+                warnings.extend(pruned.iter().map(|p| format!("unknown field {p:?}")));
+            }
+            FieldValidation::Strict if !pruned.is_empty() => {
+                let list: Vec<String> = pruned
+                    .iter()
+                    .map(|p| format!("unknown field {p:?}"))
+                    .collect();
+                return Err(Error::BadRequest(format!(
+                    "strict decoding error: {}",
+                    list.join(", ")
+                )));
+            }
+            FieldValidation::Strict => {}
+        }
+        Ok(())
+    }
+
+    /// Validation common to create and update: name, labels, annotations, schema.
+    pub(super) fn validate_common(&self, scope: &RequestScope, obj: &Value) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        let name = super::system_fields::meta_str(obj, "name").unwrap_or("");
+        let name_error = if self.def.group.is_empty() && self.def.plural == "namespaces" {
+            super::names::dns1123_label_error(name)
+        } else {
+            super::names::dns1123_subdomain_error(name)
+        };
+        if let Some(why) = name_error {
+            errors.push(FieldError {
+                kind: FieldErrorKind::Invalid,
+                field: "metadata.name".into(),
+                detail: format!("{name:?}: {why}"),
+            });
+        }
+        errors.extend(super::names::validate_labels_and_annotations(obj));
+        if let Some(schema) = self
+            .def
+            .version(&scope.version)
+            .and_then(|v| v.schema.as_ref())
+        {
+            errors.extend(super::schema::validate(obj, schema, ""));
+        }
+        errors
+    }
+
+    /// Runs an after hook without waiting for it; its failure is logged, never undone.
+    pub(super) fn spawn_hook<F>(&self, what: &'static str, hook: F)
+    where
+        F: std::future::Future<Output = std::result::Result<(), super::strategy::StrategyError>>
+            + Send
+            + 'static,
+    {
+        let resource = self.def.key_prefix();
+        tokio::spawn(async move {
+            if let Err(e) = hook.await {
+                tracing::warn!(%resource, hook = what, error = %e, "after hook failed");
+            }
+        });
+    }
+}

@@ -1,0 +1,233 @@
+//! System-owned metadata: uid, creationTimestamp, generation, deletionTimestamp; set on create,
+//! carried over from the stored object on update, whatever the client sent.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rand::Rng as _;
+use serde_json::{Map, Value};
+
+/// A random RFC 4122 version-4 uid.
+pub fn new_uid() -> String {
+    let b: [u8; 16] = rand::rng().random();
+    let hex =
+        |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let v = (b[6] & 0x0f) | 0x40;
+    let var = (b[8] & 0x3f) | 0x80;
+    format!(
+        "{}-{}-{:02x}{:02x}-{:02x}{:02x}-{}",
+        hex(0..4),
+        hex(4..6),
+        v,
+        b[7],
+        var,
+        b[9],
+        hex(10..16)
+    )
+}
+
+/// Seconds since the epoch now.
+pub fn now_seconds() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
+}
+
+/// The current time as Kubernetes writes timestamps (`2024-05-01T12:00:00Z`).
+pub fn now_rfc3339() -> String {
+    format_rfc3339(now_seconds())
+}
+
+/// Formats seconds since the epoch as an RFC 3339 UTC timestamp.
+pub fn format_rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Parses an RFC 3339 timestamp (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`) to epoch seconds.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.chars().take_while(char::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        rest = &frac[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) => {
+            let oh: i64 = rest.get(1..3)?.parse().ok()?;
+            let om: i64 = rest.get(4..6)?.parse().ok()?;
+            let sign = if rest.starts_with('-') { -1 } else { 1 };
+            sign * (oh * 3600 + om * 60)
+        }
+        _ => return None,
+    };
+    let (yy, mm) = if mo <= 2 {
+        (y - 1, mo + 9)
+    } else {
+        (y, mo - 3)
+    };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * mm + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + mi * 60 + se - offset)
+}
+
+/// The `metadata` map of `obj`, created when missing (`obj` must be an object).
+pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = Value::Object(Map::new());
+    }
+    obj["metadata"]
+        .as_object_mut()
+        .expect("metadata is an object")
+}
+
+/// A string field of `metadata`.
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// Sets the fields a create owns: uid, creationTimestamp, generation 1; clears what a client
+/// may not set on create.
+pub fn prepare_for_create(obj: &mut Value) {
+    let meta = metadata_mut(obj);
+    meta.insert("uid".into(), Value::String(new_uid()));
+    meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
+    meta.insert("generation".into(), Value::from(1));
+    for field in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        meta.remove(field);
+    }
+}
+
+/// Carries the system fields of `old` into `new` on update, and bumps the generation when
+/// anything outside metadata and status changed.
+pub fn prepare_for_update(new: &mut Value, old: &Value) {
+    let spec_changed = {
+        let strip = |v: &Value| {
+            let mut m = v.as_object().cloned().unwrap_or_default();
+            m.remove("metadata");
+            m.remove("status");
+            m
+        };
+        strip(new) != strip(old)
+    };
+    let old_meta = old
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let meta = metadata_mut(new);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "name",
+        "namespace",
+    ] {
+        match old_meta.get(field) {
+            Some(v) => {
+                meta.insert(field.into(), v.clone());
+            }
+            None => {
+                meta.remove(field);
+            }
+        }
+    }
+    meta.remove("selfLink");
+    if spec_changed {
+        let generation = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta.insert("generation".into(), Value::from(generation + 1));
+    }
+}
+
+/// The object's finalizers.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// True once the object's deletion has begun.
+pub fn is_being_deleted(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timestamps_round_trip() {
+        for secs in [0, 951_782_400, 1_700_000_000, 4_102_444_800] {
+            assert_eq!(parse_rfc3339(&format_rfc3339(secs)), Some(secs));
+        }
+        assert_eq!(format_rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(
+            parse_rfc3339("2000-02-29T01:00:00.5+01:00"),
+            Some(951_782_400)
+        );
+        assert_eq!(parse_rfc3339("nope"), None);
+        assert_eq!(new_uid().len(), 36);
+    }
+
+    #[test]
+    fn generation_counts_spec_changes_only() {
+        let mut old = json!({"metadata": {"name": "a"}, "spec": {"x": 1}});
+        prepare_for_create(&mut old);
+        let mut new = json!({"metadata": {"name": "a", "labels": {"l": "v"}}, "spec": {"x": 1}, "status": {"s": 1}});
+        prepare_for_update(&mut new, &old);
+        assert_eq!(new["metadata"]["generation"], 1);
+        assert_eq!(new["metadata"]["uid"], old["metadata"]["uid"]);
+        let mut newer = json!({"metadata": {"name": "a"}, "spec": {"x": 2}});
+        prepare_for_update(&mut newer, &old);
+        assert_eq!(newer["metadata"]["generation"], 2);
+    }
+}

@@ -1,0 +1,287 @@
+//! Update (PUT, PATCH, and the status subresource) through `storage.guaranteed_update`: the
+//! object producer runs on the current state, then system fields, schema, strategy and
+//! validation; an object being deleted whose last finalizer went is deleted.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::error::{Carried, Error, Result};
+use super::store::{Outcome, RegistryStore, RequestScope};
+use super::strategy::{FieldError, FieldErrorKind};
+use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut};
+use crate::storage::{accept_any_deletion, Preconditions};
+
+/// Produces the new object from the current one (`None` when it does not exist): a PUT returns
+/// its body, a PATCH applies itself.
+pub type UpdateFn = Arc<dyn Fn(Option<&Value>) -> Result<Value> + Send + Sync>;
+
+/// What the last run of the update transform reported: warnings, created, the old object.
+type Decided = (Vec<String>, bool, Option<Value>);
+
+/// What one run of the update transform decided.
+struct Prepared {
+    object: Value,
+    old: Option<Value>,
+    warnings: Vec<String>,
+    created: bool,
+}
+
+impl RegistryStore {
+    /// Updates (or, when the strategy allows, creates) the object `name`.
+    ///
+    /// # Errors
+    /// `NotFound`, `Conflict`, `Invalid`, `BadRequest`, strategy failures.
+    pub async fn update(
+        &self,
+        scope: &RequestScope,
+        name: &str,
+        input: UpdateFn,
+    ) -> Result<Outcome> {
+        let key = self.key(scope, name);
+        let target = self.target(name);
+        let allow_create = self.strategy.allow_create_on_update() && scope.subresource.is_none();
+        if scope.dry_run {
+            let current = self
+                .storage
+                .get(
+                    &key,
+                    crate::storage::GetOptions {
+                        ignore_not_found: true,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map_err(|e| Error::storage(e, &target))?;
+            if current.is_none() && !allow_create {
+                return Err(Error::NotFound(target.into()));
+            }
+            let p = self.prepare_update(scope, name, current, &input).await?;
+            return Ok(Outcome {
+                object: self.to_version(p.object, &scope.version),
+                warnings: p.warnings,
+                created: p.created,
+            });
+        }
+        let result: Arc<Mutex<Option<Decided>>> = Arc::default();
+        let (this, scope2, name2, slot) = (
+            self.clone(),
+            scope.clone(),
+            name.to_string(),
+            result.clone(),
+        );
+        let try_update: crate::storage::TryUpdate<'_> = Box::new(move |current: Option<Value>| {
+            let (this, scope, name, input, slot) = (
+                this.clone(),
+                scope2.clone(),
+                name2.clone(),
+                input.clone(),
+                slot.clone(),
+            );
+            Box::pin(async move {
+                let p = this
+                    .prepare_update(&scope, &name, current, &input)
+                    .await
+                    .map_err(|e| Box::new(Carried(e)) as crate::storage::BoxError)?;
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((p.warnings, p.created, p.old));
+                Ok(p.object)
+            })
+        });
+        let stored = self
+            .storage
+            .guaranteed_update(&key, &Preconditions::none(), allow_create, try_update, None)
+            .await
+            .map_err(|e| Error::from_storage_call(e, &target))?;
+        let (warnings, created, old) = result
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
+        if is_being_deleted(&stored) && finalizers(&stored).is_empty() {
+            let rv = stored
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .map(String::from);
+            let pre = Preconditions {
+                uid: None,
+                resource_version: rv,
+            };
+            let deleted = match self
+                .storage
+                .delete(&key, &pre, accept_any_deletion(), Some(stored.clone()))
+                .await
+            {
+                Ok(d) => d,
+                Err(e) if e.is_not_found() => stored.clone(),
+                Err(e) => return Err(Error::storage(e, &target)),
+            };
+            let ctx = self.ctx(scope);
+            let (strategy, obj) = (self.strategy.clone(), deleted.clone());
+            self.spawn_hook("after_delete", async move {
+                strategy.after_delete(&ctx, &obj).await
+            });
+            return Ok(Outcome {
+                object: self.to_version(deleted, &scope.version),
+                warnings,
+                created: false,
+            });
+        }
+        let object = self.to_version(stored, &scope.version);
+        let ctx = self.ctx(scope);
+        let (strategy, obj) = (self.strategy.clone(), object.clone());
+        match old {
+            Some(old) => self.spawn_hook("after_update", async move {
+                strategy.after_update(&ctx, &obj, &old).await
+            }),
+            None => self.spawn_hook("after_create", async move {
+                strategy.after_create(&ctx, &obj).await
+            }),
+        }
+        Ok(Outcome {
+            object,
+            warnings,
+            created,
+        })
+    }
+
+    /// The update transform, shared by the real write (inside the CAS loop) and dry runs.
+    async fn prepare_update(
+        &self,
+        scope: &RequestScope,
+        name: &str,
+        current: Option<Value>,
+        input: &UpdateFn,
+    ) -> Result<Prepared> {
+        let target = self.target(name);
+        let Some(old) = current else {
+            // Create on update.
+            let mut obj = input(None)?;
+            self.check_name(&obj, name)?;
+            let outcome_obj = {
+                self.check_identity(scope, &mut obj)?;
+                let mut warnings = Vec::new();
+                self.apply_schema(scope, &mut obj, &mut warnings)?;
+                super::system_fields::prepare_for_create(&mut obj);
+                let admission = self
+                    .strategy
+                    .before_create(&self.ctx(scope), &mut obj)
+                    .await?;
+                warnings.extend(admission.warnings);
+                let mut causes = admission.field_errors;
+                causes.extend(self.validate_common(scope, &obj));
+                if !causes.is_empty() {
+                    return Err(Error::Invalid {
+                        target: target.into(),
+                        causes,
+                    });
+                }
+                self.check_namespace(scope).await?;
+                (obj, warnings)
+            };
+            let object = self.to_version(outcome_obj.0, self.def.storage_version());
+            let mut object = object;
+            crate::storage::versioner::clear_object_resource_version(&mut object);
+            return Ok(Prepared {
+                object,
+                old: None,
+                warnings: outcome_obj.1,
+                created: true,
+            });
+        };
+        let old = self.to_version(old, &scope.version);
+        let old_for_hook = old.clone();
+        let mut new = input(Some(&old))?;
+        self.check_name(&new, name)?;
+        self.check_identity(scope, &mut new)?;
+        let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
+        match meta_str(&new, "resourceVersion").unwrap_or("") {
+            "" if !self.strategy.allow_unconditional_update() => {
+                return Err(Error::invalid(
+                    &target,
+                    FieldError {
+                        kind: FieldErrorKind::Invalid,
+                        field: "metadata.resourceVersion".into(),
+                        detail: "0x0: must be specified for an update".into(),
+                    },
+                ))
+            }
+            "" => {}
+            rv if rv != old_rv => return Err(Error::modified(&target)),
+            _ => {}
+        }
+        let mut warnings = Vec::new();
+        let status_only = scope.subresource.as_deref() == Some("status");
+        if status_only {
+            let status = new.get("status").cloned();
+            let mut merged = old.clone();
+            // The status endpoint takes status, and labels/annotations are left as they were.
+            match status {
+                Some(s) => merged["status"] = s,
+                None => {
+                    if let Some(m) = merged.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            new = merged;
+        }
+        self.apply_schema(scope, &mut new, &mut warnings)?;
+        if !status_only
+            && self
+                .def
+                .version(&scope.version)
+                .is_some_and(|v| v.status_subresource)
+        {
+            let map = new
+                .as_object_mut()
+                .ok_or_else(|| Error::BadRequest("the body must be an object".into()))?;
+            match old.get("status") {
+                Some(s) => map.insert("status".into(), s.clone()),
+                None => map.remove("status"),
+            };
+        }
+        let mut causes = Vec::new();
+        if is_being_deleted(&old) {
+            let before = finalizers(&old);
+            if finalizers(&new).iter().any(|f| !before.contains(f)) {
+                causes.push(FieldError {
+                    kind: FieldErrorKind::Forbidden,
+                    field: "metadata.finalizers".into(),
+                    detail: "no new finalizers can be added if the object is being deleted".into(),
+                });
+            }
+        }
+        super::system_fields::prepare_for_update(&mut new, &old);
+        let admission = self
+            .strategy
+            .before_update(&self.ctx(scope), &mut new, &old)
+            .await?;
+        warnings.extend(admission.warnings);
+        causes.extend(admission.field_errors);
+        causes.extend(self.validate_common(scope, &new));
+        if !causes.is_empty() {
+            return Err(Error::Invalid {
+                target: target.into(),
+                causes,
+            });
+        }
+        let mut object = self.to_version(new, self.def.storage_version());
+        metadata_mut(&mut object).insert("resourceVersion".into(), Value::String(old_rv));
+        Ok(Prepared {
+            object,
+            old: Some(old_for_hook),
+            warnings,
+            created: false,
+        })
+    }
+
+    fn check_name(&self, obj: &Value, name: &str) -> Result<()> {
+        match obj.pointer("/metadata/name").and_then(Value::as_str) {
+            Some(n) if n != name => Err(Error::BadRequest(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The one wasmtime `Engine` (pooling allocator, copy-on-write memory images, epoch interruption)
+//! with its 1 ms epoch ticker, and the `Runtime` handle everything else shares.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, Linker, PoolingAllocationConfig,
+};
+
+use super::host_functions::{self, CallState, HostApi, NoHostApi};
+use super::metrics::Metrics;
+use super::module_cache::ModuleCache;
+
+/// How often the epoch advances: the resolution of call deadlines.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// The runtime's limits and knobs.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Wall-clock budget of one call (one registry phase), time in host functions excluded.
+    pub call_deadline: Duration,
+    /// Linear-memory cap per instance, in bytes.
+    pub memory_limit: usize,
+    /// Largest response a module may return, in bytes.
+    pub output_limit: usize,
+    /// Largest module accepted, in bytes.
+    pub module_size_limit: usize,
+    /// Instances that can exist at once (the pooling allocator's slots); a call beyond fails.
+    pub max_instances: u32,
+    /// Where compiled modules are cached (by content digest and engine hash); `None`: no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// How deep `apply` from After hooks may nest.
+    pub max_apply_depth: u32,
+    /// Bytes of each pooled linear memory kept resident between instances (reset in place
+    /// rather than returned to the OS), so instantiation takes no page faults.
+    pub keep_resident: usize,
+    /// Log lines one call may write; the rest are dropped.
+    pub max_log_lines_per_call: u32,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            call_deadline: Duration::from_millis(100),
+            memory_limit: 64 << 20,
+            output_limit: 4 << 20,
+            module_size_limit: 16 << 20,
+            max_instances: 256,
+            cache_dir: None,
+            max_apply_depth: 3,
+            keep_resident: 4 << 20,
+            max_log_lines_per_call: 100,
+        }
+    }
+}
+
+/// The strategy runtime: engine, linker with the host functions, compilation cache, metrics.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+pub(crate) struct RuntimeInner {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<CallState>,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) cache: ModuleCache,
+    pub(crate) metrics: Metrics,
+    pub(crate) host_api: ArcSwap<Arc<dyn HostApi>>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for RuntimeInner {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// Builds the engine and starts its epoch ticker.
+    ///
+    /// # Errors
+    ///
+    /// The engine configuration is refused (e.g. the pool cannot be reserved), or the cache
+    /// directory cannot be created.
+    pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_core_instances(config.max_instances)
+            .total_memories(config.max_instances)
+            .total_tables(config.max_instances)
+            .max_memories_per_module(1)
+            .max_tables_per_module(4)
+            .max_memory_size(config.memory_limit)
+            // Reset only the pages a call dirtied (PAGEMAP_SCAN, Linux 6.7+) with memset, and keep
+            // them resident: the next instance in the slot takes no page faults.
+            .linear_memory_keep_resident(config.keep_resident)
+            .pagemap_scan(Enabled::Auto);
+        let mut wasm = Config::new();
+        wasm.epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+            .memory_init_cow(true)
+            .max_wasm_stack(1 << 20)
+            .parallel_compilation(true);
+        let engine = Engine::new(&wasm).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let linker = host_functions::linker(&engine).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let cache = ModuleCache::new(config.cache_dir.clone(), &engine)?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let (stop, ticking) = (ticker_stop.clone(), engine.clone());
+        thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    thread::sleep(EPOCH_TICK);
+                    ticking.increment_epoch();
+                }
+            })?;
+
+        let no_host: Arc<dyn HostApi> = Arc::new(NoHostApi);
+        Ok(Self {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                linker,
+                config,
+                cache,
+                metrics: Metrics::default(),
+                host_api: ArcSwap::from_pointee(no_host),
+                ticker_stop,
+            }),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// Per-module call and failure counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Installs what `get`, `list` and `apply` reach (the registry supplies it once it exists;
+    /// until then those host functions answer with an error).
+    pub fn set_host_api(&self, api: Arc<dyn HostApi>) {
+        self.inner.host_api.store(Arc::new(api));
+    }
+}

@@ -1,0 +1,340 @@
+//! The host functions guests import from `strategy-host` (`log`, `get`, `list`, `apply`), the
+//! `HostApi` callbacks the registry supplies behind them, and the per-call state they see.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use prost::Message;
+use serde_json::Value;
+use wasmtime::{AsContextMut, Caller, Engine, Extern, Linker};
+
+use super::abi;
+use super::limits::{CallLimits, Deadline};
+use crate::registry::strategy::ResourceInfo;
+
+tokio::task_local! {
+    static APPLY_DEPTH: u32;
+}
+
+/// Runs `fut` (the registry's write on behalf of an `apply`) at hook depth `depth`, so the After
+/// hooks it triggers know how deep they are. [`HostApi::apply`] implementations wrap the nested
+/// registry call in it.
+pub async fn with_apply_depth<F: std::future::Future>(depth: u32, fut: F) -> F::Output {
+    APPLY_DEPTH.scope(depth, fut).await
+}
+
+/// The hook depth of the current task: 0 for a client's request.
+pub(crate) fn current_apply_depth() -> u32 {
+    APPLY_DEPTH.try_with(|d| *d).unwrap_or(0)
+}
+
+/// Who is calling a host function.
+#[derive(Debug, Clone)]
+pub struct CallerInfo {
+    /// The module's name.
+    pub module: String,
+    /// The request's id.
+    pub request_id: String,
+    /// The resource the call is about.
+    pub resource: ResourceInfo,
+    /// The request is a dry run (an `apply` should not persist either).
+    pub dry_run: bool,
+}
+
+/// What the host functions reach: reads from the cacher and writes through the registry. The
+/// registry supplies it with [`super::Runtime::set_host_api`].
+///
+/// Methods are called on a blocking thread (calls run under `spawn_blocking`), never on an async
+/// worker, so they may block, e.g. with `tokio::runtime::Handle::block_on`. Errors go back to the
+/// guest as strings.
+pub trait HostApi: Send + Sync + 'static {
+    /// One object, or `None` when it does not exist.
+    fn get(
+        &self,
+        caller: &CallerInfo,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, String>;
+
+    /// Objects of a resource in `namespace` (`""`: all) matching `label_selector` (`""`: all).
+    fn list(
+        &self,
+        caller: &CallerInfo,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        label_selector: &str,
+    ) -> Result<Vec<Value>, String>;
+
+    /// Creates or updates `object` (by its apiVersion, kind, namespace and name) through the
+    /// registry with its resource's own strategy, and returns it as stored. `depth` is the hook
+    /// depth of the nested write: run it inside [`with_apply_depth`]`(depth, ..)`. The runtime has
+    /// already refused calls beyond the configured depth.
+    fn apply(&self, caller: &CallerInfo, depth: u32, object: Value) -> Result<Value, String>;
+}
+
+/// The `HostApi` in force until the registry installs its own: every call is refused.
+#[derive(Debug, Default)]
+pub struct NoHostApi;
+
+impl HostApi for NoHostApi {
+    fn get(
+        &self,
+        _: &CallerInfo,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<Value>, String> {
+        Err("the host has no object access configured".into())
+    }
+
+    fn list(
+        &self,
+        _: &CallerInfo,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<Vec<Value>, String> {
+        Err("the host has no object access configured".into())
+    }
+
+    fn apply(&self, _: &CallerInfo, _: u32, _: Value) -> Result<Value, String> {
+        Err("the host has no object access configured".into())
+    }
+}
+
+/// Host functions a manifest may ask for.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Grants {
+    pub(crate) get: bool,
+    pub(crate) list: bool,
+    pub(crate) apply: bool,
+}
+
+/// The state of one store: one instance serving one registry phase.
+pub(crate) struct CallState {
+    pub(crate) limits: CallLimits,
+    pub(crate) deadline: Deadline,
+    pub(crate) caller: CallerInfo,
+    pub(crate) grants: Grants,
+    /// Whether the phase is an After hook (the only place `apply` works).
+    pub(crate) in_after_hook: bool,
+    pub(crate) depth: u32,
+    pub(crate) max_depth: u32,
+    pub(crate) output_limit: usize,
+    pub(crate) logs_left: u32,
+    pub(crate) host_api: Arc<dyn HostApi>,
+}
+
+/// The linker every module is pre-linked against.
+pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    linker.func_wrap(abi::HOST_MODULE, "log", log)?;
+    linker.func_wrap(
+        abi::HOST_MODULE,
+        "get",
+        |c: Caller<'_, CallState>, p: i32, l: i32| host_call(c, p, l, get),
+    )?;
+    linker.func_wrap(
+        abi::HOST_MODULE,
+        "list",
+        |c: Caller<'_, CallState>, p: i32, l: i32| host_call(c, p, l, list),
+    )?;
+    linker.func_wrap(
+        abi::HOST_MODULE,
+        "apply",
+        |c: Caller<'_, CallState>, p: i32, l: i32| host_call(c, p, l, apply),
+    )?;
+    Ok(linker)
+}
+
+/// The names of the functions `linker` defines.
+pub(crate) const HOST_FUNCTIONS: [&str; 4] = ["log", "get", "list", "apply"];
+
+const MAX_LOG_LINE: usize = 4096;
+
+fn log(mut caller: Caller<'_, CallState>, level: i32, ptr: i32, len: i32) -> wasmtime::Result<()> {
+    if caller.data().logs_left == 0 {
+        return Ok(());
+    }
+    caller.data_mut().logs_left -= 1;
+    let bytes = read_guest(&mut caller, ptr, (len as u32 as usize).min(MAX_LOG_LINE))?;
+    let line = String::from_utf8_lossy(&bytes);
+    let s = caller.data();
+    let (module, request) = (&s.caller.module, &s.caller.request_id);
+    match level {
+        1 => tracing::error!(target: "strategy", module, request, "{line}"),
+        2 => tracing::warn!(target: "strategy", module, request, "{line}"),
+        3 => tracing::info!(target: "strategy", module, request, "{line}"),
+        _ => tracing::debug!(target: "strategy", module, request, "{line}"),
+    }
+    Ok(())
+}
+
+fn memory(caller: &mut Caller<'_, CallState>) -> wasmtime::Result<wasmtime::Memory> {
+    match caller.get_export("memory") {
+        Some(Extern::Memory(m)) => Ok(m),
+        _ => wasmtime::bail!("module has no memory export"),
+    }
+}
+
+fn read_guest(
+    caller: &mut Caller<'_, CallState>,
+    ptr: i32,
+    len: usize,
+) -> wasmtime::Result<Vec<u8>> {
+    let mem = memory(caller)?;
+    let start = ptr as u32 as usize;
+    let data = mem.data(&caller);
+    match data.get(start..start.saturating_add(len)) {
+        Some(bytes) => Ok(bytes.to_vec()),
+        None => wasmtime::bail!("host function argument points outside linear memory"),
+    }
+}
+
+/// Copies `bytes` into a buffer from the guest's `alloc` and returns it packed.
+fn write_guest(caller: &mut Caller<'_, CallState>, bytes: &[u8]) -> wasmtime::Result<i64> {
+    let alloc = match caller.get_export("alloc") {
+        Some(Extern::Func(f)) => f.typed::<i32, i32>(&caller)?,
+        _ => wasmtime::bail!("module has no alloc export"),
+    };
+    let ptr = alloc.call(&mut *caller, bytes.len() as i32)?;
+    memory(caller)?.write(&mut *caller, ptr as u32 as usize, bytes)?;
+    Ok(abi::pack(ptr as u32, bytes.len() as u32))
+}
+
+type Handler<Req, Resp> = fn(&CallState, Req) -> Resp;
+
+fn host_call<Req: Message + Default, Resp: Message + HasError>(
+    mut caller: Caller<'_, CallState>,
+    ptr: i32,
+    len: i32,
+    handler: Handler<Req, Resp>,
+) -> wasmtime::Result<i64> {
+    let limit = caller.data().output_limit;
+    let len = len as u32 as usize;
+    if len > limit {
+        wasmtime::bail!("host function request of {len} bytes exceeds the cap of {limit} bytes");
+    }
+    let bytes = read_guest(&mut caller, ptr, len)?;
+    let started = Instant::now();
+    let resp = match Req::decode(bytes.as_slice()) {
+        Ok(req) => handler(caller.data(), req),
+        Err(e) => Resp::error(format!("request did not decode: {e}")),
+    };
+    // Time spent in the host is not the guest's: push its deadline back.
+    let state = caller.data_mut();
+    state.deadline.extend(started.elapsed());
+    let ticks = state.deadline.ticks();
+    caller.as_context_mut().set_epoch_deadline(ticks);
+    let mut out = resp.encode_to_vec();
+    if out.len() > limit {
+        out = Resp::error(format!(
+            "the answer of {} bytes exceeds the cap of {limit} bytes",
+            out.len()
+        ))
+        .encode_to_vec();
+    }
+    write_guest(&mut caller, &out)
+}
+
+trait HasError: Default {
+    fn error(msg: String) -> Self;
+}
+
+impl HasError for abi::GetResponse {
+    fn error(error: String) -> Self {
+        Self {
+            error,
+            ..Default::default()
+        }
+    }
+}
+
+impl HasError for abi::ListResponse {
+    fn error(error: String) -> Self {
+        Self {
+            error,
+            ..Default::default()
+        }
+    }
+}
+
+impl HasError for abi::ApplyResponse {
+    fn error(error: String) -> Self {
+        Self {
+            error,
+            ..Default::default()
+        }
+    }
+}
+
+fn get(s: &CallState, req: abi::GetRequest) -> abi::GetResponse {
+    if !s.grants.get {
+        return HasError::error("host function get is not granted".into());
+    }
+    match s.host_api.get(
+        &s.caller,
+        &req.group,
+        &req.plural,
+        &req.namespace,
+        &req.name,
+    ) {
+        Ok(Some(obj)) => abi::GetResponse {
+            found: true,
+            object: obj.to_string().into_bytes(),
+            error: String::new(),
+        },
+        Ok(None) => abi::GetResponse::default(),
+        Err(e) => HasError::error(e),
+    }
+}
+
+fn list(s: &CallState, req: abi::ListRequest) -> abi::ListResponse {
+    if !s.grants.list {
+        return HasError::error("host function list is not granted".into());
+    }
+    match s.host_api.list(
+        &s.caller,
+        &req.group,
+        &req.plural,
+        &req.namespace,
+        &req.label_selector,
+    ) {
+        Ok(items) => abi::ListResponse {
+            items: items.iter().map(|v| v.to_string().into_bytes()).collect(),
+            error: String::new(),
+        },
+        Err(e) => HasError::error(e),
+    }
+}
+
+fn apply(s: &CallState, req: abi::ApplyRequest) -> abi::ApplyResponse {
+    if !s.grants.apply {
+        return HasError::error("host function apply is not granted".into());
+    }
+    if !s.in_after_hook {
+        return HasError::error("apply may only be called from an After hook".into());
+    }
+    if s.depth >= s.max_depth {
+        return HasError::error(format!(
+            "apply refused: hooks nested {} deep (the limit)",
+            s.depth
+        ));
+    }
+    let obj: Value = match serde_json::from_slice(&req.object) {
+        Ok(v) => v,
+        Err(e) => return HasError::error(format!("the object did not decode: {e}")),
+    };
+    match s.host_api.apply(&s.caller, s.depth + 1, obj) {
+        Ok(stored) => abi::ApplyResponse {
+            object: stored.to_string().into_bytes(),
+            error: String::new(),
+        },
+        Err(e) => HasError::error(e),
+    }
+}

@@ -1,0 +1,88 @@
+//! Compiles modules once: an on-disk cache of compiled artifacts keyed by the module's content
+//! digest and the engine's compatibility hash, so a restart or a second replica skips Cranelift.
+
+use std::hash::{Hash, Hasher};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use wasmtime::{Engine, Module};
+
+use super::error::{Error, Result};
+
+/// Where compiled modules live (`None`: compile every time).
+pub(crate) struct ModuleCache {
+    dir: Option<PathBuf>,
+    engine_hash: String,
+}
+
+impl ModuleCache {
+    pub(crate) fn new(dir: Option<PathBuf>, engine: &Engine) -> std::io::Result<Self> {
+        if let Some(dir) = &dir {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut h);
+        env!("CARGO_PKG_VERSION").hash(&mut h);
+        Ok(Self {
+            dir,
+            engine_hash: format!("{:016x}", h.finish()),
+        })
+    }
+
+    fn path(&self, digest: &str) -> Option<PathBuf> {
+        let dir = self.dir.as_ref()?;
+        Some(dir.join(format!("{digest}-{}.cwasm", self.engine_hash)))
+    }
+
+    /// The compiled module for `bytes` (whose SHA-256 is `digest`): from the cache when present
+    /// and loadable, else compiled now and stored.
+    pub(crate) fn get_or_compile(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        bytes: &[u8],
+    ) -> Result<Module> {
+        let path = self.path(digest);
+        if let Some(path) = &path {
+            if let Ok(artifact) = std::fs::read(path) {
+                match deserialize(engine, &artifact) {
+                    Ok(module) => return Ok(module),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "ignoring unusable cached module")
+                    }
+                }
+            }
+        }
+        let module = Module::new(engine, bytes).map_err(|e| Error::Compile(format!("{e:#}")))?;
+        if let Some(path) = &path {
+            if let Err(e) = store(&module, path) {
+                tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled module");
+            }
+        }
+        Ok(module)
+    }
+}
+
+/// Loads a compiled artifact this cache wrote.
+fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Module> {
+    #[allow(unsafe_code)]
+    // SAFETY: `artifact` was read from the cache directory, where only `store` below writes, and
+    // only the output of `Module::serialize` from an engine with the same compatibility hash
+    // (which is in the file name; wasmtime also checks its version and settings in the header).
+    // The bytes are copied, so later changes to the file cannot affect the module. The cache
+    // directory must be as trusted as the host binary itself.
+    unsafe {
+        Module::deserialize(engine, artifact)
+    }
+}
+
+/// Writes a compiled artifact atomically (temporary file, then rename), so a reader never sees
+/// half of it.
+fn store(module: &Module, path: &Path) -> anyhow::Result<()> {
+    let artifact = module.serialize().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(&artifact)?;
+    tmp.persist(path)?;
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! `WasmStrategy`: the registry's `Strategy` trait implemented by calls into a loaded module, each
+//! on a fresh instance on a blocking thread, failures turned into `StrategyError`s and counted.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::abi::{self, request::Operation as Op, Operation};
+use super::engine::Runtime;
+use super::error::{CallFailure, FailureKind};
+use super::host_functions::{current_apply_depth, CallerInfo};
+use super::instance::{Session, SessionOptions};
+use super::module::StrategyModule;
+use crate::registry::strategy::{
+    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+};
+
+const CREATE_OPS: &[Operation] = &[
+    Operation::PrepareForCreate,
+    Operation::Validate,
+    Operation::WarningsOnCreate,
+    Operation::Canonicalize,
+];
+const UPDATE_OPS: &[Operation] = &[
+    Operation::PrepareForUpdate,
+    Operation::ValidateUpdate,
+    Operation::WarningsOnUpdate,
+    Operation::Canonicalize,
+];
+
+/// A loaded module as a registry [`Strategy`].
+///
+/// Why blocking threads: a call runs synchronously under `spawn_blocking`, so a guest that loops
+/// occupies a blocking-pool thread (until its deadline traps it, 100 ms by default) and never an
+/// async worker; wasmtime's async mode with epoch yields would also free the worker, but adds a
+/// fiber per call and still spends worker time on the loop in 1 ms slices.
+#[derive(Debug, Clone)]
+pub struct WasmStrategy {
+    module: Arc<StrategyModule>,
+    runtime: Runtime,
+}
+
+impl WasmStrategy {
+    /// Serves `module` with `runtime`'s limits.
+    pub fn new(runtime: Runtime, module: Arc<StrategyModule>) -> Self {
+        Self { module, runtime }
+    }
+
+    /// The module behind the strategy.
+    pub fn module(&self) -> &Arc<StrategyModule> {
+        &self.module
+    }
+
+    /// Runs one operation on a fresh instance; `None` = the module does not implement it.
+    async fn run(
+        &self,
+        ctx: &StrategyContext,
+        op: Op,
+        in_after_hook: bool,
+    ) -> Result<abi::Response, StrategyError> {
+        let counters = self.runtime.metrics().module(self.module.name());
+        counters.record_call();
+        let request = abi::Request {
+            context: Some(context(ctx)),
+            operation: Some(op),
+        };
+        let opts = SessionOptions {
+            caller: CallerInfo {
+                module: self.module.name().to_owned(),
+                request_id: ctx.request_id.clone(),
+                resource: ctx.resource.clone(),
+                dry_run: ctx.dry_run,
+            },
+            in_after_hook,
+            depth: current_apply_depth(),
+        };
+        let (runtime, module) = (self.runtime.clone(), self.module.clone());
+        let result = tokio::task::spawn_blocking(move || {
+            let mut session = Session::new(&runtime, &module, opts)?;
+            session.call(&request)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(CallFailure::new(
+                FailureKind::Host,
+                format!("the call's worker failed: {e}"),
+            ))
+        })
+        .and_then(|resp| match resp.error.is_empty() {
+            true => Ok(resp),
+            false => Err(CallFailure::new(FailureKind::Guest, resp.error)),
+        });
+        result.map_err(|failure| {
+            counters.record_failure(failure.kind, in_after_hook);
+            tracing::warn!(
+                module = self.module.name(),
+                request = %ctx.request_id,
+                reason = failure.kind.label(),
+                "strategy call failed: {failure}"
+            );
+            self.error(failure.message)
+        })
+    }
+
+    fn error(&self, reason: String) -> StrategyError {
+        StrategyError {
+            module: self.module.name().to_owned(),
+            reason,
+        }
+    }
+
+    fn admission(
+        &self,
+        resp: abi::Response,
+        obj: Option<&mut Value>,
+    ) -> Result<Admission, StrategyError> {
+        if let Some(obj) = obj {
+            if !resp.object.is_empty() {
+                *obj = serde_json::from_slice(&resp.object).map_err(|e| {
+                    let counters = self.runtime.metrics().module(self.module.name());
+                    counters.record_failure(FailureKind::BadOutput, false);
+                    self.error(format!("the returned object is not valid JSON: {e}"))
+                })?;
+            }
+        }
+        Ok(Admission {
+            field_errors: resp.field_errors.into_iter().map(field_error).collect(),
+            warnings: resp.warnings,
+        })
+    }
+}
+
+fn json(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).expect("a JSON value serializes")
+}
+
+fn context(ctx: &StrategyContext) -> abi::Context {
+    let r = &ctx.resource;
+    abi::Context {
+        resource: Some(abi::Resource {
+            group: r.group.clone(),
+            version: r.version.clone(),
+            kind: r.kind.clone(),
+            plural: r.plural.clone(),
+            scope: if r.namespaced {
+                abi::Scope::Namespaced
+            } else {
+                abi::Scope::Cluster
+            } as i32,
+        }),
+        dry_run: ctx.dry_run,
+        request_id: ctx.request_id.clone(),
+    }
+}
+
+fn field_error(e: abi::FieldError) -> FieldError {
+    let kind = match e.kind() {
+        abi::FieldErrorKind::Required => FieldErrorKind::Required,
+        abi::FieldErrorKind::Forbidden => FieldErrorKind::Forbidden,
+        abi::FieldErrorKind::Duplicate => FieldErrorKind::Duplicate,
+        abi::FieldErrorKind::NotSupported => FieldErrorKind::NotSupported,
+        abi::FieldErrorKind::TooLong => FieldErrorKind::TooLong,
+        abi::FieldErrorKind::TooMany => FieldErrorKind::TooMany,
+        abi::FieldErrorKind::Invalid | abi::FieldErrorKind::Unspecified => FieldErrorKind::Invalid,
+    };
+    FieldError {
+        kind,
+        field: e.field,
+        detail: e.detail,
+    }
+}
+
+#[async_trait]
+impl Strategy for WasmStrategy {
+    fn name(&self) -> &str {
+        self.module.name()
+    }
+
+    async fn before_create(
+        &self,
+        ctx: &StrategyContext,
+        obj: &mut Value,
+    ) -> Result<Admission, StrategyError> {
+        if !self.module.manifest().implements_any(CREATE_OPS) {
+            return Ok(Admission::default());
+        }
+        let op = Op::BeforeCreate(abi::BeforeCreateRequest { object: json(obj) });
+        let resp = self.run(ctx, op, false).await?;
+        self.admission(resp, Some(obj))
+    }
+
+    async fn before_update(
+        &self,
+        ctx: &StrategyContext,
+        new: &mut Value,
+        old: &Value,
+    ) -> Result<Admission, StrategyError> {
+        if !self.module.manifest().implements_any(UPDATE_OPS) {
+            return Ok(Admission::default());
+        }
+        let op = Op::BeforeUpdate(abi::BeforeUpdateRequest {
+            object: json(new),
+            old_object: json(old),
+        });
+        let resp = self.run(ctx, op, false).await?;
+        self.admission(resp, Some(new))
+    }
+
+    async fn before_delete(
+        &self,
+        ctx: &StrategyContext,
+        obj: &Value,
+    ) -> Result<Admission, StrategyError> {
+        if !self.module.manifest().implements(Operation::BeforeDelete) {
+            return Ok(Admission::default());
+        }
+        let op = Op::BeforeDelete(abi::BeforeDeleteRequest { object: json(obj) });
+        let resp = self.run(ctx, op, false).await?;
+        self.admission(resp, None)
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        self.module.allow_create_on_update()
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        self.module.allow_unconditional_update()
+    }
+
+    async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
+        if !self.module.manifest().implements(Operation::AfterCreate) {
+            return Ok(());
+        }
+        let op = Op::AfterCreate(abi::AfterCreateRequest { object: json(obj) });
+        self.run(ctx, op, true).await.map(drop)
+    }
+
+    async fn after_update(
+        &self,
+        ctx: &StrategyContext,
+        new: &Value,
+        old: &Value,
+    ) -> Result<(), StrategyError> {
+        if !self.module.manifest().implements(Operation::AfterUpdate) {
+            return Ok(());
+        }
+        let op = Op::AfterUpdate(abi::AfterUpdateRequest {
+            object: json(new),
+            old_object: json(old),
+        });
+        self.run(ctx, op, true).await.map(drop)
+    }
+
+    async fn after_delete(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
+        if !self.module.manifest().implements(Operation::AfterDelete) {
+            return Ok(());
+        }
+        let op = Op::AfterDelete(abi::AfterDeleteRequest { object: json(obj) });
+        self.run(ctx, op, true).await.map(drop)
+    }
+}

@@ -1,0 +1,109 @@
+//! Hot reload from a watched directory: every `*.wasm` in it is a source (`dir:<file name>`);
+//! writing one offers a new version to the table, deleting one unloads it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+
+use super::table::ModuleTable;
+
+/// How long the watcher waits for a burst of events about a file to settle.
+const SETTLE: Duration = Duration::from_millis(30);
+
+/// Watches a directory and feeds its modules to a [`ModuleTable`]. Dropping it stops watching.
+pub struct DirectoryWatcher {
+    _watcher: notify::RecommendedWatcher,
+    _worker: thread::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for DirectoryWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectoryWatcher").finish_non_exhaustive()
+    }
+}
+
+/// The source name of a module file.
+pub fn source_name(path: &Path) -> String {
+    format!(
+        "dir:{}",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    )
+}
+
+fn is_module(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "wasm")
+}
+
+impl DirectoryWatcher {
+    /// Loads every `*.wasm` in `dir` (blocking; a refused file is logged and recorded, not
+    /// fatal), then watches `dir` for changes on a thread of its own.
+    ///
+    /// # Errors
+    ///
+    /// The directory cannot be read or watched.
+    pub fn start(table: Arc<ModuleTable>, dir: impl Into<PathBuf>) -> notify::Result<Self> {
+        let dir = dir.into();
+        let (tx, rx) = mpsc::channel::<PathBuf>();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+                Ok(event) => {
+                    for path in event.paths.into_iter().filter(|p| is_module(p)) {
+                        let _ = tx.send(path);
+                    }
+                }
+                Err(e) => tracing::warn!("strategy directory watch error: {e}"),
+            })?;
+        watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+        // Watch first, then scan: a file written in between is seen by one or the other.
+        let mut initial: Vec<PathBuf> = std::fs::read_dir(&dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| is_module(p))
+            .collect();
+        initial.sort();
+        for path in &initial {
+            sync(&table, path);
+        }
+        let worker = thread::Builder::new()
+            .name("strategy-dir".into())
+            .spawn(move || run(table, rx))?;
+        tracing::info!(dir = %dir.display(), modules = initial.len(), "watching the strategy directory");
+        Ok(Self {
+            _watcher: watcher,
+            _worker: worker,
+        })
+    }
+}
+
+/// Collects changed paths until the events settle, then brings each in line with the disk.
+/// Ends when the watcher (the sender) is dropped.
+fn run(table: Arc<ModuleTable>, rx: mpsc::Receiver<PathBuf>) {
+    while let Ok(first) = rx.recv() {
+        let mut changed = BTreeSet::from([first]);
+        while let Ok(more) = rx.recv_timeout(SETTLE) {
+            changed.insert(more);
+        }
+        for path in &changed {
+            sync(&table, path);
+        }
+    }
+}
+
+/// Loads the file at `path`, or unloads its source when it is gone.
+fn sync(table: &ModuleTable, path: &Path) {
+    let source = source_name(path);
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            // Refusals are logged and recorded by the table.
+            let _ = table.load(&source, &bytes);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            table.unload(&source);
+        }
+        Err(e) => tracing::warn!(path = %path.display(), "cannot read strategy module: {e}"),
+    }
+}

@@ -1,0 +1,199 @@
+//! Hostile modules (WAT fixtures in `tests/fixtures/hostile/`) are contained: refused at load, or
+//! failing only their own call with a clear `StrategyError`, while the next good call still works.
+
+mod wasm_common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use strategy_host::registry::strategy::Strategy;
+use strategy_host::wasm::{abi, Error, FailureKind, Runtime, StrategyModule, WasmStrategy};
+use wasm_common::*;
+
+fn hostile_strategy(rt: &Runtime, name: &str) -> WasmStrategy {
+    let bytes = hostile(name, &widget_manifest(1, &[]));
+    let module =
+        StrategyModule::load(rt, &bytes).unwrap_or_else(|e| panic!("{name} should load: {e}"));
+    WasmStrategy::new(rt.clone(), Arc::new(module))
+}
+
+/// Runs a create on the hostile module, expects a failure mentioning `reason`, and checks a good
+/// module still serves afterwards on the same runtime.
+async fn contained(name: &str, kind: FailureKind, reason: &str) -> Duration {
+    let rt = runtime();
+    let s = hostile_strategy(&rt, name);
+    let started = Instant::now();
+    let err = s
+        .before_create(&widget_ctx(), &mut json!({"spec": {}}))
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.module, "hostile");
+    assert!(err.reason.contains(reason), "{name}: {err}");
+    assert_eq!(
+        rt.metrics().module("hostile").failures(kind),
+        1,
+        "{name}: counted as {kind:?}"
+    );
+
+    let good = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::DEPLOYMENT));
+    let mut obj = json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}}}});
+    let adm = good
+        .before_create(&deployments_ctx(), &mut obj)
+        .await
+        .expect("a good module still serves");
+    assert!(adm.field_errors.is_empty());
+    // The hostile module is still usable (and still fails the same way): nothing is poisoned.
+    assert!(s
+        .before_create(&widget_ctx(), &mut json!({}))
+        .await
+        .is_err());
+    took
+}
+
+#[tokio::test]
+async fn infinite_loop_hits_the_deadline() {
+    let took = contained("infinite_loop", FailureKind::Deadline, "deadline").await;
+    assert!(
+        took >= Duration::from_millis(100) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn memory_bomb_hits_the_memory_cap() {
+    contained(
+        "memory_bomb",
+        FailureKind::Memory,
+        "memory cap of 67108864 bytes",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn trap_fails_the_call() {
+    contained("trap", FailureKind::Trap, "trapped").await;
+}
+
+#[tokio::test]
+async fn garbage_output_does_not_decode() {
+    contained("garbage_output", FailureKind::BadOutput, "did not decode").await;
+}
+
+#[tokio::test]
+async fn oversized_output_hits_the_output_cap() {
+    contained(
+        "oversized_output",
+        FailureKind::OutputTooLarge,
+        "exceeds the output cap",
+    )
+    .await;
+}
+
+fn refused(name: &str, manifest: Vec<u8>) -> Error {
+    let rt = runtime();
+    match StrategyModule::load(&rt, &hostile(name, &manifest)) {
+        Ok(_) => panic!("{name} should be refused"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn missing_exports_are_refused_at_load() {
+    let e = refused("missing_exports", widget_manifest(1, &[]));
+    assert!(
+        matches!(&e, Error::MissingExport(s) if s.starts_with("call")),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_wrong_abi_version_is_refused_at_load() {
+    let e = refused("wrong_abi_version", widget_manifest(2, &[]));
+    assert!(
+        matches!(
+            e,
+            Error::AbiVersion {
+                found: 2,
+                expected: 1
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_ungranted_host_function_is_refused_at_load() {
+    let e = refused("ungranted_import", widget_manifest(1, &[]));
+    assert!(
+        matches!(&e, Error::UngrantedImport(f) if f == "apply"),
+        "{e}"
+    );
+    // Asking for apply without any After hook is refused too.
+    let e = refused(
+        "ungranted_import",
+        widget_manifest(1, &[abi::HostFunction::Apply]),
+    );
+    assert!(e.to_string().contains("After hooks"), "{e}");
+}
+
+#[test]
+fn an_unknown_import_is_refused_at_load() {
+    let e = refused("unknown_import", widget_manifest(1, &[]));
+    assert!(
+        matches!(&e, Error::UnknownImport(i) if i.contains("fd_write")),
+        "{e}"
+    );
+}
+
+#[test]
+fn garbage_bytes_and_oversized_modules_are_refused() {
+    let rt = runtime();
+    assert!(matches!(
+        StrategyModule::load(&rt, b"not wasm"),
+        Err(Error::Compile(_))
+    ));
+    let small = Runtime::new(strategy_host::wasm::RuntimeConfig {
+        module_size_limit: 1000,
+        max_instances: 4,
+        ..config()
+    })
+    .unwrap();
+    let bytes = std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap();
+    assert!(matches!(
+        StrategyModule::load(&small, &bytes),
+        Err(Error::TooLarge { .. })
+    ));
+}
+
+/// A looping guest runs on a blocking thread: on a single-worker runtime, other requests are
+/// served while it spins.
+#[tokio::test(flavor = "current_thread")]
+async fn a_looping_guest_does_not_stall_the_async_runtime() {
+    let rt = runtime();
+    let looping = hostile_strategy(&rt, "infinite_loop");
+    let good = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::DEPLOYMENT));
+    let spinning =
+        tokio::spawn(async move { looping.before_create(&widget_ctx(), &mut json!({})).await });
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let started = Instant::now();
+    for _ in 0..5 {
+        let mut obj = json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}}}});
+        good.before_create(&deployments_ctx(), &mut obj)
+            .await
+            .unwrap();
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(90),
+        "served while the loop spins: {:?}",
+        started.elapsed()
+    );
+    assert!(!spinning.is_finished());
+    assert!(spinning
+        .await
+        .unwrap()
+        .unwrap_err()
+        .reason
+        .contains("deadline"));
+}

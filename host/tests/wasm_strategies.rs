@@ -1,0 +1,218 @@
+//! The example strategies of `strategies/`, built to wasm, served through the registry's
+//! `Strategy` trait by the runtime.
+
+mod wasm_common;
+
+use serde_json::json;
+use strategy_host::registry::strategy::{FieldErrorKind, Strategy};
+use strategy_host::wasm::WasmStrategy;
+use wasm_common::*;
+
+fn deployment() -> serde_json::Value {
+    json!({
+        "apiVersion": "apps.example.com/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        },
+        "status": {"readyReplicas": 3}
+    })
+}
+
+#[tokio::test]
+async fn deployment_defaults_validation_and_immutability() {
+    let rt = runtime();
+    let module = load(&rt, strategy_artifacts::DEPLOYMENT);
+    assert_eq!(module.name(), "deployments");
+    let s = WasmStrategy::new(rt.clone(), module);
+    let ctx = deployments_ctx();
+
+    let mut obj = deployment();
+    let adm = s.before_create(&ctx, &mut obj).await.unwrap();
+    assert!(adm.field_errors.is_empty(), "{adm:?}");
+    assert_eq!(obj["spec"]["replicas"], 1);
+    assert_eq!(obj["spec"]["strategy"]["type"], "RollingUpdate");
+    assert!(obj.get("status").is_none(), "status cleared on create");
+    assert_eq!(
+        obj["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx"
+    );
+
+    let mut bad = deployment();
+    bad["spec"]["replicas"] = json!(-2);
+    bad["spec"]["template"]["metadata"]["labels"]["app"] = json!("other");
+    let adm = s.before_create(&ctx, &mut bad).await.unwrap();
+    let errs: Vec<_> = adm
+        .field_errors
+        .iter()
+        .map(|e| (e.kind, e.field.as_str()))
+        .collect();
+    assert_eq!(
+        errs,
+        [
+            (FieldErrorKind::Invalid, "spec.replicas"),
+            (FieldErrorKind::Invalid, "spec.template.metadata.labels")
+        ]
+    );
+
+    let mut old = obj.clone();
+    old["status"] = json!({"readyReplicas": 1});
+    let mut new = old.clone();
+    new["status"] = json!({"readyReplicas": 50});
+    new["spec"]["replicas"] = json!(4);
+    let adm = s.before_update(&ctx, &mut new, &old).await.unwrap();
+    assert!(adm.field_errors.is_empty(), "{adm:?}");
+    assert_eq!(
+        new["status"],
+        json!({"readyReplicas": 1}),
+        "status kept on main-resource update"
+    );
+    assert_eq!(new["spec"]["replicas"], 4);
+
+    new["spec"]["selector"]["matchLabels"]["tier"] = json!("fe");
+    let adm = s.before_update(&ctx, &mut new, &old).await.unwrap();
+    assert!(adm
+        .field_errors
+        .iter()
+        .any(|e| e.field == "spec.selector" && e.detail == "field is immutable"));
+    assert!(!s.allow_create_on_update());
+    assert!(s.allow_unconditional_update());
+    assert_eq!(rt.metrics().module("deployments").calls(), 4);
+    assert_eq!(rt.metrics().module("deployments").total_failures(), 0);
+}
+
+#[tokio::test]
+async fn a_wrongly_typed_object_is_a_strategy_error_not_a_crash() {
+    let rt = runtime();
+    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::DEPLOYMENT));
+    let mut obj = json!({"metadata": "not an object"});
+    let err = s
+        .before_create(&deployments_ctx(), &mut obj)
+        .await
+        .unwrap_err();
+    assert_eq!(err.module, "deployments");
+    assert!(err.reason.contains("did not decode"), "{err}");
+    let mut good = deployment();
+    assert!(s.before_create(&deployments_ctx(), &mut good).await.is_ok());
+}
+
+#[tokio::test]
+async fn configmap_keys_size_and_immutability() {
+    let rt = runtime();
+    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::CONFIGMAP));
+    let ctx = ctx("example.com", "ConfigMap", "configmaps", true);
+    let mut ok = json!({"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a.conf": "x"}, "immutable": true});
+    assert!(s
+        .before_create(&ctx, &mut ok)
+        .await
+        .unwrap()
+        .field_errors
+        .is_empty());
+
+    let mut bad = json!({"data": {"bad/key": "x", "big": "y".repeat(1 << 20)}});
+    let errs = s.before_create(&ctx, &mut bad).await.unwrap().field_errors;
+    let kinds: Vec<_> = errs.iter().map(|e| (e.kind, e.field.as_str())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (FieldErrorKind::Invalid, "data[bad/key]"),
+            (FieldErrorKind::TooLong, "data")
+        ]
+    );
+
+    let mut changed = ok.clone();
+    changed["data"]["a.conf"] = json!("z");
+    let errs = s
+        .before_update(&ctx, &mut changed, &ok)
+        .await
+        .unwrap()
+        .field_errors;
+    assert_eq!(errs.len(), 1);
+    assert_eq!(
+        (errs[0].kind, errs[0].field.as_str()),
+        (FieldErrorKind::Forbidden, "data")
+    );
+}
+
+/// Records what the Project hook applies.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<(u32, serde_json::Value)>>);
+
+impl strategy_host::wasm::HostApi for Recorder {
+    fn get(
+        &self,
+        _: &strategy_host::wasm::CallerInfo,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<serde_json::Value>, String> {
+        Ok(None)
+    }
+    fn list(
+        &self,
+        _: &strategy_host::wasm::CallerInfo,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        Ok(vec![])
+    }
+    fn apply(
+        &self,
+        caller: &strategy_host::wasm::CallerInfo,
+        depth: u32,
+        object: serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        assert_eq!(caller.module, "projects");
+        self.0.lock().unwrap().push((depth, object.clone()));
+        Ok(object)
+    }
+}
+
+#[tokio::test]
+async fn project_hooks_apply_a_quota_and_audit_deletes() {
+    let rt = runtime();
+    let recorder = std::sync::Arc::new(Recorder::default());
+    rt.set_host_api(recorder.clone());
+    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::PROJECT));
+    let ctx = ctx("example.com", "Project", "projects", false);
+    let mut project =
+        json!({"apiVersion": "example.com/v1", "kind": "Project", "metadata": {"name": "team-a"}});
+    assert!(s
+        .before_create(&ctx, &mut project)
+        .await
+        .unwrap()
+        .field_errors
+        .is_empty());
+    assert!(s
+        .before_update(&ctx, &mut project.clone(), &project)
+        .await
+        .unwrap()
+        .field_errors
+        .is_empty());
+
+    s.after_create(&ctx, &project).await.unwrap();
+    let applied = std::mem::take(&mut *recorder.0.lock().unwrap());
+    assert_eq!(applied.len(), 1);
+    assert_eq!(applied[0].0, 1, "the nested write runs at hook depth 1");
+    assert_eq!(applied[0].1["kind"], "Quota");
+    assert_eq!(applied[0].1["metadata"]["namespace"], "team-a");
+
+    // At the depth limit, apply is refused and the hook fails (counted; the write would stand).
+    let err = strategy_host::wasm::with_apply_depth(3, s.after_create(&ctx, &project))
+        .await
+        .unwrap_err();
+    assert!(err.reason.contains("nested"), "{err}");
+    assert_eq!(rt.metrics().module("projects").hook_failures(), 1);
+    assert!(recorder.0.lock().unwrap().is_empty());
+
+    s.after_delete(&ctx, &project).await.unwrap();
+    s.after_update(&ctx, &project, &project).await.unwrap(); // not implemented: no call
+    assert!(rt
+        .metrics()
+        .render()
+        .contains("strategy_hook_failures_total{module=\"projects\"} 1"));
+}
