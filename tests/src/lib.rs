@@ -203,7 +203,11 @@ pub fn call_with(
     headers: &[(&str, &str)],
 ) -> anyhow::Result<Reply> {
     let mut req = agent().request(method, url);
-    if body.is_some() && !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case("content-type")) {
+    if body.is_some()
+        && !headers
+            .iter()
+            .any(|(h, _)| h.eq_ignore_ascii_case("content-type"))
+    {
         req = req.set("Content-Type", "application/json");
     }
     for (h, v) in headers {
@@ -230,7 +234,7 @@ pub fn call_with(
 
 /// Sends a JSON body (or none) with `method`.
 pub fn call(method: &str, url: &str, body: Option<&serde_json::Value>) -> anyhow::Result<Reply> {
-    let bytes = body.map(|b| serde_json::to_vec(b)).transpose()?;
+    let bytes = body.map(serde_json::to_vec).transpose()?;
     call_with(method, url, bytes.as_deref(), &[])
 }
 
@@ -253,7 +257,9 @@ impl WatchReader {
         std::thread::spawn(move || {
             for line in BufReader::new(resp.into_reader()).lines() {
                 let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_str(&line) else { break };
+                let Ok(v) = serde_json::from_str(&line) else {
+                    break;
+                };
                 if tx.send(v).is_err() {
                     break;
                 }
@@ -311,7 +317,11 @@ pub fn kubectl(
         .env("KUBECONFIG", &kubeconfig)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
     let mut child = cmd.spawn().context("spawning kubectl")?;
     if let Some(input) = stdin {
         use std::io::Write as _;

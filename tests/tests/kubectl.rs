@@ -36,7 +36,8 @@ impl Kube {
     }
 
     fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
-        let (ok, out, err) = kubectl(&self.host.base_url, self.dir.path(), args, Some(stdin)).unwrap();
+        let (ok, out, err) =
+            kubectl(&self.host.base_url, self.dir.path(), args, Some(stdin)).unwrap();
         assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
         out
     }
@@ -48,35 +49,68 @@ fn kubectl_drives_custom_resources_end_to_end() {
     let crd = examples().join("crds/widgets.yaml").display().to_string();
     let out = k.ok(&["apply", "-f", &crd]);
     assert!(out.contains("widgets.example.com created"), "{out}");
-    k.ok(&["wait", "--for", "condition=established", "crd/widgets.example.com", "--timeout=10s"]);
+    k.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ]);
 
     let out = k.ok(&["api-resources"]);
-    let line = out.lines().find(|l| l.starts_with("widgets")).unwrap_or_else(|| panic!("{out}"));
-    assert!(line.contains("wd") && line.contains("example.com/v1") && line.contains("true") && line.contains("Widget"), "{line}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("widgets"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("wd")
+            && line.contains("example.com/v1")
+            && line.contains("true")
+            && line.contains("Widget"),
+        "{line}"
+    );
     assert!(out.contains("namespaces"), "{out}");
 
     let small = examples().join("widgets/small.yaml").display().to_string();
     let out = k.ok(&["create", "-f", &small]);
     assert!(out.contains("widget.example.com/small created"), "{out}");
     let (ok, _, err) = k.run(&["create", "-f", &small]);
-    assert!(!ok && err.contains("AlreadyExists") || err.contains("already exists"), "{err}");
+    assert!(
+        !ok && err.contains("AlreadyExists") || err.contains("already exists"),
+        "{err}"
+    );
 
     let out = k.ok(&["get", "widgets"]);
     let header = out.lines().next().unwrap_or_default();
     for col in ["NAME", "SIZE", "COLOR", "AGE"] {
         assert!(header.contains(col), "{out}");
     }
-    assert!(out.lines().any(|l| l.starts_with("small") && l.contains(" 2 ") && l.contains("red")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("small") && l.contains(" 2 ") && l.contains("red")),
+        "{out}"
+    );
     let yaml = k.ok(&["get", "wd", "small", "-o", "yaml"]);
-    for needle in ["apiVersion: example.com/v1", "kind: Widget", "uid:", "resourceVersion:", "generation: 1", "creationTimestamp:"] {
+    for needle in [
+        "apiVersion: example.com/v1",
+        "kind: Widget",
+        "uid:",
+        "resourceVersion:",
+        "generation: 1",
+        "creationTimestamp:",
+    ] {
         assert!(yaml.contains(needle), "{needle} missing:\n{yaml}");
     }
 
     // apply twice: the second changes a field; last-applied-configuration follows.
     let large = std::fs::read_to_string(examples().join("widgets/large.yaml")).unwrap();
-    assert!(k.ok_stdin(&["apply", "-f", "-"], &large).contains("created"));
+    assert!(k
+        .ok_stdin(&["apply", "-f", "-"], &large)
+        .contains("created"));
     let changed = large.replace("size: 50", "size: 60");
-    assert!(k.ok_stdin(&["apply", "-f", "-"], &changed).contains("configured"));
+    assert!(k
+        .ok_stdin(&["apply", "-f", "-"], &changed)
+        .contains("configured"));
     let got = k.ok(&["get", "wd", "large", "-o", "jsonpath={.spec.size} {.metadata.generation} {.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}"]);
     assert!(got.starts_with("60 2 "), "{got}");
     assert!(got.contains("\"size\":60"), "{got}");
@@ -85,18 +119,51 @@ fn kubectl_drives_custom_resources_end_to_end() {
     let mut watch = Command::new(kubectl_path().unwrap())
         .args(["--server", &k.host.base_url, "--cache-dir"])
         .arg(k.dir.path().join("cache"))
-        .args(["get", "widgets", "-w", "--output-watch-events", "--request-timeout=0"])
+        .args([
+            "get",
+            "widgets",
+            "-w",
+            "--output-watch-events",
+            "--request-timeout=0",
+        ])
         .env("KUBECONFIG", k.dir.path().join("kubeconfig"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    k.ok(&["patch", "wd", "small", "--type=merge", "-p", r#"{"spec":{"color":"green"}}"#]);
-    k.ok(&["patch", "wd", "small", "--type=json", "-p", r#"[{"op":"replace","path":"/spec/size","value":7}]"#]);
-    let got = k.ok(&["get", "wd", "small", "-o", "jsonpath={.spec.color} {.spec.size}"]);
+    k.ok(&[
+        "patch",
+        "wd",
+        "small",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"color":"green"}}"#,
+    ]);
+    k.ok(&[
+        "patch",
+        "wd",
+        "small",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/size","value":7}]"#,
+    ]);
+    let got = k.ok(&[
+        "get",
+        "wd",
+        "small",
+        "-o",
+        "jsonpath={.spec.color} {.spec.size}",
+    ]);
     assert_eq!(got, "green 7");
-    let (ok, _, err) = k.run(&["patch", "wd", "small", "--type=strategic", "-p", r#"{"spec":{"size":8}}"#]);
+    let (ok, _, err) = k.run(&[
+        "patch",
+        "wd",
+        "small",
+        "--type=strategic",
+        "-p",
+        r#"{"spec":{"size":8}}"#,
+    ]);
     assert!(!ok && err.contains("not supported"), "{err}");
 
     // delete waits for the object to be gone.
@@ -109,7 +176,11 @@ fn kubectl_drives_custom_resources_end_to_end() {
     let out = watch.wait_with_output().unwrap();
     let events = String::from_utf8_lossy(&out.stdout);
     for kind in ["ADDED", "MODIFIED", "DELETED"] {
-        assert!(events.contains(kind), "{kind} missing from the watch:\n{events}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            events.contains(kind),
+            "{kind} missing from the watch:\n{events}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     // explain reads the CRD schema from /openapi/v3.
@@ -118,12 +189,30 @@ fn kubectl_drives_custom_resources_end_to_end() {
 
     // Schema validation through kubectl: one cause per field.
     let bad = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: bad}\nspec: {size: 500, color: pink}\n";
-    let (ok, _, err) = kubectl(&k.host.base_url, k.dir.path(), &["create", "-f", "-"], Some(bad)).unwrap();
-    assert!(!ok && err.contains("spec.size") && err.contains("spec.color"), "{err}");
+    let (ok, _, err) = kubectl(
+        &k.host.base_url,
+        k.dir.path(),
+        &["create", "-f", "-"],
+        Some(bad),
+    )
+    .unwrap();
+    assert!(
+        !ok && err.contains("spec.size") && err.contains("spec.color"),
+        "{err}"
+    );
     // Strict validation (kubectl's default) refuses unknown fields.
     let unknown = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: unknown}\nspec: {size: 5, bogus: 1}\n";
-    let (ok, _, err) = kubectl(&k.host.base_url, k.dir.path(), &["create", "-f", "-"], Some(unknown)).unwrap();
-    assert!(!ok && err.contains("unknown field") && err.contains("bogus"), "{err}");
+    let (ok, _, err) = kubectl(
+        &k.host.base_url,
+        k.dir.path(),
+        &["create", "-f", "-"],
+        Some(unknown),
+    )
+    .unwrap();
+    assert!(
+        !ok && err.contains("unknown field") && err.contains("bogus"),
+        "{err}"
+    );
 
     // Deleting the definition stops serving it.
     k.ok(&["delete", "crd", "widgets.example.com"]);

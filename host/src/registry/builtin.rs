@@ -133,9 +133,13 @@ impl Strategy for CrdStrategy {
     }
 }
 
-/// The strategy of core `namespaces`.
+/// The strategy of core `namespaces`: new namespaces are `Active`; deleting one deletes every
+/// namespaced object in it.
 #[derive(Debug, Default)]
-pub struct NamespaceStrategy;
+pub struct NamespaceStrategy {
+    /// The registry whose resources a deleted namespace is emptied of.
+    pub registry: std::sync::OnceLock<std::sync::Weak<super::Registry>>,
+}
 
 #[async_trait]
 impl Strategy for NamespaceStrategy {
@@ -150,5 +154,51 @@ impl Strategy for NamespaceStrategy {
     ) -> Result<Admission, StrategyError> {
         obj["status"] = json!({"phase": "Active"});
         Ok(Admission::default())
+    }
+
+    async fn after_delete(&self, _ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
+        let Some(registry) = self.registry.get().and_then(std::sync::Weak::upgrade) else {
+            return Ok(());
+        };
+        let Some(ns) = obj.pointer("/metadata/name").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        let failed = |reason: String| StrategyError {
+            module: self.name().into(),
+            reason,
+        };
+        for r in registry
+            .resources()
+            .into_iter()
+            .filter(|r| r.def.namespaced)
+        {
+            let storage = r.store.storage();
+            let list = storage
+                .get_list(
+                    &r.def.collection_key(Some(ns)),
+                    ListOptions {
+                        recursive: true,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            for item in list.items {
+                let name = item
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let key = r.def.object_key(Some(ns), name);
+                match storage
+                    .delete(&key, &Preconditions::none(), accept_any_deletion(), None)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(failed(e.to_string())),
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -380,7 +380,7 @@ impl ResourceDefinition {
                 })),
                 printer_columns: vec![PrinterColumn {
                     name: "Created At".into(),
-                    type_: "date".into(),
+                    type_: "string".into(),
                     format: String::new(),
                     description: String::new(),
                     priority: 0,

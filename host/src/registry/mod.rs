@@ -12,6 +12,8 @@ pub mod served;
 pub mod store;
 pub mod strategy;
 pub mod system_fields;
+#[cfg(test)]
+mod tests;
 mod update;
 
 pub use definition::ResourceDefinition;

@@ -100,10 +100,9 @@ impl Registry {
             Arc::new(ResourceDefinition::custom_resource_definitions()),
             crd_strategy,
         );
-        registry.install(
-            Arc::new(ResourceDefinition::namespaces()),
-            Arc::new(NamespaceStrategy),
-        );
+        let namespaces = Arc::new(NamespaceStrategy::default());
+        let _ = namespaces.registry.set(Arc::downgrade(&registry));
+        registry.install(Arc::new(ResourceDefinition::namespaces()), namespaces);
         registry
     }
 

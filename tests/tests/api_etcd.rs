@@ -1,0 +1,176 @@
+//! End-to-end on etcd: replicas sharing one etcd serve the same definitions (driven by a watch,
+//! not by the request that created them), a client's watch resumes across a host restart, and
+//! an unreachable etcd answers 503/504 Statuses instead of hanging or crashing.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use strategy_host::storage::etcd3::testing::EtcdServer;
+use strategy_host_e2e::{call, widget, widget_crd, HostProcess, WatchReader};
+
+const W: &str = "/apis/example.com/v1/namespaces/default/widgets";
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+fn host(etcd: &EtcdServer, prefix: &str) -> HostProcess {
+    HostProcess::start(&["--etcd-servers", &etcd.endpoint(), "--etcd-prefix", prefix]).unwrap()
+}
+
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn replicas_sharing_etcd_serve_the_same_definitions() {
+    let etcd = EtcdServer::start().unwrap();
+    let a = host(&etcd, "/replicas");
+    let b = host(&etcd, "/replicas");
+    assert_eq!(call("GET", &b.url(W), None).unwrap().code, 404);
+    assert_eq!(
+        call("POST", &a.url(CRDS), Some(&widget_crd()))
+            .unwrap()
+            .code,
+        201
+    );
+    // Replica B never saw the request: its table follows the watch on the definitions.
+    eventually("replica B to serve widgets", || {
+        call("GET", &b.url(W), None).unwrap().code == 200
+    });
+    assert_eq!(
+        call("POST", &b.url(W), Some(&widget("from-b", 3)))
+            .unwrap()
+            .code,
+        201
+    );
+    let got = call("GET", &a.url(&format!("{W}/from-b")), None).unwrap();
+    assert_eq!(got.json()["spec"]["size"], 3, "{}", got.body);
+    // A schema change on A is enforced by B.
+    let mut crd = call("GET", &a.url(&format!("{CRDS}/widgets.example.com")), None)
+        .unwrap()
+        .json();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["size"]["maximum"] = json!(5);
+    assert_eq!(
+        call(
+            "PUT",
+            &a.url(&format!("{CRDS}/widgets.example.com")),
+            Some(&crd)
+        )
+        .unwrap()
+        .code,
+        200
+    );
+    eventually("replica B to enforce the new maximum", || {
+        call(
+            "POST",
+            &b.url(&format!("{W}?dryRun=All")),
+            Some(&widget("big", 10)),
+        )
+        .unwrap()
+        .code
+            == 422
+    });
+    assert_eq!(
+        call(
+            "DELETE",
+            &a.url(&format!("{CRDS}/widgets.example.com")),
+            None
+        )
+        .unwrap()
+        .code,
+        200
+    );
+    eventually("replica B to stop serving widgets", || {
+        call("GET", &b.url(W), None).unwrap().code == 404
+    });
+}
+
+#[test]
+fn watch_resumes_after_a_host_restart() {
+    let etcd = EtcdServer::start().unwrap();
+    let mut first = host(&etcd, "/resume");
+    assert_eq!(
+        call("POST", &first.url(CRDS), Some(&widget_crd()))
+            .unwrap()
+            .code,
+        201
+    );
+    let watch =
+        WatchReader::open(&first.url(&format!("{W}?watch=true&allowWatchBookmarks=true"))).unwrap();
+    call("POST", &first.url(W), Some(&widget("before", 1))).unwrap();
+    let e = watch.next(Duration::from_secs(5)).expect("ADDED before");
+    assert_eq!(e["type"], "ADDED");
+    let last_rv = e["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(first.terminate().unwrap().success());
+    assert!(
+        watch.ended(Duration::from_secs(5)),
+        "the watch ends cleanly on shutdown"
+    );
+
+    let second = host(&etcd, "/resume");
+    eventually("the restarted host to serve widgets", || {
+        call("GET", &second.url(W), None).unwrap().code == 200
+    });
+    // The client resumes from the last resourceVersion it saw and gets what it missed.
+    let resumed =
+        WatchReader::open(&second.url(&format!("{W}?watch=true&resourceVersion={last_rv}")))
+            .unwrap();
+    call("POST", &second.url(W), Some(&widget("after", 1))).unwrap();
+    let mut seen: Vec<String> = Vec::new();
+    while let Some(e) = resumed.next(Duration::from_secs(3)) {
+        if e["type"] == "ERROR" {
+            // A cache that started after last_rv answers 410 like Kubernetes; the client relists.
+            assert_eq!(e["object"]["code"], 410, "{e}");
+            let list = call("GET", &second.url(W), None).unwrap().json();
+            let names: Vec<&str> = list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, vec!["after", "before"]);
+            return;
+        }
+        seen.push(format!(
+            "{} {}",
+            e["type"].as_str().unwrap(),
+            e["object"]["metadata"]["name"].as_str().unwrap()
+        ));
+        if seen.len() == 1 {
+            break;
+        }
+    }
+    assert_eq!(
+        seen,
+        vec!["ADDED after"],
+        "nothing before last_rv is replayed, nothing after is missed"
+    );
+}
+
+#[test]
+fn unreachable_etcd_answers_statuses() {
+    let mut etcd = EtcdServer::start().unwrap();
+    let h = host(&etcd, "/down");
+    assert_eq!(
+        call("POST", &h.url(CRDS), Some(&widget_crd()))
+            .unwrap()
+            .code,
+        201
+    );
+    etcd.stop();
+    let r = call("POST", &h.url(W), Some(&widget("x", 1))).unwrap();
+    let s: Value = r.json();
+    assert!(matches!(r.code, 503 | 504 | 500), "{}", r.body);
+    assert_eq!(s["kind"], "Status", "{}", r.body);
+    assert_eq!(call("GET", &h.url("/livez"), None).unwrap().code, 200);
+    etcd.restart().unwrap();
+    eventually("writes to work again", || {
+        call("POST", &h.url(W), Some(&widget("y", 1))).unwrap().code == 201
+    });
+}
