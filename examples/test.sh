@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash examples/setup.sh
-cargo test --workspace --all-targets "$@"
+cargo test --workspace "$@"

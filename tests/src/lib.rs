@@ -188,10 +188,15 @@ impl Reply {
     }
 }
 
-fn agent() -> ureq::Agent {
-    ureq::AgentBuilder::new()
+thread_local! {
+    /// One agent per thread, so its connections are kept alive across calls.
+    static AGENT: ureq::Agent = ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(30))
-        .build()
+        .build();
+}
+
+fn agent() -> ureq::Agent {
+    AGENT.with(Clone::clone)
 }
 
 /// Sends `method` to `url` with an optional body and content type (JSON by default when there

@@ -1,5 +1,6 @@
 //! `api-load`: a load tool for a running strategy-host. Creates the example Widget CRD if it is
-//! missing, then runs `create` (POST new Widgets), `get` (GET existing ones) or `update`
+//! missing, then runs `create` (POST new Widgets), `get` (GET existing ones; `cached-get` at
+//! resourceVersion=0) or `update`
 //! (PATCH) from N concurrent clients for a fixed time, optionally paced to a total rate, and
 //! prints operations per second and p50/p90/p99 latency.
 //!
@@ -71,6 +72,7 @@ fn main() -> anyhow::Result<()> {
                     let code = match mode.as_str() {
                         "create" => call("POST", &base, Some(&widget(&format!("l-{run}-{w}-{i}"), 1)))?.code,
                         "get" => call("GET", &format!("{base}/seed-{run}-{}", i % 100), None)?.code,
+                        "cached-get" => call("GET", &format!("{base}/seed-{run}-{}?resourceVersion=0", i % 100), None)?.code,
                         "update" => {
                             let body = json!({"spec": {"size": 1 + (i % 50)}});
                             strategy_host_e2e::call_with("PATCH", &format!("{base}/seed-{run}-{}", (i + w as u64) % 100), Some(body.to_string().as_bytes()), &[("Content-Type", "application/merge-patch+json")])?.code
