@@ -2,8 +2,8 @@
 //! WebAssembly strategy modules.
 //!
 //! The crate follows the data path: `api` (HTTP) → `registry` → `storage` (the cacher over
-//! etcd3 or the embedded store) and `wasm` (the strategy runtime). This revision holds the storage
-//! layer and the server's health endpoints.
+//! etcd3 or the embedded store) and `wasm` (the strategy runtime that supplies each resource's
+//! `registry::strategy::Strategy`).
 
 pub mod api;
 pub mod config;

@@ -9,6 +9,7 @@ use clap::Parser as _;
 use serde_json::json;
 use strategy_host::api::server::{serve, AppState};
 use strategy_host::config::{Config, StoreChoice};
+use strategy_host::registry::host_api::RegistryHostApi;
 use strategy_host::registry::served::DefaultResolver;
 use strategy_host::registry::{Registry, RequestScope, StrategyResolver};
 use strategy_host::storage::embedded::EmbeddedStore;
@@ -46,6 +47,7 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     let mut _strategy_watcher = None;
+    let mut modules = None;
     let resolver: Arc<dyn StrategyResolver> = match &config.strategy_dir {
         Some(dir) => {
             let runtime =
@@ -54,11 +56,18 @@ async fn main() -> anyhow::Result<()> {
             let watcher = DirectoryWatcher::start(table.clone(), dir.clone())
                 .with_context(|| format!("watching the strategy directory {}", dir.display()))?;
             _strategy_watcher = Some(watcher);
+            modules = Some(table.clone());
             table
         }
         None => Arc::new(DefaultResolver),
     };
     let registry = Registry::new(storage.clone(), resolver);
+    if let Some(table) = &modules {
+        // Strategies' get/list/apply host functions go through the registry.
+        table
+            .runtime()
+            .set_host_api(Arc::new(RegistryHostApi::new(&registry)));
+    }
     registry.start();
     ensure_default_namespace(&registry).await;
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -117,6 +117,13 @@ fn watch_resumes_after_a_host_restart() {
     eventually("the restarted host to serve widgets", || {
         call("GET", &second.url(W), None).unwrap().code == 200
     });
+    // A write the client missed while its host was down.
+    assert_eq!(
+        call("POST", &second.url(W), Some(&widget("missed", 1)))
+            .unwrap()
+            .code,
+        201
+    );
     // The client resumes from the last resourceVersion it saw and gets what it missed.
     let resumed =
         WatchReader::open(&second.url(&format!("{W}?watch=true&resourceVersion={last_rv}")))
@@ -134,7 +141,8 @@ fn watch_resumes_after_a_host_restart() {
                 .iter()
                 .map(|i| i["metadata"]["name"].as_str().unwrap())
                 .collect();
-            assert_eq!(names, vec!["after", "before"]);
+            assert_eq!(names, vec!["after", "before", "missed"]);
+            eprintln!("resume answered 410 Expired; the relist is complete");
             return;
         }
         seen.push(format!(
@@ -142,15 +150,16 @@ fn watch_resumes_after_a_host_restart() {
             e["type"].as_str().unwrap(),
             e["object"]["metadata"]["name"].as_str().unwrap()
         ));
-        if seen.len() == 1 {
+        if seen.len() == 2 {
             break;
         }
     }
     assert_eq!(
         seen,
-        vec!["ADDED after"],
+        vec!["ADDED missed", "ADDED after"],
         "nothing before last_rv is replayed, nothing after is missed"
     );
+    eprintln!("resume delivered the missed events");
 }
 
 #[test]

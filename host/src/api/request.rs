@@ -45,7 +45,14 @@ pub enum Route {
 
 /// Parses a path under `/api` or `/apis`; `None` for anything else.
 pub fn parse_path(path: &str) -> Option<Route> {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let parts: Vec<&str> = path
+        .trim_end_matches('/')
+        .trim_start_matches('/')
+        .split('/')
+        .collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
     let (group, version, rest) = match parts.as_slice() {
         ["api"] => return Some(Route::CoreVersions),
         ["apis"] => return Some(Route::Groups),
@@ -277,6 +284,8 @@ mod tests {
         assert_eq!(p.namespace.as_deref(), Some("ns"));
         assert!(parse_path("/apis/g/v1/a/b/c/d").is_none());
         assert!(parse_path("/other").is_none());
+        assert!(parse_path("/apis//v1").is_none());
+        assert!(parse_path("/apis/g/v1/namespaces//w").is_none());
     }
 
     #[test]

@@ -38,23 +38,32 @@ pub async fn handle(
     path: ResourcePath,
     query: Query,
 ) -> Response<Body> {
-    match run(state, req, &path, &query).await {
+    let (parts, body) = req.into_parts();
+    let mut body = Some(body);
+    let resp = match run(state, &parts, &mut body, &path, &query).await {
         Ok(resp) => resp,
         Err(status) => response::status(&status),
+    };
+    // A body the handler did not read is drained (up to the cap), so the connection stays
+    // usable for the client's next request.
+    if let Some(unread) = body {
+        let _ = body::read(unread, state.max_body_bytes).await;
     }
+    resp
 }
 
-fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
-    req.headers().get(name).and_then(|v| v.to_str().ok())
+fn header(req: &hyper::http::request::Parts, name: hyper::header::HeaderName) -> Option<&str> {
+    req.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 async fn run(
     state: &AppState,
-    req: Request<Incoming>,
+    req: &hyper::http::request::Parts,
+    incoming: &mut Option<Incoming>,
     path: &ResourcePath,
     query: &Query,
 ) -> Result<Response<Body>, Status> {
-    let uri_path = req.uri().path().to_string();
+    let uri_path = req.uri.path().to_string();
     let served = state
         .registry
         .resolve(&path.group, &path.version, &path.plural)
@@ -74,7 +83,7 @@ async fn run(
     }
     if def.namespaced
         && path.namespace.is_none()
-        && (path.name.is_some() || req.method() == Method::POST)
+        && (path.name.is_some() || req.method == Method::POST)
     {
         return Err(not_served(&uri_path));
     }
@@ -86,11 +95,11 @@ async fn run(
         subresource: path.subresource.clone(),
         field_validation: query.field_validation()?,
     };
-    let accept = header(&req, hyper::header::ACCEPT).map(String::from);
+    let accept = header(req, hyper::header::ACCEPT).map(String::from);
     let as_table = table::wants_table(accept.as_deref());
     let include_object = query.get("includeObject").unwrap_or("Metadata").to_string();
-    let method = req.method().clone();
-    let content_type = header(&req, hyper::header::CONTENT_TYPE).map(String::from);
+    let method = req.method.clone();
+    let content_type = header(req, hyper::header::CONTENT_TYPE).map(String::from);
     let wants_watch = path.legacy_watch || query.flag("watch")?;
     if path.legacy_watch && method != Method::GET {
         return Err(Status::method_not_allowed(format!(
@@ -160,7 +169,7 @@ async fn run(
         }
         (&Method::POST, None) if path.subresource.is_none() => {
             body::require_json(content_type.as_deref())?;
-            let bytes = body::read(req.into_body(), state.max_body_bytes).await?;
+            let bytes = read_body(incoming, state.max_body_bytes).await?;
             let (obj, mut warnings) = decode_checked(&bytes, scope.field_validation)?;
             let outcome = store
                 .create(&scope, obj)
@@ -172,7 +181,7 @@ async fn run(
         }
         (&Method::PUT, Some(n)) => {
             body::require_json(content_type.as_deref())?;
-            let bytes = body::read(req.into_body(), state.max_body_bytes).await?;
+            let bytes = read_body(incoming, state.max_body_bytes).await?;
             let (obj, mut warnings) = decode_checked(&bytes, scope.field_validation)?;
             let input: UpdateFn = Arc::new(move |_| Ok(obj.clone()));
             let outcome = store
@@ -189,7 +198,7 @@ async fn run(
         }
         (&Method::PATCH, Some(n)) => {
             let kind = patch_kind(content_type.as_deref())?;
-            let bytes = body::read(req.into_body(), state.max_body_bytes).await?;
+            let bytes = read_body(incoming, state.max_body_bytes).await?;
             let patch = Patch::decode(kind, &bytes)?;
             let mut warnings = Vec::new();
             if scope.field_validation != FieldValidation::Ignore {
@@ -239,7 +248,7 @@ async fn run(
             Ok(response::json(200, &outcome.object, &warnings))
         }
         (&Method::DELETE, name) if path.subresource.is_none() => {
-            let bytes = body::read(req.into_body(), state.max_body_bytes).await?;
+            let bytes = read_body(incoming, state.max_body_bytes).await?;
             let opts_body = if bytes.iter().all(u8::is_ascii_whitespace) {
                 Value::Object(Default::default())
             } else {
@@ -270,6 +279,14 @@ async fn run(
         _ => Err(Status::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({method} {uri_path})"
         ))),
+    }
+}
+
+/// Reads the request body (once).
+async fn read_body(incoming: &mut Option<Incoming>, max: usize) -> Result<bytes::Bytes, Status> {
+    match incoming.take() {
+        Some(b) => body::read(b, max).await,
+        None => Ok(bytes::Bytes::new()),
     }
 }
 

@@ -62,6 +62,27 @@ impl RegistryStore {
         Ok(())
     }
 
+    /// Refuses metadata that is not shaped like `ObjectMeta` before a strategy sees it, so a
+    /// module that decodes metadata into typed fields gets well-formed input (400, as
+    /// Kubernetes' decoder answers).
+    pub(super) fn check_metadata_shape(&self, obj: &Value) -> Result<()> {
+        match super::names::metadata_shape_error(obj) {
+            None => Ok(()),
+            Some(why) => Err(Error::BadRequest(format!("invalid object: {why}"))),
+        }
+    }
+
+    /// Refuses what a strategy returned when it is not an object (a broken module).
+    pub(super) fn check_strategy_output(&self, obj: &Value) -> Result<()> {
+        if obj.is_object() {
+            return Ok(());
+        }
+        Err(Error::Strategy(super::strategy::StrategyError {
+            module: self.strategy.name().to_string(),
+            reason: "the strategy returned something that is not a JSON object".into(),
+        }))
+    }
+
     /// Creates an object.
     ///
     /// # Errors
@@ -99,8 +120,10 @@ impl RegistryStore {
                 map.remove("status");
             }
         }
+        self.check_metadata_shape(&obj)?;
         let ctx = self.ctx(scope);
         let admission = self.strategy.before_create(&ctx, &mut obj).await?;
+        self.check_strategy_output(&obj)?;
         warnings.extend(admission.warnings);
         let name = meta_str(&obj, "name").unwrap_or("").to_string();
         let target = self.target(&name);

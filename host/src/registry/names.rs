@@ -96,7 +96,42 @@ pub fn qualified_name_error(key: &str) -> Option<String> {
     })
 }
 
-/// Validates `metadata.labels` and `metadata.annotations` of `obj`.
+/// Why `metadata` does not have the shape of Kubernetes' `ObjectMeta` (string fields, maps of
+/// strings, a list of strings), if it does not: what Kubernetes refuses when decoding (400).
+pub fn metadata_shape_error(obj: &Value) -> Option<String> {
+    let meta = obj.get("metadata")?;
+    let Some(meta) = meta.as_object() else {
+        return Some("metadata must be an object".into());
+    };
+    for field in [
+        "name",
+        "generateName",
+        "namespace",
+        "uid",
+        "resourceVersion",
+    ] {
+        if meta
+            .get(field)
+            .is_some_and(|v| !v.is_string() && !v.is_null())
+        {
+            return Some(format!("metadata.{field} must be a string"));
+        }
+    }
+    for field in ["labels", "annotations"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) if m.values().all(Value::is_string) => {}
+            Some(_) => return Some(format!("metadata.{field} must be a map of strings")),
+        }
+    }
+    match meta.get("finalizers") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => None,
+        Some(_) => Some("metadata.finalizers must be a list of strings".into()),
+    }
+}
+
+/// Validates `metadata.labels`, `metadata.annotations` and `metadata.finalizers` of `obj`.
 pub fn validate_labels_and_annotations(obj: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let invalid = |field: String, detail: String| FieldError {
@@ -159,6 +194,27 @@ pub fn validate_labels_and_annotations(obj: &Value) -> Vec<FieldError> {
             format!("{other}: must be a map of strings"),
         )),
     }
+    match obj.pointer("/metadata/finalizers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, f) in items.iter().enumerate() {
+                let why = match f.as_str() {
+                    Some(name) => qualified_name_error(name),
+                    None => Some("must be a string".into()),
+                };
+                if let Some(why) = why {
+                    errors.push(invalid(
+                        format!("metadata.finalizers[{i}]"),
+                        format!("{f}: {why}"),
+                    ));
+                }
+            }
+        }
+        Some(other) => errors.push(invalid(
+            "metadata.finalizers".into(),
+            format!("{other}: must be a list of strings"),
+        )),
+    }
     errors
 }
 
@@ -183,7 +239,9 @@ mod tests {
     fn labels() {
         let ok = json!({"metadata": {"labels": {"app.kubernetes.io/name": "x", "a": ""}}});
         assert!(validate_labels_and_annotations(&ok).is_empty());
-        let bad = json!({"metadata": {"labels": {"-a": "x", "b": "-"}, "annotations": {"k": 1}}});
-        assert_eq!(validate_labels_and_annotations(&bad).len(), 3);
+        let bad = json!({"metadata": {"labels": {"-a": "x", "b": "-"}, "annotations": {"k": 1}, "finalizers": "x"}});
+        assert_eq!(validate_labels_and_annotations(&bad).len(), 4);
+        let fin = json!({"metadata": {"finalizers": ["example.com/ok", "Bad Name", 3]}});
+        assert_eq!(validate_labels_and_annotations(&fin).len(), 2);
     }
 }

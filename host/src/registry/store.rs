@@ -211,9 +211,11 @@ impl RegistryStore {
         let found = namespaces
             .get(
                 &format!("/namespaces/{ns}"),
+                // Any cached state will do, as Kubernetes' namespace lifecycle admission reads
+                // an informer: a consistent read would wait on the store's revision per create.
                 GetOptions {
+                    resource_version: "0".into(),
                     ignore_not_found: true,
-                    ..Default::default()
                 },
             )
             .await

@@ -163,10 +163,12 @@ impl RegistryStore {
                 let mut warnings = Vec::new();
                 self.apply_schema(scope, &mut obj, &mut warnings)?;
                 super::system_fields::prepare_for_create(&mut obj);
+                self.check_metadata_shape(&obj)?;
                 let admission = self
                     .strategy
                     .before_create(&self.ctx(scope), &mut obj)
                     .await?;
+                self.check_strategy_output(&obj)?;
                 warnings.extend(admission.warnings);
                 let mut causes = admission.field_errors;
                 causes.extend(self.validate_common(scope, &obj));
@@ -253,10 +255,12 @@ impl RegistryStore {
             }
         }
         super::system_fields::prepare_for_update(&mut new, &old);
+        self.check_metadata_shape(&new)?;
         let admission = self
             .strategy
             .before_update(&self.ctx(scope), &mut new, &old)
             .await?;
+        self.check_strategy_output(&new)?;
         warnings.extend(admission.warnings);
         causes.extend(admission.field_errors);
         causes.extend(self.validate_common(scope, &new));

@@ -21,7 +21,13 @@ struct Args {
 }
 
 fn parse_args() -> anyhow::Result<Args> {
-    let mut args = Args { server: "http://127.0.0.1:8080".into(), mode: "create".into(), concurrency: 16, seconds: 10, rate: None };
+    let mut args = Args {
+        server: "http://127.0.0.1:8080".into(),
+        mode: "create".into(),
+        concurrency: 16,
+        seconds: 10,
+        rate: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
@@ -39,27 +45,36 @@ fn parse_args() -> anyhow::Result<Args> {
 
 fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
-    let crds = format!("{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions", args.server);
+    let crds = format!(
+        "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        args.server
+    );
     let r = call("POST", &crds, Some(&widget_crd()))?;
     if r.code != 201 && r.code != 409 {
         bail!("creating the Widget CRD answered {}: {}", r.code, r.body);
     }
     let run = format!("{:x}", std::process::id());
-    let base = format!("{}/apis/example.com/v1/namespaces/default/widgets", args.server);
+    let base = format!(
+        "{}/apis/example.com/v1/namespaces/default/widgets",
+        args.server
+    );
     if args.mode != "create" {
         for i in 0..100 {
             call("POST", &base, Some(&widget(&format!("seed-{run}-{i}"), 1)))?;
         }
     }
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
-    let interval = args.rate.map(|r| Duration::from_secs_f64(args.concurrency as f64 / r));
+    let interval = args
+        .rate
+        .map(|r| Duration::from_secs_f64(args.concurrency as f64 / r));
     let workers: Vec<_> = (0..args.concurrency)
         .map(|w| {
             let (base, mode, run) = (base.clone(), args.mode.clone(), run.clone());
             std::thread::spawn(move || -> anyhow::Result<(Vec<Duration>, u64)> {
                 let mut latencies = Vec::new();
                 let mut errors = 0;
-                let mut next = Instant::now() + interval.map_or(Duration::ZERO, |i| i.mul_f64(w as f64 / 16.0));
+                let mut next = Instant::now()
+                    + interval.map_or(Duration::ZERO, |i| i.mul_f64(w as f64 / 16.0));
                 let mut i = 0u64;
                 while Instant::now() < deadline {
                     if let Some(iv) = interval {
@@ -70,12 +85,27 @@ fn main() -> anyhow::Result<()> {
                     }
                     let start = Instant::now();
                     let code = match mode.as_str() {
-                        "create" => call("POST", &base, Some(&widget(&format!("l-{run}-{w}-{i}"), 1)))?.code,
+                        "create" => {
+                            call("POST", &base, Some(&widget(&format!("l-{run}-{w}-{i}"), 1)))?.code
+                        }
                         "get" => call("GET", &format!("{base}/seed-{run}-{}", i % 100), None)?.code,
-                        "cached-get" => call("GET", &format!("{base}/seed-{run}-{}?resourceVersion=0", i % 100), None)?.code,
+                        "cached-get" => {
+                            call(
+                                "GET",
+                                &format!("{base}/seed-{run}-{}?resourceVersion=0", i % 100),
+                                None,
+                            )?
+                            .code
+                        }
                         "update" => {
                             let body = json!({"spec": {"size": 1 + (i % 50)}});
-                            strategy_host_e2e::call_with("PATCH", &format!("{base}/seed-{run}-{}", (i + w as u64) % 100), Some(body.to_string().as_bytes()), &[("Content-Type", "application/merge-patch+json")])?.code
+                            strategy_host_e2e::call_with(
+                                "PATCH",
+                                &format!("{base}/seed-{run}-{}", (i + w as u64) % 100),
+                                Some(body.to_string().as_bytes()),
+                                &[("Content-Type", "application/merge-patch+json")],
+                            )?
+                            .code
                         }
                         other => bail!("unknown mode {other}"),
                     };
@@ -92,12 +122,18 @@ fn main() -> anyhow::Result<()> {
     let mut all = Vec::new();
     let mut errors = 0;
     for w in workers {
-        let (l, e) = w.join().map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+        let (l, e) = w
+            .join()
+            .map_err(|_| anyhow::anyhow!("a worker panicked"))??;
         all.extend(l);
         errors += e;
     }
     all.sort();
-    let pct = |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or_default();
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
     println!(
         "mode={} concurrency={} ops={} errors={} ops/s={:.0} p50={:.2}ms p90={:.2}ms p99={:.2}ms",
         args.mode,

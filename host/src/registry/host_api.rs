@@ -1,0 +1,162 @@
+//! The wasm runtime's `HostApi` backed by the registry: a strategy's `get` and `list` read
+//! through each resource's cache, and its `apply` creates or updates through the target
+//! resource's own store (and so its own strategy), at the hook depth the runtime gives.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::Value;
+
+use super::{Registry, RequestScope, ServedResource, UpdateFn};
+use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
+use crate::wasm::{with_apply_depth, CallerInfo, HostApi};
+
+/// Host functions over a registry (held weakly: the runtime outlives nothing).
+pub struct RegistryHostApi {
+    registry: Weak<Registry>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl RegistryHostApi {
+    /// Host functions over `registry`, running its futures on the current tokio runtime.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn new(registry: &Arc<Registry>) -> Self {
+        Self {
+            registry: Arc::downgrade(registry),
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
+    fn resource(&self, group: &str, plural: &str) -> Result<ServedResource, String> {
+        let registry = self
+            .registry
+            .upgrade()
+            .ok_or("the server is shutting down")?;
+        registry
+            .resources()
+            .into_iter()
+            .find(|r| r.def.group == group && r.def.plural == plural)
+            .ok_or_else(|| format!("the resource {plural}.{group} is not served"))
+    }
+
+    fn scope(r: &ServedResource, caller: &CallerInfo, namespace: &str) -> RequestScope {
+        RequestScope {
+            version: r.def.storage_version().to_string(),
+            namespace: (!namespace.is_empty() && r.def.namespaced).then(|| namespace.to_string()),
+            dry_run: caller.dry_run,
+            request_id: caller.request_id.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+impl HostApi for RegistryHostApi {
+    fn get(
+        &self,
+        caller: &CallerInfo,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, String> {
+        let r = self.resource(group, plural)?;
+        let scope = Self::scope(&r, caller, namespace);
+        let opts = GetOptions {
+            resource_version: "0".into(),
+            ignore_not_found: false,
+        };
+        match self.runtime.block_on(r.store.get(&scope, name, opts)) {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn list(
+        &self,
+        caller: &CallerInfo,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        label_selector: &str,
+    ) -> Result<Vec<Value>, String> {
+        let r = self.resource(group, plural)?;
+        let scope = Self::scope(&r, caller, namespace);
+        let label = LabelSelector::parse(label_selector).map_err(|e| e.to_string())?;
+        let opts = ListOptions {
+            resource_version: "0".into(),
+            predicate: SelectionPredicate {
+                label,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let list = self
+            .runtime
+            .block_on(r.store.list(&scope, opts))
+            .map_err(|e| e.to_string())?;
+        Ok(list["items"].as_array().cloned().unwrap_or_default())
+    }
+
+    fn apply(&self, caller: &CallerInfo, depth: u32, object: Value) -> Result<Value, String> {
+        let registry = self
+            .registry
+            .upgrade()
+            .ok_or("the server is shutting down")?;
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let r = registry
+            .resources()
+            .into_iter()
+            .find(|r| {
+                r.def.group == group && r.def.kind == kind && r.def.version(version).is_some()
+            })
+            .ok_or_else(|| format!("no served resource for {api_version}, Kind={kind}"))?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut scope = Self::scope(&r, caller, namespace);
+        scope.version = version.to_string();
+        let store = r.store.clone();
+        let write = async move {
+            let exists = store.get(&scope, &name, GetOptions::default()).await;
+            match exists {
+                Err(e) if e.is_not_found() => store.create(&scope, object).await,
+                Err(e) => Err(e),
+                Ok(_) => {
+                    let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
+                        let mut next = object.clone();
+                        if let (Some(cur), Some(meta)) = (
+                            current,
+                            next.get_mut("metadata").and_then(Value::as_object_mut),
+                        ) {
+                            if let Some(rv) = cur.pointer("/metadata/resourceVersion") {
+                                meta.insert("resourceVersion".into(), rv.clone());
+                            }
+                        }
+                        Ok(next)
+                    });
+                    store.update(&scope, &name, input).await
+                }
+            }
+        };
+        self.runtime
+            .block_on(with_apply_depth(depth, write))
+            .map(|o| o.object)
+            .map_err(|e| crate::api::status::Status::from(&e).message)
+    }
+}
