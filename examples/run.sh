@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
-# Sets up the machine and runs the server on the embedded store in ./data, on 127.0.0.1:8080.
-# Extra arguments go to strategy-host (see `strategy-host --help`).
+# Sets up the machine, builds the example strategies to wasm, and runs the server on the embedded
+# store in ./data, on 127.0.0.1:8080, with those strategies loaded from target/example-strategies
+# (hot-reloaded: copy a new .wasm there and it is swapped in). Extra arguments go to strategy-host
+# (see `strategy-host --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash examples/setup.sh
-exec cargo run --release -p strategy-host --bin strategy-host -- "$@"
+cargo build --release --target wasm32-unknown-unknown \
+    -p strategy-deployment -p strategy-configmap -p strategy-project
+mkdir -p target/example-strategies
+for s in deployment configmap project; do
+    # Write then rename, so the directory watcher never sees a half-written module.
+    cp "target/wasm32-unknown-unknown/release/strategy_${s}.wasm" "target/example-strategies/.${s}.tmp"
+    mv "target/example-strategies/.${s}.tmp" "target/example-strategies/strategy_${s}.wasm"
+done
+exec cargo run --release -p strategy-host --bin strategy-host -- \
+    --strategy-dir target/example-strategies "$@"
