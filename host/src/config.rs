@@ -65,6 +65,11 @@ pub struct Config {
     #[arg(long, env = "STRATEGY_HOST_STRATEGY_DIR")]
     pub strategy_dir: Option<PathBuf>,
 
+    /// Where compiled strategy modules are cached by content digest (default: `module-cache`
+    /// inside --data-dir on the embedded store; no cache on etcd unless set).
+    #[arg(long, env = "STRATEGY_HOST_MODULE_CACHE_DIR")]
+    pub module_cache_dir: Option<PathBuf>,
+
     /// The largest request body accepted (bytes); larger requests answer 413.
     #[arg(
         long,
@@ -80,6 +85,17 @@ pub struct Config {
         default_value_t = 400
     )]
     pub max_requests_inflight: usize,
+}
+
+impl Config {
+    /// The directory compiled modules are cached in, if any.
+    pub fn module_cache(&self) -> Option<PathBuf> {
+        match (&self.module_cache_dir, self.etcd_servers.is_empty()) {
+            (Some(dir), _) => Some(dir.clone()),
+            (None, true) => Some(self.data_dir.join("module-cache")),
+            (None, false) => None,
+        }
+    }
 }
 
 /// Which store the server runs on.

@@ -1,6 +1,7 @@
 //! The `strategy-host` binary: parses the command line, opens the store, starts the registry
 //! (built-in resources, CustomResourceDefinitions followed by a watch, the `default`
-//! namespace), optionally loads wasm strategies, and serves HTTP until SIGTERM or SIGINT.
+//! namespace), the wasm runtime with its module sources (`--strategy-dir` and `StrategyModule`
+//! objects), and serves HTTP until SIGTERM or SIGINT.
 
 use std::sync::Arc;
 
@@ -10,13 +11,18 @@ use serde_json::json;
 use strategy_host::api::server::{serve, AppState};
 use strategy_host::config::{Config, StoreChoice};
 use strategy_host::registry::host_api::RegistryHostApi;
-use strategy_host::registry::served::DefaultResolver;
-use strategy_host::registry::{Registry, RequestScope, StrategyResolver};
+use strategy_host::registry::{Registry, RequestScope};
 use strategy_host::storage::embedded::EmbeddedStore;
 use strategy_host::storage::etcd3::Etcd3Store;
 use strategy_host::storage::Storage;
-use strategy_host::wasm::{DirectoryWatcher, ModuleTable, Runtime, RuntimeConfig};
+use strategy_host::wasm::module_object::{self, ModuleObjectStrategy};
+use strategy_host::wasm::{
+    declared_resources, object_source, DirectoryWatcher, ModuleTable, Runtime, RuntimeConfig,
+};
 use tokio::signal::unix::{signal, SignalKind};
+
+/// How long startup waits for the first list of definitions before loading modules.
+const DEFINITIONS_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -46,29 +52,40 @@ async fn main() -> anyhow::Result<()> {
             Arc::new(store)
         }
     };
-    let mut _strategy_watcher = None;
-    let mut modules = None;
-    let resolver: Arc<dyn StrategyResolver> = match &config.strategy_dir {
-        Some(dir) => {
-            let runtime =
-                Runtime::new(RuntimeConfig::default()).context("starting the wasm runtime")?;
-            let table = Arc::new(ModuleTable::new(runtime));
-            let watcher = DirectoryWatcher::start(table.clone(), dir.clone())
-                .with_context(|| format!("watching the strategy directory {}", dir.display()))?;
-            _strategy_watcher = Some(watcher);
-            modules = Some(table.clone());
-            table
-        }
-        None => Arc::new(DefaultResolver),
-    };
-    let registry = Registry::new(storage.clone(), resolver);
-    if let Some(table) = &modules {
-        // Strategies' get/list/apply host functions go through the registry.
-        table
-            .runtime()
-            .set_host_api(Arc::new(RegistryHostApi::new(&registry)));
-    }
+    // The runtime always runs: `StrategyModule` objects load modules with or without a directory.
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: config.module_cache(),
+        ..RuntimeConfig::default()
+    })
+    .context("starting the wasm runtime")?;
+    let modules = Arc::new(ModuleTable::new(runtime));
+    let registry = Registry::new(storage.clone(), modules.clone());
+    registry.serve_builtin(module_object::definition(), Arc::new(ModuleObjectStrategy));
+    // Strategies' get/list/apply host functions go through the registry.
+    modules
+        .runtime()
+        .set_host_api(Arc::new(RegistryHostApi::new(&registry)));
     registry.start();
+    // Manifests are checked against the served definitions, so let the first list land first.
+    if !registry.wait_synced(DEFINITIONS_SYNC_WAIT).await {
+        tracing::warn!(
+            "resource definitions not listed yet; modules load unchecked until they are"
+        );
+    }
+    declared_resources::start(&modules, &registry);
+    let _strategy_watcher = match &config.strategy_dir {
+        Some(dir) => {
+            let (table, dir) = (modules.clone(), dir.clone());
+            let watcher = tokio::task::spawn_blocking(move || {
+                DirectoryWatcher::start(table, dir.clone())
+                    .with_context(|| format!("watching the strategy directory {}", dir.display()))
+            })
+            .await??;
+            Some(watcher)
+        }
+        None => None,
+    };
+    object_source::start(modules.clone(), &registry);
     ensure_default_namespace(&registry).await;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -79,7 +96,8 @@ async fn main() -> anyhow::Result<()> {
         registry,
         config.max_request_body_bytes,
         config.max_requests_inflight,
-    );
+    )
+    .with_modules(modules);
     serve(listener, state, shutdown_signal()?).await?;
     tracing::info!("stopped");
     Ok(())

@@ -24,6 +24,7 @@ use super::status::Status;
 use super::{discovery, openapi, resource};
 use crate::registry::Registry;
 use crate::storage::Storage;
+use crate::wasm::ModuleTable;
 
 /// How long in-flight requests may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -43,6 +44,8 @@ pub struct AppState {
     pub inflight: Arc<Semaphore>,
     /// Flips to `true` when shutdown begins (watches end on it).
     pub shutdown: watch::Receiver<bool>,
+    /// The wasm module table, for `/metrics` and `/debug/strategies`.
+    pub modules: Option<Arc<ModuleTable>>,
 }
 
 impl AppState {
@@ -59,7 +62,14 @@ impl AppState {
             max_body_bytes,
             inflight: Arc::new(Semaphore::new(max_inflight.max(1))),
             shutdown: watch::channel(false).1,
+            modules: None,
         }
+    }
+
+    /// The same state, also serving the module table's metrics and statuses.
+    pub fn with_modules(mut self, modules: Arc<ModuleTable>) -> Self {
+        self.modules = Some(modules);
+        self
     }
 }
 
@@ -161,7 +171,15 @@ async fn route(req: Request<Incoming>, state: &AppState, peer: SocketAddr) -> Re
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     tracing::debug!(%peer, %method, %path, "request");
-    if let Some(reply) = health::handle(&path, &state.storage).await {
+    let runtime_reply = state
+        .modules
+        .as_deref()
+        .and_then(|m| super::modules::handle(&path, m));
+    let reply = match runtime_reply {
+        Some(r) => Some(r),
+        None => health::handle(&path, &state.storage).await,
+    };
+    if let Some(reply) = reply {
         if method != Method::GET {
             return response::status(&Status::method_not_allowed(format!(
                 "the server does not allow the method {method} on {path}"

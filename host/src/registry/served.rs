@@ -127,6 +127,19 @@ impl Registry {
         );
     }
 
+    /// Serves a resource the host defines itself (not from a CustomResourceDefinition), with
+    /// its own strategy, e.g. the wasm runtime's `StrategyModule` kind.
+    pub fn serve_builtin(&self, def: ResourceDefinition, strategy: Arc<dyn Strategy>) {
+        self.install(Arc::new(def), strategy);
+    }
+
+    /// Waits (up to `timeout`) for the first list of definitions; returns whether it came.
+    pub async fn wait_synced(&self, timeout: Duration) -> bool {
+        let mut rx = self.synced.subscribe();
+        let synced = tokio::time::timeout(timeout, rx.wait_for(|s| *s)).await;
+        synced.is_ok()
+    }
+
     /// The resource served at `group`/`version`/`plural`, if any.
     pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ServedResource> {
         let table = self.table.read().unwrap_or_else(|p| p.into_inner());

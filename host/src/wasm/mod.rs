@@ -4,13 +4,16 @@
 //! 1 ms epoch ticker; modules compiled once (cached on disk by digest), checked against the ABI
 //! and pre-linked ([`StrategyModule`]); a fresh instance per registry phase with a deadline, a
 //! memory cap and an output cap; the registry's `Strategy` trait on top ([`WasmStrategy`]); the
-//! table of active modules per resource with atomic swap ([`ModuleTable`]); and hot reload from a
-//! watched directory ([`DirectoryWatcher`]).
+//! table of active modules per resource with atomic swap ([`ModuleTable`]); and hot reload from
+//! two sources: a watched directory ([`DirectoryWatcher`]) and `StrategyModule` API objects
+//! ([`module_object`], followed by [`object_source`]). [`declared_resources`] checks manifests
+//! against the served definitions and defines resources that modules declare.
 //!
 //! The registry takes a resource's strategy with [`ModuleTable::strategy`] and supplies the
 //! objects the `get`/`list`/`apply` host functions reach with [`Runtime::set_host_api`].
 
 pub mod abi;
+pub mod declared_resources;
 mod engine;
 mod error;
 mod host_functions;
@@ -20,6 +23,8 @@ mod manifest;
 mod metrics;
 mod module;
 mod module_cache;
+pub mod module_object;
+pub mod object_source;
 mod registry_adapter;
 mod reload;
 mod table;

@@ -183,13 +183,30 @@ impl ModuleTable {
     ///
     /// Why the version was refused (also recorded in the source's status and logged).
     pub fn load(&self, source: &str, bytes: &[u8]) -> Result<Arc<StrategyModule>> {
+        self.load_checked(source, bytes, &|_| Ok(()))
+    }
+
+    /// [`ModuleTable::load`] with one more check the version must pass before the swap (e.g. that
+    /// its manifest declares the resource an API object binds it to).
+    ///
+    /// # Errors
+    ///
+    /// Why the version was refused (also recorded in the source's status and logged).
+    pub fn load_checked(
+        &self,
+        source: &str,
+        bytes: &[u8],
+        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), String>,
+    ) -> Result<Arc<StrategyModule>> {
         let offered = digest(bytes);
         if let Some(current) = self.current_of(source) {
             if current.digest() == offered {
                 return Ok(current);
             }
         }
-        let loaded = StrategyModule::load(&self.runtime, bytes).map(Arc::new);
+        let loaded = StrategyModule::load(&self.runtime, bytes)
+            .and_then(|m| check(&m).map(|()| m).map_err(Error::Resource))
+            .map(Arc::new);
         let mut guard = self.sources.lock().expect("sources");
         let (sources, statuses) = &mut *guard;
         let module = match loaded.and_then(|m| self.check_resources(sources, source, m)) {

@@ -1,0 +1,249 @@
+//! The built-in `StrategyModule` kind (`strategyhost.io/v1alpha1`, cluster-scoped): an API
+//! object carrying a module's bytes and the resource it binds to, stored like any object so every
+//! host replica on the same store loads the same version. Its native strategy checks the spec;
+//! [`super::object_source`] loads it and writes the status.
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use super::module::digest;
+use crate::registry::definition::{PrinterColumn, ResourceDefinition, VersionDefinition};
+use crate::registry::strategy::{
+    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+};
+
+/// The API group of the host's own kinds.
+pub const GROUP: &str = "strategyhost.io";
+/// The served (and stored) version of `StrategyModule`.
+pub const VERSION: &str = "v1alpha1";
+/// The plural resource name.
+pub const PLURAL: &str = "strategymodules";
+/// The kind.
+pub const KIND: &str = "StrategyModule";
+
+/// The source name a `StrategyModule` object loads under in the module table.
+pub fn source_name(object_name: &str) -> String {
+    format!("api:{object_name}")
+}
+
+/// The definition of `strategymodules`: the schema types the spec (so a wrong type is a 422
+/// with a cause), the status is a subresource, and `kubectl get` shows the binding and state.
+pub fn definition() -> ResourceDefinition {
+    let column =
+        |name: &str, type_: &str, priority: i64, path: &str, description: &str| PrinterColumn {
+            name: name.into(),
+            type_: type_.into(),
+            format: String::new(),
+            description: description.into(),
+            priority,
+            json_path: path.into(),
+        };
+    ResourceDefinition {
+        group: GROUP.into(),
+        plural: PLURAL.into(),
+        singular: "strategymodule".into(),
+        kind: KIND.into(),
+        list_kind: format!("{KIND}List"),
+        short_names: vec!["sm".into()],
+        categories: vec![],
+        namespaced: false,
+        versions: vec![VersionDefinition {
+            name: VERSION.into(),
+            storage: true,
+            status_subresource: true,
+            schema: Some(json!({
+                "type": "object",
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "required": ["resource", "module"],
+                        "properties": {
+                            "resource": {
+                                "type": "object",
+                                "description": "The resource the module is the strategy of; the module's manifest must declare it.",
+                                "required": ["group", "kind"],
+                                "properties": {
+                                    "group": {"type": "string"},
+                                    "kind": {"type": "string"}
+                                }
+                            },
+                            "module": {"type": "string", "format": "byte", "description": "The wasm module, base64-encoded."},
+                            "digest": {"type": "string", "description": "Optional sha256:<hex> of the module; when set it must match."}
+                        }
+                    },
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                }
+            })),
+            printer_columns: vec![
+                column(
+                    "Resource",
+                    "string",
+                    0,
+                    ".spec.resource.kind",
+                    "The bound kind",
+                ),
+                column(
+                    "Group",
+                    "string",
+                    1,
+                    ".spec.resource.group",
+                    "The bound group",
+                ),
+                column("Phase", "string", 0, ".status.phase", "Active or Rejected"),
+                column("Module", "string", 0, ".status.module", "The module's name"),
+                column(
+                    "Digest",
+                    "string",
+                    1,
+                    ".status.digestInForce",
+                    "The version serving",
+                ),
+            ],
+        }],
+        builtin: true,
+    }
+}
+
+/// The spec of a `StrategyModule`, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSpec {
+    /// The bound resource's group.
+    pub group: String,
+    /// The bound resource's kind.
+    pub kind: String,
+    /// The module's bytes.
+    pub bytes: Vec<u8>,
+    /// Their SHA-256, in hex.
+    pub digest: String,
+}
+
+impl ModuleSpec {
+    /// Decodes and checks `obj.spec`.
+    ///
+    /// # Errors
+    /// One field error per problem: missing fields, bytes that are not base64, a digest that
+    /// does not match.
+    pub fn from_object(obj: &Value) -> Result<Self, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let text = |pointer: &str| obj.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+        let mut required = |field: &str, value: &str| {
+            if value.is_empty() {
+                errors.push(FieldError {
+                    kind: FieldErrorKind::Required,
+                    field: field.into(),
+                    detail: "Required value".into(),
+                });
+            }
+        };
+        let (group, kind) = (text("/spec/resource/group"), text("/spec/resource/kind"));
+        required("spec.resource.kind", kind);
+        required("spec.module", text("/spec/module"));
+        let bytes = match base64::engine::general_purpose::STANDARD.decode(text("/spec/module")) {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push(FieldError {
+                    kind: FieldErrorKind::Invalid,
+                    field: "spec.module".into(),
+                    detail: format!("must be the module's bytes in base64: {e}"),
+                });
+                Vec::new()
+            }
+        };
+        let actual = digest(&bytes);
+        let declared = text("/spec/digest");
+        if !declared.is_empty() && declared.strip_prefix("sha256:") != Some(actual.as_str()) {
+            errors.push(FieldError {
+                kind: FieldErrorKind::Invalid,
+                field: "spec.digest".into(),
+                detail: format!(
+                    "{declared:?}: does not match the module, whose digest is sha256:{actual}"
+                ),
+            });
+        }
+        if errors.is_empty() {
+            Ok(Self {
+                group: group.into(),
+                kind: kind.into(),
+                bytes,
+                digest: actual,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// The native strategy of `strategymodules`: the spec must decode (the module itself is compiled
+/// and checked by the loader, which reports the outcome in the status).
+#[derive(Debug, Default)]
+pub struct ModuleObjectStrategy;
+
+fn admit(obj: &Value) -> Admission {
+    Admission {
+        field_errors: ModuleSpec::from_object(obj).err().unwrap_or_default(),
+        warnings: vec![],
+    }
+}
+
+#[async_trait]
+impl Strategy for ModuleObjectStrategy {
+    fn name(&self) -> &str {
+        "builtin-strategymodules"
+    }
+
+    async fn before_create(
+        &self,
+        _ctx: &StrategyContext,
+        obj: &mut Value,
+    ) -> Result<Admission, StrategyError> {
+        Ok(admit(obj))
+    }
+
+    async fn before_update(
+        &self,
+        _ctx: &StrategyContext,
+        new: &mut Value,
+        _old: &Value,
+    ) -> Result<Admission, StrategyError> {
+        Ok(admit(new))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(module: &str, digest: Option<&str>) -> Value {
+        let mut obj = json!({"spec": {"resource": {"group": "g.example.com", "kind": "Thing"}, "module": module}});
+        if let Some(d) = digest {
+            obj["spec"]["digest"] = json!(d);
+        }
+        obj
+    }
+
+    #[test]
+    fn decodes_the_module_and_checks_the_digest() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
+        let spec = ModuleSpec::from_object(&object(&b64, None)).unwrap();
+        assert_eq!(spec.bytes, b"\0asm\x01\0\0\0");
+        assert_eq!(
+            (spec.group.as_str(), spec.kind.as_str()),
+            ("g.example.com", "Thing")
+        );
+        let good = format!("sha256:{}", spec.digest);
+        assert!(ModuleSpec::from_object(&object(&b64, Some(&good))).is_ok());
+        let errors = ModuleSpec::from_object(&object(&b64, Some("sha256:00"))).unwrap_err();
+        assert_eq!(errors[0].field, "spec.digest");
+    }
+
+    #[test]
+    fn missing_fields_and_bad_base64_are_field_errors() {
+        let errors = ModuleSpec::from_object(&json!({"spec": {}})).unwrap_err();
+        let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["spec.resource.kind", "spec.module"]);
+        let errors = ModuleSpec::from_object(&object("not base64!", None)).unwrap_err();
+        assert_eq!(errors[0].field, "spec.module");
+        assert_eq!(errors[0].kind, FieldErrorKind::Invalid);
+    }
+}

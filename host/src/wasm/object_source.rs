@@ -1,0 +1,266 @@
+//! Hot reload from the API: follows `StrategyModule` objects (list, then watch from the list's
+//! revision) and feeds each to the module table as the source `api:<name>`; a deleted object
+//! unloads its module. What happened is written back into the object's status, so every replica
+//! on the same store loads the same version and `kubectl get strategymodules` shows the outcome.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use serde_json::{json, Value};
+
+use super::module::StrategyModule;
+use super::module_object::{source_name, ModuleSpec, PLURAL, VERSION};
+use super::table::{ModuleState, ModuleStatus, ModuleTable};
+use crate::registry::strategy::ResourceInfo;
+use crate::registry::system_fields::now_rfc3339;
+use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
+use crate::storage::{ListOptions, WatchEvent};
+
+/// How long to wait before relisting after the watch failed.
+const RELIST_DELAY: Duration = Duration::from_millis(500);
+
+/// Follows `StrategyModule` objects into `table` until the registry is dropped.
+pub fn start(table: Arc<ModuleTable>, registry: &Arc<Registry>) {
+    let weak = Arc::downgrade(registry);
+    tokio::spawn(async move {
+        let mut follower = Follower {
+            table,
+            registry: weak,
+            seen: HashMap::new(),
+        };
+        loop {
+            if let Err(e) = follower.follow().await {
+                tracing::warn!(error = %e, "strategy module watch failed; relisting");
+            }
+            if follower.registry.strong_count() == 0 {
+                return;
+            }
+            tokio::time::sleep(RELIST_DELAY).await;
+        }
+    });
+}
+
+struct Follower {
+    table: Arc<ModuleTable>,
+    registry: Weak<Registry>,
+    /// Object name → (digest, group, kind) last offered to the table, so the status writes this
+    /// follower makes (which come back as MODIFIED events) do not reload anything.
+    seen: HashMap<String, (String, String, String)>,
+}
+
+fn name_of(obj: &Value) -> String {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl Follower {
+    fn resource(&self) -> crate::storage::Result<ServedResource> {
+        self.registry
+            .upgrade()
+            .and_then(|r| r.resolve(super::module_object::GROUP, VERSION, PLURAL))
+            .ok_or_else(|| {
+                crate::storage::StorageError::Internal("strategymodules are not served".into())
+            })
+    }
+
+    async fn follow(&mut self) -> crate::storage::Result<()> {
+        let resource = self.resource()?;
+        let storage = resource.store.storage().clone();
+        let prefix = resource.def.key_prefix();
+        let list = storage
+            .get_list(
+                &prefix,
+                ListOptions {
+                    recursive: true,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let present: BTreeSet<String> = list.items.iter().map(name_of).collect();
+        let gone: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|n| !present.contains(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            self.remove(&name);
+        }
+        for obj in &list.items {
+            self.offer(&resource, obj).await;
+        }
+        let opts = ListOptions {
+            resource_version: list.resource_version.to_string(),
+            recursive: true,
+            ..Default::default()
+        };
+        let mut events = storage.watch(&prefix, opts).await?;
+        while let Some(event) = events.next().await {
+            match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => self.offer(&resource, &o).await,
+                WatchEvent::Deleted(o) => self.remove(&name_of(&o)),
+                WatchEvent::Bookmark(_) => {}
+                WatchEvent::Error(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, name: &str) {
+        self.seen.remove(name);
+        self.table.unload(&source_name(name));
+    }
+
+    /// Loads the object's module unless this version was already offered, then brings the
+    /// object's status in line with the table's.
+    async fn offer(&mut self, resource: &ServedResource, obj: &Value) {
+        let name = name_of(obj);
+        let source = source_name(&name);
+        let status = match ModuleSpec::from_object(obj) {
+            Err(errors) => {
+                // Admission refuses such specs; one stored before that rule is reported, not loaded.
+                let reason = errors
+                    .iter()
+                    .map(|e| format!("{}: {}", e.field, e.detail))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                rejected_status(obj, &reason)
+            }
+            Ok(spec) => {
+                let offered = (spec.digest.clone(), spec.group.clone(), spec.kind.clone());
+                if self.seen.get(&name) != Some(&offered) {
+                    self.seen.insert(name.clone(), offered);
+                    let table = self.table.clone();
+                    let src = source.clone();
+                    let loaded = tokio::task::spawn_blocking(move || {
+                        table
+                            .load_checked(&src, &spec.bytes, &|m| binds(m, &spec.group, &spec.kind))
+                    })
+                    .await;
+                    if let Err(e) = loaded {
+                        tracing::error!(source, "loading a strategy module panicked: {e}");
+                    }
+                }
+                match self.table.status(&source) {
+                    Some(s) => status_of(obj, &s),
+                    None => return,
+                }
+            }
+        };
+        if let Err(e) = write_status(resource, &name, status).await {
+            if !e.is_not_found() {
+                tracing::warn!(source, error = %e, "could not write a strategy module's status");
+            }
+        }
+    }
+}
+
+/// The object's module must declare the resource the object binds it to.
+fn binds(module: &StrategyModule, group: &str, kind: &str) -> Result<(), String> {
+    let declared = &module.manifest().resources;
+    if declared.iter().any(|r| r.group == group && r.kind == kind) {
+        return Ok(());
+    }
+    let names: Vec<String> = declared
+        .iter()
+        .map(|r| format!("{}/{}", r.group, r.kind))
+        .collect();
+    Err(format!(
+        "spec.resource is {group}/{kind} but the module declares only [{}]",
+        names.join(", ")
+    ))
+}
+
+fn resource_json(r: &ResourceInfo) -> Value {
+    json!({
+        "group": r.group,
+        "version": r.version,
+        "kind": r.kind,
+        "plural": r.plural,
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+    })
+}
+
+fn condition(obj: &Value, active: bool, reason: &str, message: &str) -> Value {
+    let status = if active { "True" } else { "False" };
+    // The transition time moves only when the condition's status does.
+    let previous = obj
+        .pointer("/status/conditions/0")
+        .filter(|c| c["status"] == status)
+        .and_then(|c| c.get("lastTransitionTime"))
+        .cloned()
+        .unwrap_or_else(|| json!(now_rfc3339()));
+    json!({"type": "Active", "status": status, "reason": reason, "message": message, "lastTransitionTime": previous})
+}
+
+fn status_of(obj: &Value, s: &ModuleStatus) -> Value {
+    let active = s.state == ModuleState::Active;
+    let (phase, reason, message) = match s.state {
+        ModuleState::Active => (
+            "Active",
+            "Loaded",
+            "the module serves its resources".to_owned(),
+        ),
+        ModuleState::Rejected => ("Rejected", "Rejected", s.reason.clone().unwrap_or_default()),
+        ModuleState::Unloaded => ("Unloaded", "Unloaded", "the module was unloaded".to_owned()),
+    };
+    let mut status = json!({
+        "phase": phase,
+        "observedGeneration": obj.pointer("/metadata/generation").cloned().unwrap_or(json!(0)),
+        "digest": format!("sha256:{}", s.digest),
+        "resources": s.resources.iter().map(resource_json).collect::<Vec<_>>(),
+        "conditions": [condition(obj, active, reason, &message)],
+    });
+    if let Some(m) = &s.module {
+        status["module"] = json!(m);
+    }
+    if let Some(d) = &s.digest_in_force {
+        status["digestInForce"] = json!(format!("sha256:{d}"));
+    }
+    if let Some(r) = &s.reason {
+        status["reason"] = json!(r);
+    }
+    status
+}
+
+fn rejected_status(obj: &Value, reason: &str) -> Value {
+    json!({
+        "phase": "Rejected",
+        "observedGeneration": obj.pointer("/metadata/generation").cloned().unwrap_or(json!(0)),
+        "reason": reason,
+        "conditions": [condition(obj, false, "Rejected", reason)],
+    })
+}
+
+/// Writes `status` unless the object already has it (so replicas agreeing write once).
+async fn write_status(
+    resource: &ServedResource,
+    name: &str,
+    status: Value,
+) -> crate::registry::Result<()> {
+    let scope = RequestScope {
+        version: VERSION.into(),
+        request_id: "strategy-module-status".into(),
+        subresource: Some("status".into()),
+        ..Default::default()
+    };
+    let current = resource
+        .store
+        .get(&scope, name, crate::storage::GetOptions::default())
+        .await?;
+    if current.get("status") == Some(&status) {
+        return Ok(());
+    }
+    let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
+        let mut next = current.cloned().unwrap_or(Value::Null);
+        if next.is_object() {
+            next["status"] = status.clone();
+        }
+        Ok(next)
+    });
+    resource.store.update(&scope, name, input).await.map(|_| ())
+}
