@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 
+pub mod load;
+
 /// The `strategy-host` binary cargo built beside this test (`cargo test --workspace` builds it).
 pub fn host_binary() -> anyhow::Result<PathBuf> {
     if let Ok(path) = std::env::var("STRATEGY_HOST_BIN") {

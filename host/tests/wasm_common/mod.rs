@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use prost::Message;
 use strategy_host::registry::strategy::{ResourceInfo, StrategyContext};
 use strategy_host::wasm::{abi, Runtime, RuntimeConfig, StrategyModule};
 
@@ -44,39 +43,13 @@ pub fn deployments_ctx() -> StrategyContext {
 
 /// The manifest hostile fixtures claim: a Widget strategy implementing the create phase.
 pub fn widget_manifest(abi_version: u32, host_functions: &[abi::HostFunction]) -> Vec<u8> {
-    abi::Manifest {
-        abi_version,
-        name: "hostile".into(),
-        resources: vec![abi::Resource {
-            group: "example.com".into(),
-            version: "v1".into(),
-            kind: "Widget".into(),
-            plural: "widgets".into(),
-            scope: abi::Scope::Namespaced as i32,
-        }],
-        operations: vec![
-            abi::Operation::PrepareForCreate as i32,
-            abi::Operation::Validate as i32,
-        ],
-        host_functions: host_functions.iter().map(|f| *f as i32).collect(),
-    }
-    .encode_to_vec()
+    let functions: Vec<i32> = host_functions.iter().map(|f| *f as i32).collect();
+    strategy_artifacts::widget_manifest(abi_version, &functions)
 }
 
-/// A hostile fixture (`tests/fixtures/hostile/<name>.wat`) compiled to wasm, its `@MANIFEST@`
-/// data string and `@MANIFEST_PACKED@` constant replaced by `manifest`, placed at offset 1024.
+/// A hostile fixture (`strategies/artifacts/hostile/<name>.wat`) with `manifest` filled in.
 pub fn hostile(name: &str, manifest: &[u8]) -> Vec<u8> {
-    let path = format!(
-        "{}/tests/fixtures/hostile/{name}.wat",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap();
-    let data: String = manifest.iter().map(|b| format!("\\{b:02x}")).collect();
-    let packed = (1024u64 << 32) | manifest.len() as u64;
-    let text = text
-        .replace("@MANIFEST@", &data)
-        .replace("@MANIFEST_PACKED@", &packed.to_string());
-    wat::parse_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    strategy_artifacts::hostile(name, manifest)
 }
 
 pub fn widget_ctx() -> StrategyContext {
