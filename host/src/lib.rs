@@ -6,6 +6,7 @@
 //! `registry::strategy::Strategy`).
 
 pub mod api;
+pub mod app;
 pub mod config;
 pub mod registry;
 pub mod storage;

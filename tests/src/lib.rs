@@ -10,25 +10,28 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 
 pub mod load;
+pub mod native;
 
 /// The `strategy-host` binary cargo built beside this test (`cargo test --workspace` builds it).
 pub fn host_binary() -> anyhow::Result<PathBuf> {
     if let Ok(path) = std::env::var("STRATEGY_HOST_BIN") {
         return Ok(PathBuf::from(path));
     }
-    // The test executable lives in target/<profile>/deps; the binary in target/<profile>.
+    // A test executable lives in target/<profile>/deps, a tool (api-load, reload-bench) in
+    // target/<profile>; the binary in target/<profile>.
     let exe = std::env::current_exe()?;
-    let profile_dir = exe
+    let dir = exe
         .parent()
-        .and_then(|deps| deps.parent())
-        .ok_or_else(|| anyhow!("unexpected test executable path {}", exe.display()))?;
-    let bin = profile_dir.join("strategy-host");
-    if !bin.exists() {
-        bail!(
-            "{} is missing: run the tests with `cargo test --workspace` (which builds it) or set STRATEGY_HOST_BIN",
-            bin.display()
-        );
-    }
+        .ok_or_else(|| anyhow!("unexpected executable path {}", exe.display()))?;
+    let bin = [dir.join("strategy-host"), dir.join("../strategy-host")]
+        .into_iter()
+        .find(|b| b.exists())
+        .ok_or_else(|| {
+            anyhow!(
+                "no strategy-host beside {}: run the tests with `cargo test --workspace` (which builds it) or set STRATEGY_HOST_BIN",
+                exe.display()
+            )
+        })?;
     Ok(bin)
 }
 
@@ -377,4 +380,25 @@ pub fn widget_crd() -> serde_json::Value {
 /// A Widget object named `name` with `size`.
 pub fn widget(name: &str, size: u64) -> serde_json::Value {
     serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": size}})
+}
+
+/// A minimal definition of the example Deployment resource (`apps.example.com/v1`), with no
+/// schema: its strategy module validates.
+pub fn deployment_crd() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "deployments.apps.example.com"},
+        "spec": {"group": "apps.example.com", "scope": "Namespaced",
+                 "names": {"plural": "deployments", "singular": "deployment", "kind": "Deployment"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    })
+}
+
+/// An example Deployment named `name` whose selector and template carry `app: <app>`.
+pub fn deployment(name: &str, app: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apps.example.com/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": app}}, "template": {"metadata": {"labels": {"app": app}}}}
+    })
 }

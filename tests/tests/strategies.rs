@@ -11,7 +11,9 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use strategy_host::storage::etcd3::testing::EtcdServer;
 use strategy_host_e2e::load::{CreateLoad, Sample};
-use strategy_host_e2e::{call, get, kubectl, widget, widget_crd, HostProcess};
+use strategy_host_e2e::{
+    call, deployment, deployment_crd, get, kubectl, widget, widget_crd, HostProcess,
+};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const DEPLOYMENTS: &str = "/apis/apps.example.com/v1/namespaces/default/deployments";
@@ -41,25 +43,6 @@ fn install(dir: &Path, file: &str, bytes: &[u8]) {
     let tmp = dir.join(format!(".{file}.tmp"));
     std::fs::write(&tmp, bytes).unwrap();
     std::fs::rename(&tmp, dir.join(file)).unwrap();
-}
-
-/// A minimal definition of the example Deployment resource (no schema: the module validates).
-fn deployment_crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "deployments.apps.example.com"},
-        "spec": {"group": "apps.example.com", "scope": "Namespaced",
-                 "names": {"plural": "deployments", "singular": "deployment", "kind": "Deployment"},
-                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    })
-}
-
-fn deployment(name: &str, app: &str) -> Value {
-    json!({
-        "apiVersion": "apps.example.com/v1", "kind": "Deployment", "metadata": {"name": name},
-        "spec": {"selector": {"matchLabels": {"app": app}}, "template": {"metadata": {"labels": {"app": app}}}}
-    })
 }
 
 fn strategy_module(name: &str, group: &str, kind: &str, bytes: &[u8]) -> Value {

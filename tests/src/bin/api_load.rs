@@ -4,13 +4,15 @@
 //! (PATCH) from N concurrent clients for a fixed time, optionally paced to a total rate, and
 //! prints operations per second and p50/p90/p99 latency.
 //!
-//! `api-load --server http://127.0.0.1:8080 --mode create --concurrency 16 --seconds 10 [--rate 1000]`
+//! `api-load --server http://127.0.0.1:8080 --mode create --concurrency 16 --seconds 10 [--rate 1000]
+//! [--resource widgets|deployments]` (deployments: the example Deployment, whose strategy is the
+//! wasm module or, on `native-host`, the same code compiled in).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use serde_json::json;
-use strategy_host_e2e::{call, widget, widget_crd};
+use strategy_host_e2e::{call, deployment, deployment_crd, widget, widget_crd};
 
 struct Args {
     server: String,
@@ -18,6 +20,7 @@ struct Args {
     concurrency: usize,
     seconds: u64,
     rate: Option<f64>,
+    resource: String,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -27,6 +30,7 @@ fn parse_args() -> anyhow::Result<Args> {
         concurrency: 16,
         seconds: 10,
         rate: None,
+        resource: "widgets".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -37,6 +41,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--concurrency" => args.concurrency = value.parse()?,
             "--seconds" => args.seconds = value.parse()?,
             "--rate" => args.rate = Some(value.parse()?),
+            "--resource" => args.resource = value,
             other => bail!("unknown flag {other}"),
         }
     }
@@ -49,18 +54,41 @@ fn main() -> anyhow::Result<()> {
         "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
         args.server
     );
-    let r = call("POST", &crds, Some(&widget_crd()))?;
+    let (crd, path, object): (_, _, fn(&str) -> serde_json::Value) = match args.resource.as_str() {
+        "widgets" => (
+            widget_crd(),
+            "/apis/example.com/v1/namespaces/default/widgets",
+            |name| widget(name, 1),
+        ),
+        "deployments" => (
+            deployment_crd(),
+            "/apis/apps.example.com/v1/namespaces/default/deployments",
+            |name| deployment(name, "web"),
+        ),
+        other => bail!("unknown resource {other} (widgets or deployments)"),
+    };
+    let r = call("POST", &crds, Some(&crd))?;
     if r.code != 201 && r.code != 409 {
-        bail!("creating the Widget CRD answered {}: {}", r.code, r.body);
+        bail!(
+            "creating the {} CRD answered {}: {}",
+            args.resource,
+            r.code,
+            r.body
+        );
     }
     let run = format!("{:x}", std::process::id());
-    let base = format!(
-        "{}/apis/example.com/v1/namespaces/default/widgets",
-        args.server
-    );
+    let base = format!("{}{path}", args.server);
+    // A new definition is served once the registry's watch sees it.
+    let ready = Instant::now() + Duration::from_secs(10);
+    while call("GET", &base, None)?.code != 200 {
+        if Instant::now() > ready {
+            bail!("{base} is not served");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     if args.mode != "create" {
         for i in 0..100 {
-            call("POST", &base, Some(&widget(&format!("seed-{run}-{i}"), 1)))?;
+            call("POST", &base, Some(&object(&format!("seed-{run}-{i}"))))?;
         }
     }
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
@@ -86,7 +114,7 @@ fn main() -> anyhow::Result<()> {
                     let start = Instant::now();
                     let code = match mode.as_str() {
                         "create" => {
-                            call("POST", &base, Some(&widget(&format!("l-{run}-{w}-{i}"), 1)))?.code
+                            call("POST", &base, Some(&object(&format!("l-{run}-{w}-{i}"))))?.code
                         }
                         "get" => call("GET", &format!("{base}/seed-{run}-{}", i % 100), None)?.code,
                         "cached-get" => {
@@ -135,7 +163,8 @@ fn main() -> anyhow::Result<()> {
             .unwrap_or_default()
     };
     println!(
-        "mode={} concurrency={} ops={} errors={} ops/s={:.0} p50={:.2}ms p90={:.2}ms p99={:.2}ms",
+        "resource={} mode={} concurrency={} ops={} errors={} ops/s={:.0} p50={:.2}ms p90={:.2}ms p99={:.2}ms",
+        args.resource,
         args.mode,
         args.concurrency,
         all.len(),

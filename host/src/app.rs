@@ -1,0 +1,162 @@
+//! The server the `strategy-host` binary runs, assembled from its command line: the store,
+//! the wasm runtime with its module sources (`--strategy-dir` and `StrategyModule` objects),
+//! the registry (built-in resources, CustomResourceDefinitions followed by a watch, the
+//! `default` namespace), and HTTP until SIGTERM or SIGINT.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde_json::json;
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::api::server::{serve, AppState};
+use crate::config::{Config, StoreChoice};
+use crate::registry::host_api::RegistryHostApi;
+use crate::registry::strategy::Strategy;
+use crate::registry::{Registry, RequestScope, StrategyResolver};
+use crate::storage::embedded::EmbeddedStore;
+use crate::storage::etcd3::Etcd3Store;
+use crate::storage::Storage;
+use crate::wasm::module_object::{self, ModuleObjectStrategy};
+use crate::wasm::{
+    declared_resources, object_source, DirectoryWatcher, ModuleTable, Runtime, RuntimeConfig,
+};
+
+/// How long startup waits for the first list of definitions before loading modules.
+const DEFINITIONS_SYNC_WAIT: Duration = Duration::from_secs(10);
+
+/// Native strategies by (group, kind), standing in for modules: the baseline wasm strategies
+/// are measured against.
+pub type NativeStrategies = HashMap<(String, String), Arc<dyn Strategy>>;
+
+/// Resolves to a native strategy where one is given, else to the module table.
+struct WithNatives {
+    natives: NativeStrategies,
+    modules: Arc<ModuleTable>,
+}
+
+impl StrategyResolver for WithNatives {
+    fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy> {
+        match self.natives.get(&(group.to_owned(), kind.to_owned())) {
+            Some(s) => s.clone(),
+            None => self.modules.strategy(group, kind),
+        }
+    }
+}
+
+/// Runs the server `config` describes until SIGTERM or SIGINT; `natives` replace the module
+/// table for their resources (empty for the real binary).
+///
+/// # Errors
+/// The store cannot be opened or reached, the runtime cannot start, the strategy directory
+/// cannot be watched, or the address cannot be bound.
+pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()> {
+    let storage: Arc<dyn Storage> = match config.store() {
+        StoreChoice::Embedded(c) => {
+            let dir = c.data_dir.display().to_string();
+            let store = EmbeddedStore::open(c)
+                .await
+                .with_context(|| format!("opening the embedded store in {dir}"))?;
+            tracing::info!(data_dir = %dir, "serving from the embedded store");
+            Arc::new(store)
+        }
+        StoreChoice::Etcd3(c) => {
+            let endpoints = c.endpoints.join(",");
+            let store = Etcd3Store::connect(c)
+                .await
+                .with_context(|| format!("connecting to etcd at {endpoints}"))?;
+            tracing::info!(%endpoints, "serving from etcd");
+            Arc::new(store)
+        }
+    };
+    // The runtime always runs: `StrategyModule` objects load modules with or without a directory.
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: config.module_cache(),
+        ..RuntimeConfig::default()
+    })
+    .context("starting the wasm runtime")?;
+    let modules = Arc::new(ModuleTable::new(runtime));
+    let resolver: Arc<dyn StrategyResolver> = if natives.is_empty() {
+        modules.clone()
+    } else {
+        Arc::new(WithNatives {
+            natives,
+            modules: modules.clone(),
+        })
+    };
+    let registry = Registry::new(storage.clone(), resolver);
+    registry.serve_builtin(module_object::definition(), Arc::new(ModuleObjectStrategy));
+    // Strategies' get/list/apply host functions go through the registry.
+    modules
+        .runtime()
+        .set_host_api(Arc::new(RegistryHostApi::new(&registry)));
+    registry.start();
+    // Manifests are checked against the served definitions, so let the first list land first.
+    if !registry.wait_synced(DEFINITIONS_SYNC_WAIT).await {
+        tracing::warn!(
+            "resource definitions not listed yet; modules load unchecked until they are"
+        );
+    }
+    declared_resources::start(&modules, &registry);
+    let _strategy_watcher = match &config.strategy_dir {
+        Some(dir) => {
+            let (table, dir) = (modules.clone(), dir.clone());
+            let watcher = tokio::task::spawn_blocking(move || {
+                DirectoryWatcher::start(table, dir.clone())
+                    .with_context(|| format!("watching the strategy directory {}", dir.display()))
+            })
+            .await??;
+            Some(watcher)
+        }
+        None => None,
+    };
+    object_source::start(modules.clone(), &registry);
+    ensure_default_namespace(&registry).await;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("listening on {}", config.listen))?;
+    tracing::info!(address = %listener.local_addr()?, "strategy-host listening");
+    let state = AppState::new(
+        storage,
+        registry,
+        config.max_request_body_bytes,
+        config.max_requests_inflight,
+    )
+    .with_modules(modules);
+    serve(listener, state, shutdown_signal()?).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Creates the `default` namespace if it is missing, so kubectl's default namespace works.
+/// A failure (the store is down) is logged; the server starts anyway.
+async fn ensure_default_namespace(registry: &Registry) {
+    let Some(ns) = registry.resolve("", "v1", "namespaces") else {
+        return;
+    };
+    let scope = RequestScope {
+        version: "v1".into(),
+        request_id: "startup".into(),
+        ..Default::default()
+    };
+    let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+    match ns.store.create(&scope, obj).await {
+        Ok(_) => tracing::info!("created the default namespace"),
+        Err(e) if e.is_already_exists() => {}
+        Err(e) => tracing::warn!(error = %e, "could not create the default namespace"),
+    }
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+            _ = int.recv() => tracing::info!("SIGINT received"),
+        }
+    })
+}

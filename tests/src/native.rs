@@ -1,0 +1,111 @@
+//! A guest-SDK strategy run natively inside the host, with no wasm in between: the baseline
+//! the wasm runtime is measured against (`native-host`). The object goes through the same
+//! typed (de)serialisation the SDK does inside a module; only the wasm boundary is missing.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use strategy_guest_sdk as sdk;
+use strategy_host::registry::strategy::{
+    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+};
+
+/// An SDK strategy `S` as the registry's [`Strategy`].
+#[derive(Debug, Default)]
+pub struct NativeSdkStrategy<S>(pub S);
+
+fn context(ctx: &StrategyContext) -> sdk::Context {
+    let r = &ctx.resource;
+    sdk::Context {
+        resource: sdk::ResourceInfo {
+            group: r.group.clone(),
+            version: r.version.clone(),
+            kind: r.kind.clone(),
+            plural: r.plural.clone(),
+            namespaced: r.namespaced,
+        },
+        dry_run: ctx.dry_run,
+        request_id: ctx.request_id.clone(),
+    }
+}
+
+fn field_error(e: sdk::FieldError) -> FieldError {
+    let kind = match e.kind {
+        sdk::FieldErrorKind::Required => FieldErrorKind::Required,
+        sdk::FieldErrorKind::Forbidden => FieldErrorKind::Forbidden,
+        sdk::FieldErrorKind::Duplicate => FieldErrorKind::Duplicate,
+        sdk::FieldErrorKind::NotSupported => FieldErrorKind::NotSupported,
+        sdk::FieldErrorKind::TooLong => FieldErrorKind::TooLong,
+        sdk::FieldErrorKind::TooMany => FieldErrorKind::TooMany,
+        _ => FieldErrorKind::Invalid,
+    };
+    FieldError {
+        kind,
+        field: e.field,
+        detail: e.detail,
+    }
+}
+
+impl<S: sdk::Strategy> NativeSdkStrategy<S> {
+    fn failed(&self, reason: impl ToString) -> StrategyError {
+        StrategyError {
+            module: S::NAME.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn decode(&self, v: &Value) -> Result<S::Object, StrategyError> {
+        serde_json::from_value(v.clone()).map_err(|e| self.failed(e))
+    }
+}
+
+#[async_trait]
+impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S> {
+    fn name(&self) -> &str {
+        S::NAME
+    }
+
+    async fn before_create(
+        &self,
+        ctx: &StrategyContext,
+        obj: &mut Value,
+    ) -> Result<Admission, StrategyError> {
+        let ctx = context(ctx);
+        let mut typed = self.decode(obj)?;
+        self.0.prepare_for_create(&ctx, &mut typed);
+        let errors = self.0.validate(&ctx, &typed);
+        let warnings = self.0.warnings_on_create(&ctx, &typed);
+        self.0.canonicalize(&ctx, &mut typed);
+        *obj = serde_json::to_value(&typed).map_err(|e| self.failed(e))?;
+        Ok(Admission {
+            field_errors: errors.into_iter().map(field_error).collect(),
+            warnings,
+        })
+    }
+
+    async fn before_update(
+        &self,
+        ctx: &StrategyContext,
+        new: &mut Value,
+        old: &Value,
+    ) -> Result<Admission, StrategyError> {
+        let ctx = context(ctx);
+        let (mut typed, old) = (self.decode(new)?, self.decode(old)?);
+        self.0.prepare_for_update(&ctx, &mut typed, &old);
+        let errors = self.0.validate_update(&ctx, &typed, &old);
+        let warnings = self.0.warnings_on_update(&ctx, &typed, &old);
+        self.0.canonicalize(&ctx, &mut typed);
+        *new = serde_json::to_value(&typed).map_err(|e| self.failed(e))?;
+        Ok(Admission {
+            field_errors: errors.into_iter().map(field_error).collect(),
+            warnings,
+        })
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        self.0.allow_create_on_update()
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        self.0.allow_unconditional_update()
+    }
+}
