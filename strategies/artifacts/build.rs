@@ -32,6 +32,7 @@ fn main() {
         "guest-sdk/build.rs",
         "guest-sdk/Cargo.toml",
         "Cargo.lock",
+        ".cargo/config.toml",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }

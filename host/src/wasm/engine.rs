@@ -1,4 +1,4 @@
-//! The one wasmtime `Engine` (pooling allocator, copy-on-write memory images, epoch interruption)
+//! The one wasmtime `Engine` (pooling allocator with kept-resident memories, epoch interruption)
 //! with its 1 ms epoch ticker, and the `Runtime` handle everything else shares.
 
 use std::path::PathBuf;
@@ -108,11 +108,16 @@ impl Runtime {
             // Reset only the pages a call dirtied (PAGEMAP_SCAN, Linux 6.7+) with memset, and keep
             // them resident: the next instance in the slot takes no page faults.
             .linear_memory_keep_resident(config.keep_resident)
+            .table_keep_resident(1 << 16)
             .pagemap_scan(Enabled::Auto);
         let mut wasm = Config::new();
         wasm.epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
-            .memory_init_cow(true)
+            // Strategy modules have small data segments: copying them into a fresh instance is
+            // cheaper than mapping a copy-on-write image and taking a write fault per page, and
+            // eager tables (kept resident above) avoid a fault per first indirect call.
+            .memory_init_cow(false)
+            .table_lazy_init(false)
             .max_wasm_stack(1 << 20)
             .parallel_compilation(true);
         let engine = Engine::new(&wasm).map_err(|e| anyhow::anyhow!("{e:#}"))?;

@@ -80,7 +80,7 @@ fn main() -> anyhow::Result<()> {
     let base = format!("{}{path}", args.server);
     // A new definition is served once the registry's watch sees it.
     let ready = Instant::now() + Duration::from_secs(10);
-    while call("GET", &base, None)?.code != 200 {
+    while call("GET", &format!("{base}?limit=1"), None)?.code != 200 {
         if Instant::now() > ready {
             bail!("{base} is not served");
         }
