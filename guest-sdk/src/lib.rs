@@ -50,6 +50,8 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+#[cfg(all(target_arch = "wasm32", feature = "arena-allocator"))]
+pub mod arena;
 mod dispatch;
 #[doc(hidden)]
 pub mod export;
@@ -57,6 +59,12 @@ mod field;
 pub mod host;
 pub mod meta;
 mod strategy;
+
+/// Every strategy module allocates from a per-call arena (see [`arena`]); turn the
+/// `arena-allocator` feature off to bring your own global allocator.
+#[cfg(all(target_arch = "wasm32", feature = "arena-allocator"))]
+#[global_allocator]
+static ALLOCATOR: arena::CallArena = arena::CallArena::new();
 
 pub use dispatch::{handle, manifest};
 pub use field::{FieldError, FieldErrorKind, FieldPath};
