@@ -45,6 +45,26 @@ fn install(dir: &Path, file: &str, bytes: &[u8]) {
     std::fs::rename(&tmp, dir.join(file)).unwrap();
 }
 
+/// A host on the embedded store in a new temporary directory, watching its `strategies`
+/// folder, which holds `modules` (crate name, `.wasm` path) before the host starts.
+fn host_with_strategy_dir(modules: &[(&str, &str)]) -> (HostProcess, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let strategies = dir.path().join("strategies");
+    std::fs::create_dir(&strategies).unwrap();
+    for (krate, path) in modules {
+        install(&strategies, &format!("{krate}.wasm"), &module_bytes(path));
+    }
+    let data = dir.path().join("data").display().to_string();
+    let host = HostProcess::start(&[
+        "--data-dir",
+        &data,
+        "--strategy-dir",
+        &strategies.display().to_string(),
+    ])
+    .unwrap();
+    (host, dir)
+}
+
 fn strategy_module(name: &str, group: &str, kind: &str, bytes: &[u8]) -> Value {
     json!({
         "apiVersion": "strategyhost.io/v1alpha1", "kind": "StrategyModule", "metadata": {"name": name},
@@ -112,20 +132,7 @@ fn examples() -> std::path::PathBuf {
 
 #[test]
 fn example_strategies_serve_their_resources() {
-    let dir = tempfile::tempdir().unwrap();
-    let strategies = dir.path().join("strategies");
-    std::fs::create_dir(&strategies).unwrap();
-    for (krate, path) in strategy_artifacts::ALL {
-        install(&strategies, &format!("{krate}.wasm"), &module_bytes(path));
-    }
-    let data = dir.path().join("data").display().to_string();
-    let mut host = HostProcess::start(&[
-        "--data-dir",
-        &data,
-        "--strategy-dir",
-        &strategies.display().to_string(),
-    ])
-    .unwrap();
+    let (mut host, dir) = host_with_strategy_dir(strategy_artifacts::ALL);
     // The users' CRD manifests, applied with kubectl over the definitions the modules declared.
     let crds = examples().join("crds").display().to_string();
     let (ok, out, err) =
@@ -220,17 +227,8 @@ fn example_strategies_serve_their_resources() {
 
 #[test]
 fn the_watched_directory_hot_reloads_under_load() {
-    let dir = tempfile::tempdir().unwrap();
+    let (host, dir) = host_with_strategy_dir(&[]);
     let strategies = dir.path().join("strategies");
-    std::fs::create_dir(&strategies).unwrap();
-    let data = dir.path().join("data").display().to_string();
-    let host = HostProcess::start(&[
-        "--data-dir",
-        &data,
-        "--strategy-dir",
-        &strategies.display().to_string(),
-    ])
-    .unwrap();
     create(&host, CRDS, &deployment_crd());
     eventually("deployments served", || {
         get(&host.url(DEPLOYMENTS)).unwrap().0 == 200
@@ -371,17 +369,8 @@ fn strategy_module_objects_hot_reload_every_replica_under_load() {
 
 #[test]
 fn hostile_modules_are_contained() {
-    let dir = tempfile::tempdir().unwrap();
+    let (host, dir) = host_with_strategy_dir(&[]);
     let strategies = dir.path().join("strategies");
-    std::fs::create_dir(&strategies).unwrap();
-    let data = dir.path().join("data").display().to_string();
-    let host = HostProcess::start(&[
-        "--data-dir",
-        &data,
-        "--strategy-dir",
-        &strategies.display().to_string(),
-    ])
-    .unwrap();
     create(&host, CRDS, &widget_crd());
     eventually("widgets served", || {
         get(&host.url(WIDGETS)).unwrap().0 == 200
