@@ -332,9 +332,19 @@ fn strategy_module_objects_hot_reload_every_replica_under_load() {
         "Deployment",
         &module_bytes(strategy_artifacts::CONFIGMAP),
     );
-    let current = serde_json::from_str::<Value>(&get(&a.url(&object)).unwrap().1).unwrap();
-    wrong["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-    let r = call("PUT", &a.url(&object), Some(&wrong)).unwrap();
+    // Both replicas write the status, so a read-modify-write may conflict: retry as clients do.
+    let mut put = || {
+        let current = serde_json::from_str::<Value>(&get(&a.url(&object)).unwrap().1).unwrap();
+        wrong["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+        call("PUT", &a.url(&object), Some(&wrong)).unwrap()
+    };
+    let mut r = put();
+    for _ in 0..20 {
+        if r.code != 409 {
+            break;
+        }
+        r = put();
+    }
     assert_eq!(r.code, 200, "{}", r.body);
     eventually("status Rejected", || status(&b)["phase"] == "Rejected");
     let s = status(&b);
@@ -475,4 +485,41 @@ fn hostile_modules_are_contained() {
             == 201
     });
     healthy();
+}
+
+#[test]
+fn an_api_module_takes_over_when_the_directory_releases_its_resource() {
+    let (host, dir) = host_with_strategy_dir(&[("deployments", strategy_artifacts::DEPLOYMENT)]);
+    eventually("deployments served", || {
+        get(&host.url(DEPLOYMENTS)).unwrap().0 == 200
+    });
+    let phase = || -> Value {
+        let (_, body) = get(&host.url(&format!("{MODULES}/deployments"))).unwrap();
+        serde_json::from_str::<Value>(&body).unwrap()["status"].clone()
+    };
+    // One source per resource: the object is refused while the directory's module serves.
+    create(
+        &host,
+        MODULES,
+        &strategy_module(
+            "deployments",
+            "apps.example.com",
+            "Deployment",
+            &module_bytes(strategy_artifacts::DEPLOYMENT),
+        ),
+    );
+    eventually("the object refused", || phase()["phase"] == "Rejected");
+    assert!(
+        phase()["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("already served"),
+        "{}",
+        phase()
+    );
+    // The file goes: the object's module takes over, and its defaults keep applying.
+    std::fs::remove_file(dir.path().join("strategies/deployments.wasm")).unwrap();
+    eventually("the object active", || phase()["phase"] == "Active");
+    let web = create(&host, DEPLOYMENTS, &deployment("web", "web"));
+    assert_eq!(web["spec"]["replicas"], 1, "{web}");
 }

@@ -127,18 +127,26 @@ impl ModuleSpec {
     pub fn from_object(obj: &Value) -> Result<Self, Vec<FieldError>> {
         let mut errors = Vec::new();
         let text = |pointer: &str| obj.pointer(pointer).and_then(Value::as_str).unwrap_or("");
-        let mut required = |field: &str, value: &str| {
+        let mut required = |field: &str, value: &str, what: &str| {
             if value.is_empty() {
                 errors.push(FieldError {
                     kind: FieldErrorKind::Required,
                     field: field.into(),
-                    detail: "Required value".into(),
+                    detail: what.into(),
                 });
             }
         };
         let (group, kind) = (text("/spec/resource/group"), text("/spec/resource/kind"));
-        required("spec.resource.kind", kind);
-        required("spec.module", text("/spec/module"));
+        required(
+            "spec.resource.kind",
+            kind,
+            "the kind the module is the strategy of",
+        );
+        required(
+            "spec.module",
+            text("/spec/module"),
+            "the wasm module, base64-encoded",
+        );
         let bytes = match base64::engine::general_purpose::STANDARD.decode(text("/spec/module")) {
             Ok(b) => b,
             Err(e) => {

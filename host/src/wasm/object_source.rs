@@ -99,15 +99,67 @@ impl Follower {
             ..Default::default()
         };
         let mut events = storage.watch(&prefix, opts).await?;
-        while let Some(event) = events.next().await {
-            match event {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) => self.offer(&resource, &o).await,
-                WatchEvent::Deleted(o) => self.remove(&name_of(&o)),
-                WatchEvent::Bookmark(_) => {}
-                WatchEvent::Error(e) => return Err(e),
+        let mut table_events = self.table.subscribe();
+        loop {
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
+                        self.offer(&resource, &o).await
+                    }
+                    Some(WatchEvent::Deleted(o)) => self.remove(&name_of(&o)),
+                    Some(WatchEvent::Bookmark(_)) => {}
+                    Some(WatchEvent::Error(e)) => return Err(e),
+                    None => return Ok(()),
+                },
+                change = table_events.recv() => {
+                    tracing::debug!(?change, "module table event");
+                    let released = match change {
+                        Ok(s) => s.state == ModuleState::Unloaded,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                    };
+                    if released {
+                        self.retry_rejected(&resource).await;
+                    }
+                }
             }
         }
-        Ok(())
+    }
+
+    /// Offers again every object whose version was refused: a module that unloaded may have
+    /// released the resource it was refused for (e.g. its file left the strategy directory).
+    async fn retry_rejected(&mut self, resource: &ServedResource) {
+        let rejected: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|name| {
+                self.table
+                    .status(&source_name(name))
+                    .is_some_and(|s| s.state == ModuleState::Rejected)
+            })
+            .cloned()
+            .collect();
+        for name in rejected {
+            let scope = RequestScope {
+                version: VERSION.into(),
+                request_id: "strategy-module-retry".into(),
+                ..Default::default()
+            };
+            let opts = crate::storage::GetOptions {
+                resource_version: "0".into(),
+                ..Default::default()
+            };
+            match resource.store.get(&scope, &name, opts).await {
+                Ok(obj) => {
+                    tracing::info!(object = %name, "offering a refused strategy module again");
+                    self.seen.remove(&name);
+                    self.offer(resource, &obj).await;
+                }
+                Err(e) => {
+                    tracing::warn!(object = %name, error = %e, "could not reread a strategy module")
+                }
+            }
+        }
     }
 
     fn remove(&mut self, name: &str) {
