@@ -133,6 +133,10 @@ fn examples() -> std::path::PathBuf {
 #[test]
 fn example_strategies_serve_their_resources() {
     let (mut host, dir) = host_with_strategy_dir(strategy_artifacts::ALL);
+    // Each module declared its resource, so each is served before any CRD is applied.
+    for path in [DEPLOYMENTS, CONFIGMAPS, "/apis/example.com/v1/projects"] {
+        eventually(path, || get(&host.url(path)).unwrap().0 == 200);
+    }
     // The users' CRD manifests, applied with kubectl over the definitions the modules declared.
     let crds = examples().join("crds").display().to_string();
     let (ok, out, err) =
