@@ -11,6 +11,15 @@ pub struct CallFailure {
     pub message: String,
 }
 
+/// `e` on one line: wasmtime's messages can span several (e.g. a dump of the bad magic bytes),
+/// and reasons travel in log lines, statuses and `Status` messages.
+pub(crate) fn one_line(e: impl fmt::Display) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl CallFailure {
     pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         Self {

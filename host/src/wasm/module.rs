@@ -63,7 +63,7 @@ impl StrategyModule {
         let pre = rt
             .linker
             .instantiate_pre(&module)
-            .map_err(|e| Error::Compile(format!("{e:#}")))?;
+            .map_err(|e| Error::Compile(super::error::one_line(format_args!("{e:#}"))))?;
 
         // Instantiate once: read the manifest and the constant answers, before anyone relies on it.
         let mut loaded = Self {

@@ -53,7 +53,8 @@ impl ModuleCache {
                 }
             }
         }
-        let module = Module::new(engine, bytes).map_err(|e| Error::Compile(format!("{e:#}")))?;
+        let module = Module::new(engine, bytes)
+            .map_err(|e| Error::Compile(super::error::one_line(format_args!("{e:#}"))))?;
         if let Some(path) = &path {
             if let Err(e) = store(&module, path) {
                 tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled module");
