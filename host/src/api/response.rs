@@ -55,6 +55,14 @@ pub fn text(code: u16, text: String) -> Response<Body> {
 /// A `Status` reply (with `Retry-After` when it says so).
 pub fn status(s: &Status) -> Response<Body> {
     let mut resp = json(s.code, &s.to_json(), &[]);
+    if matches!(s.code, 413 | 429) {
+        // These answer before the request body is read, and an unread body ends the HTTP/1
+        // connection: say so, or a keep-alive client sends its next request into a closed socket.
+        resp.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
     if let Some(secs) = s.retry_after_seconds {
         if let Ok(v) = hyper::header::HeaderValue::from_str(&secs.to_string()) {
             resp.headers_mut().insert(hyper::header::RETRY_AFTER, v);
