@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
 use serde_json::{json, Value};
-use strategy_host::registry::strategy::{ResourceInfo, Strategy, StrategyContext};
-use strategy_host::wasm::{abi, CallerInfo, Runtime, RuntimeConfig, StrategyModule, WasmStrategy};
+use strategy_host::strategy::{ResourceInfo, Strategy, StrategyContext};
+use strategy_host::wasm::runtime::{abi, CallerInfo, Runtime, RuntimeConfig, StrategyModule};
+use strategy_host::wasm::WasmStrategy;
 
 fn object() -> Value {
     let mut obj = json!({
@@ -80,6 +81,7 @@ fn bench(c: &mut Criterion) {
         resource: resource(),
         dry_run: false,
         request_id: String::new(),
+        hook_depth: 0,
     };
     c.bench_function(
         "wasm create phase, 1 KiB object (Strategy::before_create)",

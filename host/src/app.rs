@@ -11,18 +11,17 @@ use anyhow::Context as _;
 use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::api::server::{serve, AppState};
+use crate::api::server::serve;
+use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
-use crate::registry::host_api::RegistryHostApi;
-use crate::registry::strategy::Strategy;
-use crate::registry::{Registry, RequestScope, StrategyResolver};
+use crate::registry::{Registry, RequestScope};
 use crate::storage::embedded::EmbeddedStore;
 use crate::storage::etcd3::Etcd3Store;
 use crate::storage::Storage;
-use crate::wasm::module_object::{self, ModuleObjectStrategy};
-use crate::wasm::{
-    declared_resources, object_source, DirectoryWatcher, ModuleTable, Runtime, RuntimeConfig,
-};
+use crate::strategy::{Strategy, StrategyResolver};
+use crate::wasm::sources::module_object::{self, ModuleObjectStrategy};
+use crate::wasm::sources::{declared_resources, object_source, DirectoryWatcher};
+use crate::wasm::{ModuleTable, RegistryHostApi, Runtime, RuntimeConfig};
 
 /// How long startup waits for the first list of definitions before loading modules.
 const DEFINITIONS_SYNC_WAIT: Duration = Duration::from_secs(10);

@@ -10,4 +10,5 @@ pub mod app;
 pub mod config;
 pub mod registry;
 pub mod storage;
+pub mod strategy;
 pub mod wasm;

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use strategy_host::registry::strategy::Strategy;
-use strategy_host::wasm::{abi, Error, FailureKind, Runtime, StrategyModule, WasmStrategy};
+use strategy_host::strategy::Strategy;
+use strategy_host::wasm::runtime::{abi, Error, FailureKind, Runtime, StrategyModule};
+use strategy_host::wasm::WasmStrategy;
 use wasm_common::*;
 
 fn hostile_strategy(rt: &Runtime, name: &str) -> WasmStrategy {
@@ -154,7 +155,7 @@ fn garbage_bytes_and_oversized_modules_are_refused() {
         StrategyModule::load(&rt, b"not wasm"),
         Err(Error::Compile(_))
     ));
-    let small = Runtime::new(strategy_host::wasm::RuntimeConfig {
+    let small = Runtime::new(strategy_host::wasm::runtime::RuntimeConfig {
         module_size_limit: 1000,
         max_instances: 4,
         ..config()

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use strategy_host::registry::strategy::Strategy;
-use strategy_host::wasm::{DirectoryWatcher, ModuleState, ModuleTable};
+use strategy_host::strategy::Strategy;
+use strategy_host::wasm::sources::DirectoryWatcher;
+use strategy_host::wasm::{ModuleState, ModuleTable};
 use wasm_common::*;
 
 fn deployment() -> serde_json::Value {

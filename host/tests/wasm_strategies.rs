@@ -4,7 +4,7 @@
 mod wasm_common;
 
 use serde_json::json;
-use strategy_host::registry::strategy::{FieldErrorKind, Strategy};
+use strategy_host::strategy::{FieldErrorKind, Strategy};
 use strategy_host::wasm::WasmStrategy;
 use wasm_common::*;
 
@@ -139,10 +139,10 @@ async fn configmap_keys_size_and_immutability() {
 #[derive(Default)]
 struct Recorder(std::sync::Mutex<Vec<(u32, serde_json::Value)>>);
 
-impl strategy_host::wasm::HostApi for Recorder {
+impl strategy_host::wasm::runtime::HostApi for Recorder {
     fn get(
         &self,
-        _: &strategy_host::wasm::CallerInfo,
+        _: &strategy_host::wasm::runtime::CallerInfo,
         _: &str,
         _: &str,
         _: &str,
@@ -152,7 +152,7 @@ impl strategy_host::wasm::HostApi for Recorder {
     }
     fn list(
         &self,
-        _: &strategy_host::wasm::CallerInfo,
+        _: &strategy_host::wasm::runtime::CallerInfo,
         _: &str,
         _: &str,
         _: &str,
@@ -162,7 +162,7 @@ impl strategy_host::wasm::HostApi for Recorder {
     }
     fn apply(
         &self,
-        caller: &strategy_host::wasm::CallerInfo,
+        caller: &strategy_host::wasm::runtime::CallerInfo,
         depth: u32,
         object: serde_json::Value,
     ) -> Result<serde_json::Value, String> {
@@ -202,9 +202,11 @@ async fn project_hooks_apply_a_quota_and_audit_deletes() {
     assert_eq!(applied[0].1["metadata"]["namespace"], "team-a");
 
     // At the depth limit, apply is refused and the hook fails (counted; the write would stand).
-    let err = strategy_host::wasm::with_apply_depth(3, s.after_create(&ctx, &project))
-        .await
-        .unwrap_err();
+    let deep = strategy_host::strategy::StrategyContext {
+        hook_depth: 3,
+        ..ctx.clone()
+    };
+    let err = s.after_create(&deep, &project).await.unwrap_err();
     assert!(err.reason.contains("nested"), "{err}");
     assert_eq!(rt.metrics().module("projects").hook_failures(), 1);
     assert!(recorder.0.lock().unwrap().is_empty());

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 use strategy_guest_sdk as sdk;
-use strategy_host::registry::strategy::{
+use strategy_host::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
 

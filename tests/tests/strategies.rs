@@ -326,7 +326,10 @@ fn strategy_module_objects_hot_reload_every_replica_under_load() {
         serde_json::from_str::<Value>(&body).unwrap()["status"].clone()
     };
     eventually("status Active", || status(&a)["phase"] == "Active");
-    let digest = format!("sha256:{}", strategy_host::wasm::digest(&deployment_module));
+    let digest = format!(
+        "sha256:{}",
+        strategy_host::wasm::runtime::digest(&deployment_module)
+    );
     assert_eq!(status(&a)["digestInForce"], json!(digest));
 
     // A version that fails a check (it declares another resource) is refused; the old serves.
@@ -418,7 +421,7 @@ fn hostile_modules_are_contained() {
     .enumerate()
     {
         let bytes = strategy_artifacts::hostile_widget_strategy(name);
-        let digest = strategy_host::wasm::digest(&bytes);
+        let digest = strategy_host::wasm::runtime::digest(&bytes);
         install(&strategies, "widgets.wasm", &bytes);
         eventually(&format!("{name} active"), || {
             source_state() == Some(("Active".into(), digest.clone()))
@@ -448,9 +451,9 @@ fn hostile_modules_are_contained() {
     }
 
     // Modules refused at load: the previous version (oversized_output) keeps its slot.
-    let in_force = strategy_host::wasm::digest(&strategy_artifacts::hostile_widget_strategy(
-        "oversized_output",
-    ));
+    let in_force = strategy_host::wasm::runtime::digest(
+        &strategy_artifacts::hostile_widget_strategy("oversized_output"),
+    );
     for name in [
         "missing_exports",
         "wrong_abi_version",
@@ -458,7 +461,7 @@ fn hostile_modules_are_contained() {
         "unknown_import",
     ] {
         let bytes = strategy_artifacts::hostile_widget_strategy(name);
-        let digest = strategy_host::wasm::digest(&bytes);
+        let digest = strategy_host::wasm::runtime::digest(&bytes);
         install(&strategies, "widgets.wasm", &bytes);
         eventually(&format!("{name} rejected"), || {
             source_state() == Some(("Rejected".into(), digest.clone()))

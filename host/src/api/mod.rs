@@ -12,6 +12,7 @@ pub mod request;
 pub mod resource;
 pub mod response;
 pub mod server;
+pub mod state;
 pub mod status;
 pub mod table;
 pub mod watch;

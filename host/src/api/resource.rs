@@ -12,15 +12,15 @@ use super::body;
 use super::patch::{patch_kind, Patch};
 use super::request::{Query, ResourcePath};
 use super::response::{self, Body};
-use super::server::AppState;
+use super::state::AppState;
 use super::status::Status;
 use super::table;
 use super::watch::{self, WatchFormat};
-use crate::registry::strategy::{FieldError, FieldErrorKind};
 use crate::registry::{
     DeleteOptions, Error, FieldValidation, Outcome, RequestScope, ServedResource, UpdateFn,
 };
 use crate::storage::{FieldSelector, GetOptions};
+use crate::strategy::{FieldError, FieldErrorKind};
 
 /// How long a CRD write waits for the served table to reflect it.
 const DEFINITION_PROPAGATION: Duration = Duration::from_secs(3);
@@ -94,6 +94,7 @@ async fn run(
         request_id: format!("{:016x}", rand::random::<u64>()),
         subresource: path.subresource.clone(),
         field_validation: query.field_validation()?,
+        hook_depth: 0,
     };
     let accept = header(req, hyper::header::ACCEPT).map(String::from);
     let as_table = table::wants_table(accept.as_deref());

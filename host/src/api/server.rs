@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+
 use std::time::Duration;
 
 use futures::FutureExt as _;
@@ -15,63 +15,19 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use super::health::{self, Reply};
 use super::request::{parse_path, Query, Route};
 use super::response::{self, Body};
+use super::state::AppState;
 use super::status::Status;
 use super::{discovery, openapi, resource};
-use crate::registry::Registry;
-use crate::storage::Storage;
-use crate::wasm::ModuleTable;
 
 /// How long in-flight requests may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// The longest a non-watch request may take before it answers 504.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// What every request handler shares.
-#[derive(Clone)]
-pub struct AppState {
-    /// The store below every resource (health checks, revisions).
-    pub storage: Arc<dyn Storage>,
-    /// The served resources.
-    pub registry: Arc<Registry>,
-    /// The request body cap (bytes).
-    pub max_body_bytes: usize,
-    /// Non-watch requests allowed in flight at once; more answer 429.
-    pub inflight: Arc<Semaphore>,
-    /// Flips to `true` when shutdown begins (watches end on it).
-    pub shutdown: watch::Receiver<bool>,
-    /// The wasm module table, for `/metrics` and `/debug/strategies`.
-    pub modules: Option<Arc<ModuleTable>>,
-}
-
-impl AppState {
-    /// State with the given limits.
-    pub fn new(
-        storage: Arc<dyn Storage>,
-        registry: Arc<Registry>,
-        max_body_bytes: usize,
-        max_inflight: usize,
-    ) -> Self {
-        Self {
-            storage,
-            registry,
-            max_body_bytes,
-            inflight: Arc::new(Semaphore::new(max_inflight.max(1))),
-            shutdown: watch::channel(false).1,
-            modules: None,
-        }
-    }
-
-    /// The same state, also serving the module table's metrics and statuses.
-    pub fn with_modules(mut self, modules: Arc<ModuleTable>) -> Self {
-        self.modules = Some(modules);
-        self
-    }
-}
 
 /// Serves `state` on `listener` until `shutdown` resolves.
 ///

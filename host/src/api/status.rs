@@ -3,9 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::strategy::{FieldError, FieldErrorKind};
 use crate::registry::{Error as RegistryError, Target};
 use crate::storage::StorageError;
+use crate::strategy::{FieldError, FieldErrorKind};
 
 /// One cause of an Invalid error: `{reason, message, field}`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
-use super::strategy::{Admission, Strategy, StrategyContext, StrategyError};
 use super::system_fields::now_rfc3339;
 use crate::storage::{accept_any_deletion, ListOptions, Preconditions, Storage};
+use crate::strategy::{Admission, Strategy, StrategyContext, StrategyError};
 
 /// The strategy of `customresourcedefinitions`.
 pub struct CrdStrategy {
@@ -78,8 +78,8 @@ impl Strategy for CrdStrategy {
                 ("spec.names.plural", "/spec/names/plural"),
             ] {
                 if new.pointer(pointer) != old.pointer(pointer) {
-                    admission.field_errors.push(super::strategy::FieldError {
-                        kind: super::strategy::FieldErrorKind::Invalid,
+                    admission.field_errors.push(crate::strategy::FieldError {
+                        kind: crate::strategy::FieldErrorKind::Invalid,
                         field: field.into(),
                         detail: format!(
                             "{}: field is immutable",

@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::error::{Error, Result};
 use super::store::{Outcome, RegistryStore, RequestScope};
-use super::strategy::{FieldError, FieldErrorKind};
 use super::system_fields::{meta_str, metadata_mut};
+use crate::strategy::{FieldError, FieldErrorKind};
 
 /// How many fresh generateName suffixes a create tries before giving up.
 const GENERATE_NAME_ATTEMPTS: usize = 8;
@@ -77,7 +77,7 @@ impl RegistryStore {
         if obj.is_object() {
             return Ok(());
         }
-        Err(Error::Strategy(super::strategy::StrategyError {
+        Err(Error::Strategy(crate::strategy::StrategyError {
             module: self.strategy.name().to_string(),
             reason: "the strategy returned something that is not a JSON object".into(),
         }))

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::names::{dns1123_label_error, dns1123_subdomain_error};
-use super::strategy::{FieldError, FieldErrorKind, ResourceInfo};
+use crate::strategy::{FieldError, FieldErrorKind, ResourceInfo};
 
 /// The group of CustomResourceDefinitions.
 pub const CRD_GROUP: &str = "apiextensions.k8s.io";

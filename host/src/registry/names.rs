@@ -4,7 +4,7 @@
 use rand::Rng as _;
 use serde_json::Value;
 
-use super::strategy::{FieldError, FieldErrorKind};
+use crate::strategy::{FieldError, FieldErrorKind};
 
 /// Longest DNS-1123 subdomain.
 const SUBDOMAIN_MAX: usize = 253;

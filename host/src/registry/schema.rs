@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::strategy::{FieldError, FieldErrorKind};
+use crate::strategy::{FieldError, FieldErrorKind};
 
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
 

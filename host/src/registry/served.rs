@@ -13,31 +13,9 @@ use tokio::sync::watch;
 use super::builtin::{CrdStrategy, NamespaceStrategy};
 use super::definition::ResourceDefinition;
 use super::store::RegistryStore;
-use super::strategy::{DefaultStrategy, Strategy};
 use crate::storage::cacher::{Cacher, CacherConfig};
 use crate::storage::{ListOptions, Storage, WatchEvent};
-
-/// Chooses the strategy of a custom resource (the wasm module table in production).
-pub trait StrategyResolver: Send + Sync + 'static {
-    /// The strategy of the resource with `group` and `kind`.
-    fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy>;
-}
-
-/// Every custom resource gets `DefaultStrategy`.
-#[derive(Debug, Default)]
-pub struct DefaultResolver;
-
-impl StrategyResolver for DefaultResolver {
-    fn strategy(&self, _group: &str, _kind: &str) -> Arc<dyn Strategy> {
-        Arc::new(DefaultStrategy)
-    }
-}
-
-impl StrategyResolver for crate::wasm::ModuleTable {
-    fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy> {
-        crate::wasm::ModuleTable::strategy(self, group, kind)
-    }
-}
+use crate::strategy::{Strategy, StrategyResolver};
 
 /// One served resource: its definition and its store.
 #[derive(Debug, Clone)]

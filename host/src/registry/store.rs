@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
 use super::error::{Error, Result, Target};
-use super::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext};
 use crate::storage::{GetOptions, ListOptions, ObjectList, Storage, WatchStream};
+use crate::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext};
 
 /// How unknown and duplicate fields in a request body are treated (`?fieldValidation=`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,6 +37,8 @@ pub struct RequestScope {
     pub subresource: Option<String>,
     /// `?fieldValidation=`.
     pub field_validation: FieldValidation,
+    /// The After-hook depth of the write (see `StrategyContext::hook_depth`).
+    pub hook_depth: u32,
 }
 
 /// The result of a write.
@@ -110,6 +112,7 @@ impl RegistryStore {
             resource: self.def.info(&scope.version),
             dry_run: scope.dry_run,
             request_id: scope.request_id.clone(),
+            hook_depth: scope.hook_depth,
         }
     }
 
@@ -293,7 +296,7 @@ impl RegistryStore {
     /// Runs an after hook without waiting for it; its failure is logged, never undone.
     pub(super) fn spawn_hook<F>(&self, what: &'static str, hook: F)
     where
-        F: std::future::Future<Output = std::result::Result<(), super::strategy::StrategyError>>
+        F: std::future::Future<Output = std::result::Result<(), crate::strategy::StrategyError>>
             + Send
             + 'static,
     {

@@ -8,12 +8,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::strategy::{
-    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
-};
-use super::{Error, Registry, RequestScope, StrategyResolver, UpdateFn};
+use super::{Error, Registry, RequestScope, UpdateFn};
 use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::Storage;
+use crate::strategy::StrategyResolver;
+use crate::strategy::{
+    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+};
 
 /// A native strategy exercising every phase: refuses `spec.size > 10`, warns on `spec.size == 7`,
 /// fails outright on `spec.size == 13`, allows create-on-update and requires resourceVersions.

@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use super::error::{Carried, Error, Result};
 use super::store::{Outcome, RegistryStore, RequestScope};
-use super::strategy::{FieldError, FieldErrorKind};
 use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut};
 use crate::storage::{accept_any_deletion, Preconditions};
+use crate::strategy::{FieldError, FieldErrorKind};
 
 /// Produces the new object from the current one (`None` when it does not exist): a PUT returns
 /// its body, a PATCH applies itself.

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use strategy_host::registry::strategy::{ResourceInfo, StrategyContext};
-use strategy_host::wasm::{abi, Runtime, RuntimeConfig, StrategyModule};
+use strategy_host::strategy::{ResourceInfo, StrategyContext};
+use strategy_host::wasm::runtime::{abi, Runtime, RuntimeConfig, StrategyModule};
 
 pub fn config() -> RuntimeConfig {
     RuntimeConfig {
@@ -34,6 +34,7 @@ pub fn ctx(group: &str, kind: &str, plural: &str, namespaced: bool) -> StrategyC
         },
         dry_run: false,
         request_id: "test-request".into(),
+        hook_depth: 0,
     }
 }
 

@@ -9,7 +9,7 @@ use redb::ReadableTable;
 use tokio::sync::oneshot;
 
 use super::schema::{db_err, decode_version};
-use super::writer::Tables;
+use super::tables::Tables;
 use super::Inner;
 use crate::storage::error::Result;
 

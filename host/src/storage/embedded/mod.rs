@@ -11,6 +11,7 @@ mod compactor;
 mod reader;
 mod schema;
 mod store;
+mod tables;
 mod watch;
 mod writer;
 

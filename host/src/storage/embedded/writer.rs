@@ -6,13 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-use redb::{Database, Durability, ReadableTable, Table, WriteTransaction};
+use redb::{Database, Durability};
 use tokio::sync::{broadcast, oneshot};
 
 use super::compactor;
-use super::schema::{
-    db_err, encode_version, COMPACTED_REVISION, CURRENT_REVISION, HISTORY, LATEST, LOG, META,
-};
+use super::schema::{db_err, COMPACTED_REVISION, CURRENT_REVISION};
+use super::tables::Tables;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::txn::{CasOutcome, RawValue};
 use crate::storage::versioner::decode_from_storage;
@@ -92,59 +91,6 @@ impl CommittedChange {
 
 /// The changes of one commit, in revision order.
 pub(crate) type Batch = Arc<Vec<CommittedChange>>;
-
-/// The tables of one write transaction.
-pub(crate) struct Tables<'txn> {
-    /// Live keys.
-    pub latest: Table<'txn, &'static str, (u64, &'static [u8])>,
-    /// Every retained version.
-    pub history: Table<'txn, (&'static str, u64), &'static [u8]>,
-    /// The revision log.
-    pub log: Table<'txn, u64, &'static str>,
-    /// Counters.
-    pub meta: Table<'txn, &'static str, u64>,
-}
-
-impl<'txn> Tables<'txn> {
-    fn open(txn: &'txn WriteTransaction) -> Result<Self> {
-        Ok(Self {
-            latest: txn
-                .open_table(LATEST)
-                .map_err(|e| db_err("open latest", e))?,
-            history: txn
-                .open_table(HISTORY)
-                .map_err(|e| db_err("open history", e))?,
-            log: txn.open_table(LOG).map_err(|e| db_err("open log", e))?,
-            meta: txn.open_table(META).map_err(|e| db_err("open meta", e))?,
-        })
-    }
-
-    fn latest(&self, key: &str) -> Result<Option<RawValue>> {
-        let found = self.latest.get(key).map_err(|e| db_err("read latest", e))?;
-        Ok(found.map(|g| {
-            let (mod_revision, data) = g.value();
-            RawValue {
-                data: data.to_vec(),
-                mod_revision,
-            }
-        }))
-    }
-
-    /// Records a put (`Some`) or delete (`None`) of `key` at `rev`.
-    fn record(&mut self, key: &str, data: Option<&[u8]>, rev: u64) -> Result<()> {
-        let ctx = "write";
-        match data {
-            Some(d) => self.latest.insert(key, (rev, d)).map(drop),
-            None => self.latest.remove(key).map(drop),
-        }
-        .map_err(|e| db_err(ctx, e))?;
-        self.history
-            .insert((key, rev), encode_version(data).as_slice())
-            .map_err(|e| db_err(ctx, e))?;
-        self.log.insert(rev, key).map_err(|e| db_err(ctx, e))?;
-        Ok(())
-    }
-}
 
 /// The writer thread's state.
 struct Writer {

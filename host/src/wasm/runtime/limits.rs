@@ -5,6 +5,9 @@ use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 
+/// How often the epoch advances: the resolution of call deadlines.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
 /// Enforces the memory cap on one store; a growth past it traps with a clear message.
 #[derive(Debug)]
 pub(crate) struct CallLimits {
@@ -61,7 +64,7 @@ impl ResourceLimiter for CallLimits {
 }
 
 /// The wall-clock deadline of one call, turned into epoch ticks (the ticker advances the epoch
-/// every [`super::engine::EPOCH_TICK`]).
+/// every [`EPOCH_TICK`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadline {
     pub(crate) at: Instant,
@@ -80,7 +83,7 @@ impl Deadline {
     /// almost over.
     pub(crate) fn ticks(&self) -> u64 {
         let left = self.at.saturating_duration_since(Instant::now());
-        let tick = super::engine::EPOCH_TICK.as_nanos();
+        let tick = EPOCH_TICK.as_nanos();
         (left.as_nanos().div_ceil(tick) as u64) + 1
     }
 

@@ -13,12 +13,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::engine::Runtime;
-use super::error::{Error, Result};
-use super::module::{digest, StrategyModule};
-use super::registry_adapter::WasmStrategy;
-use crate::registry::strategy::{
+use super::runtime::{digest, Error, Result, Runtime, StrategyModule};
+use super::wasm_strategy::WasmStrategy;
+use crate::strategy::{
     Admission, DefaultStrategy, ResourceInfo, Strategy, StrategyContext, StrategyError,
+    StrategyResolver,
 };
 
 /// Whether a source's latest version serves.
@@ -437,5 +436,11 @@ impl Strategy for SlotStrategy {
 
     async fn after_delete(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
         delegate!(self, after_delete(ctx, obj))
+    }
+}
+
+impl StrategyResolver for ModuleTable {
+    fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy> {
+        ModuleTable::strategy(self, group, kind)
     }
 }

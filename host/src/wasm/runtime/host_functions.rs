@@ -10,23 +10,7 @@ use wasmtime::{AsContextMut, Caller, Engine, Extern, Linker};
 
 use super::abi;
 use super::limits::{CallLimits, Deadline};
-use crate::registry::strategy::ResourceInfo;
-
-tokio::task_local! {
-    static APPLY_DEPTH: u32;
-}
-
-/// Runs `fut` (the registry's write on behalf of an `apply`) at hook depth `depth`, so the After
-/// hooks it triggers know how deep they are. [`HostApi::apply`] implementations wrap the nested
-/// registry call in it.
-pub async fn with_apply_depth<F: std::future::Future>(depth: u32, fut: F) -> F::Output {
-    APPLY_DEPTH.scope(depth, fut).await
-}
-
-/// The hook depth of the current task: 0 for a client's request.
-pub(crate) fn current_apply_depth() -> u32 {
-    APPLY_DEPTH.try_with(|d| *d).unwrap_or(0)
-}
+use crate::strategy::ResourceInfo;
 
 /// Who is calling a host function.
 #[derive(Debug, Clone)]
@@ -70,8 +54,8 @@ pub trait HostApi: Send + Sync + 'static {
 
     /// Creates or updates `object` (by its apiVersion, kind, namespace and name) through the
     /// registry with its resource's own strategy, and returns it as stored. `depth` is the hook
-    /// depth of the nested write: run it inside [`with_apply_depth`]`(depth, ..)`. The runtime has
-    /// already refused calls beyond the configured depth.
+    /// depth of the nested write, to be carried into its strategy calls (and so into the After
+    /// hooks it triggers). The runtime has already refused calls beyond the configured depth.
     fn apply(&self, caller: &CallerInfo, depth: u32, object: Value) -> Result<Value, String>;
 }
 

@@ -6,9 +6,9 @@ use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
-use super::{Registry, RequestScope, ServedResource, UpdateFn};
+use super::runtime::{CallerInfo, HostApi};
+use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
 use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
-use crate::wasm::{with_apply_depth, CallerInfo, HostApi};
 
 /// Host functions over a registry (held weakly: the runtime outlives nothing).
 pub struct RegistryHostApi {
@@ -131,6 +131,7 @@ impl HostApi for RegistryHostApi {
             .unwrap_or_default();
         let mut scope = Self::scope(&r, caller, namespace);
         scope.version = version.to_string();
+        scope.hook_depth = depth;
         let store = r.store.clone();
         let write = async move {
             let exists = store.get(&scope, &name, GetOptions::default()).await;
@@ -155,8 +156,8 @@ impl HostApi for RegistryHostApi {
             }
         };
         self.runtime
-            .block_on(with_apply_depth(depth, write))
+            .block_on(write)
             .map(|o| o.object)
-            .map_err(|e| crate::api::status::Status::from(&e).message)
+            .map_err(|e| e.to_string())
     }
 }

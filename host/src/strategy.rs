@@ -6,6 +6,8 @@
 //! `before_delete`; and the After hooks, which run after the write is committed and never undo it.
 //! `DefaultStrategy` is what a resource without a module gets.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -78,6 +80,9 @@ pub struct StrategyContext {
     pub dry_run: bool,
     /// An id for logs, so a module's log lines can be tied to a request.
     pub request_id: String,
+    /// How many After-hook writes led to this request: 0 for a client's request, n + 1 for a
+    /// write an After hook made at depth n. It travels with the chain so nesting stays bounded.
+    pub hook_depth: u32,
 }
 
 /// The outcome of a before-write phase.
@@ -181,5 +186,21 @@ pub struct DefaultStrategy;
 impl Strategy for DefaultStrategy {
     fn name(&self) -> &str {
         "default"
+    }
+}
+
+/// Chooses the strategy of a custom resource (the wasm module table in production).
+pub trait StrategyResolver: Send + Sync + 'static {
+    /// The strategy of the resource with `group` and `kind`.
+    fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy>;
+}
+
+/// Every custom resource gets `DefaultStrategy`.
+#[derive(Debug, Default)]
+pub struct DefaultResolver;
+
+impl StrategyResolver for DefaultResolver {
+    fn strategy(&self, _group: &str, _kind: &str) -> Arc<dyn Strategy> {
+        Arc::new(DefaultStrategy)
     }
 }

@@ -13,11 +13,9 @@ use wasmtime::{
 };
 
 use super::host_functions::{self, CallState, HostApi, NoHostApi};
+use super::limits::EPOCH_TICK;
 use super::metrics::Metrics;
 use super::module_cache::ModuleCache;
-
-/// How often the epoch advances: the resolution of call deadlines.
-pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The runtime's limits and knobs.
 #[derive(Debug, Clone)]

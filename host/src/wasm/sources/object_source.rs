@@ -10,13 +10,13 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use serde_json::{json, Value};
 
-use super::module::StrategyModule;
 use super::module_object::{source_name, ModuleSpec, PLURAL, VERSION};
-use super::table::{ModuleState, ModuleStatus, ModuleTable};
-use crate::registry::strategy::ResourceInfo;
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
 use crate::storage::{ListOptions, WatchEvent};
+use crate::strategy::ResourceInfo;
+use crate::wasm::runtime::StrategyModule;
+use crate::wasm::{ModuleState, ModuleStatus, ModuleTable};
 
 /// How long to wait before relisting after the watch failed.
 const RELIST_DELAY: Duration = Duration::from_millis(500);

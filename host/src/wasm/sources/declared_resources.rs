@@ -8,10 +8,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::table::{ModuleState, ModuleStatus, ModuleTable};
 use crate::registry::definition::CRD_GROUP;
-use crate::registry::strategy::ResourceInfo;
 use crate::registry::{Registry, RequestScope};
+use crate::strategy::ResourceInfo;
+use crate::wasm::{ModuleState, ModuleStatus, ModuleTable};
 
 /// Installs the manifest check on `table` and, until the registry is dropped, creates the
 /// definitions of resources that active modules declare and nobody serves.

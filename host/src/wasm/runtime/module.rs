@@ -9,10 +9,10 @@ use wasmtime::InstancePre;
 use super::abi::{self, request::Operation as Op, Operation};
 use super::engine::Runtime;
 use super::error::{Error, Result};
-use super::host_functions::{CallState, CallerInfo, Grants};
+use super::host_functions::{CallState, CallerInfo};
 use super::instance::{Session, SessionOptions};
 use super::manifest::{self, ModuleManifest};
-use crate::registry::strategy::ResourceInfo;
+use crate::strategy::ResourceInfo;
 
 /// A loaded, checked strategy module.
 pub struct StrategyModule {
@@ -90,7 +90,7 @@ impl StrategyModule {
             in_after_hook: false,
             depth: 0,
         };
-        let mut session = Session::new(runtime, &loaded, opts).map_err(Error::LoadCall)?;
+        let mut session = loaded.session(runtime, opts).map_err(Error::LoadCall)?;
         let raw = session.manifest().map_err(Error::LoadCall)?;
         let decoded = <abi::Manifest as prost::Message>::decode(raw.as_slice())
             .map_err(|e| Error::Manifest(format!("did not decode: {e}")))?;
@@ -149,7 +149,7 @@ impl StrategyModule {
     }
 
     /// Sends one request to a fresh instance of the module, on the calling thread (blocking for
-    /// up to the call deadline). The registry path is [`super::WasmStrategy`]; this is for
+    /// up to the call deadline). The registry path is `crate::wasm::WasmStrategy`; this is for
     /// benchmarks and tools.
     ///
     /// # Errors
@@ -166,14 +166,16 @@ impl StrategyModule {
             in_after_hook: false,
             depth: 0,
         };
-        Session::new(runtime, self, opts)?.call(request)
+        self.session(runtime, opts)?.call(request)
     }
 
-    pub(crate) fn instance_pre(&self) -> &InstancePre<CallState> {
-        &self.pre
-    }
-
-    pub(crate) fn manifest_grants(&self) -> Grants {
-        self.manifest.grants
+    /// A fresh instance of the module with `runtime`'s limits, serving every step of one
+    /// registry phase.
+    pub(crate) fn session(
+        &self,
+        runtime: &Runtime,
+        opts: SessionOptions,
+    ) -> std::result::Result<Session, super::CallFailure> {
+        Session::new(runtime, &self.pre, self.manifest.grants, opts)
     }
 }

@@ -6,13 +6,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::abi::{self, request::Operation as Op, Operation};
-use super::engine::Runtime;
-use super::error::{CallFailure, FailureKind};
-use super::host_functions::{current_apply_depth, CallerInfo};
-use super::instance::{Session, SessionOptions};
-use super::module::StrategyModule;
-use crate::registry::strategy::{
+use super::runtime::abi::{self, request::Operation as Op, Operation};
+use super::runtime::{
+    CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
+};
+use crate::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
 
@@ -73,11 +71,11 @@ impl WasmStrategy {
                 dry_run: ctx.dry_run,
             },
             in_after_hook,
-            depth: current_apply_depth(),
+            depth: ctx.hook_depth,
         };
         let (runtime, module) = (self.runtime.clone(), self.module.clone());
         let result = tokio::task::spawn_blocking(move || {
-            let mut session = Session::new(&runtime, &module, opts)?;
+            let mut session = module.session(&runtime, opts)?;
             session.call(&request)
         })
         .await

@@ -13,7 +13,7 @@ pub struct CallFailure {
 
 /// `e` on one line: wasmtime's messages can span several (e.g. a dump of the bad magic bytes),
 /// and reasons travel in log lines, statuses and `Status` messages.
-pub(crate) fn one_line(e: impl fmt::Display) -> String {
+pub fn one_line(e: impl fmt::Display) -> String {
     e.to_string()
         .split_whitespace()
         .collect::<Vec<_>>()

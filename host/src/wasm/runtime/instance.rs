@@ -2,14 +2,13 @@
 //! limits, serving every step of one registry phase, then dropped.
 
 use prost::Message;
-use wasmtime::{Instance, Memory, Store, Trap, TypedFunc};
+use wasmtime::{Instance, InstancePre, Memory, Store, Trap, TypedFunc};
 
 use super::abi;
 use super::engine::Runtime;
 use super::error::{CallFailure, FailureKind};
-use super::host_functions::{CallState, CallerInfo};
+use super::host_functions::{CallState, CallerInfo, Grants};
 use super::limits::{CallLimits, Deadline};
-use super::module::StrategyModule;
 
 /// Options of one session.
 pub(crate) struct SessionOptions {
@@ -29,10 +28,12 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Instantiates `module` with the runtime's limits.
+    /// Instantiates the pre-linked module `pre` (whose manifest grants `grants`) with the
+    /// runtime's limits.
     pub(crate) fn new(
         runtime: &Runtime,
-        module: &StrategyModule,
+        pre: &InstancePre<CallState>,
+        grants: Grants,
         opts: SessionOptions,
     ) -> Result<Self, CallFailure> {
         let rt = &runtime.inner;
@@ -41,7 +42,7 @@ impl Session {
             limits: CallLimits::new(rt.config.memory_limit),
             deadline,
             caller: opts.caller,
-            grants: module.manifest_grants(),
+            grants,
             in_after_hook: opts.in_after_hook,
             depth: opts.depth,
             max_depth: rt.config.max_apply_depth,
@@ -53,8 +54,7 @@ impl Session {
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(deadline.ticks());
         store.epoch_deadline_trap();
-        let instance = module
-            .instance_pre()
+        let instance = pre
             .instantiate(&mut store)
             .map_err(|e| classify(&store, e, "instantiation"))?;
         let exports = Exports::of(&mut store, &instance)

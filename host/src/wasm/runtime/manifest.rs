@@ -8,7 +8,7 @@ use wasmtime::{ExternType, Module, ValType};
 use super::abi::{self, HostFunction, Operation};
 use super::error::{Error, Result};
 use super::host_functions::{Grants, HOST_FUNCTIONS};
-use crate::registry::strategy::ResourceInfo;
+use crate::strategy::ResourceInfo;
 
 /// What a loaded module declared about itself.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 
-use super::table::ModuleTable;
+use crate::wasm::ModuleTable;
 
 /// How long the watcher waits for a burst of events about a file to settle.
 const SETTLE: Duration = Duration::from_millis(30);

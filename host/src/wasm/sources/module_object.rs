@@ -7,11 +7,11 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use super::module::digest;
 use crate::registry::definition::{PrinterColumn, ResourceDefinition, VersionDefinition};
-use crate::registry::strategy::{
+use crate::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
+use crate::wasm::runtime::digest;
 
 /// The API group of the host's own kinds.
 pub const GROUP: &str = "strategyhost.io";

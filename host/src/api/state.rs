@@ -1,0 +1,52 @@
+//! `AppState`: what every request handler shares (the registry, the store below it, limits,
+//! the shutdown signal and the module table).
+
+use std::sync::Arc;
+
+use tokio::sync::{watch, Semaphore};
+
+use crate::registry::Registry;
+use crate::storage::Storage;
+use crate::wasm::ModuleTable;
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The store below every resource (health checks, revisions).
+    pub storage: Arc<dyn Storage>,
+    /// The served resources.
+    pub registry: Arc<Registry>,
+    /// The request body cap (bytes).
+    pub max_body_bytes: usize,
+    /// Non-watch requests allowed in flight at once; more answer 429.
+    pub inflight: Arc<Semaphore>,
+    /// Flips to `true` when shutdown begins (watches end on it).
+    pub shutdown: watch::Receiver<bool>,
+    /// The wasm module table, for `/metrics` and `/debug/strategies`.
+    pub modules: Option<Arc<ModuleTable>>,
+}
+
+impl AppState {
+    /// State with the given limits.
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        registry: Arc<Registry>,
+        max_body_bytes: usize,
+        max_inflight: usize,
+    ) -> Self {
+        Self {
+            storage,
+            registry,
+            max_body_bytes,
+            inflight: Arc::new(Semaphore::new(max_inflight.max(1))),
+            shutdown: watch::channel(false).1,
+            modules: None,
+        }
+    }
+
+    /// The same state, also serving the module table's metrics and statuses.
+    pub fn with_modules(mut self, modules: Arc<ModuleTable>) -> Self {
+        self.modules = Some(modules);
+        self
+    }
+}

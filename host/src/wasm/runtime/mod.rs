@@ -1,0 +1,25 @@
+//! The wasmtime-level runtime: one engine with the pooling allocator and an epoch ticker,
+//! modules compiled once (cached on disk by digest) and checked against the ABI, a fresh
+//! instance per call with a deadline, a memory cap and an output cap, the host functions guests
+//! import, and per-module metrics. It speaks the strategy contract's types (`crate::strategy`)
+//! but knows nothing of the registry, the API or where modules come from.
+
+pub mod abi;
+mod engine;
+mod error;
+mod host_functions;
+mod instance;
+mod limits;
+mod manifest;
+mod metrics;
+mod module;
+mod module_cache;
+
+pub use engine::{Runtime, RuntimeConfig};
+pub use error::{one_line, CallFailure, Error, FailureKind, Result};
+pub use host_functions::{CallerInfo, HostApi, NoHostApi};
+pub(crate) use instance::SessionOptions;
+pub use limits::EPOCH_TICK;
+pub use manifest::ModuleManifest;
+pub use metrics::{Metrics, ModuleCounters};
+pub use module::{digest, StrategyModule};
