@@ -167,9 +167,8 @@ impl RegistryStore {
         };
         let object = self.to_version(created, &scope.version);
         let (strategy, hook_obj) = (self.strategy.clone(), object.clone());
-        self.spawn_hook("after_create", async move {
-            strategy.after_create(&ctx, &hook_obj).await
-        });
+        let hook = async move { strategy.after_create(&ctx, &hook_obj).await };
+        warnings.extend(self.run_hook("after_create", hook).await);
         Ok(Outcome {
             object,
             warnings,

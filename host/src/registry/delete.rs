@@ -94,7 +94,7 @@ impl RegistryStore {
                 causes: admission.field_errors,
             });
         }
-        let warnings = admission.warnings;
+        let mut warnings = admission.warnings;
         if !finalizers(&current).is_empty() {
             if is_being_deleted(&current) || scope.dry_run {
                 let mut obj = current;
@@ -160,9 +160,8 @@ impl RegistryStore {
             })?;
         let object = self.to_version(deleted, &scope.version);
         let (strategy, obj) = (self.strategy.clone(), object.clone());
-        self.spawn_hook("after_delete", async move {
-            strategy.after_delete(&ctx, &obj).await
-        });
+        let hook = async move { strategy.after_delete(&ctx, &obj).await };
+        warnings.extend(self.run_hook("after_delete", hook).await);
         Ok(Outcome {
             object,
             warnings,

@@ -293,18 +293,22 @@ impl RegistryStore {
         errors
     }
 
-    /// Runs an after hook without waiting for it; its failure is logged, never undone.
-    pub(super) fn spawn_hook<F>(&self, what: &'static str, hook: F)
+    /// Runs an After hook and waits for it, so its failure reaches the client as a warning
+    /// (the write stands, as Kubernetes' AfterCreate/AfterUpdate/AfterDelete never undo one).
+    /// The hook runs in its own task: a client that goes away mid-hook does not cancel it.
+    pub(super) async fn run_hook<F>(&self, what: &'static str, hook: F) -> Option<String>
     where
         F: std::future::Future<Output = std::result::Result<(), crate::strategy::StrategyError>>
             + Send
             + 'static,
     {
+        let failure = match tokio::spawn(hook).await {
+            Ok(Ok(())) => return None,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => format!("the hook's task failed: {e}"),
+        };
         let resource = self.def.key_prefix();
-        tokio::spawn(async move {
-            if let Err(e) = hook.await {
-                tracing::warn!(%resource, hook = what, error = %e, "after hook failed");
-            }
-        });
+        tracing::warn!(%resource, hook = what, error = %failure, "after hook failed");
+        Some(format!("{what} hook failed (the write stands): {failure}"))
     }
 }

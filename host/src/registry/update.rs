@@ -118,9 +118,9 @@ impl RegistryStore {
             };
             let ctx = self.ctx(scope);
             let (strategy, obj) = (self.strategy.clone(), deleted.clone());
-            self.spawn_hook("after_delete", async move {
-                strategy.after_delete(&ctx, &obj).await
-            });
+            let hook = async move { strategy.after_delete(&ctx, &obj).await };
+            let mut warnings = warnings;
+            warnings.extend(self.run_hook("after_delete", hook).await);
             return Ok(Outcome {
                 object: self.to_version(deleted, &scope.version),
                 warnings,
@@ -130,14 +130,18 @@ impl RegistryStore {
         let object = self.to_version(stored, &scope.version);
         let ctx = self.ctx(scope);
         let (strategy, obj) = (self.strategy.clone(), object.clone());
-        match old {
-            Some(old) => self.spawn_hook("after_update", async move {
-                strategy.after_update(&ctx, &obj, &old).await
-            }),
-            None => self.spawn_hook("after_create", async move {
-                strategy.after_create(&ctx, &obj).await
-            }),
-        }
+        let mut warnings = warnings;
+        let failed = match old {
+            Some(old) => {
+                let hook = async move { strategy.after_update(&ctx, &obj, &old).await };
+                self.run_hook("after_update", hook).await
+            }
+            None => {
+                let hook = async move { strategy.after_create(&ctx, &obj).await };
+                self.run_hook("after_create", hook).await
+            }
+        };
+        warnings.extend(failed);
         Ok(Outcome {
             object,
             warnings,
