@@ -162,6 +162,10 @@ impl Status {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty() {
+            // `reason` is omitempty in Kubernetes' Status (StatusReasonUnknown).
+            body.as_object_mut().map(|m| m.remove("reason"));
+        }
         let mut details = serde_json::Map::new();
         if let Some(d) = &self.details {
             if !d.name.is_empty() {
@@ -269,6 +273,8 @@ impl From<&RegistryError> for Status {
             RegistryError::MethodNotSupported(m) => Self::method_not_allowed(m.clone()),
             RegistryError::Strategy(e) => Self::internal(e),
             RegistryError::Internal(m) => Self::internal(m),
+            // A plain Go error in kube-apiserver: 500 with no reason and the bare message.
+            RegistryError::ResourceVersionSetOnCreate => Self::new(500, "", err.to_string()),
         }
     }
 }
@@ -337,5 +343,13 @@ mod tests {
             "Widget.example.com \"x\" is invalid: spec.size: Required value"
         );
         assert_eq!(s.to_json()["details"]["causes"][0]["field"], "spec.size");
+        // A bare 500 with no reason, as kube-apiserver answers a create carrying a resourceVersion.
+        let s = Status::from(&RegistryError::ResourceVersionSetOnCreate).to_json();
+        assert_eq!(s["code"], 500);
+        assert!(s.get("reason").is_none(), "{s}");
+        assert_eq!(
+            s["message"],
+            "resourceVersion should not be set on objects to be created"
+        );
     }
 }

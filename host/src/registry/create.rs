@@ -83,13 +83,52 @@ impl RegistryStore {
         }))
     }
 
+    /// Everything between a create's body and the store (Kubernetes' `rest.BeforeCreate`),
+    /// shared by create and create-on-update: identity, schema, system fields, status
+    /// stripped where a status subresource owns it, the strategy's create phase, validation
+    /// and the namespace check. `obj` must already have its name (or generateName) settled.
+    pub(super) async fn before_create(
+        &self,
+        scope: &RequestScope,
+        obj: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        super::system_fields::prepare_for_create(obj);
+        if self
+            .def
+            .version(&scope.version)
+            .is_some_and(|v| v.status_subresource)
+        {
+            if let Some(map) = obj.as_object_mut() {
+                map.remove("status");
+            }
+        }
+        self.check_metadata_shape(obj)?;
+        let admission = self.strategy.before_create(&self.ctx(scope), obj).await?;
+        self.check_strategy_output(obj)?;
+        warnings.extend(admission.warnings);
+        let name = meta_str(obj, "name").unwrap_or("").to_string();
+        let mut causes = admission.field_errors;
+        causes.extend(self.validate_common(scope, obj));
+        if !causes.is_empty() {
+            return Err(Error::Invalid {
+                target: self.target(&name).into(),
+                causes,
+            });
+        }
+        self.check_namespace(scope).await
+    }
+
     /// Creates an object.
     ///
     /// # Errors
     /// `BadRequest`, `Invalid` (422), `NotFound` (namespace), storage `AlreadyExists`, strategy
-    /// failures.
+    /// failures, `ResourceVersionSetOnCreate`.
     pub async fn create(&self, scope: &RequestScope, mut obj: Value) -> Result<Outcome> {
         self.check_identity(scope, &mut obj)?;
+        if !meta_str(&obj, "resourceVersion").unwrap_or("").is_empty() {
+            return Err(Error::ResourceVersionSetOnCreate);
+        }
         let mut warnings = Vec::new();
         self.apply_schema(scope, &mut obj, &mut warnings)?;
         let generate = meta_str(&obj, "generateName").unwrap_or("").to_string();
@@ -110,32 +149,8 @@ impl RegistryStore {
                 Value::String(super::names::generate_name(&generate)),
             );
         }
-        super::system_fields::prepare_for_create(&mut obj);
-        if self
-            .def
-            .version(&scope.version)
-            .is_some_and(|v| v.status_subresource)
-        {
-            if let Some(map) = obj.as_object_mut() {
-                map.remove("status");
-            }
-        }
-        self.check_metadata_shape(&obj)?;
+        self.before_create(scope, &mut obj, &mut warnings).await?;
         let ctx = self.ctx(scope);
-        let admission = self.strategy.before_create(&ctx, &mut obj).await?;
-        self.check_strategy_output(&obj)?;
-        warnings.extend(admission.warnings);
-        let name = meta_str(&obj, "name").unwrap_or("").to_string();
-        let target = self.target(&name);
-        let mut causes = admission.field_errors;
-        causes.extend(self.validate_common(scope, &obj));
-        if !causes.is_empty() {
-            return Err(Error::Invalid {
-                target: target.into(),
-                causes,
-            });
-        }
-        self.check_namespace(scope).await?;
         let storage_version = self.def.storage_version().to_string();
         let mut stored = self.to_version(obj, &storage_version);
         if scope.dry_run {

@@ -83,6 +83,10 @@ pub enum Error {
     /// An invariant broke.
     #[error("{0}")]
     Internal(String),
+    /// A create carried `metadata.resourceVersion`. Kubernetes answers a bare 500 (reason
+    /// Unknown) with this text, and clients match on it.
+    #[error("resourceVersion should not be set on objects to be created")]
+    ResourceVersionSetOnCreate,
 }
 
 impl Error {

@@ -159,39 +159,18 @@ impl RegistryStore {
     ) -> Result<Prepared> {
         let target = self.target(name);
         let Some(old) = current else {
-            // Create on update.
+            // Create on update: the same pipeline as a create.
             let mut obj = input(None)?;
             self.check_name(&obj, name)?;
-            let outcome_obj = {
-                self.check_identity(scope, &mut obj)?;
-                let mut warnings = Vec::new();
-                self.apply_schema(scope, &mut obj, &mut warnings)?;
-                super::system_fields::prepare_for_create(&mut obj);
-                self.check_metadata_shape(&obj)?;
-                let admission = self
-                    .strategy
-                    .before_create(&self.ctx(scope), &mut obj)
-                    .await?;
-                self.check_strategy_output(&obj)?;
-                warnings.extend(admission.warnings);
-                let mut causes = admission.field_errors;
-                causes.extend(self.validate_common(scope, &obj));
-                if !causes.is_empty() {
-                    return Err(Error::Invalid {
-                        target: target.into(),
-                        causes,
-                    });
-                }
-                self.check_namespace(scope).await?;
-                (obj, warnings)
-            };
-            let object = self.to_version(outcome_obj.0, self.def.storage_version());
-            let mut object = object;
-            crate::storage::versioner::clear_object_resource_version(&mut object);
+            self.check_identity(scope, &mut obj)?;
+            let mut warnings = Vec::new();
+            self.apply_schema(scope, &mut obj, &mut warnings)?;
+            self.before_create(scope, &mut obj, &mut warnings).await?;
+            let object = self.to_version(obj, self.def.storage_version());
             return Ok(Prepared {
                 object,
                 old: None,
-                warnings: outcome_obj.1,
+                warnings,
                 created: true,
             });
         };
