@@ -14,7 +14,8 @@ use super::builtin::{CrdStrategy, NamespaceStrategy};
 use super::definition::ResourceDefinition;
 use super::store::RegistryStore;
 use crate::storage::cacher::{Cacher, CacherConfig};
-use crate::storage::{ListOptions, Storage, WatchEvent};
+use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
 
 /// One served resource: its definition and its store.
@@ -231,63 +232,38 @@ impl Registry {
         }
     }
 
-    /// Follows CustomResourceDefinitions until the registry is dropped: list, then watch from
-    /// the list's revision; relist after any watch error.
+    /// Follows CustomResourceDefinitions through the informer until the registry is dropped.
     pub fn start(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
+        let crds = self.crds();
+        let (storage, prefix) = (crds.store.storage().clone(), crds.def.key_prefix());
         tokio::spawn(async move {
-            loop {
+            let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
+            let mut listing = Vec::new();
+            while let Some(event) = events.next().await {
                 let Some(this) = weak.upgrade() else { return };
-                if let Err(e) = this.follow_definitions().await {
-                    tracing::warn!(error = %e, "definition watch failed; relisting");
+                let revision = event.revision();
+                match event {
+                    InformerEvent::Init => listing.clear(),
+                    InformerEvent::InitApply(crd) => listing.push(crd),
+                    InformerEvent::InitDone { .. } => {
+                        this.replace_all(&std::mem::take(&mut listing));
+                        this.synced.send_replace(true);
+                    }
+                    InformerEvent::Apply(crd) => this.apply_crd(&crd),
+                    InformerEvent::Delete(crd) => this.remove_crd(&crd),
+                    InformerEvent::Progress(_) => {}
                 }
-                drop(this);
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                if let Some(r) = revision {
+                    this.observed.send_if_modified(|cur| {
+                        let newer = r > *cur;
+                        if newer {
+                            *cur = r;
+                        }
+                        newer
+                    });
+                }
             }
         });
-    }
-
-    async fn follow_definitions(&self) -> crate::storage::Result<()> {
-        let crds = self.crds();
-        let prefix = crds.def.key_prefix();
-        let storage = crds.store.storage().clone();
-        let list = storage
-            .get_list(
-                &prefix,
-                ListOptions {
-                    recursive: true,
-                    ..Default::default()
-                },
-            )
-            .await?;
-        self.replace_all(&list.items);
-        self.observed.send_replace(list.resource_version);
-        self.synced.send_replace(true);
-        let opts = ListOptions {
-            resource_version: list.resource_version.to_string(),
-            recursive: true,
-            allow_bookmarks: true,
-            ..Default::default()
-        };
-        let mut events = storage.watch(&prefix, opts).await?;
-        while let Some(event) = events.next().await {
-            let revision = event.revision();
-            match event {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) => self.apply_crd(&o),
-                WatchEvent::Deleted(o) => self.remove_crd(&o),
-                WatchEvent::Bookmark(_) => {}
-                WatchEvent::Error(e) => return Err(e),
-            }
-            if let Some(r) = revision {
-                self.observed.send_if_modified(|cur| {
-                    let newer = r > *cur;
-                    if newer {
-                        *cur = r;
-                    }
-                    newer
-                });
-            }
-        }
-        Ok(())
     }
 }

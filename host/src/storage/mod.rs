@@ -15,6 +15,7 @@ pub mod continue_token;
 pub mod embedded;
 pub mod error;
 pub mod etcd3;
+pub mod informer;
 pub mod key;
 pub mod options;
 pub mod predicate;

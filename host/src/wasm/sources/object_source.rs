@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use futures::StreamExt as _;
 use serde_json::{json, Value};
@@ -13,16 +12,17 @@ use serde_json::{json, Value};
 use super::module_object::{source_name, ModuleSpec, PLURAL, VERSION};
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
-use crate::storage::{ListOptions, WatchEvent};
+use crate::storage::informer::{informer, InformerConfig, InformerEvent};
 use crate::strategy::ResourceInfo;
 use crate::wasm::runtime::StrategyModule;
 use crate::wasm::{ModuleState, ModuleStatus, ModuleTable};
 
-/// How long to wait before relisting after the watch failed.
-const RELIST_DELAY: Duration = Duration::from_millis(500);
-
 /// Follows `StrategyModule` objects into `table` until the registry is dropped.
 pub fn start(table: Arc<ModuleTable>, registry: &Arc<Registry>) {
+    let Some(resource) = registry.resolve(super::module_object::GROUP, VERSION, PLURAL) else {
+        tracing::error!("strategymodules are not served; StrategyModule objects are not followed");
+        return;
+    };
     let weak = Arc::downgrade(registry);
     tokio::spawn(async move {
         let mut follower = Follower {
@@ -30,15 +30,7 @@ pub fn start(table: Arc<ModuleTable>, registry: &Arc<Registry>) {
             registry: weak,
             seen: HashMap::new(),
         };
-        loop {
-            if let Err(e) = follower.follow().await {
-                tracing::warn!(error = %e, "strategy module watch failed; relisting");
-            }
-            if follower.registry.strong_count() == 0 {
-                return;
-            }
-            tokio::time::sleep(RELIST_DELAY).await;
-        }
+        follower.follow(resource).await;
     });
 }
 
@@ -58,29 +50,52 @@ fn name_of(obj: &Value) -> String {
 }
 
 impl Follower {
-    fn resource(&self) -> crate::storage::Result<ServedResource> {
-        self.registry
-            .upgrade()
-            .and_then(|r| r.resolve(super::module_object::GROUP, VERSION, PLURAL))
-            .ok_or_else(|| {
-                crate::storage::StorageError::Internal("strategymodules are not served".into())
-            })
+    /// Consumes the informer's events (and the table's, to retry refused versions) until the
+    /// registry is dropped.
+    async fn follow(&mut self, resource: ServedResource) {
+        let storage = resource.store.storage().clone();
+        let mut events = Box::pin(informer(
+            storage,
+            resource.def.key_prefix(),
+            InformerConfig::default(),
+        ));
+        let mut table_events = self.table.subscribe();
+        let mut listing = Vec::new();
+        loop {
+            if self.registry.strong_count() == 0 {
+                return;
+            }
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(InformerEvent::Init) => listing.clear(),
+                    Some(InformerEvent::InitApply(o)) => listing.push(o),
+                    Some(InformerEvent::InitDone { .. }) => {
+                        let listed = std::mem::take(&mut listing);
+                        self.replace_all(&resource, &listed).await;
+                    }
+                    Some(InformerEvent::Apply(o)) => self.offer(&resource, &o).await,
+                    Some(InformerEvent::Delete(o)) => self.remove(&name_of(&o)),
+                    Some(InformerEvent::Progress(_)) => {}
+                    None => return,
+                },
+                change = table_events.recv() => {
+                    tracing::debug!(?change, "module table event");
+                    let released = match change {
+                        Ok(s) => s.state == ModuleState::Unloaded,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    };
+                    if released {
+                        self.retry_rejected(&resource).await;
+                    }
+                }
+            }
+        }
     }
 
-    async fn follow(&mut self) -> crate::storage::Result<()> {
-        let resource = self.resource()?;
-        let storage = resource.store.storage().clone();
-        let prefix = resource.def.key_prefix();
-        let list = storage
-            .get_list(
-                &prefix,
-                ListOptions {
-                    recursive: true,
-                    ..Default::default()
-                },
-            )
-            .await?;
-        let present: BTreeSet<String> = list.items.iter().map(name_of).collect();
+    /// A (re)list: unloads the modules of objects gone, offers every listed one.
+    async fn replace_all(&mut self, resource: &ServedResource, listed: &[Value]) {
+        let present: BTreeSet<String> = listed.iter().map(name_of).collect();
         let gone: Vec<String> = self
             .seen
             .keys()
@@ -90,39 +105,8 @@ impl Follower {
         for name in gone {
             self.remove(&name);
         }
-        for obj in &list.items {
-            self.offer(&resource, obj).await;
-        }
-        let opts = ListOptions {
-            resource_version: list.resource_version.to_string(),
-            recursive: true,
-            ..Default::default()
-        };
-        let mut events = storage.watch(&prefix, opts).await?;
-        let mut table_events = self.table.subscribe();
-        loop {
-            tokio::select! {
-                event = events.next() => match event {
-                    Some(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
-                        self.offer(&resource, &o).await
-                    }
-                    Some(WatchEvent::Deleted(o)) => self.remove(&name_of(&o)),
-                    Some(WatchEvent::Bookmark(_)) => {}
-                    Some(WatchEvent::Error(e)) => return Err(e),
-                    None => return Ok(()),
-                },
-                change = table_events.recv() => {
-                    tracing::debug!(?change, "module table event");
-                    let released = match change {
-                        Ok(s) => s.state == ModuleState::Unloaded,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
-                    };
-                    if released {
-                        self.retry_rejected(&resource).await;
-                    }
-                }
-            }
+        for obj in listed {
+            self.offer(resource, obj).await;
         }
     }
 

@@ -1,0 +1,312 @@
+//! The one list-then-watch: follows a prefix of a [`Storage`] with relist and backoff, as a
+//! stream of [`InformerEvent`]s (kube-rs's `watcher()` is the model).
+//!
+//! An explicit state machine advanced by one `step` function: `List` (page by page at one
+//! revision) → `Watch` (open a watch after the last revision seen) → `Follow`. A watch that ends
+//! resumes from the last revision; one whose revision was compacted (`Expired`) relists; any
+//! other failure waits out one [`Backoff`] and retries the step that failed. Consumers (the
+//! cacher's reflector, the registry's definition follower, the StrategyModule source) see only
+//! the events, never the retries.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt as _};
+use serde_json::Value;
+
+use super::options::ListOptions;
+use super::versioner::object_resource_version;
+use super::watch::{WatchEvent, WatchStream};
+use super::Storage;
+
+/// What a consumer of the informer sees.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InformerEvent {
+    /// A (re)list begins: the objects up to the next `InitDone` replace everything known.
+    Init,
+    /// One object of the list.
+    InitApply(Value),
+    /// The list is complete and consistent at `revision`; watch events follow.
+    InitDone {
+        /// The revision the list was read at.
+        revision: u64,
+    },
+    /// An object was created or changed.
+    Apply(Value),
+    /// An object was deleted (its resourceVersion is the deletion's revision).
+    Delete(Value),
+    /// Nothing changed under the prefix, but the store reached `revision` (a bookmark).
+    Progress(u64),
+}
+
+impl InformerEvent {
+    /// The revision the event brings the follower to, when it carries one.
+    pub fn revision(&self) -> Option<u64> {
+        match self {
+            Self::Apply(o) | Self::Delete(o) => object_resource_version(o).ok().flatten(),
+            Self::InitDone { revision } | Self::Progress(revision) => Some(*revision),
+            Self::Init | Self::InitApply(_) => None,
+        }
+    }
+}
+
+/// Exponential backoff: 100 ms doubling to 5 s, reset by any success.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    const INITIAL: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(5);
+
+    /// The pause to take now; the next one doubles.
+    pub fn next_delay(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        wait
+    }
+
+    /// Starts over after a success.
+    pub fn reset(&mut self) {
+        self.next = Self::INITIAL;
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            next: Self::INITIAL,
+        }
+    }
+}
+
+/// How an informer lists.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InformerConfig {
+    /// Objects per list page (0: one page).
+    pub page_size: u64,
+}
+
+/// Where the informer is.
+enum State {
+    /// List the prefix.
+    List,
+    /// Open a watch after this revision.
+    Watch { from: u64 },
+    /// Follow an open watch.
+    Follow(WatchStream),
+    /// Wait, then go on with the boxed state.
+    Backoff(Box<State>),
+}
+
+struct Informer {
+    storage: Arc<dyn Storage>,
+    prefix: String,
+    config: InformerConfig,
+    state: Option<State>,
+    /// The last revision delivered, where a broken watch resumes.
+    revision: u64,
+    backoff: Backoff,
+    pending: VecDeque<InformerEvent>,
+}
+
+/// Follows everything under `prefix` of `storage`, forever: dropping the stream stops it. The
+/// stream keeps its own progress, so `next()` may be raced in a `select!` without losing any.
+pub fn informer(
+    storage: Arc<dyn Storage>,
+    prefix: impl Into<String>,
+    config: InformerConfig,
+) -> impl Stream<Item = InformerEvent> + Send + 'static {
+    let informer = Informer {
+        storage,
+        prefix: prefix.into(),
+        config,
+        state: Some(State::List),
+        revision: 0,
+        backoff: Backoff::default(),
+        pending: VecDeque::new(),
+    };
+    futures::stream::unfold(informer, |mut informer| async move {
+        let event = informer.next_event().await;
+        Some((event, informer))
+    })
+}
+
+impl Informer {
+    async fn next_event(&mut self) -> InformerEvent {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                if let Some(revision) = event.revision() {
+                    self.revision = self.revision.max(revision);
+                }
+                return event;
+            }
+            let state = self.state.take().unwrap_or(State::List);
+            self.state = Some(self.step(state).await);
+        }
+    }
+
+    /// Advances the state machine once, queueing whatever events that produced.
+    async fn step(&mut self, state: State) -> State {
+        match state {
+            State::List => match self.list().await {
+                Ok(revision) => {
+                    self.backoff.reset();
+                    State::Watch { from: revision }
+                }
+                Err(e) => {
+                    tracing::warn!(prefix = %self.prefix, error = %e, "informer list failed");
+                    State::Backoff(Box::new(State::List))
+                }
+            },
+            State::Watch { from } => {
+                let opts = ListOptions {
+                    resource_version: from.to_string(),
+                    recursive: true,
+                    allow_bookmarks: true,
+                    ..Default::default()
+                };
+                match self.storage.watch(&self.prefix, opts).await {
+                    Ok(stream) => State::Follow(stream),
+                    Err(e) if e.is_expired() => State::List,
+                    Err(e) => {
+                        tracing::warn!(prefix = %self.prefix, error = %e, "informer watch failed");
+                        State::Backoff(Box::new(State::Watch { from }))
+                    }
+                }
+            }
+            State::Follow(mut stream) => {
+                let resume = State::Watch {
+                    from: self.revision,
+                };
+                match stream.next().await {
+                    None => resume,
+                    Some(WatchEvent::Error(e)) if e.is_expired() => State::List,
+                    Some(WatchEvent::Error(e)) => {
+                        tracing::warn!(prefix = %self.prefix, error = %e, "informer watch broke");
+                        State::Backoff(Box::new(resume))
+                    }
+                    Some(event) => {
+                        self.backoff.reset();
+                        self.pending.push_back(match event {
+                            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                                InformerEvent::Apply(o)
+                            }
+                            WatchEvent::Deleted(o) => InformerEvent::Delete(o),
+                            WatchEvent::Bookmark(r) => InformerEvent::Progress(r),
+                            WatchEvent::Error(_) => unreachable!("matched above"),
+                        });
+                        State::Follow(stream)
+                    }
+                }
+            }
+            State::Backoff(next) => {
+                tokio::time::sleep(self.backoff.next_delay()).await;
+                *next
+            }
+        }
+    }
+
+    /// Lists the prefix page by page at one revision; queues Init, the objects and InitDone
+    /// only once every page is in, so a failed list leaves nothing half delivered.
+    async fn list(&mut self) -> super::Result<u64> {
+        let mut opts = ListOptions {
+            recursive: true,
+            limit: self.config.page_size,
+            ..Default::default()
+        };
+        let mut objects = Vec::new();
+        let mut revision = None;
+        loop {
+            let page = self.storage.get_list(&self.prefix, opts.clone()).await?;
+            revision.get_or_insert(page.resource_version);
+            objects.extend(page.items);
+            match page.continue_token {
+                Some(token) => opts.continue_token = Some(token),
+                None => break,
+            }
+        }
+        let revision = revision.unwrap_or(0);
+        self.pending.push_back(InformerEvent::Init);
+        self.pending
+            .extend(objects.into_iter().map(InformerEvent::InitApply));
+        self.pending.push_back(InformerEvent::InitDone { revision });
+        // A relist may go back in time only if the store itself did; follow the list.
+        self.revision = revision;
+        Ok(revision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
+    use serde_json::json;
+
+    async fn next(events: &mut (impl Stream<Item = InformerEvent> + Unpin)) -> InformerEvent {
+        tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .expect("an event in time")
+            .expect("the stream never ends")
+    }
+
+    #[tokio::test]
+    async fn lists_then_follows_changes_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Storage> = Arc::new(
+            EmbeddedStore::open(EmbeddedConfig::new(dir.path().join("db")))
+                .await
+                .unwrap(),
+        );
+        let obj = |name: &str| json!({"metadata": {"name": name}});
+        store.create("/things/a", obj("a")).await.unwrap();
+        store.create("/things/b", obj("b")).await.unwrap();
+        store.create("/other/x", obj("x")).await.unwrap();
+        let mut events = Box::pin(informer(
+            store.clone(),
+            "/things",
+            InformerConfig { page_size: 1 },
+        ));
+        assert_eq!(next(&mut events).await, InformerEvent::Init);
+        let mut names = Vec::new();
+        let revision = loop {
+            match next(&mut events).await {
+                InformerEvent::InitApply(o) => names.push(o["metadata"]["name"].clone()),
+                InformerEvent::InitDone { revision } => break revision,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(names, vec![json!("a"), json!("b")], "every page, in order");
+        assert_eq!(revision, store.current_revision().await.unwrap());
+        store.create("/things/c", obj("c")).await.unwrap();
+        let deleted = store
+            .delete(
+                "/things/a",
+                &Default::default(),
+                crate::storage::accept_any_deletion(),
+                None,
+            )
+            .await
+            .unwrap();
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            match next(&mut events).await {
+                InformerEvent::Progress(_) => {}
+                other => seen.push(other),
+            }
+        }
+        assert!(matches!(&seen[0], InformerEvent::Apply(o) if o["metadata"]["name"] == "c"));
+        assert_eq!(seen[1], InformerEvent::Delete(deleted));
+    }
+
+    #[test]
+    fn backoff_doubles_to_a_cap_and_resets() {
+        let mut b = Backoff::default();
+        let delays: Vec<_> = (0..8).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        b.reset();
+        assert_eq!(b.next_delay(), Duration::from_millis(100));
+    }
+}
