@@ -5,7 +5,7 @@
 # (see `strategy-host --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash examples/setup.sh
+bash scripts/setup.sh
 cargo build --release --target wasm32-unknown-unknown \
     -p strategy-deployment -p strategy-configmap -p strategy-project
 mkdir -p target/example-strategies

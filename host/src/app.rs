@@ -11,12 +11,14 @@ use anyhow::Context as _;
 use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::api::metrics::ServerMetrics;
 use crate::api::server::serve;
 use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
 use crate::registry::{Registry, RequestScope};
 use crate::storage::embedded::EmbeddedStore;
 use crate::storage::etcd3::Etcd3Store;
+use crate::storage::instrumented::{Instrumented, StorageMetrics};
 use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
 use crate::wasm::sources::module_object::{self, ModuleObjectStrategy};
@@ -70,6 +72,9 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
             Arc::new(store)
         }
     };
+    // Every storage call is timed (etcd_request_duration_seconds), below the caches.
+    let storage_metrics = StorageMetrics::default();
+    let storage: Arc<dyn Storage> = Arc::new(Instrumented::new(storage, storage_metrics.clone()));
     // The runtime always runs: `StrategyModule` objects load modules with or without a directory.
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: config.module_cache(),
@@ -119,10 +124,15 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     tracing::info!(address = %listener.local_addr()?, "strategy-host listening");
     let state = AppState::new(
         storage,
-        registry,
+        registry.clone(),
         config.max_request_body_bytes,
         config.max_requests_inflight,
     )
+    .with_metrics(ServerMetrics::new(
+        &registry,
+        Some(&storage_metrics),
+        Some(&modules),
+    ))
     .with_modules(modules);
     serve(listener, state, shutdown_signal()?).await?;
     tracing::info!("stopped");

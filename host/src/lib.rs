@@ -1,9 +1,21 @@
 //! Strategy Host: a Kubernetes-style API server whose per-resource behaviour comes from
 //! WebAssembly strategy modules.
 //!
-//! The crate follows the data path: `api` (HTTP) → `registry` → `storage` (the cacher over
-//! etcd3 or the embedded store) and `wasm` (the strategy runtime that supplies each resource's
-//! `registry::strategy::Strategy`).
+//! The modules form a stack that reads like the data path; none imports from a layer above it:
+//!
+//! ```text
+//! app → api → wasm::{sources, module_table, wasm_strategy, host_api} → registry → storage
+//!           ↘ wasm::runtime → strategy (the contract both sides speak)
+//! ```
+//!
+//! - [`api`]: HTTP (routing, verbs, watch framing, discovery, OpenAPI, `/metrics`), and the one
+//!   place errors become Kubernetes `Status` objects;
+//! - [`wasm`]: strategies as wasm modules: [`wasm::runtime`] (wasmtime level), [`wasm::sources`]
+//!   (directory, `StrategyModule` objects, declared resources), the module table and the
+//!   `Strategy` that calls a module;
+//! - [`registry`]: one generic store per served resource, driving its strategy around storage;
+//! - [`strategy`]: the contract between the registry and whatever supplies behaviour;
+//! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store.
 
 pub mod api;
 pub mod app;

@@ -303,7 +303,7 @@ pub fn kubectl_path() -> anyhow::Result<PathBuf> {
             return Ok(candidate);
         }
     }
-    bail!("kubectl not found: run examples/setup.sh (installs Debian's kubernetes-client) or set KUBECTL")
+    bail!("kubectl not found: run scripts/setup.sh (installs Debian's kubernetes-client) or set KUBECTL")
 }
 
 /// Runs kubectl against `server` with an empty kubeconfig and a private cache directory;

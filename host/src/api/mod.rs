@@ -5,6 +5,7 @@
 pub mod body;
 pub mod discovery;
 pub mod health;
+pub mod metrics;
 pub mod modules;
 pub mod openapi;
 pub mod patch;

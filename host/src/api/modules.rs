@@ -1,9 +1,7 @@
-//! The strategy runtime seen over HTTP: `/metrics` (per-module call and failure counters and one
-//! `strategy_module_state` series per source, in the Prometheus text format) and
-//! `/debug/strategies` (every source's latest version, state and reason, as JSON), so every swap
-//! and refusal can be checked without reading the log.
+//! `/debug/strategies`: every module source's latest version, state and reason, as JSON, so
+//! every swap and refusal can be checked without reading the log (their counters and states
+//! are in `/metrics`, see `metrics.rs`).
 
-use std::fmt::Write as _;
 use std::time::UNIX_EPOCH;
 
 use serde_json::{json, Value};
@@ -35,24 +33,9 @@ fn status_json(s: &ModuleStatus) -> Value {
     })
 }
 
-/// Answers `/metrics` and `/debug/strategies`; `None` for any other path.
+/// Answers `/debug/strategies`; `None` for any other path.
 pub fn handle(path: &str, modules: &ModuleTable) -> Option<Reply> {
     match path {
-        "/metrics" => {
-            let mut out = modules.runtime().metrics().render();
-            out.push_str("# HELP strategy_module_state The latest version of each module source: 1 for its state.\n");
-            out.push_str("# TYPE strategy_module_state gauge\n");
-            for s in modules.statuses() {
-                let _ = writeln!(
-                    out,
-                    "strategy_module_state{{source={:?},state=\"{}\",digest=\"{}\"}} 1",
-                    s.source,
-                    state_label(s.state),
-                    s.digest
-                );
-            }
-            Some(Reply::Text(200, out))
-        }
         "/debug/strategies" => {
             let items: Vec<Value> = modules.statuses().iter().map(status_json).collect();
             Some(Reply::Json(200, json!({ "sources": items })))

@@ -45,10 +45,23 @@ pub fn json(code: u16, value: &Value, warnings: &[String]) -> Response<Body> {
 
 /// A plain-text reply.
 pub fn text(code: u16, text: String) -> Response<Body> {
+    typed(code, "text/plain; charset=utf-8", text)
+}
+
+/// A 200 response in the OpenMetrics text format (what prometheus-client encodes).
+pub fn open_metrics(text: String) -> Response<Body> {
+    typed(
+        200,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        text,
+    )
+}
+
+fn typed(code: u16, content_type: &'static str, body: String) -> Response<Body> {
     Response::builder()
         .status(code)
-        .header(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .body(full(text))
+        .header(hyper::header::CONTENT_TYPE, content_type)
+        .body(full(body))
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 

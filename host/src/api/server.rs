@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt as _;
 use hyper::body::Incoming;
@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::health::{self, Reply};
+use super::metrics::RequestInfo;
 use super::request::{parse_path, Query, Route};
 use super::response::{self, Body};
 use super::state::AppState;
@@ -86,6 +87,18 @@ pub async fn serve(
 /// Runs `route` with the in-flight limit, the request timeout, and a panic guard: whatever
 /// happens, the client gets a `Status` and the server carries on.
 async fn guarded(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Response<Body> {
+    let info = RequestInfo::of(req.method(), req.uri().path(), req.uri().query());
+    let started = Instant::now();
+    let _inflight = state.metrics.in_flight(&info);
+    let response = limited(req, &state, peer).await;
+    state
+        .metrics
+        .observe(&info, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// `route` within the in-flight limit (watches excepted).
+async fn limited(req: Request<Incoming>, state: &AppState, peer: SocketAddr) -> Response<Body> {
     let is_watch = req.uri().path().contains("/watch/")
         || req
             .uri()
@@ -103,7 +116,18 @@ async fn guarded(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> R
             }
         }
     };
-    let work = AssertUnwindSafe(route(req, &state, peer)).catch_unwind();
+    answer(req, state, peer, is_watch, permit).await
+}
+
+/// `route` under the request timeout and a panic guard.
+async fn answer(
+    req: Request<Incoming>,
+    state: &AppState,
+    peer: SocketAddr,
+    is_watch: bool,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Response<Body> {
+    let work = AssertUnwindSafe(route(req, state, peer)).catch_unwind();
     let result = if is_watch {
         work.await
     } else {
@@ -127,6 +151,9 @@ async fn route(req: Request<Incoming>, state: &AppState, peer: SocketAddr) -> Re
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     tracing::debug!(%peer, %method, %path, "request");
+    if path == "/metrics" && method == Method::GET {
+        return response::open_metrics(state.metrics.encode());
+    }
     let runtime_reply = state
         .modules
         .as_deref()

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::{watch, Semaphore};
 
+use super::metrics::ServerMetrics;
 use crate::registry::Registry;
 use crate::storage::Storage;
 use crate::wasm::ModuleTable;
@@ -22,8 +23,10 @@ pub struct AppState {
     pub inflight: Arc<Semaphore>,
     /// Flips to `true` when shutdown begins (watches end on it).
     pub shutdown: watch::Receiver<bool>,
-    /// The wasm module table, for `/metrics` and `/debug/strategies`.
+    /// The wasm module table, for `/debug/strategies`.
     pub modules: Option<Arc<ModuleTable>>,
+    /// What `/metrics` serves, and where requests are counted.
+    pub metrics: Arc<ServerMetrics>,
 }
 
 impl AppState {
@@ -36,17 +39,24 @@ impl AppState {
     ) -> Self {
         Self {
             storage,
-            registry,
             max_body_bytes,
             inflight: Arc::new(Semaphore::new(max_inflight.max(1))),
             shutdown: watch::channel(false).1,
             modules: None,
+            metrics: Arc::new(ServerMetrics::new(&registry, None, None)),
+            registry,
         }
     }
 
-    /// The same state, also serving the module table's metrics and statuses.
+    /// The same state, also serving the module table's statuses.
     pub fn with_modules(mut self, modules: Arc<ModuleTable>) -> Self {
         self.modules = Some(modules);
+        self
+    }
+
+    /// The same state, serving `metrics` at `/metrics`.
+    pub fn with_metrics(mut self, metrics: ServerMetrics) -> Self {
+        self.metrics = Arc::new(metrics);
         self
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::builtin::{CrdStrategy, NamespaceStrategy};
 use super::definition::ResourceDefinition;
 use super::store::RegistryStore;
-use crate::storage::cacher::{Cacher, CacherConfig};
+use crate::storage::cacher::{Cacher, CacherConfig, CacherStats};
 use crate::storage::informer::{informer, InformerConfig, InformerEvent};
 use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
@@ -27,13 +27,17 @@ pub struct ServedResource {
     pub store: RegistryStore,
 }
 
-/// The storage of one resource: the one place a resource's store gets its cache.
-fn resource_storage(base: &Arc<dyn Storage>, prefix: &str) -> Arc<dyn Storage> {
+/// The storage of one resource: the one place a resource's store gets its cache (and the
+/// cache, when it has one, for its statistics).
+fn resource_storage(
+    base: &Arc<dyn Storage>,
+    prefix: &str,
+) -> (Arc<dyn Storage>, Option<Arc<Cacher>>) {
     match Cacher::new(base.clone(), prefix, CacherConfig::default()) {
-        Ok(cacher) => cacher,
+        Ok(cacher) => (cacher.clone(), Some(cacher)),
         Err(e) => {
             tracing::warn!(%prefix, error = %e, "no cache for this resource; serving from the store");
-            base.clone()
+            (base.clone(), None)
         }
     }
 }
@@ -44,6 +48,8 @@ struct Table {
     resources: BTreeMap<(String, String), ServedResource>,
     /// Storage per key prefix, kept across definition updates so caches survive them.
     storages: BTreeMap<String, Arc<dyn Storage>>,
+    /// The watch cache of each prefix that has one.
+    caches: BTreeMap<String, Arc<Cacher>>,
 }
 
 /// The served resources.
@@ -86,11 +92,25 @@ impl Registry {
     }
 
     fn storage_for(&self, table: &mut Table, prefix: &str) -> Arc<dyn Storage> {
+        if let Some(storage) = table.storages.get(prefix) {
+            return storage.clone();
+        }
+        let (storage, cache) = resource_storage(&self.base, prefix);
+        table.storages.insert(prefix.to_string(), storage.clone());
+        if let Some(cache) = cache {
+            table.caches.insert(prefix.to_string(), cache);
+        }
+        storage
+    }
+
+    /// Every watch cache's statistics, by key prefix (for metrics).
+    pub fn cache_stats(&self) -> Vec<(String, CacherStats)> {
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
         table
-            .storages
-            .entry(prefix.to_string())
-            .or_insert_with(|| resource_storage(&self.base, prefix))
-            .clone()
+            .caches
+            .iter()
+            .map(|(prefix, c)| (prefix.clone(), c.stats()))
+            .collect()
     }
 
     fn install(&self, def: Arc<ResourceDefinition>, strategy: Arc<dyn Strategy>) {
@@ -202,6 +222,7 @@ impl Registry {
         if table.resources.get(&key).is_some_and(|r| !r.def.builtin) {
             if let Some(r) = table.resources.remove(&key) {
                 table.storages.remove(&r.def.key_prefix());
+                table.caches.remove(&r.def.key_prefix());
                 tracing::info!(%group, %plural, "stopped serving custom resource");
             }
         }
@@ -226,6 +247,7 @@ impl Registry {
                 .resources
                 .remove(&(r.def.group.clone(), r.def.plural.clone()));
             table.storages.remove(&r.def.key_prefix());
+            table.caches.remove(&r.def.key_prefix());
         }
         for crd in crds {
             self.apply_crd(crd);

@@ -63,6 +63,17 @@ pub fn prefix_range_end(prefix: &str) -> Vec<u8> {
     vec![0]
 }
 
+/// The resource a key belongs to, as Kubernetes labels it: `plural.group` (`plural` for core),
+/// from a key `/group/plural/...` (`/plural/...` for core resources).
+pub fn resource_of(key: &str) -> String {
+    let mut parts = key.trim_start_matches('/').split('/');
+    match (parts.next(), parts.next()) {
+        (Some(first), Some(second)) if first.contains('.') => format!("{second}.{first}"),
+        (Some(first), _) => first.to_string(),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,9 +16,11 @@ pub mod embedded;
 pub mod error;
 pub mod etcd3;
 pub mod informer;
+pub mod instrumented;
 pub mod key;
 pub mod options;
 pub mod predicate;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod txn;
 pub mod versioner;

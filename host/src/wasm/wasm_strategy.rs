@@ -58,7 +58,7 @@ impl WasmStrategy {
         in_after_hook: bool,
     ) -> Result<abi::Response, StrategyError> {
         let counters = self.runtime.metrics().module(self.module.name());
-        counters.record_call();
+        let started = std::time::Instant::now();
         let request = abi::Request {
             context: Some(context(ctx)),
             operation: Some(op),
@@ -89,6 +89,7 @@ impl WasmStrategy {
             true => Ok(resp),
             false => Err(CallFailure::new(FailureKind::Guest, resp.error)),
         });
+        counters.record_call(started.elapsed().as_secs_f64());
         result.map_err(|failure| {
             counters.record_failure(failure.kind, in_after_hook);
             tracing::warn!(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use strategy_host::strategy::{ResourceInfo, StrategyContext};
 use strategy_host::wasm::runtime::{abi, Runtime, RuntimeConfig, StrategyModule};
 
-pub fn config() -> RuntimeConfig {
+pub(crate) fn config() -> RuntimeConfig {
     RuntimeConfig {
         cache_dir: Some(concat!(env!("CARGO_TARGET_TMPDIR"), "/strategy-module-cache").into()),
         max_instances: 64,
@@ -15,15 +15,15 @@ pub fn config() -> RuntimeConfig {
     }
 }
 
-pub fn runtime() -> Runtime {
+pub(crate) fn runtime() -> Runtime {
     Runtime::new(config()).expect("runtime")
 }
 
-pub fn load(runtime: &Runtime, path: &str) -> Arc<StrategyModule> {
+pub(crate) fn load(runtime: &Runtime, path: &str) -> Arc<StrategyModule> {
     Arc::new(StrategyModule::load(runtime, &std::fs::read(path).unwrap()).expect("module loads"))
 }
 
-pub fn ctx(group: &str, kind: &str, plural: &str, namespaced: bool) -> StrategyContext {
+pub(crate) fn ctx(group: &str, kind: &str, plural: &str, namespaced: bool) -> StrategyContext {
     StrategyContext {
         resource: ResourceInfo {
             group: group.into(),
@@ -38,21 +38,21 @@ pub fn ctx(group: &str, kind: &str, plural: &str, namespaced: bool) -> StrategyC
     }
 }
 
-pub fn deployments_ctx() -> StrategyContext {
+pub(crate) fn deployments_ctx() -> StrategyContext {
     ctx("apps.example.com", "Deployment", "deployments", true)
 }
 
 /// The manifest hostile fixtures claim: a Widget strategy implementing the create phase.
-pub fn widget_manifest(abi_version: u32, host_functions: &[abi::HostFunction]) -> Vec<u8> {
+pub(crate) fn widget_manifest(abi_version: u32, host_functions: &[abi::HostFunction]) -> Vec<u8> {
     let functions: Vec<i32> = host_functions.iter().map(|f| *f as i32).collect();
     strategy_artifacts::widget_manifest(abi_version, &functions)
 }
 
 /// A hostile fixture (`strategies/artifacts/hostile/<name>.wat`) with `manifest` filled in.
-pub fn hostile(name: &str, manifest: &[u8]) -> Vec<u8> {
+pub(crate) fn hostile(name: &str, manifest: &[u8]) -> Vec<u8> {
     strategy_artifacts::hostile(name, manifest)
 }
 
-pub fn widget_ctx() -> StrategyContext {
+pub(crate) fn widget_ctx() -> StrategyContext {
     ctx("example.com", "Widget", "widgets", true)
 }

@@ -14,6 +14,7 @@
 mod client;
 mod kv;
 mod list;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(test)]
 mod version_tests {

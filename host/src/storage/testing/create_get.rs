@@ -7,7 +7,7 @@ use super::TestStore;
 use crate::storage::{accept_any_deletion, GetOptions, ListOptions, Preconditions};
 
 /// A created object comes back with a resourceVersion and reads back the same.
-pub async fn run_create(s: TestStore) {
+pub(super) async fn run_create(s: TestStore) {
     let store = &*s.storage;
     let created = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -21,7 +21,7 @@ pub async fn run_create(s: TestStore) {
 }
 
 /// A second create of the same key fails with AlreadyExists and changes nothing.
-pub async fn run_create_already_exists(s: TestStore) {
+pub(super) async fn run_create_already_exists(s: TestStore) {
     let store = &*s.storage;
     let first = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -35,7 +35,7 @@ pub async fn run_create_already_exists(s: TestStore) {
 }
 
 /// An object that already carries a resourceVersion cannot be created.
-pub async fn run_create_with_resource_version_rejected(s: TestStore) {
+pub(super) async fn run_create_with_resource_version_rejected(s: TestStore) {
     let store = &*s.storage;
     let mut obj = object("ns", "a");
     obj["metadata"]["resourceVersion"] = json!("5");
@@ -45,7 +45,7 @@ pub async fn run_create_with_resource_version_rejected(s: TestStore) {
 }
 
 /// get with resourceVersion "", "0", an older one, the current one, and one from the future.
-pub async fn run_get_resource_versions(s: TestStore) {
+pub(super) async fn run_get_resource_versions(s: TestStore) {
     let store = &*s.storage;
     let created = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -98,7 +98,7 @@ pub async fn run_get_resource_versions(s: TestStore) {
 }
 
 /// A missing key is NotFound, or nothing when the caller ignores not-found.
-pub async fn run_get_not_found(s: TestStore) {
+pub(super) async fn run_get_not_found(s: TestStore) {
     let store = &*s.storage;
     let err = store
         .get(&key("ns", "missing"), GetOptions::default())
@@ -109,7 +109,7 @@ pub async fn run_get_not_found(s: TestStore) {
 }
 
 /// Empty keys and keys with `.` or `..` segments are refused by every operation.
-pub async fn run_key_validation(s: TestStore) {
+pub(super) async fn run_key_validation(s: TestStore) {
     let store = &*s.storage;
     for bad in ["", "/", ".", "..", "/example.com/../../etc", "/a/./b"] {
         let err = store.create(bad, object("ns", "a")).await.unwrap_err();

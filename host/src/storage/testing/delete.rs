@@ -7,7 +7,7 @@ use super::TestStore;
 use crate::storage::{accept_any_deletion, Preconditions, ValidateDeletion};
 
 /// An unconditional delete returns the last state stamped with the deletion's revision.
-pub async fn run_delete_unconditional(s: TestStore) {
+pub(super) async fn run_delete_unconditional(s: TestStore) {
     let store = &*s.storage;
     let created = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -30,7 +30,7 @@ pub async fn run_delete_unconditional(s: TestStore) {
 }
 
 /// uid and resourceVersion preconditions that do not hold answer Conflict and delete nothing.
-pub async fn run_delete_preconditions(s: TestStore) {
+pub(super) async fn run_delete_preconditions(s: TestStore) {
     let store = &*s.storage;
     let created = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -73,7 +73,7 @@ fn recording_validation(seen: Arc<Mutex<Vec<u64>>>) -> ValidateDeletion<'static>
 
 /// A stale cached object is re-read: preconditions on the fresh state hold, and the
 /// validation sees the fresh state.
-pub async fn run_delete_with_stale_cached_object(s: TestStore) {
+pub(super) async fn run_delete_with_stale_cached_object(s: TestStore) {
     let store = &*s.storage;
     let stale = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -104,7 +104,7 @@ pub async fn run_delete_with_stale_cached_object(s: TestStore) {
 
 /// When the object changes between validation and the delete, validation runs again on the
 /// new state before the delete lands.
-pub async fn run_delete_revalidates_after_concurrent_update(s: TestStore) {
+pub(super) async fn run_delete_revalidates_after_concurrent_update(s: TestStore) {
     let storage = s.storage.clone();
     storage
         .create(&key("ns", "a"), object("ns", "a"))
@@ -140,7 +140,7 @@ pub async fn run_delete_revalidates_after_concurrent_update(s: TestStore) {
 }
 
 /// A validation that refuses aborts the delete and keeps the object.
-pub async fn run_delete_validation_refuses(s: TestStore) {
+pub(super) async fn run_delete_validation_refuses(s: TestStore) {
     let store = &*s.storage;
     store
         .create(&key("ns", "a"), object("ns", "a"))

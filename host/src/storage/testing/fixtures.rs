@@ -16,7 +16,7 @@ pub fn key(ns: &str, name: &str) -> String {
 }
 
 /// The recursive key of every widget in `ns`.
-pub fn ns_key(ns: &str) -> String {
+pub(super) fn ns_key(ns: &str) -> String {
     format!("/example.com/widgets/{ns}")
 }
 
@@ -36,21 +36,21 @@ pub fn object_with_labels(ns: &str, name: &str, labels: Value) -> Value {
 }
 
 /// The resourceVersion of an object, as a number.
-pub fn rv(obj: &Value) -> u64 {
+pub(super) fn rv(obj: &Value) -> u64 {
     crate::storage::versioner::object_resource_version(obj)
         .expect("valid resourceVersion")
         .expect("resourceVersion set")
 }
 
 /// The object without its resourceVersion, for comparing content.
-pub fn content(obj: &Value) -> Value {
+pub(super) fn content(obj: &Value) -> Value {
     let mut copy = obj.clone();
     crate::storage::versioner::clear_object_resource_version(&mut copy);
     copy
 }
 
 /// Reads the latest state of `key`.
-pub async fn get(store: &dyn Storage, key: &str) -> Result<Option<Value>, StorageError> {
+pub(super) async fn get(store: &dyn Storage, key: &str) -> Result<Option<Value>, StorageError> {
     store
         .get(
             key,
@@ -63,7 +63,7 @@ pub async fn get(store: &dyn Storage, key: &str) -> Result<Option<Value>, Storag
 }
 
 /// A try-update that sets `spec.size`.
-pub fn set_size<'a>(size: u64) -> TryUpdate<'a> {
+pub(super) fn set_size<'a>(size: u64) -> TryUpdate<'a> {
     Box::new(move |current| {
         Box::pin(async move {
             let mut obj = current.ok_or("no object")?;
@@ -74,7 +74,7 @@ pub fn set_size<'a>(size: u64) -> TryUpdate<'a> {
 }
 
 /// Sets `spec.size` unconditionally and returns the stored object.
-pub async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
+pub(super) async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
     store
         .guaranteed_update(key, &Preconditions::none(), false, set_size(size), None)
         .await
@@ -82,7 +82,7 @@ pub async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
 }
 
 /// Deletes `key` unconditionally and returns the deleted object.
-pub async fn delete(store: &dyn Storage, key: &str) -> Value {
+pub(super) async fn delete(store: &dyn Storage, key: &str) -> Value {
     store
         .delete(key, &Preconditions::none(), accept_any_deletion(), None)
         .await
@@ -90,7 +90,7 @@ pub async fn delete(store: &dyn Storage, key: &str) -> Value {
 }
 
 /// Options of a watch from `rv`.
-pub fn watch_from(rv: u64, recursive: bool) -> ListOptions {
+pub(super) fn watch_from(rv: u64, recursive: bool) -> ListOptions {
     ListOptions {
         resource_version: rv.to_string(),
         recursive,
@@ -99,7 +99,7 @@ pub fn watch_from(rv: u64, recursive: bool) -> ListOptions {
 }
 
 /// The next non-bookmark event, or a panic after ten seconds.
-pub async fn next_event(stream: &mut WatchStream) -> WatchEvent {
+pub(super) async fn next_event(stream: &mut WatchStream) -> WatchEvent {
     loop {
         match tokio::time::timeout(Duration::from_secs(10), stream.next()).await {
             Err(_) => panic!("no watch event within 10s"),
@@ -111,7 +111,7 @@ pub async fn next_event(stream: &mut WatchStream) -> WatchEvent {
 }
 
 /// Asserts that no non-bookmark event arrives within `wait`.
-pub async fn expect_silence(stream: &mut WatchStream, wait: Duration) {
+pub(super) async fn expect_silence(stream: &mut WatchStream, wait: Duration) {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         match tokio::time::timeout_at(deadline, stream.next()).await {
@@ -123,7 +123,7 @@ pub async fn expect_silence(stream: &mut WatchStream, wait: Duration) {
 }
 
 /// Asserts the event's type and object name, and returns its object.
-pub fn expect_event(event: WatchEvent, kind: &str, name: &str) -> Value {
+pub(super) fn expect_event(event: WatchEvent, kind: &str, name: &str) -> Value {
     assert_eq!(event.type_name(), kind, "unexpected event {event:?}");
     let obj = event.object().cloned().expect("event carries an object");
     assert_eq!(

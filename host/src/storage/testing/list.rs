@@ -71,7 +71,7 @@ async fn list_all_pages(store: &dyn Storage, key: &str, mut opts: ListOptions) -
 }
 
 /// resourceVersion "", "0", an older one (NotOlderThan), and one from the future.
-pub async fn run_list_resource_versions(s: TestStore) {
+pub(super) async fn run_list_resource_versions(s: TestStore) {
     let store = &*s.storage;
     let all = create_all(store, "ns", &["a".into(), "b".into(), "c".into()]).await;
     let first_rv = rv(&all[0]);
@@ -123,7 +123,7 @@ pub async fn run_list_resource_versions(s: TestStore) {
 }
 
 /// An Exact list answers the state at that revision, before later changes.
-pub async fn run_list_exact_sees_history(s: TestStore) {
+pub(super) async fn run_list_exact_sees_history(s: TestStore) {
     let store = &*s.storage;
     let a = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -153,7 +153,7 @@ pub async fn run_list_exact_sees_history(s: TestStore) {
 
 /// Pages of a list are all consistent at the first page's revision, even while objects are
 /// created, changed and deleted between pages.
-pub async fn run_list_paging_is_consistent(s: TestStore) {
+pub(super) async fn run_list_paging_is_consistent(s: TestStore) {
     let store = &*s.storage;
     let names_in: Vec<String> = (0..10).map(|i| format!("obj-{i:02}")).collect();
     let created = create_all(store, "ns", &names_in).await;
@@ -183,7 +183,7 @@ pub async fn run_list_paging_is_consistent(s: TestStore) {
 }
 
 /// A selector matching one object among a thousand, with limit=1, finds it.
-pub async fn run_list_selector_one_of_many_with_limit_one(s: TestStore) {
+pub(super) async fn run_list_selector_one_of_many_with_limit_one(s: TestStore) {
     let store = &*s.storage;
     let names_in: Vec<String> = (0..1000).map(|i| format!("obj-{i:04}")).collect();
     create_all(store, "ns", &names_in).await;
@@ -211,7 +211,7 @@ pub async fn run_list_selector_one_of_many_with_limit_one(s: TestStore) {
 }
 
 /// A continue token together with a resourceVersion is a bad request.
-pub async fn run_list_continue_with_resource_version_rejected(s: TestStore) {
+pub(super) async fn run_list_continue_with_resource_version_rejected(s: TestStore) {
     let store = &*s.storage;
     create_all(store, "ns", &["a".into(), "b".into()]).await;
     let mut opts = list_opts("", None);
@@ -224,7 +224,7 @@ pub async fn run_list_continue_with_resource_version_rejected(s: TestStore) {
 }
 
 /// Exact reads and continue tokens at compacted revisions answer Expired.
-pub async fn run_list_compacted(s: TestStore) {
+pub(super) async fn run_list_compacted(s: TestStore) {
     let store = &*s.storage;
     let all = create_all(store, "ns", &["a".into(), "b".into(), "c".into()]).await;
     let old = rv(&all[0]);
@@ -258,7 +258,7 @@ pub async fn run_list_compacted(s: TestStore) {
 }
 
 /// A recursive list of `a` does not include `ab`; a single-key list holds only that key.
-pub async fn run_list_recursive_vs_single_key(s: TestStore) {
+pub(super) async fn run_list_recursive_vs_single_key(s: TestStore) {
     let store = &*s.storage;
     let a = store.create("/things/a", object("", "a")).await.unwrap();
     store.create("/things/ab", object("", "ab")).await.unwrap();
@@ -283,7 +283,7 @@ pub async fn run_list_recursive_vs_single_key(s: TestStore) {
 }
 
 /// Label and field selectors filter lists.
-pub async fn run_list_predicates(s: TestStore) {
+pub(super) async fn run_list_predicates(s: TestStore) {
     let store = &*s.storage;
     for (ns, name, tier) in [("n1", "a", "web"), ("n1", "b", "db"), ("n2", "c", "web")] {
         store
@@ -317,7 +317,7 @@ pub async fn run_list_predicates(s: TestStore) {
 }
 
 /// count counts the live objects under a key.
-pub async fn run_count(s: TestStore) {
+pub(super) async fn run_count(s: TestStore) {
     let store = &*s.storage;
     assert_eq!(store.count(&ns_key("ns")).await.unwrap(), 0);
     create_all(store, "ns", &["a".into(), "b".into(), "c".into()]).await;

@@ -12,7 +12,7 @@ use super::TestStore;
 use crate::storage::{Preconditions, TryUpdate};
 
 /// Updating a missing object is NotFound.
-pub async fn run_update_not_found(s: TestStore) {
+pub(super) async fn run_update_not_found(s: TestStore) {
     let store = &*s.storage;
     let err = store
         .guaranteed_update(
@@ -29,7 +29,7 @@ pub async fn run_update_not_found(s: TestStore) {
 }
 
 /// With ignore_not_found, the callback sees no object and its result is created.
-pub async fn run_update_creates_when_ignore_not_found(s: TestStore) {
+pub(super) async fn run_update_creates_when_ignore_not_found(s: TestStore) {
     let store = &*s.storage;
     let create: TryUpdate<'static> = Box::new(|current| {
         Box::pin(async move {
@@ -45,7 +45,7 @@ pub async fn run_update_creates_when_ignore_not_found(s: TestStore) {
 }
 
 /// An update that changes nothing writes nothing: same resourceVersion, no event.
-pub async fn run_update_no_op_writes_nothing(s: TestStore) {
+pub(super) async fn run_update_no_op_writes_nothing(s: TestStore) {
     let store = &*s.storage;
     let created = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -64,7 +64,7 @@ pub async fn run_update_no_op_writes_nothing(s: TestStore) {
 }
 
 /// A real change gets a new, larger resourceVersion and is visible to reads.
-pub async fn run_update_writes_new_revision(s: TestStore) {
+pub(super) async fn run_update_writes_new_revision(s: TestStore) {
     let store = &*s.storage;
     let created = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -77,7 +77,7 @@ pub async fn run_update_writes_new_revision(s: TestStore) {
 }
 
 /// Concurrent read-modify-write updates all land: none is lost to a conflict.
-pub async fn run_update_retries_on_conflict(s: TestStore) {
+pub(super) async fn run_update_retries_on_conflict(s: TestStore) {
     let storage = s.storage.clone();
     storage
         .create(&key("ns", "a"), object("ns", "a"))
@@ -119,7 +119,7 @@ pub async fn run_update_retries_on_conflict(s: TestStore) {
 }
 
 /// A stale cached object is only a hint: the callback ends up applied to the fresh state.
-pub async fn run_update_rereads_stale_hint(s: TestStore) {
+pub(super) async fn run_update_rereads_stale_hint(s: TestStore) {
     let store = &*s.storage;
     let stale = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -157,7 +157,7 @@ pub async fn run_update_rereads_stale_hint(s: TestStore) {
 
 /// Failing uid or resourceVersion preconditions answer Conflict; a stale hint does not cause a
 /// false conflict when the fresh state meets them.
-pub async fn run_update_preconditions(s: TestStore) {
+pub(super) async fn run_update_preconditions(s: TestStore) {
     let store = &*s.storage;
     let stale = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -192,7 +192,7 @@ pub async fn run_update_preconditions(s: TestStore) {
 }
 
 /// A callback error aborts the update, comes back to the caller, and writes nothing.
-pub async fn run_update_aborted_writes_nothing(s: TestStore) {
+pub(super) async fn run_update_aborted_writes_nothing(s: TestStore) {
     let store = &*s.storage;
     let created = store
         .create(&key("ns", "a"), object("ns", "a"))

@@ -14,7 +14,7 @@ use super::TestStore;
 use crate::storage::{LabelSelector, ListOptions, SelectionPredicate, WatchEvent};
 
 /// A watch sees ADDED, MODIFIED and DELETED in order; DELETED carries the deletion revision.
-pub async fn run_watch_added_modified_deleted(s: TestStore) {
+pub(super) async fn run_watch_added_modified_deleted(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
     let mut w = store
@@ -42,7 +42,7 @@ pub async fn run_watch_added_modified_deleted(s: TestStore) {
 }
 
 /// A watch from "0" (or "") first replays the current objects as ADDED.
-pub async fn run_watch_from_zero_replays_state(s: TestStore) {
+pub(super) async fn run_watch_from_zero_replays_state(s: TestStore) {
     let store = &*s.storage;
     store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -85,7 +85,7 @@ fn from_name(from: &str) -> &'static str {
 }
 
 /// A watch from N sees exactly the changes after N.
-pub async fn run_watch_from_revision_sees_only_later(s: TestStore) {
+pub(super) async fn run_watch_from_revision_sees_only_later(s: TestStore) {
     let store = &*s.storage;
     let a = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -106,7 +106,7 @@ pub async fn run_watch_from_revision_sees_only_later(s: TestStore) {
 }
 
 /// A watch from a compacted revision fails with Expired, up front or as its only event.
-pub async fn run_watch_compacted(s: TestStore) {
+pub(super) async fn run_watch_compacted(s: TestStore) {
     let store = &*s.storage;
     let a = store
         .create(&key("ns", "a"), object("ns", "a"))
@@ -132,7 +132,7 @@ pub async fn run_watch_compacted(s: TestStore) {
 }
 
 /// Watches are scoped: by namespace prefix, and a single-key watch of `a` ignores `ab`.
-pub async fn run_watch_scoping(s: TestStore) {
+pub(super) async fn run_watch_scoping(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
     let mut ns1 = store
@@ -163,7 +163,7 @@ pub async fn run_watch_scoping(s: TestStore) {
 }
 
 /// With a label selector, an object that starts matching is ADDED and one that stops is DELETED.
-pub async fn run_watch_predicate_transitions(s: TestStore) {
+pub(super) async fn run_watch_predicate_transitions(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
     let mut opts = watch_from(start, true);
@@ -204,7 +204,7 @@ pub async fn run_watch_predicate_transitions(s: TestStore) {
 }
 
 /// A watcher that never reads does not hold up another watcher or the writers.
-pub async fn run_watch_slow_reader_blocks_nobody(s: TestStore) {
+pub(super) async fn run_watch_slow_reader_blocks_nobody(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
     let _stalled = store
@@ -234,7 +234,7 @@ pub async fn run_watch_slow_reader_blocks_nobody(s: TestStore) {
 }
 
 /// Dropping a watch ends it cleanly: the store keeps serving writes and new watches.
-pub async fn run_watch_cancel_closes_cleanly(s: TestStore) {
+pub(super) async fn run_watch_cancel_closes_cleanly(s: TestStore) {
     let store = &*s.storage;
     for _ in 0..20 {
         let w = store
@@ -256,7 +256,7 @@ pub async fn run_watch_cancel_closes_cleanly(s: TestStore) {
 }
 
 /// Under concurrent writers, every watcher sees every committed revision once, in order.
-pub async fn run_watch_concurrent_writers_in_order(s: TestStore) {
+pub(super) async fn run_watch_concurrent_writers_in_order(s: TestStore) {
     let storage = s.storage.clone();
     let start = storage.current_revision().await.unwrap();
     let mut watchers = Vec::new();
@@ -308,7 +308,7 @@ pub async fn run_watch_concurrent_writers_in_order(s: TestStore) {
 
 /// A store that answers progress requests sends a bookmark at its current revision to a
 /// bookmark-allowing watch, even when the writes since were under other keys.
-pub async fn run_watch_progress_request(s: TestStore) {
+pub(super) async fn run_watch_progress_request(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
     let mut opts = watch_from(start, true);

@@ -1,112 +1,169 @@
-//! Per-module call and failure counters, rendered in the Prometheus text format.
+//! Per-module call metrics (calls, failures by reason, After-hook failures, call latency) as
+//! prometheus-client families, which the server registers beside its own.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
 
 use super::error::FailureKind;
 
-/// The counters of one module.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModuleLabel {
+    module: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FailureLabels {
+    module: String,
+    reason: &'static str,
+}
+
+/// Call latency buckets: 10 µs to ~2.6 s, by fours (a call adds microseconds; the deadline is
+/// 100 ms by default).
+fn call_duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_01, 4.0, 10))
+}
+
+/// The series of one module, resolved once so a call only bumps atomics.
+#[derive(Debug)]
 pub struct ModuleCounters {
-    calls: AtomicU64,
-    failures: [AtomicU64; FailureKind::ALL.len()],
-    hook_failures: AtomicU64,
+    calls: Counter,
+    failures: Vec<(FailureKind, Counter)>,
+    hook_failures: Counter,
+    duration: Histogram,
 }
 
 impl ModuleCounters {
-    /// Calls made (one per registry phase).
+    /// Calls made (every phase of every request).
     pub fn calls(&self) -> u64 {
-        self.calls.load(Ordering::Relaxed)
+        self.calls.get()
     }
 
     /// Failed calls of one kind.
     pub fn failures(&self, kind: FailureKind) -> u64 {
-        self.failures[index(kind)].load(Ordering::Relaxed)
+        self.failures
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, c)| c.get())
     }
 
     /// Failed calls of every kind.
     pub fn total_failures(&self) -> u64 {
-        FailureKind::ALL.iter().map(|k| self.failures(*k)).sum()
+        self.failures.iter().map(|(_, c)| c.get()).sum()
     }
 
-    /// After hooks that failed (the write stood).
+    /// After hooks that failed.
     pub fn hook_failures(&self) -> u64 {
-        self.hook_failures.load(Ordering::Relaxed)
+        self.hook_failures.get()
     }
 
-    pub(crate) fn record_call(&self) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn record_call(&self, seconds: f64) {
+        self.calls.inc();
+        self.duration.observe(seconds);
     }
 
     pub(crate) fn record_failure(&self, kind: FailureKind, in_hook: bool) {
-        self.failures[index(kind)].fetch_add(1, Ordering::Relaxed);
+        if let Some((_, c)) = self.failures.iter().find(|(k, _)| *k == kind) {
+            c.inc();
+        }
         if in_hook {
-            self.hook_failures.fetch_add(1, Ordering::Relaxed);
+            self.hook_failures.inc();
         }
     }
 }
 
-fn index(kind: FailureKind) -> usize {
-    FailureKind::ALL
-        .iter()
-        .position(|k| *k == kind)
-        .expect("listed")
-}
-
-/// The counters of every module, by module name.
-#[derive(Debug, Default)]
+/// The metrics of every module a runtime has called.
+#[derive(Debug)]
 pub struct Metrics {
+    calls: Family<ModuleLabel, Counter>,
+    failures: Family<FailureLabels, Counter>,
+    hook_failures: Family<ModuleLabel, Counter>,
+    duration: Family<ModuleLabel, Histogram, fn() -> Histogram>,
     modules: RwLock<BTreeMap<String, Arc<ModuleCounters>>>,
 }
 
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            calls: Family::default(),
+            failures: Family::default(),
+            hook_failures: Family::default(),
+            duration: Family::new_with_constructor(call_duration_histogram),
+            modules: RwLock::default(),
+        }
+    }
+}
+
 impl Metrics {
-    /// The counters of a module (created on first use).
+    /// The series of `name` (created at zero on first use).
     pub fn module(&self, name: &str) -> Arc<ModuleCounters> {
         if let Some(c) = self.modules.read().expect("metrics lock").get(name) {
             return c.clone();
         }
+        let module = ModuleLabel {
+            module: name.to_owned(),
+        };
+        let counters = ModuleCounters {
+            calls: self.calls.get_or_create(&module).clone(),
+            failures: FailureKind::ALL
+                .iter()
+                .map(|kind| {
+                    let labels = FailureLabels {
+                        module: name.to_owned(),
+                        reason: kind.label(),
+                    };
+                    (*kind, self.failures.get_or_create(&labels).clone())
+                })
+                .collect(),
+            hook_failures: self.hook_failures.get_or_create(&module).clone(),
+            duration: self.duration.get_or_create(&module).clone(),
+        };
         self.modules
             .write()
             .expect("metrics lock")
             .entry(name.to_owned())
-            .or_default()
+            .or_insert_with(|| Arc::new(counters))
             .clone()
     }
 
-    /// Every counter in the Prometheus text exposition format.
-    pub fn render(&self) -> String {
-        let modules = self.modules.read().expect("metrics lock");
-        let mut out = String::new();
-        out.push_str("# HELP strategy_calls_total Calls into wasm strategy modules.\n");
-        out.push_str("# TYPE strategy_calls_total counter\n");
-        for (name, c) in modules.iter() {
-            let _ = writeln!(out, "strategy_calls_total{{module={name:?}}} {}", c.calls());
-        }
-        out.push_str(
-            "# HELP strategy_call_failures_total Failed calls into wasm strategy modules.\n",
+    /// Registers the families (`strategy_calls_total`, `strategy_call_failures_total`,
+    /// `strategy_hook_failures_total`, `strategy_call_duration_seconds`) in `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "strategy_calls",
+            "Calls into wasm strategy modules",
+            self.calls.clone(),
         );
-        out.push_str("# TYPE strategy_call_failures_total counter\n");
-        for (name, c) in modules.iter() {
-            for kind in FailureKind::ALL {
-                let _ = writeln!(
-                    out,
-                    "strategy_call_failures_total{{module={name:?},reason=\"{}\"}} {}",
-                    kind.label(),
-                    c.failures(kind)
-                );
-            }
-        }
-        out.push_str("# HELP strategy_hook_failures_total After hooks that failed.\n");
-        out.push_str("# TYPE strategy_hook_failures_total counter\n");
-        for (name, c) in modules.iter() {
-            let _ = writeln!(
-                out,
-                "strategy_hook_failures_total{{module={name:?}}} {}",
-                c.hook_failures()
-            );
-        }
+        registry.register(
+            "strategy_call_failures",
+            "Failed calls into wasm strategy modules, by reason",
+            self.failures.clone(),
+        );
+        registry.register(
+            "strategy_hook_failures",
+            "After hooks that failed",
+            self.hook_failures.clone(),
+        );
+        registry.register(
+            "strategy_call_duration_seconds",
+            "Wall time of one strategy call (instantiation and every step of one phase)",
+            self.duration.clone(),
+        );
+    }
+
+    /// The families alone in the Prometheus text format (for tools and tests; the server
+    /// serves them from its own registry).
+    pub fn render(&self) -> String {
+        let mut registry = Registry::default();
+        self.register(&mut registry);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry)
+            .expect("writing to a String cannot fail");
         out
     }
 }

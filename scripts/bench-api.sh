@@ -4,7 +4,7 @@
 # the same etcd, and on the embedded store; cached GETs over HTTP next to raw etcd range reads;
 # and mutating-call latency paced at 1,000 PATCH/s.
 #
-#   bash examples/bench-api.sh [SECONDS_PER_CELL]
+#   bash scripts/bench-api.sh [SECONDS_PER_CELL]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}

@@ -3,7 +3,7 @@
 # module (strategy-host --strategy-dir) and as the same code compiled in (native-host), in one
 # run: both servers on the embedded store, api-load alternating between them cell by cell.
 #
-#   bash examples/bench-wasm-vs-native.sh [SECONDS_PER_CELL] [ROUNDS]
+#   bash scripts/bench-wasm-vs-native.sh [SECONDS_PER_CELL] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}

@@ -3,5 +3,5 @@
 # against the embedded store and a real etcd, and the end-to-end tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash examples/setup.sh
+bash scripts/setup.sh
 cargo test --workspace "$@"
