@@ -162,18 +162,17 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
     }
     fn apply(
         &self,
-        caller: &strategy_host::wasm::runtime::CallerInfo,
+        _caller: &strategy_host::wasm::runtime::CallerInfo,
         depth: u32,
         object: serde_json::Value,
     ) -> Result<serde_json::Value, String> {
-        assert_eq!(caller.module, "projects");
         self.0.lock().unwrap().push((depth, object.clone()));
         Ok(object)
     }
 }
 
 #[tokio::test]
-async fn project_hooks_apply_a_quota_and_audit_deletes() {
+async fn project_hooks_make_the_namespace_apply_a_quota_and_audit_deletes() {
     let rt = runtime();
     let recorder = std::sync::Arc::new(Recorder::default());
     rt.set_host_api(recorder.clone());
@@ -196,10 +195,17 @@ async fn project_hooks_apply_a_quota_and_audit_deletes() {
 
     s.after_create(&ctx, &project).await.unwrap();
     let applied = std::mem::take(&mut *recorder.0.lock().unwrap());
-    assert_eq!(applied.len(), 1);
-    assert_eq!(applied[0].0, 1, "the nested write runs at hook depth 1");
-    assert_eq!(applied[0].1["kind"], "Quota");
-    assert_eq!(applied[0].1["metadata"]["namespace"], "team-a");
+    let kinds: Vec<_> = applied
+        .iter()
+        .map(|(depth, o)| (*depth, o["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(1, "Namespace"), (1, "Quota")],
+        "the project's namespace first, then its Quota, each a nested write at hook depth 1"
+    );
+    assert_eq!(applied[0].1["metadata"]["name"], "team-a");
+    assert_eq!(applied[1].1["metadata"]["namespace"], "team-a");
 
     // At the depth limit, apply is refused and the hook fails (counted; the write would stand).
     let deep = strategy_host::strategy::StrategyContext {
