@@ -1,4 +1,4 @@
-//! Per-module call and failure counters, rendered in the Prometheus text format.
+//! Per-module call, failure and `apply`-refusal counters, rendered in the Prometheus text format.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -7,12 +7,39 @@ use std::sync::{Arc, RwLock};
 
 use super::error::FailureKind;
 
+/// Why the `apply` host function refused a call (the metrics label of each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApplyRefusal {
+    // The discriminants index the counters: keep them 0.. in `ALL`'s order.
+    /// The write would nest After hooks deeper than `RuntimeConfig::max_apply_depth`.
+    Depth,
+    /// The object's group and kind are not among the resources the manifest says its hooks apply.
+    Undeclared,
+    /// `apply` was called outside an After hook (from a before-write phase).
+    OutsideHook,
+}
+
+impl ApplyRefusal {
+    /// Every reason, in the order metrics list them.
+    pub const ALL: [ApplyRefusal; 3] = [Self::Depth, Self::Undeclared, Self::OutsideHook];
+
+    /// The metrics label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Depth => "depth",
+            Self::Undeclared => "undeclared",
+            Self::OutsideHook => "outside_hook",
+        }
+    }
+}
+
 /// The counters of one module.
 #[derive(Debug, Default)]
 pub struct ModuleCounters {
     calls: AtomicU64,
     failures: [AtomicU64; FailureKind::ALL.len()],
     hook_failures: AtomicU64,
+    apply_refused: [AtomicU64; ApplyRefusal::ALL.len()],
 }
 
 impl ModuleCounters {
@@ -34,6 +61,15 @@ impl ModuleCounters {
     /// After hooks that failed (the write stood).
     pub fn hook_failures(&self) -> u64 {
         self.hook_failures.load(Ordering::Relaxed)
+    }
+
+    /// `apply` calls the host refused for one reason.
+    pub fn apply_refused(&self, reason: ApplyRefusal) -> u64 {
+        self.apply_refused[reason as usize].load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn record_apply_refused(&self, reason: ApplyRefusal) {
+        self.apply_refused[reason as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn record_call(&self) {
@@ -106,6 +142,20 @@ impl Metrics {
                 "strategy_hook_failures_total{{module={name:?}}} {}",
                 c.hook_failures()
             );
+        }
+        out.push_str(
+            "# HELP strategy_apply_refused_total apply calls from After hooks the host refused.\n",
+        );
+        out.push_str("# TYPE strategy_apply_refused_total counter\n");
+        for (name, c) in modules.iter() {
+            for reason in ApplyRefusal::ALL {
+                let _ = writeln!(
+                    out,
+                    "strategy_apply_refused_total{{module={name:?},reason=\"{}\"}} {}",
+                    reason.label(),
+                    c.apply_refused(reason)
+                );
+            }
         }
         out
     }
