@@ -47,13 +47,16 @@ pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
     response.encode_to_vec()
 }
 
-/// The encoded [`abi::Manifest`] of a strategy: what the exported `manifest` function returns.
+/// The encoded [`abi::Manifest`] of a strategy: what the exported `manifest` function returns,
+/// built from the trait's constants: [`Strategy::NAME`], [`Strategy::RESOURCES`],
+/// [`Strategy::OPERATIONS`], [`Strategy::HOST_FUNCTIONS`] (plus `log`, always granted) and
+/// [`Strategy::APPLIES`], the resources its After hooks may apply.
 ///
 /// # Examples
 ///
 /// ```
 /// use prost::Message;
-/// use strategy_guest_sdk::{abi, manifest, Resource, Scope, Strategy};
+/// use strategy_guest_sdk::{abi, manifest, GroupKind, HostFunction, Operation, Resource, Scope, Strategy};
 ///
 /// struct Nop;
 /// impl Strategy for Nop {
@@ -64,6 +67,22 @@ pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
 ///
 /// let m = abi::Manifest::decode(manifest::<Nop>().as_slice()).unwrap();
 /// assert_eq!((m.abi_version, m.name.as_str()), (1, "nop"));
+/// assert!(m.applies.is_empty());
+///
+/// // A module whose hook applies a Quota declares it, beside the `apply` grant.
+/// struct Projects;
+/// impl Strategy for Projects {
+///     type Object = serde_json::Value;
+///     const NAME: &'static str = "projects";
+///     const RESOURCES: &'static [Resource] =
+///         &[Resource::new("example.com", "v1", "Project", "projects", Scope::Cluster)];
+///     const OPERATIONS: &'static [Operation] = &[Operation::AfterCreate];
+///     const HOST_FUNCTIONS: &'static [HostFunction] = &[HostFunction::Apply];
+///     const APPLIES: &'static [GroupKind] = &[GroupKind::new("example.com", "Quota")];
+/// }
+///
+/// let m = abi::Manifest::decode(manifest::<Projects>().as_slice()).unwrap();
+/// assert_eq!(m.applies, [abi::GroupKind { group: "example.com".into(), kind: "Quota".into() }]);
 /// ```
 pub fn manifest<S: Strategy>() -> Vec<u8> {
     let mut host_functions = vec![abi::HostFunction::Log as i32];
@@ -75,6 +94,7 @@ pub fn manifest<S: Strategy>() -> Vec<u8> {
         resources: S::RESOURCES.iter().map(|r| r.to_abi()).collect(),
         operations: S::OPERATIONS.iter().map(|o| o.to_abi() as i32).collect(),
         host_functions,
+        applies: S::APPLIES.iter().map(|gk| gk.to_abi()).collect(),
     }
     .encode_to_vec()
 }

@@ -68,7 +68,9 @@ static ALLOCATOR: arena::CallArena = arena::CallArena::new();
 
 pub use dispatch::{handle, manifest};
 pub use field::{FieldError, FieldErrorKind, FieldPath};
-pub use strategy::{Context, HostFunction, Operation, Resource, ResourceInfo, Scope, Strategy};
+pub use strategy::{
+    Context, GroupKind, HostFunction, Operation, Resource, ResourceInfo, Scope, Strategy,
+};
 
 /// The ABI version this SDK speaks; the host refuses a module whose manifest names another.
 ///

@@ -84,6 +84,59 @@ impl Resource {
     }
 }
 
+/// A resource named by API group and kind, whatever its version: what a module lists in
+/// [`Strategy::APPLIES`], the resources its After hooks may create or update with
+/// [`crate::host::apply`]. The host refuses `apply` of anything else. The core group is `""`.
+///
+/// # Examples
+///
+/// ```
+/// use strategy_guest_sdk::GroupKind;
+/// const QUOTAS: GroupKind = GroupKind::new("example.com", "Quota");
+/// const NAMESPACES: GroupKind = GroupKind::core("Namespace");
+/// assert_eq!((QUOTAS.group, NAMESPACES.group), ("example.com", ""));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupKind {
+    /// The API group, e.g. `example.com`; `""` for the core group.
+    pub group: &'static str,
+    /// The kind, e.g. `Quota`.
+    pub kind: &'static str,
+}
+
+impl GroupKind {
+    /// Names a resource of `group` (usable in `const` items).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gk = strategy_guest_sdk::GroupKind::new("example.com", "Quota");
+    /// assert_eq!(gk.kind, "Quota");
+    /// ```
+    pub const fn new(group: &'static str, kind: &'static str) -> Self {
+        Self { group, kind }
+    }
+
+    /// Names a resource of the core group (`apiVersion: v1`), e.g. `Namespace`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gk = strategy_guest_sdk::GroupKind::core("Namespace");
+    /// assert_eq!(gk, strategy_guest_sdk::GroupKind::new("", "Namespace"));
+    /// ```
+    pub const fn core(kind: &'static str) -> Self {
+        Self { group: "", kind }
+    }
+
+    pub(crate) fn to_abi(self) -> abi::GroupKind {
+        abi::GroupKind {
+            group: self.group.into(),
+            kind: self.kind.into(),
+        }
+    }
+}
+
 /// The strategy operations and hooks a module can implement (the manifest lists them so the host
 /// skips the rest, e.g. does not instantiate the module for a hook it does not have).
 ///
@@ -305,6 +358,39 @@ pub trait Strategy {
 
     /// Host functions the module calls besides `log`.
     const HOST_FUNCTIONS: &'static [HostFunction] = &[];
+
+    /// The resources this module's After hooks may create or update with
+    /// [`crate::host::apply`] (which needs [`HostFunction::Apply`] in [`Self::HOST_FUNCTIONS`]).
+    /// The host refuses to load a module declaring some without the grant, and refuses each
+    /// `apply` of an object whose group and kind are not listed, whatever its version.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use strategy_guest_sdk::{host, Context, GroupKind, HostFunction, Operation, Resource, Scope, Strategy};
+    ///
+    /// struct Teams;
+    ///
+    /// impl Strategy for Teams {
+    ///     type Object = Value;
+    ///     const NAME: &'static str = "teams";
+    ///     const RESOURCES: &'static [Resource] =
+    ///         &[Resource::new("example.com", "v1", "Team", "teams", Scope::Cluster)];
+    ///     const OPERATIONS: &'static [Operation] = &[Operation::AfterCreate];
+    ///     const HOST_FUNCTIONS: &'static [HostFunction] = &[HostFunction::Apply];
+    ///     const APPLIES: &'static [GroupKind] = &[GroupKind::core("Namespace")];
+    ///
+    ///     fn after_create(&self, _ctx: &Context, obj: &Value) -> Result<(), String> {
+    ///         let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+    ///                         "metadata": {"name": obj["metadata"]["name"]}});
+    ///         host::apply(&ns).map(drop)
+    ///     }
+    /// }
+    /// # Teams.after_create(&Context::default(), &json!({"metadata": {"name": "a"}})).unwrap();
+    /// # assert_eq!(host::testing::take_applied()[0]["kind"], "Namespace");
+    /// ```
+    const APPLIES: &'static [GroupKind] = &[];
 
     /// Clears what clients may not set and fills defaults on a new object.
     fn prepare_for_create(&self, _ctx: &Context, _obj: &mut Self::Object) {}

@@ -139,6 +139,60 @@ fn an_ungranted_host_function_is_refused_at_load() {
     assert!(e.to_string().contains("After hooks"), "{e}");
 }
 
+/// The Widget manifest with an After hook, the `apply` grant as given, and `applies`.
+fn manifest_applying(grant_apply: bool, applies: &[(&str, &str)]) -> Vec<u8> {
+    use prost::Message as _;
+    let mut m = abi::Manifest::decode(widget_manifest(1, &[]).as_slice()).unwrap();
+    m.operations.push(abi::Operation::AfterCreate as i32);
+    if grant_apply {
+        m.host_functions.push(abi::HostFunction::Apply as i32);
+    }
+    m.applies = applies
+        .iter()
+        .map(|(group, kind)| abi::GroupKind {
+            group: group.to_string(),
+            kind: kind.to_string(),
+        })
+        .collect();
+    m.encode_to_vec()
+}
+
+#[test]
+fn resources_hooks_apply_are_checked_at_load() {
+    // Declared without the apply grant: nothing could act on it.
+    let e = refused(
+        "trap",
+        manifest_applying(false, &[("example.com", "Quota")]),
+    );
+    assert!(
+        e.to_string()
+            .contains("does not ask for the apply host function"),
+        "{e}"
+    );
+    // An empty kind, or a version where the group belongs, cannot match any object.
+    let e = refused("trap", manifest_applying(true, &[("example.com", "")]));
+    assert!(e.to_string().contains("empty kind"), "{e}");
+    let e = refused(
+        "trap",
+        manifest_applying(true, &[("example.com/v1", "Quota")]),
+    );
+    assert!(e.to_string().contains("with a version"), "{e}");
+    // The core group is "": a Namespace is declared as ("", "Namespace").
+    let rt = runtime();
+    let ok = hostile(
+        "trap",
+        &manifest_applying(true, &[("example.com", "Quota"), ("", "Namespace")]),
+    );
+    let module = StrategyModule::load(&rt, &ok).expect("a well-formed declaration loads");
+    let applies: Vec<String> = module
+        .manifest()
+        .applies()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(applies, ["Namespace", "Quota.example.com"]);
+}
+
 #[test]
 fn an_unknown_import_is_refused_at_load() {
     let e = refused("unknown_import", widget_manifest(1, &[]));

@@ -5,6 +5,7 @@ mod wasm_common;
 
 use serde_json::json;
 use strategy_host::strategy::{FieldErrorKind, Strategy};
+use strategy_host::wasm::runtime::{ApplyRefusal, GroupKind};
 use strategy_host::wasm::WasmStrategy;
 use wasm_common::*;
 
@@ -162,18 +163,17 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
     }
     fn apply(
         &self,
-        caller: &strategy_host::wasm::runtime::CallerInfo,
+        _caller: &strategy_host::wasm::runtime::CallerInfo,
         depth: u32,
         object: serde_json::Value,
     ) -> Result<serde_json::Value, String> {
-        assert_eq!(caller.module, "projects");
         self.0.lock().unwrap().push((depth, object.clone()));
         Ok(object)
     }
 }
 
 #[tokio::test]
-async fn project_hooks_apply_a_quota_and_audit_deletes() {
+async fn project_hooks_make_the_namespace_apply_a_quota_and_audit_deletes() {
     let rt = runtime();
     let recorder = std::sync::Arc::new(Recorder::default());
     rt.set_host_api(recorder.clone());
@@ -196,10 +196,17 @@ async fn project_hooks_apply_a_quota_and_audit_deletes() {
 
     s.after_create(&ctx, &project).await.unwrap();
     let applied = std::mem::take(&mut *recorder.0.lock().unwrap());
-    assert_eq!(applied.len(), 1);
-    assert_eq!(applied[0].0, 1, "the nested write runs at hook depth 1");
-    assert_eq!(applied[0].1["kind"], "Quota");
-    assert_eq!(applied[0].1["metadata"]["namespace"], "team-a");
+    let kinds: Vec<_> = applied
+        .iter()
+        .map(|(depth, o)| (*depth, o["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(1, "Namespace"), (1, "Quota")],
+        "the project's namespace first, then its Quota, each a nested write at hook depth 1"
+    );
+    assert_eq!(applied[0].1["metadata"]["name"], "team-a");
+    assert_eq!(applied[1].1["metadata"]["namespace"], "team-a");
 
     // At the depth limit, apply is refused and the hook fails (counted; the write would stand).
     let deep = strategy_host::strategy::StrategyContext {
@@ -208,13 +215,72 @@ async fn project_hooks_apply_a_quota_and_audit_deletes() {
     };
     let err = s.after_create(&deep, &project).await.unwrap_err();
     assert!(err.reason.contains("nested"), "{err}");
-    assert_eq!(rt.metrics().module("projects").hook_failures(), 1);
+    let counters = rt.metrics().module("projects");
+    assert_eq!(counters.hook_failures(), 1);
+    assert_eq!(counters.apply_refused(ApplyRefusal::Depth), 1);
     assert!(recorder.0.lock().unwrap().is_empty());
 
     s.after_delete(&ctx, &project).await.unwrap();
     s.after_update(&ctx, &project, &project).await.unwrap(); // not implemented: no call
+    let metrics = rt.metrics().render();
+    assert!(metrics.contains("strategy_hook_failures_total{module=\"projects\"} 1"));
+    assert!(
+        metrics.contains("strategy_apply_refused_total{module=\"projects\",reason=\"depth\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn a_hook_applies_only_the_resources_its_manifest_declares() {
+    let rt = runtime();
+    let recorder = std::sync::Arc::new(Recorder::default());
+    rt.set_host_api(recorder.clone());
+    let module = load(&rt, strategy_artifacts::REPLICATOR);
+    let declared = GroupKind {
+        group: "test.example.com".into(),
+        kind: "Replicator".into(),
+    };
+    assert_eq!(module.manifest().applies(), [declared]);
+    let s = WasmStrategy::new(rt.clone(), module);
+    let ctx = ctx("test.example.com", "Replicator", "replicators", false);
+
+    // Its own kind is declared: the nested write goes through.
+    let first = json!({"apiVersion": "test.example.com/v1", "kind": "Replicator", "metadata": {"name": "r"}, "spec": {}});
+    s.after_create(&ctx, &first).await.unwrap();
+    let applied = std::mem::take(&mut *recorder.0.lock().unwrap());
+    assert_eq!(applied.len(), 1);
+    assert_eq!(applied[0].1["metadata"]["name"], "r-1");
+
+    // A core Namespace and a Quota of another group are not: refused before the host sees them.
+    for (object, named) in [
+        (
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}),
+            "v1/Namespace",
+        ),
+        (
+            json!({"apiVersion": "example.com/v1", "kind": "Replicator", "metadata": {"name": "x"}}),
+            "example.com/v1/Replicator",
+        ),
+    ] {
+        let mut obj = first.clone();
+        obj["spec"]["apply"] = object;
+        let err = s.after_create(&ctx, &obj).await.unwrap_err();
+        assert!(
+            err.reason.contains(&format!(
+                "apply refused: module \"replicators\" does not declare {named} among the resources its hooks apply"
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        recorder.0.lock().unwrap().is_empty(),
+        "nothing undeclared reached the host"
+    );
+    let counters = rt.metrics().module("replicators");
+    assert_eq!(counters.apply_refused(ApplyRefusal::Undeclared), 2);
+    assert_eq!(counters.apply_refused(ApplyRefusal::Depth), 0);
     assert!(rt
         .metrics()
         .render()
-        .contains("strategy_hook_failures_total{module=\"projects\"} 1"));
+        .contains("strategy_apply_refused_total{module=\"replicators\",reason=\"undeclared\"} 2"));
 }

@@ -10,12 +10,16 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// (crate name, constant name) of every strategy built.
+/// (crate name, constant name) of every example strategy built (`ALL` lists these).
 const STRATEGIES: &[(&str, &str)] = &[
     ("strategy-deployment", "DEPLOYMENT"),
     ("strategy-configmap", "CONFIGMAP"),
     ("strategy-project", "PROJECT"),
 ];
+
+/// (crate name, constant name) of the test programs built beside them: strategies that exist to
+/// misbehave in a way a WAT fixture could not easily (e.g. a hook applying its own kind).
+const TEST_PROGRAMS: &[(&str, &str)] = &[("strategy-replicator", "REPLICATOR")];
 
 /// The profile the guests are built with: release, plus what makes small, fast modules.
 const PROFILE: &str = "strategy-wasm";
@@ -36,7 +40,7 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
-    for (krate, _) in STRATEGIES {
+    for (krate, _) in STRATEGIES.iter().chain(TEST_PROGRAMS) {
         let dir = root
             .join("strategies")
             .join(krate.trim_start_matches("strategy-"));
@@ -60,7 +64,7 @@ fn main() {
         .arg("--target-dir")
         .arg(&target_dir)
         .args(profile_config());
-    for (krate, _) in STRATEGIES {
+    for (krate, _) in STRATEGIES.iter().chain(TEST_PROGRAMS) {
         cmd.args(["-p", krate]);
     }
     // Flags meant for the outer (native) build must not leak into the guest build.
@@ -85,8 +89,10 @@ fn main() {
 
     let wasm_dir = target_dir.join("wasm32-unknown-unknown").join(PROFILE);
     let mut consts = String::new();
-    let mut all = String::from("/// Every strategy: (crate name, path of its `.wasm`).\npub const ALL: &[(&str, &str)] = &[\n");
-    for (krate, name) in STRATEGIES {
+    let mut all = String::from(
+        "/// Every example strategy: (crate name, path of its `.wasm`).\npub const ALL: &[(&str, &str)] = &[\n",
+    );
+    for (krate, name) in STRATEGIES.iter().chain(TEST_PROGRAMS) {
         let file = wasm_dir.join(format!("{}.wasm", krate.replace('-', "_")));
         assert!(file.exists(), "{} was not built", file.display());
         let path = file.display().to_string();
@@ -95,7 +101,9 @@ fn main() {
             "/// The `.wasm` of `{krate}`.\npub const {name}: &str = {path:?};"
         )
         .unwrap();
-        writeln!(all, "    ({krate:?}, {name}),").unwrap();
+        if STRATEGIES.iter().any(|(k, _)| k == krate) {
+            writeln!(all, "    ({krate:?}, {name}),").unwrap();
+        }
     }
     all.push_str("];\n");
     std::fs::write(out_dir.join("artifacts.rs"), consts + &all).unwrap();

@@ -2,7 +2,7 @@
 //! modules built from `strategies/` (defaults, 422 with causes, immutability, the Quota the
 //! Project hook applies); hot reload through the watched directory and through `StrategyModule`
 //! objects while creates run (no request fails; replicas on one etcd follow); and every hostile
-//! module contained, with the server still serving.
+//! module contained, with the server still serving. After hooks have their own file.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -14,6 +14,9 @@ use strategy_host_e2e::load::{CreateLoad, Sample};
 use strategy_host_e2e::{
     call, deployment, deployment_crd, get, kubectl, widget, widget_crd, HostProcess,
 };
+
+#[path = "strategies/hooks.rs"]
+mod hooks;
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const DEPLOYMENTS: &str = "/apis/apps.example.com/v1/namespaces/default/deployments";

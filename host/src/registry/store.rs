@@ -211,18 +211,26 @@ impl RegistryStore {
             kind: "Namespace".into(),
             name: ns.clone(),
         };
-        let found = namespaces
-            .get(
-                &format!("/namespaces/{ns}"),
-                // Any cached state will do, as Kubernetes' namespace lifecycle admission reads
-                // an informer: a consistent read would wait on the store's revision per create.
-                GetOptions {
-                    resource_version: "0".into(),
-                    ignore_not_found: true,
-                },
-            )
+        let key = format!("/namespaces/{ns}");
+        let read = |resource_version: &str| GetOptions {
+            resource_version: resource_version.into(),
+            ignore_not_found: true,
+        };
+        // Any cached state will do, as Kubernetes' namespace lifecycle admission reads an
+        // informer: a consistent read would wait on the store's revision per create.
+        let mut found = namespaces
+            .get(&key, read("0"))
             .await
             .map_err(|e| Error::storage(e, &target))?;
+        if found.is_none() {
+            // A miss may be a namespace created a moment ago (e.g. by the After hook now writing
+            // into it) that the cache has not seen yet: confirm with a consistent read, as the
+            // admission plugin falls back to a live lookup.
+            found = namespaces
+                .get(&key, read(""))
+                .await
+                .map_err(|e| Error::storage(e, &target))?;
+        }
         match found {
             Some(_) => Ok(()),
             None => Err(Error::NotFound(target.into())),

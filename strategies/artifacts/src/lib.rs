@@ -1,6 +1,8 @@
 //! The test programs of Strategy Host: the example strategies of `strategies/`, compiled to
 //! `wasm32-unknown-unknown` by this crate's build script (one constant per strategy naming its
-//! `.wasm` file), and the hostile modules of `hostile/` (WAT), for tests and benchmarks.
+//! `.wasm` file; `ALL` lists the examples), the Rust test programs beside them
+//! (`strategies/replicator`: a hook that applies its own kind, or whatever the object names), and
+//! the hostile modules of `hostile/` (WAT), for tests and benchmarks.
 //!
 //! ```
 //! let bytes = std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap();
@@ -63,6 +65,7 @@ pub fn widget_manifest(abi_version: u32, host_functions: &[i32]) -> Vec<u8> {
             abi::Operation::Validate as i32,
         ],
         host_functions: host_functions.to_vec(),
+        applies: Vec::new(),
     }
     .encode_to_vec()
 }

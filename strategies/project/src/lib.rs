@@ -1,17 +1,29 @@
-//! A Project strategy with After hooks: creating a Project applies a default `Quota` in the
-//! project's namespace (named after the project) through the host's `apply`; deleting one writes
-//! an audit line to the host's log.
+//! A Project strategy with After hooks: creating a Project makes sure the project's namespace
+//! (named after the project) exists, then applies a default `Quota` in it, through the host's
+//! `get` and `apply`; deleting one writes an audit line to the host's log.
 
 use serde_json::{json, Value};
 use strategy_guest_sdk::meta::{dns1123_label_errors, name};
 use strategy_guest_sdk::{
-    export_strategy, host, Context, FieldError, FieldPath, HostFunction, Operation, Resource,
-    Scope, Strategy,
+    export_strategy, host, Context, FieldError, FieldPath, GroupKind, HostFunction, Operation,
+    Resource, Scope, Strategy,
 };
 
 /// The strategy.
 #[derive(Debug, Default)]
 pub struct Projects;
+
+/// The namespace of a new project, labelled with the project it belongs to.
+pub fn project_namespace(project: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": project,
+            "labels": {"example.com/project": project}
+        }
+    })
+}
 
 /// The Quota applied in a new project's namespace.
 pub fn default_quota(project: &str) -> Value {
@@ -43,7 +55,11 @@ impl Strategy for Projects {
         Operation::AfterCreate,
         Operation::AfterDelete,
     ];
-    const HOST_FUNCTIONS: &'static [HostFunction] = &[HostFunction::Apply];
+    const HOST_FUNCTIONS: &'static [HostFunction] = &[HostFunction::Get, HostFunction::Apply];
+    const APPLIES: &'static [GroupKind] = &[
+        GroupKind::core("Namespace"),
+        GroupKind::new("example.com", "Quota"),
+    ];
 
     fn prepare_for_create(&self, _ctx: &Context, obj: &mut Value) {
         if let Some(o) = obj.as_object_mut() {
@@ -68,6 +84,15 @@ impl Strategy for Projects {
             return Ok(());
         }
         let project = name(obj).ok_or("the project has no name")?;
+        // The Quota needs its namespace. One that exists is left as it is: applying ours would
+        // replace its labels and annotations.
+        let existing = host::get("", "namespaces", "", project)
+            .map_err(|e| format!("reading namespace {project}: {e}"))?;
+        if existing.is_none() {
+            host::apply(&project_namespace(project))
+                .map_err(|e| format!("creating namespace {project}: {e}"))?;
+            host::info(&format!("created namespace {project}"));
+        }
         host::apply(&default_quota(project))
             .map_err(|e| format!("applying the default Quota: {e}"))?;
         host::info(&format!("applied the default Quota in namespace {project}"));
@@ -97,11 +122,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn create_applies_the_default_quota() {
+    fn create_makes_the_namespace_then_applies_the_default_quota() {
         let obj = json!({"metadata": {"name": "team-a"}});
         assert!(Projects.validate(&Context::default(), &obj).is_empty());
         Projects.after_create(&Context::default(), &obj).unwrap();
-        assert_eq!(testing::take_applied(), [default_quota("team-a")]);
+        assert_eq!(
+            testing::take_applied(),
+            [project_namespace("team-a"), default_quota("team-a")]
+        );
+    }
+
+    #[test]
+    fn an_existing_namespace_is_left_alone() {
+        testing::put_object(
+            "",
+            "namespaces",
+            "",
+            "team-b",
+            json!({"metadata": {"name": "team-b"}}),
+        );
+        let obj = json!({"metadata": {"name": "team-b"}});
+        Projects.after_create(&Context::default(), &obj).unwrap();
+        assert_eq!(testing::take_applied(), [default_quota("team-b")]);
+    }
+
+    #[test]
+    fn every_applied_kind_is_declared() {
+        for o in [project_namespace("p"), default_quota("p")] {
+            let api_version = o["apiVersion"].as_str().unwrap();
+            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            assert!(
+                Projects::APPLIES
+                    .iter()
+                    .any(|gk| gk.group == group && gk.kind == o["kind"]),
+                "{o}"
+            );
+        }
     }
 
     #[test]

@@ -69,7 +69,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) linker: Linker<CallState>,
     pub(crate) config: RuntimeConfig,
     pub(crate) cache: ModuleCache,
-    pub(crate) metrics: Metrics,
+    /// Shared with every call's state, so host functions can count what they refuse.
+    pub(crate) metrics: Arc<Metrics>,
     pub(crate) host_api: ArcSwap<Arc<dyn HostApi>>,
     ticker_stop: Arc<AtomicBool>,
 }
@@ -142,7 +143,7 @@ impl Runtime {
                 linker,
                 config,
                 cache,
-                metrics: Metrics::default(),
+                metrics: Arc::default(),
                 host_api: ArcSwap::from_pointee(no_host),
                 ticker_stop,
             }),

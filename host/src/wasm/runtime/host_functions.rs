@@ -1,5 +1,7 @@
 //! The host functions guests import from `strategy-host` (`log`, `get`, `list`, `apply`), the
 //! `HostApi` callbacks the registry supplies behind them, and the per-call state they see.
+//! `apply` is where After hooks are kept in bounds: refused outside a hook, beyond the depth
+//! limit, and for resources the manifest does not declare; each refusal is logged and counted.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,6 +12,8 @@ use wasmtime::{AsContextMut, Caller, Engine, Extern, Linker};
 
 use super::abi;
 use super::limits::{CallLimits, Deadline};
+use super::manifest::GroupKind;
+use super::metrics::{ApplyRefusal, Metrics};
 use crate::strategy::ResourceInfo;
 
 /// Who is calling a host function.
@@ -91,12 +95,14 @@ impl HostApi for NoHostApi {
     }
 }
 
-/// Host functions a manifest may ask for.
-#[derive(Debug, Clone, Copy, Default)]
+/// Host functions a manifest may ask for, and what `apply` may write.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Grants {
     pub(crate) get: bool,
     pub(crate) list: bool,
     pub(crate) apply: bool,
+    /// The resources `apply` may write, sorted (shared: every call's state holds a copy).
+    pub(crate) applies: Arc<[GroupKind]>,
 }
 
 /// The state of one store: one instance serving one registry phase.
@@ -112,6 +118,8 @@ pub(crate) struct CallState {
     pub(crate) output_limit: usize,
     pub(crate) logs_left: u32,
     pub(crate) host_api: Arc<dyn HostApi>,
+    /// The runtime's counters, for what host functions refuse.
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 /// The linker every module is pre-linked against.
@@ -302,18 +310,45 @@ fn apply(s: &CallState, req: abi::ApplyRequest) -> abi::ApplyResponse {
         return HasError::error("host function apply is not granted".into());
     }
     if !s.in_after_hook {
-        return HasError::error("apply may only be called from an After hook".into());
+        return refuse(
+            s,
+            ApplyRefusal::OutsideHook,
+            "apply may only be called from an After hook".into(),
+        );
     }
     if s.depth >= s.max_depth {
-        return HasError::error(format!(
-            "apply refused: hooks nested {} deep (the limit)",
-            s.depth
-        ));
+        return refuse(
+            s,
+            ApplyRefusal::Depth,
+            format!(
+                "apply refused: hooks nested {} deep (the limit is {})",
+                s.depth, s.max_depth
+            ),
+        );
     }
     let obj: Value = match serde_json::from_slice(&req.object) {
         Ok(v) => v,
         Err(e) => return HasError::error(format!("the object did not decode: {e}")),
     };
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    // `apiVersion` is `group/version`, or `version` alone for the core group.
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let declared = s
+        .grants
+        .applies
+        .iter()
+        .any(|gk| gk.group == group && gk.kind == kind);
+    if !declared {
+        return refuse(
+            s,
+            ApplyRefusal::Undeclared,
+            format!(
+                "apply refused: module {:?} does not declare {api_version}/{kind} among the resources its hooks apply",
+                s.caller.module
+            ),
+        );
+    }
     match s.host_api.apply(&s.caller, s.depth + 1, obj) {
         Ok(stored) => abi::ApplyResponse {
             object: stored.to_string().into_bytes(),
@@ -321,4 +356,22 @@ fn apply(s: &CallState, req: abi::ApplyRequest) -> abi::ApplyResponse {
         },
         Err(e) => HasError::error(e),
     }
+}
+
+/// Logs and counts a refused `apply`, and answers the guest with the reason (its hook decides
+/// what to do with it; a hook that passes it on fails, which the registry reports as a warning).
+fn refuse(s: &CallState, reason: ApplyRefusal, message: String) -> abi::ApplyResponse {
+    let c = &s.caller;
+    tracing::warn!(
+        target: "strategy",
+        module = %c.module,
+        request = %c.request_id,
+        resource = %format_args!("{}.{}", c.resource.plural, c.resource.group),
+        depth = s.depth,
+        max_depth = s.max_depth,
+        reason = reason.label(),
+        "{message}"
+    );
+    s.metrics.module(&c.module).record_apply_refused(reason);
+    HasError::error(message)
 }

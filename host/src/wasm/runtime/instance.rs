@@ -49,6 +49,7 @@ impl Session {
             output_limit: rt.config.output_limit,
             logs_left: rt.config.max_log_lines_per_call,
             host_api: rt.host_api.load_full().as_ref().clone(),
+            metrics: rt.metrics.clone(),
         };
         let mut store = Store::new(&rt.engine, state);
         store.limiter(|s| &mut s.limits);

@@ -1,7 +1,10 @@
 //! A module's manifest, checked: the ABI version, the resources it binds, the operations it
-//! implements, and the host functions it asks for against the ones it imports.
+//! implements, the host functions it asks for against the ones it imports, and the resources
+//! its hooks may apply.
 
 use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
 
 use wasmtime::{ExternType, Module, ValType};
 
@@ -19,6 +22,26 @@ pub struct ModuleManifest {
     pub resources: Vec<ResourceInfo>,
     operations: BTreeSet<i32>,
     pub(crate) grants: Grants,
+}
+
+/// A resource named by API group and kind, whatever its version (Kubernetes' `GroupKind`): what
+/// a manifest lists among the resources its hooks may apply.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GroupKind {
+    /// The API group; `""` is the core group.
+    pub group: String,
+    /// The kind, e.g. `Quota`.
+    pub kind: String,
+}
+
+impl fmt::Display for GroupKind {
+    /// `Kind.group`, or `Kind` for the core group, as Kubernetes writes a GroupKind.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.group.as_str() {
+            "" => f.write_str(&self.kind),
+            group => write!(f, "{}.{group}", self.kind),
+        }
+    }
 }
 
 impl ModuleManifest {
@@ -100,6 +123,7 @@ impl ModuleManifest {
                 "apply is granted only to modules with After hooks".into(),
             ));
         }
+        grants.applies = applies(&m.applies, grants.apply)?;
         Ok(Self {
             name: m.name,
             resources,
@@ -116,6 +140,11 @@ impl ModuleManifest {
             operations: BTreeSet::new(),
             grants: Grants::default(),
         }
+    }
+
+    /// The resources the module's After hooks may apply (empty without the `apply` grant).
+    pub fn applies(&self) -> &[GroupKind] {
+        &self.grants.applies
     }
 
     /// Whether the module implements an operation.
@@ -144,6 +173,39 @@ impl ModuleManifest {
         }
         Ok(())
     }
+}
+
+/// Checks the resources a manifest says its hooks apply: only with the `apply` grant (a
+/// declaration nothing can act on is a mistake worth saying so), each with a kind and no `/`
+/// (a group or kind with one could never match an object's `apiVersion`), sorted and deduplicated.
+/// A module granted `apply` that declares nothing still loads (one built before the field
+/// existed keeps serving its other operations); each of its `apply` calls is refused.
+fn applies(declared: &[abi::GroupKind], apply_granted: bool) -> Result<Arc<[GroupKind]>> {
+    if !declared.is_empty() && !apply_granted {
+        return Err(Error::Manifest(
+            "the manifest declares resources its hooks apply but does not ask for the apply host function".into(),
+        ));
+    }
+    let mut out = BTreeSet::new();
+    for gk in declared {
+        if gk.kind.is_empty() {
+            return Err(Error::Manifest(format!(
+                "a resource its hooks apply has an empty kind (group {:?}; the core group is \"\")",
+                gk.group
+            )));
+        }
+        if gk.group.contains('/') || gk.kind.contains('/') {
+            return Err(Error::Manifest(format!(
+                "a resource its hooks apply is named with a version or a '/': group {:?}, kind {:?} (give the API group alone, e.g. \"example.com\", and the kind, e.g. \"Quota\")",
+                gk.group, gk.kind
+            )));
+        }
+        out.insert(GroupKind {
+            group: gk.group.clone(),
+            kind: gk.kind.clone(),
+        });
+    }
+    Ok(out.into_iter().collect())
 }
 
 /// Checks a compiled module's imports and exports against the ABI, before instantiating it.

@@ -1,5 +1,5 @@
-//! Per-module call metrics (calls, failures by reason, After-hook failures, call latency) as
-//! prometheus-client families, which the server registers beside its own.
+//! Per-module call metrics (calls, failures by reason, After-hook failures, refused `apply`
+//! calls, call latency) as prometheus-client families, which the server registers beside its own.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -23,6 +23,31 @@ struct FailureLabels {
     reason: &'static str,
 }
 
+/// Why the `apply` host function refused a call (the metrics label of each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApplyRefusal {
+    /// The write would nest After hooks deeper than `RuntimeConfig::max_apply_depth`.
+    Depth,
+    /// The object's group and kind are not among the resources the manifest says its hooks apply.
+    Undeclared,
+    /// `apply` was called outside an After hook (from a before-write phase).
+    OutsideHook,
+}
+
+impl ApplyRefusal {
+    /// Every reason, in the order metrics list them.
+    pub const ALL: [ApplyRefusal; 3] = [Self::Depth, Self::Undeclared, Self::OutsideHook];
+
+    /// The metrics label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Depth => "depth",
+            Self::Undeclared => "undeclared",
+            Self::OutsideHook => "outside_hook",
+        }
+    }
+}
+
 /// Call latency buckets: 10 µs to ~2.6 s, by fours (a call adds microseconds; the deadline is
 /// 100 ms by default).
 fn call_duration_histogram() -> Histogram {
@@ -35,10 +60,25 @@ pub struct ModuleCounters {
     calls: Counter,
     failures: Vec<(FailureKind, Counter)>,
     hook_failures: Counter,
+    apply_refused: Vec<(ApplyRefusal, Counter)>,
     duration: Histogram,
 }
 
 impl ModuleCounters {
+    /// `apply` calls the host refused for one reason.
+    pub fn apply_refused(&self, reason: ApplyRefusal) -> u64 {
+        self.apply_refused
+            .iter()
+            .find(|(r, _)| *r == reason)
+            .map_or(0, |(_, c)| c.get())
+    }
+
+    pub(crate) fn record_apply_refused(&self, reason: ApplyRefusal) {
+        if let Some((_, c)) = self.apply_refused.iter().find(|(r, _)| *r == reason) {
+            c.inc();
+        }
+    }
+
     /// Calls made (every phase of every request).
     pub fn calls(&self) -> u64 {
         self.calls.get()
@@ -83,6 +123,7 @@ pub struct Metrics {
     calls: Family<ModuleLabel, Counter>,
     failures: Family<FailureLabels, Counter>,
     hook_failures: Family<ModuleLabel, Counter>,
+    apply_refused: Family<FailureLabels, Counter>,
     duration: Family<ModuleLabel, Histogram, fn() -> Histogram>,
     modules: RwLock<BTreeMap<String, Arc<ModuleCounters>>>,
 }
@@ -93,6 +134,7 @@ impl Default for Metrics {
             calls: Family::default(),
             failures: Family::default(),
             hook_failures: Family::default(),
+            apply_refused: Family::default(),
             duration: Family::new_with_constructor(call_duration_histogram),
             modules: RwLock::default(),
         }
@@ -121,6 +163,16 @@ impl Metrics {
                 })
                 .collect(),
             hook_failures: self.hook_failures.get_or_create(&module).clone(),
+            apply_refused: ApplyRefusal::ALL
+                .iter()
+                .map(|reason| {
+                    let labels = FailureLabels {
+                        module: name.to_owned(),
+                        reason: reason.label(),
+                    };
+                    (*reason, self.apply_refused.get_or_create(&labels).clone())
+                })
+                .collect(),
             duration: self.duration.get_or_create(&module).clone(),
         };
         self.modules
@@ -132,7 +184,8 @@ impl Metrics {
     }
 
     /// Registers the families (`strategy_calls_total`, `strategy_call_failures_total`,
-    /// `strategy_hook_failures_total`, `strategy_call_duration_seconds`) in `registry`.
+    /// `strategy_hook_failures_total`, `strategy_apply_refused_total`,
+    /// `strategy_call_duration_seconds`) in `registry`.
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "strategy_calls",
@@ -148,6 +201,11 @@ impl Metrics {
             "strategy_hook_failures",
             "After hooks that failed",
             self.hook_failures.clone(),
+        );
+        registry.register(
+            "strategy_apply_refused",
+            "apply calls from After hooks the host refused, by reason",
+            self.apply_refused.clone(),
         );
         registry.register(
             "strategy_call_duration_seconds",

@@ -20,6 +20,6 @@ pub use error::{one_line, CallFailure, Error, FailureKind, Result};
 pub use host_functions::{CallerInfo, HostApi, NoHostApi};
 pub(crate) use instance::SessionOptions;
 pub use limits::EPOCH_TICK;
-pub use manifest::ModuleManifest;
-pub use metrics::{Metrics, ModuleCounters};
+pub use manifest::{GroupKind, ModuleManifest};
+pub use metrics::{ApplyRefusal, Metrics, ModuleCounters};
 pub use module::{digest, StrategyModule};

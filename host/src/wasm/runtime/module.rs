@@ -176,6 +176,6 @@ impl StrategyModule {
         runtime: &Runtime,
         opts: SessionOptions,
     ) -> std::result::Result<Session, super::CallFailure> {
-        Session::new(runtime, &self.pre, self.manifest.grants, opts)
+        Session::new(runtime, &self.pre, self.manifest.grants.clone(), opts)
     }
 }
