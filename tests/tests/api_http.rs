@@ -515,6 +515,50 @@ fn registry_semantics() {
     }
 }
 
+/// B.4: a malformed `DeleteOptions` body answers 400 BadRequest and deletes nothing, for a
+/// delete and for a deletecollection.
+#[test]
+fn malformed_delete_options_delete_nothing() {
+    let (host, _dir) = start(&[]);
+    let u = |p: &str| host.url(p);
+    let mut w = widget("keep", 1);
+    w["metadata"]["labels"] = json!({"batch": "b4"});
+    assert_eq!(call("POST", &u(W), Some(&w)).unwrap().code, 201);
+    let item = u(&format!("{W}/keep"));
+    let collection = u(&format!("{W}?labelSelector=batch%3Db4"));
+    let bad: [&[u8]; 7] = [
+        br#"{"preconditions":"x"}"#,
+        br#"{"preconditions":{"uid":5}}"#,
+        br#"{"gracePeriodSeconds":"abc"}"#,
+        br#"{"propagationPolicy":"Sideways"}"#,
+        br#"{"dryRun":"All"}"#,
+        br#"{"kind":"Widget","apiVersion":"example.com/v1"}"#,
+        b"not json",
+    ];
+    for body in bad {
+        for url in [&item, &collection] {
+            let r = call_with("DELETE", url, Some(body), &[]).unwrap();
+            assert_status(&r, 400, "BadRequest");
+            assert_eq!(
+                call("GET", &item, None).unwrap().code,
+                200,
+                "DELETE {url} with {} deleted the object",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+    // A well-formed body still deletes.
+    let r = call_with(
+        "DELETE",
+        &item,
+        Some(br#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}"#),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(call("GET", &item, None).unwrap().code, 404);
+}
+
 #[test]
 fn paging_through_a_thousand_objects() {
     let (host, _dir) = start(&[]);

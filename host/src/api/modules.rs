@@ -35,28 +35,27 @@ fn status_json(s: &ModuleStatus) -> Value {
     })
 }
 
-/// Answers `/metrics` and `/debug/strategies`; `None` for any other path.
-pub fn handle(path: &str, modules: &ModuleTable) -> Option<Reply> {
-    match path {
-        "/metrics" => {
-            let mut out = modules.runtime().metrics().render();
-            out.push_str("# HELP strategy_module_state The latest version of each module source: 1 for its state.\n");
-            out.push_str("# TYPE strategy_module_state gauge\n");
-            for s in modules.statuses() {
-                let _ = writeln!(
-                    out,
-                    "strategy_module_state{{source={:?},state=\"{}\",digest=\"{}\"}} 1",
-                    s.source,
-                    state_label(s.state),
-                    s.digest
-                );
-            }
-            Some(Reply::Text(200, out))
-        }
-        "/debug/strategies" => {
-            let items: Vec<Value> = modules.statuses().iter().map(status_json).collect();
-            Some(Reply::Json(200, json!({ "sources": items })))
-        }
-        _ => None,
+/// `/metrics`: the runtime's counters and one `strategy_module_state` series per source.
+pub fn metrics(modules: &ModuleTable) -> Reply {
+    let mut out = modules.runtime().metrics().render();
+    out.push_str(
+        "# HELP strategy_module_state The latest version of each module source: 1 for its state.\n",
+    );
+    out.push_str("# TYPE strategy_module_state gauge\n");
+    for s in modules.statuses() {
+        let _ = writeln!(
+            out,
+            "strategy_module_state{{source={:?},state=\"{}\",digest=\"{}\"}} 1",
+            s.source,
+            state_label(s.state),
+            s.digest
+        );
     }
+    Reply::Text(200, out)
+}
+
+/// `/debug/strategies`: every source's latest version, state and reason.
+pub fn debug_strategies(modules: &ModuleTable) -> Reply {
+    let items: Vec<Value> = modules.statuses().iter().map(status_json).collect();
+    Reply::Json(200, json!({ "sources": items }))
 }
