@@ -559,6 +559,61 @@ fn malformed_delete_options_delete_nothing() {
     assert_eq!(call("GET", &item, None).unwrap().code, 404);
 }
 
+/// B.6: a Table of a real CRD (Gateway API's HTTPRoute, with its own printer columns): `Name`
+/// then the declared columns only, and a list value printed as compact JSON.
+#[test]
+fn tables_print_declared_columns_as_kubernetes() {
+    let (host, _dir) = start(&[]);
+    let u = |p: &str| host.url(p);
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "httproutes.gateway.networking.k8s.io"},
+        "spec": {"group": "gateway.networking.k8s.io", "scope": "Namespaced",
+                 "names": {"plural": "httproutes", "singular": "httproute", "kind": "HTTPRoute", "listKind": "HTTPRouteList", "categories": ["gateway-api"]},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                               "additionalPrinterColumns": [
+                                   {"name": "Hostnames", "type": "string", "jsonPath": ".spec.hostnames"},
+                                   {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+                               ],
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    let r = call(
+        "POST",
+        &u("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+        Some(&crd),
+    )
+    .unwrap();
+    assert_eq!(r.code, 201, "{}", r.body);
+    let routes = "/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes";
+    let route = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                       "metadata": {"name": "web"},
+                       "spec": {"hostnames": ["example.com"], "parentRefs": [{"name": "gw"}]}});
+    let r = call("POST", &u(routes), Some(&route)).unwrap();
+    assert_eq!(r.code, 201, "{}", r.body);
+    let t = call_with(
+        "GET",
+        &u(routes),
+        None,
+        &[(
+            "Accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )],
+    )
+    .unwrap()
+    .json();
+    let cols: Vec<&str> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols, vec!["Name", "Hostnames", "Age"], "{t}");
+    let cells = &t["rows"][0]["cells"];
+    assert_eq!(cells[0], "web");
+    assert_eq!(cells[1], r#"["example.com"]"#, "{t}");
+    assert!(cells[2].is_string(), "{t}");
+}
+
 #[test]
 fn paging_through_a_thousand_objects() {
     let (host, _dir) = start(&[]);
@@ -707,7 +762,8 @@ fn discovery_openapi_and_tables_follow_definitions() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(cols, vec!["Name", "Size", "Age"]);
+    // The CRD declares its columns, so Kubernetes adds no Age column.
+    assert_eq!(cols, vec!["Name", "Size"]);
     assert_eq!(t["rows"][0]["cells"][0], "t");
     assert_eq!(t["rows"][0]["cells"][1], 3);
     assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");

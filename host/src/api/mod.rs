@@ -6,6 +6,7 @@
 pub mod body;
 pub mod discovery;
 pub mod health;
+pub mod jsonpath;
 pub mod modules;
 pub mod openapi;
 pub mod params;
