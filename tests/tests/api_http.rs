@@ -515,6 +515,105 @@ fn registry_semantics() {
     }
 }
 
+/// B.4: a malformed `DeleteOptions` body answers 400 BadRequest and deletes nothing, for a
+/// delete and for a deletecollection.
+#[test]
+fn malformed_delete_options_delete_nothing() {
+    let (host, _dir) = start(&[]);
+    let u = |p: &str| host.url(p);
+    let mut w = widget("keep", 1);
+    w["metadata"]["labels"] = json!({"batch": "b4"});
+    assert_eq!(call("POST", &u(W), Some(&w)).unwrap().code, 201);
+    let item = u(&format!("{W}/keep"));
+    let collection = u(&format!("{W}?labelSelector=batch%3Db4"));
+    let bad: [&[u8]; 7] = [
+        br#"{"preconditions":"x"}"#,
+        br#"{"preconditions":{"uid":5}}"#,
+        br#"{"gracePeriodSeconds":"abc"}"#,
+        br#"{"propagationPolicy":"Sideways"}"#,
+        br#"{"dryRun":"All"}"#,
+        br#"{"kind":"Widget","apiVersion":"example.com/v1"}"#,
+        b"not json",
+    ];
+    for body in bad {
+        for url in [&item, &collection] {
+            let r = call_with("DELETE", url, Some(body), &[]).unwrap();
+            assert_status(&r, 400, "BadRequest");
+            assert_eq!(
+                call("GET", &item, None).unwrap().code,
+                200,
+                "DELETE {url} with {} deleted the object",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+    // A well-formed body still deletes.
+    let r = call_with(
+        "DELETE",
+        &item,
+        Some(br#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}"#),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(call("GET", &item, None).unwrap().code, 404);
+}
+
+/// B.6: a Table of a real CRD (Gateway API's HTTPRoute, with its own printer columns): `Name`
+/// then the declared columns only, and a list value printed as compact JSON.
+#[test]
+fn tables_print_declared_columns_as_kubernetes() {
+    let (host, _dir) = start(&[]);
+    let u = |p: &str| host.url(p);
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "httproutes.gateway.networking.k8s.io"},
+        "spec": {"group": "gateway.networking.k8s.io", "scope": "Namespaced",
+                 "names": {"plural": "httproutes", "singular": "httproute", "kind": "HTTPRoute", "listKind": "HTTPRouteList", "categories": ["gateway-api"]},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                               "additionalPrinterColumns": [
+                                   {"name": "Hostnames", "type": "string", "jsonPath": ".spec.hostnames"},
+                                   {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+                               ],
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    let r = call(
+        "POST",
+        &u("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+        Some(&crd),
+    )
+    .unwrap();
+    assert_eq!(r.code, 201, "{}", r.body);
+    let routes = "/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes";
+    let route = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                       "metadata": {"name": "web"},
+                       "spec": {"hostnames": ["example.com"], "parentRefs": [{"name": "gw"}]}});
+    let r = call("POST", &u(routes), Some(&route)).unwrap();
+    assert_eq!(r.code, 201, "{}", r.body);
+    let t = call_with(
+        "GET",
+        &u(routes),
+        None,
+        &[(
+            "Accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )],
+    )
+    .unwrap()
+    .json();
+    let cols: Vec<&str> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols, vec!["Name", "Hostnames", "Age"], "{t}");
+    let cells = &t["rows"][0]["cells"];
+    assert_eq!(cells[0], "web");
+    assert_eq!(cells[1], r#"["example.com"]"#, "{t}");
+    assert!(cells[2].is_string(), "{t}");
+}
+
 #[test]
 fn paging_through_a_thousand_objects() {
     let (host, _dir) = start(&[]);
@@ -663,7 +762,8 @@ fn discovery_openapi_and_tables_follow_definitions() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(cols, vec!["Name", "Size", "Age"]);
+    // The CRD declares its columns, so Kubernetes adds no Age column.
+    assert_eq!(cols, vec!["Name", "Size"]);
     assert_eq!(t["rows"][0]["cells"][0], "t");
     assert_eq!(t["rows"][0]["cells"][1], 3);
     assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");

@@ -1,5 +1,6 @@
-//! Request bodies: read under a size cap (→ 413), content types checked (→ 415), JSON decoded
-//! (→ 400), and duplicate fields found for strict field validation.
+//! Request bodies, decoded only here: read under a size cap (→ 413), content types checked
+//! (→ 415), JSON decoded (→ 400), and the field validation rule (`fieldValidation=Strict|Warn|
+//! Ignore` over duplicate fields) applied once for every body that carries an object or a patch.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -11,7 +12,10 @@ use hyper::body::Incoming;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::params::DeleteOptionsBody;
+use super::patch::{Patch, PatchKind};
 use super::status::Status;
+use crate::registry::FieldValidation;
 
 /// The default request body cap: 3 MiB, as Kubernetes.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -66,11 +70,8 @@ pub fn require_json(content_type: Option<&str>) -> Result<(), Status> {
     }
 }
 
-/// Decodes a JSON object body.
-///
-/// # Errors
-/// 400 for malformed JSON or a body that is not an object.
-pub fn decode_object(bytes: &[u8]) -> Result<Value, Status> {
+/// Parses a JSON object.
+fn parse_object(bytes: &[u8]) -> Result<Value, Status> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         Status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
     })?;
@@ -82,8 +83,86 @@ pub fn decode_object(bytes: &[u8]) -> Result<Value, Status> {
     Ok(value)
 }
 
+/// The field validation rule over the problems a decoder found in a body: `Strict` refuses
+/// them (400, Kubernetes' `strict decoding error`), `Warn` answers them as warnings, `Ignore`
+/// drops them.
+///
+/// # Errors
+/// 400 under `Strict` when there is any problem.
+pub fn field_validation(
+    problems: Vec<String>,
+    mode: FieldValidation,
+) -> Result<Vec<String>, Status> {
+    match mode {
+        FieldValidation::Ignore => Ok(Vec::new()),
+        FieldValidation::Warn => Ok(problems),
+        FieldValidation::Strict if problems.is_empty() => Ok(Vec::new()),
+        FieldValidation::Strict => Err(Status::bad_request(format!(
+            "strict decoding error: {}",
+            problems.join(", ")
+        ))),
+    }
+}
+
+/// The duplicate-field problems of a JSON body, under the field validation mode.
+fn check_duplicates(bytes: &[u8], mode: FieldValidation) -> Result<Vec<String>, Status> {
+    if mode == FieldValidation::Ignore {
+        // Skip the second pass over the body: its findings would be dropped.
+        return Ok(Vec::new());
+    }
+    let problems = duplicate_fields(bytes)
+        .iter()
+        .map(|d| format!("duplicate field {d:?}"))
+        .collect();
+    field_validation(problems, mode)
+}
+
+/// Decodes a create or update body: a JSON object; duplicate fields per `mode`.
+///
+/// # Errors
+/// 400 for malformed JSON, a body that is not an object, or duplicates under `Strict`.
+pub fn decode_object(bytes: &[u8], mode: FieldValidation) -> Result<(Value, Vec<String>), Status> {
+    let obj = parse_object(bytes)?;
+    let warnings = check_duplicates(bytes, mode)?;
+    Ok((obj, warnings))
+}
+
+/// Decodes a patch body of `kind`; duplicate fields per `mode`.
+///
+/// # Errors
+/// 400 for a malformed patch or duplicates under `Strict`.
+pub fn decode_patch(
+    kind: PatchKind,
+    bytes: &[u8],
+    mode: FieldValidation,
+) -> Result<(Patch, Vec<String>), Status> {
+    let patch = Patch::decode(kind, bytes)?;
+    let warnings = check_duplicates(bytes, mode)?;
+    Ok((patch, warnings))
+}
+
+/// Decodes a delete's `DeleteOptions` body (an empty body is the default options).
+///
+/// # Errors
+/// 400 for malformed JSON, a body that is not an object, another kind, or a field of the
+/// wrong type (`"preconditions": "x"`, `"gracePeriodSeconds": "abc"`).
+pub fn decode_delete_options(bytes: &[u8]) -> Result<DeleteOptionsBody, Status> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(DeleteOptionsBody::default());
+    }
+    let value = parse_object(bytes)?;
+    let options: DeleteOptionsBody = serde_json::from_value(value)
+        .map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?;
+    match options.kind.as_deref() {
+        None | Some("") | Some("DeleteOptions") => Ok(options),
+        Some(other) => Err(Status::bad_request(format!(
+            "decoded object of kind {other:?} cannot be converted to DeleteOptions"
+        ))),
+    }
+}
+
 /// Paths of fields that appear more than once in the same JSON object.
-pub fn duplicate_fields(bytes: &[u8]) -> Vec<String> {
+fn duplicate_fields(bytes: &[u8]) -> Vec<String> {
     let found = RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let _ = Walk {
@@ -170,11 +249,60 @@ mod tests {
     fn finds_duplicates() {
         let dups = duplicate_fields(br#"{"a":1,"b":{"c":1,"c":2},"d":[{"e":1,"e":1}],"a":2}"#);
         assert_eq!(dups, vec!["b.c", "d[0].e", "a"]);
-        assert!(decode_object(b"[1]").is_err());
-        assert!(decode_object(b"{").is_err());
         assert_eq!(
             media_type(Some("Application/JSON; charset=utf-8")),
             "application/json"
         );
+    }
+
+    #[test]
+    fn objects_and_field_validation() {
+        for mode in [FieldValidation::Strict, FieldValidation::Warn] {
+            assert!(decode_object(b"[1]", mode).is_err());
+            assert!(decode_object(b"{", mode).is_err());
+        }
+        let dup = br#"{"spec":1,"spec":2}"#;
+        let strict = decode_object(dup, FieldValidation::Strict).unwrap_err();
+        assert_eq!(strict.code, 400);
+        assert!(
+            strict.message.contains("duplicate field \"spec\""),
+            "{strict:?}"
+        );
+        let (_, warned) = decode_object(dup, FieldValidation::Warn).unwrap();
+        assert_eq!(warned, vec!["duplicate field \"spec\""]);
+        let (_, ignored) = decode_object(dup, FieldValidation::Ignore).unwrap();
+        assert!(ignored.is_empty());
+        let (_, w) = decode_patch(PatchKind::Merge, dup, FieldValidation::Warn).unwrap();
+        assert_eq!(w.len(), 1);
+        assert!(decode_patch(PatchKind::Merge, dup, FieldValidation::Strict).is_err());
+    }
+
+    #[test]
+    fn delete_options() {
+        assert!(decode_delete_options(b" \n")
+            .unwrap()
+            .preconditions
+            .is_none());
+        let ok = decode_delete_options(
+            br#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background","preconditions":{"uid":"u"},"extra":1}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.preconditions.unwrap().uid.as_deref(), Some("u"));
+        for bad in [
+            &br#"{"preconditions":"x"}"#[..],
+            br#"{"preconditions":{"uid":5}}"#,
+            br#"{"gracePeriodSeconds":"abc"}"#,
+            br#"{"gracePeriodSeconds":1.5}"#,
+            br#"{"propagationPolicy":5}"#,
+            br#"{"dryRun":"All"}"#,
+            br#"{"kind":"Pod","apiVersion":"v1"}"#,
+            b"not json",
+            b"[1]",
+        ] {
+            let e = decode_delete_options(bad).unwrap_err();
+            assert_eq!(e.code, 400, "{}", String::from_utf8_lossy(bad));
+        }
+        let e = decode_delete_options(br#"{"preconditions":"x"}"#).unwrap_err();
+        assert!(e.message.contains("Preconditions"), "{}", e.message);
     }
 }

@@ -26,25 +26,26 @@ impl From<Status> for Reply {
     }
 }
 
-/// Answers the health and version paths; `None` for any other path.
-pub async fn handle(path: &str, storage: &Arc<dyn Storage>) -> Option<Reply> {
-    match path {
-        "/healthz" | "/livez" => Some(Reply::Text(200, "ok".into())),
-        "/readyz" => {
-            let probe = tokio::time::timeout(READY_PROBE_TIMEOUT, storage.current_revision());
-            Some(match probe.await {
-                Ok(Ok(_)) => Reply::Text(200, "ok".into()),
-                Ok(Err(e)) => {
-                    Reply::Text(503, format!("[-]storage failed: {e}\nreadyz check failed"))
-                }
-                Err(_) => Reply::Text(
-                    503,
-                    "[-]storage failed: no answer within 2s\nreadyz check failed".into(),
-                ),
-            })
-        }
-        "/version" => Some(Reply::Json(200, version())),
-        _ => None,
+/// `/healthz` and `/livez`: the process answers.
+pub fn live() -> Reply {
+    Reply::Text(200, "ok".into())
+}
+
+/// `/readyz`: the store answers within the probe timeout and the served definitions are
+/// synced (`definitions_synced`).
+pub async fn ready(storage: &Arc<dyn Storage>, definitions_synced: bool) -> Reply {
+    let probe = tokio::time::timeout(READY_PROBE_TIMEOUT, storage.current_revision());
+    match probe.await {
+        Ok(Ok(_)) if definitions_synced => Reply::Text(200, "ok".into()),
+        Ok(Ok(_)) => Reply::Text(
+            503,
+            "[-]resource definitions not synced\nreadyz check failed".into(),
+        ),
+        Ok(Err(e)) => Reply::Text(503, format!("[-]storage failed: {e}\nreadyz check failed")),
+        Err(_) => Reply::Text(
+            503,
+            "[-]storage failed: no answer within 2s\nreadyz check failed".into(),
+        ),
     }
 }
 

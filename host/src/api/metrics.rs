@@ -15,7 +15,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry as MetricsRegistry;
 
-use super::request::{parse_path, Route};
+use super::route::{Route, Verb};
 use crate::registry::Registry;
 use crate::storage::instrumented::StorageMetrics;
 use crate::storage::key::resource_of;
@@ -52,6 +52,32 @@ fn request_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 4.0, 10))
 }
 
+fn verb_label(verb: Verb) -> &'static str {
+    match verb {
+        Verb::Get => "GET",
+        Verb::List => "LIST",
+        Verb::Watch => "WATCH",
+        Verb::Create => "POST",
+        Verb::Update => "PUT",
+        Verb::Patch => "PATCH",
+        Verb::Delete => "DELETE",
+        Verb::DeleteCollection => "DELETECOLLECTION",
+    }
+}
+
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
 /// What a request was, for its metric labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestInfo {
@@ -63,43 +89,20 @@ pub struct RequestInfo {
 }
 
 impl RequestInfo {
-    /// Reads the verb (kube-apiserver's: `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`,
-    /// `DELETE`, `DELETECOLLECTION`) and the resource from a request line.
-    pub fn of(method: &Method, path: &str, query: Option<&str>) -> Self {
-        let watch_param = query.is_some_and(|q| {
-            q.split('&')
-                .any(|p| p == "watch=true" || p == "watch=1" || p == "watch")
-        });
-        let (group, version, resource, subresource, named, legacy_watch) = match parse_path(path) {
-            Some(Route::Resource(p)) => (
-                p.group,
-                p.version,
-                p.plural,
-                p.subresource.unwrap_or_default(),
-                p.name.is_some(),
-                p.legacy_watch,
-            ),
-            _ => Default::default(),
-        };
-        let verb = match *method {
-            Method::GET if legacy_watch || watch_param => "WATCH",
-            Method::GET if !resource.is_empty() && !named => "LIST",
-            Method::GET => "GET",
-            Method::POST => "POST",
-            Method::PUT => "PUT",
-            Method::PATCH => "PATCH",
-            Method::DELETE if !resource.is_empty() && !named => "DELETECOLLECTION",
-            Method::DELETE => "DELETE",
-            Method::HEAD => "HEAD",
-            Method::OPTIONS => "OPTIONS",
-            _ => "other",
+    /// The verb (kube-apiserver's: `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `DELETE`,
+    /// `DELETECOLLECTION`; the HTTP method for other paths) and the resource of a routed request.
+    pub fn of(method: &Method, route: &Route) -> Self {
+        let (verb, path) = match route {
+            Route::Resource(p, verb) => (verb_label(*verb), Some(p)),
+            Route::ResourceMethodNotAllowed(p) => (method_label(method), Some(p)),
+            _ => (method_label(method), None),
         };
         Self {
             verb,
-            group,
-            version,
-            resource,
-            subresource,
+            group: path.map(|p| p.group.clone()).unwrap_or_default(),
+            version: path.map(|p| p.version.clone()).unwrap_or_default(),
+            resource: path.map(|p| p.plural.clone()).unwrap_or_default(),
+            subresource: path.and_then(|p| p.subresource.clone()).unwrap_or_default(),
         }
     }
 
@@ -345,7 +348,11 @@ mod tests {
 
     #[test]
     fn verbs_follow_kube_apiserver() {
-        let info = |m: Method, p: &str, q: Option<&str>| RequestInfo::of(&m, p, q);
+        use super::super::query::Query;
+        let info = |m: Method, p: &str, q: Option<&str>| {
+            let route = Route::parse(&m, p, &Query::parse(q)).unwrap();
+            RequestInfo::of(&m, &route)
+        };
         assert_eq!(info(Method::GET, "/api/v1/namespaces", None).verb, "LIST");
         assert_eq!(info(Method::GET, "/api/v1/namespaces/a", None).verb, "GET");
         let w = info(

@@ -1,19 +1,23 @@
-//! The HTTP layer: the hyper server, Kubernetes request paths and verbs over the registry,
-//! watch streams, discovery and OpenAPI documents, server-side tables, health endpoints, and
-//! the one place where errors become Kubernetes `Status` objects.
+//! The HTTP layer: the hyper server, one route per path (`route.rs`), the resource verbs with
+//! typed parameters (`verbs/`, `params.rs`), request bodies (`body.rs`), watch streams,
+//! discovery and OpenAPI documents, server-side tables, health endpoints, and the one place
+//! where errors become Kubernetes `Status` objects.
 
 pub mod body;
 pub mod discovery;
 pub mod health;
+pub mod jsonpath;
 pub mod metrics;
 pub mod modules;
 pub mod openapi;
+pub mod params;
 pub mod patch;
-pub mod request;
-pub mod resource;
+pub mod query;
 pub mod response;
+pub mod route;
 pub mod server;
 pub mod state;
 pub mod status;
 pub mod table;
+pub mod verbs;
 pub mod watch;

@@ -33,13 +33,8 @@ fn status_json(s: &ModuleStatus) -> Value {
     })
 }
 
-/// Answers `/debug/strategies`; `None` for any other path.
-pub fn handle(path: &str, modules: &ModuleTable) -> Option<Reply> {
-    match path {
-        "/debug/strategies" => {
-            let items: Vec<Value> = modules.statuses().iter().map(status_json).collect();
-            Some(Reply::Json(200, json!({ "sources": items })))
-        }
-        _ => None,
-    }
+/// `/debug/strategies`: every source's latest version, state and reason.
+pub fn debug_strategies(modules: &ModuleTable) -> Reply {
+    let items: Vec<Value> = modules.statuses().iter().map(status_json).collect();
+    Reply::Json(200, json!({ "sources": items }))
 }

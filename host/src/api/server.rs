@@ -1,5 +1,5 @@
 //! The hyper server: accepts HTTP/1.1 and HTTP/2 (cleartext, prior knowledge) on one port,
-//! routes requests, and shuts down gracefully: on the shutdown signal it stops accepting, ends
+//! dispatches each request on its `Route`, and shuts down gracefully: on the shutdown signal it stops accepting, ends
 //! open watches, lets in-flight requests finish (up to a grace period), then returns.
 
 use std::convert::Infallible;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt as _;
 use hyper::body::Incoming;
-use hyper::{Method, Request, Response};
+use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -19,11 +19,12 @@ use tokio::sync::watch;
 
 use super::health::{self, Reply};
 use super::metrics::RequestInfo;
-use super::request::{parse_path, Query, Route};
+use super::query::Query;
 use super::response::{self, Body};
+use super::route::Route;
 use super::state::AppState;
 use super::status::Status;
-use super::{discovery, openapi, resource};
+use super::{discovery, modules, openapi, verbs};
 
 /// How long in-flight requests may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -84,27 +85,37 @@ pub async fn serve(
     Ok(())
 }
 
-/// Runs `route` with the in-flight limit, the request timeout, and a panic guard: whatever
-/// happens, the client gets a `Status` and the server carries on.
+/// Routes the request once, then dispatches it with the in-flight limit, the request timeout
+/// and a panic guard: whatever happens, the client gets a `Status` and the server carries on.
 async fn guarded(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Response<Body> {
-    let info = RequestInfo::of(req.method(), req.uri().path(), req.uri().query());
+    tracing::debug!(%peer, method = %req.method(), path = %req.uri().path(), "request");
+    let query = Query::parse(req.uri().query());
+    let route = match Route::parse(req.method(), req.uri().path(), &query) {
+        Ok(route) => route,
+        Err(status) => return response::status(&status),
+    };
+    let info = RequestInfo::of(req.method(), &route);
     let started = Instant::now();
     let _inflight = state.metrics.in_flight(&info);
-    let response = limited(req, &state, peer).await;
+    let response = limited(req, &state, route, query).await;
     state
         .metrics
         .observe(&info, response.status().as_u16(), started.elapsed());
     response
 }
 
-/// `route` within the in-flight limit (watches excepted).
-async fn limited(req: Request<Incoming>, state: &AppState, peer: SocketAddr) -> Response<Body> {
-    let is_watch = req.uri().path().contains("/watch/")
-        || req
-            .uri()
-            .query()
-            .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
-    let permit = if is_watch {
+/// `dispatch` within the in-flight limit and request timeout (watches excepted), under a
+/// panic guard.
+async fn limited(
+    req: Request<Incoming>,
+    state: &AppState,
+    route: Route,
+    query: Query,
+) -> Response<Body> {
+    // Watches stay open for as long as the client wants: they take no in-flight slot and
+    // have no request timeout.
+    let long_running = route.is_long_running();
+    let permit = if long_running {
         None
     } else {
         match state.inflight.clone().try_acquire_owned() {
@@ -116,19 +127,8 @@ async fn limited(req: Request<Incoming>, state: &AppState, peer: SocketAddr) -> 
             }
         }
     };
-    answer(req, state, peer, is_watch, permit).await
-}
-
-/// `route` under the request timeout and a panic guard.
-async fn answer(
-    req: Request<Incoming>,
-    state: &AppState,
-    peer: SocketAddr,
-    is_watch: bool,
-    permit: Option<tokio::sync::OwnedSemaphorePermit>,
-) -> Response<Body> {
-    let work = AssertUnwindSafe(route(req, state, peer)).catch_unwind();
-    let result = if is_watch {
+    let work = AssertUnwindSafe(dispatch(req, state, route, query)).catch_unwind();
+    let result = if long_running {
         work.await
     } else {
         match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
@@ -147,84 +147,59 @@ async fn answer(
     })
 }
 
-async fn route(req: Request<Incoming>, state: &AppState, peer: SocketAddr) -> Response<Body> {
+fn reply(r: Reply) -> Response<Body> {
+    match r {
+        Reply::Text(code, text) => response::text(code, text),
+        Reply::Json(code, value) => response::json(code, &value, &[]),
+    }
+}
+
+fn not_found(path: &str) -> Response<Body> {
+    response::status(&Status::not_found(format!(
+        "the server could not find the requested resource ({path})"
+    )))
+}
+
+/// A GET-only document, or 404 when there is none.
+fn document(doc: Option<serde_json::Value>, path: &str) -> Response<Body> {
+    match doc {
+        Some(doc) => response::json(200, &doc, &[]),
+        None => not_found(path),
+    }
+}
+
+async fn dispatch(
+    req: Request<Incoming>,
+    state: &AppState,
+    route: Route,
+    query: Query,
+) -> Response<Body> {
     let path = req.uri().path().to_string();
-    let method = req.method().clone();
-    tracing::debug!(%peer, %method, %path, "request");
-    if path == "/metrics" && method == Method::GET {
-        return response::open_metrics(state.metrics.encode());
-    }
-    let runtime_reply = state
-        .modules
-        .as_deref()
-        .and_then(|m| super::modules::handle(&path, m));
-    let reply = match runtime_reply {
-        Some(r) => Some(r),
-        None => health::handle(&path, &state.storage).await,
-    };
-    if let Some(reply) = reply {
-        if method != Method::GET {
-            return response::status(&Status::method_not_allowed(format!(
-                "the server does not allow the method {method} on {path}"
-            )));
+    let registry = &state.registry;
+    match route {
+        Route::Live => reply(health::live()),
+        Route::Ready => reply(health::ready(&state.storage, registry.is_synced()).await),
+        Route::Version => response::json(200, &health::version(), &[]),
+        Route::Metrics => response::open_metrics(state.metrics.encode()),
+        Route::DebugStrategies => match &state.modules {
+            Some(m) => reply(modules::debug_strategies(m)),
+            None => not_found(&path),
+        },
+        Route::OpenApiV2 => document(Some(openapi::v2(registry)), &path),
+        Route::OpenApiV3 => document(Some(openapi::v3_index(registry)), &path),
+        Route::OpenApiV3GroupVersion { group, version } => {
+            document(openapi::v3_group_version(registry, &group, &version), &path)
         }
-        let reply = match reply {
-            Reply::Text(200, _) if path == "/readyz" && !state.registry.is_synced() => Reply::Text(
-                503,
-                "[-]resource definitions not synced\nreadyz check failed".into(),
-            ),
-            other => other,
-        };
-        return match reply {
-            Reply::Text(code, text) => response::text(code, text),
-            Reply::Json(code, value) => response::json(code, &value, &[]),
-        };
-    }
-    let not_found = || {
-        response::status(&Status::not_found(format!(
-            "the server could not find the requested resource ({path})"
-        )))
-    };
-    let get_only = |doc: Option<serde_json::Value>| {
-        if method != Method::GET {
-            return response::status(&Status::method_not_allowed(format!(
-                "the server does not allow the method {method} on {path}"
-            )));
-        }
-        match doc {
-            Some(doc) => response::json(200, &doc, &[]),
-            None => not_found(),
-        }
-    };
-    if let Some(rest) = path.strip_prefix("/openapi/") {
-        let doc = match rest.trim_end_matches('/') {
-            "v2" => Some(openapi::v2(&state.registry)),
-            "v3" => Some(openapi::v3_index(&state.registry)),
-            other => match other
-                .strip_prefix("v3/")
-                .map(|p| p.split('/').collect::<Vec<_>>())
-            {
-                Some(parts) => match parts.as_slice() {
-                    ["api", v] => openapi::v3_group_version(&state.registry, "", v),
-                    ["apis", g, v] => openapi::v3_group_version(&state.registry, g, v),
-                    _ => None,
-                },
-                None => None,
-            },
-        };
-        return get_only(doc);
-    }
-    match parse_path(&path) {
-        Some(Route::CoreVersions) => get_only(Some(discovery::core_versions())),
-        Some(Route::Groups) => get_only(Some(discovery::group_list(&state.registry))),
-        Some(Route::Group(g)) => get_only(discovery::group(&state.registry, &g)),
-        Some(Route::GroupVersion(g, v)) => {
-            get_only(discovery::resource_list(&state.registry, &g, &v))
-        }
-        Some(Route::Resource(p)) => {
-            let query = Query::parse(req.uri().query());
-            resource::handle(state, req, p, query).await
-        }
-        None => not_found(),
+        Route::CoreVersions => document(Some(discovery::core_versions()), &path),
+        Route::Groups => document(Some(discovery::group_list(registry)), &path),
+        Route::Group(g) => document(discovery::group(registry, &g), &path),
+        Route::GroupVersion(g, v) => document(discovery::resource_list(registry, &g, &v), &path),
+        Route::Resource(p, verb) => verbs::handle(state, req, p, Some(verb), &query).await,
+        Route::ResourceMethodNotAllowed(p) => verbs::handle(state, req, p, None, &query).await,
+        Route::MethodNotAllowed => response::status(&Status::method_not_allowed(format!(
+            "the server does not allow the method {} on {path}",
+            req.method()
+        ))),
+        Route::NotFound => not_found(&path),
     }
 }

@@ -1,6 +1,6 @@
 //! Delete and deletecollection: preconditions, the strategy's before_delete, finalizers (an
 //! object with finalizers gets a deletionTimestamp instead of being removed), then
-//! `storage.delete`; the after hook spawned once committed.
+//! `storage.delete`; the After hook runs once committed.
 
 use serde_json::{json, Value};
 
@@ -9,7 +9,8 @@ use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut, now_rfc3339};
 use crate::storage::{accept_any_deletion, ListOptions, Preconditions};
 
-/// The parts of a `DeleteOptions` body the registry honours.
+/// The parts of a `DeleteOptions` body the registry honours (decoded, and refused when
+/// malformed, by the api's body decoder).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeleteOptions {
     /// `preconditions.uid` and `preconditions.resourceVersion`.
@@ -18,49 +19,6 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     /// `propagationPolicy`: `Orphan`, `Background` or `Foreground`.
     pub propagation_policy: Option<String>,
-}
-
-impl DeleteOptions {
-    /// Reads a `DeleteOptions` JSON body (an empty body is the default).
-    ///
-    /// # Errors
-    /// `BadRequest` for wrong types or an unknown propagation policy.
-    pub fn from_json(body: &Value) -> Result<Self> {
-        let bad = |m: &str| Error::BadRequest(format!("invalid DeleteOptions: {m}"));
-        let str_at = |p: &str| -> Result<Option<String>> {
-            match body.pointer(p) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(bad(&format!(
-                    "{} must be a string",
-                    p.trim_start_matches('/').replace('/', ".")
-                ))),
-            }
-        };
-        let grace = match body.get("gracePeriodSeconds") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                v.as_i64()
-                    .ok_or_else(|| bad("gracePeriodSeconds must be an integer"))?,
-            ),
-        };
-        let policy = str_at("/propagationPolicy")?;
-        if let Some(p) = &policy {
-            if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
-                return Err(Error::BadRequest(format!(
-                    "propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-                )));
-            }
-        }
-        Ok(Self {
-            preconditions: Preconditions {
-                uid: str_at("/preconditions/uid")?,
-                resource_version: str_at("/preconditions/resourceVersion")?,
-            },
-            grace_period_seconds: grace,
-            propagation_policy: policy,
-        })
-    }
 }
 
 impl RegistryStore {

@@ -1,0 +1,34 @@
+//! The create verb: stores a new object (201), or says what it would store on a dry run.
+
+use hyper::Response;
+use serde_json::Value;
+
+use super::resolve::Resolved;
+use super::settle_definitions;
+use crate::api::params::PostParams;
+use crate::api::response::{self, Body};
+use crate::api::state::AppState;
+use crate::api::status::Status;
+
+/// Creates `obj`; `warnings` are those its decoding produced.
+///
+/// # Errors
+/// 409 when it exists, 422 when invalid, 404 for a missing namespace; registry errors as
+/// their `Status`.
+pub async fn create(
+    state: &AppState,
+    res: &Resolved,
+    params: PostParams,
+    obj: Value,
+    mut warnings: Vec<String>,
+) -> Result<Response<Body>, Status> {
+    let scope = res.scope(params.dry_run, params.field_validation);
+    let outcome = res
+        .store()
+        .create(&scope, obj)
+        .await
+        .map_err(|e| Status::from(&e))?;
+    warnings.extend(outcome.warnings.iter().cloned());
+    settle_definitions(state, res, &scope, &outcome).await;
+    Ok(response::json(201, &outcome.object, &warnings))
+}

@@ -1,0 +1,30 @@
+//! The delete verb: deletes one object, or marks it deleted while finalizers remain.
+
+use hyper::Response;
+
+use super::resolve::Resolved;
+use super::settle_definitions;
+use crate::api::params::DeleteParams;
+use crate::api::response::{self, Body};
+use crate::api::state::AppState;
+use crate::api::status::Status;
+use crate::registry::FieldValidation;
+
+/// Deletes the object; answers its last state.
+///
+/// # Errors
+/// 404 when missing, 409 when a precondition fails; registry errors as their `Status`.
+pub async fn delete(
+    state: &AppState,
+    res: &Resolved,
+    params: DeleteParams,
+) -> Result<Response<Body>, Status> {
+    let scope = res.scope(params.dry_run, FieldValidation::default());
+    let outcome = res
+        .store()
+        .delete(&scope, res.name(), &params.options())
+        .await
+        .map_err(|e| Status::from(&e))?;
+    settle_definitions(state, res, &scope, &outcome).await;
+    Ok(response::json(200, &outcome.object, &outcome.warnings))
+}

@@ -1,0 +1,31 @@
+//! The deletecollection verb: deletes every object the selectors pick, with the same
+//! `DeleteOptions` for each; answers the list of what was deleted.
+
+use hyper::Response;
+
+use super::resolve::Resolved;
+use super::settle_definitions;
+use crate::api::params::DeleteCollectionParams;
+use crate::api::response::{self, Body};
+use crate::api::state::AppState;
+use crate::api::status::Status;
+use crate::registry::FieldValidation;
+
+/// Deletes the selected objects.
+///
+/// # Errors
+/// As list; the first failing delete other than a 404.
+pub async fn delete_collection(
+    state: &AppState,
+    res: &Resolved,
+    params: DeleteCollectionParams,
+) -> Result<Response<Body>, Status> {
+    let scope = res.scope(params.delete.dry_run, FieldValidation::default());
+    let outcome = res
+        .store()
+        .delete_collection(&scope, params.list.options(), &params.delete.options())
+        .await
+        .map_err(|e| Status::from(&e))?;
+    settle_definitions(state, res, &scope, &outcome).await;
+    Ok(response::json(200, &outcome.object, &outcome.warnings))
+}

@@ -1,0 +1,40 @@
+//! The get verb: one object, as itself or as a one-row Table.
+
+use hyper::Response;
+use serde_json::json;
+
+use super::resolve::Resolved;
+use crate::api::params::{Format, GetParams};
+use crate::api::response::{self, Body};
+use crate::api::status::Status;
+use crate::api::table;
+
+/// Reads one object.
+///
+/// # Errors
+/// 404 when it does not exist; storage errors as their `Status`.
+pub async fn get(
+    res: &Resolved,
+    params: GetParams,
+    format: Format,
+) -> Result<Response<Body>, Status> {
+    let scope = res.read_scope();
+    let obj = res
+        .store()
+        .get(&scope, res.name(), params.options())
+        .await
+        .map_err(|e| Status::from(&e))?;
+    if format.as_table {
+        let meta = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()});
+        let t = table::table(
+            res.def(),
+            &scope.version,
+            &[obj],
+            meta,
+            format.include_object.as_str(),
+            true,
+        );
+        return Ok(response::json(200, &t, &[]));
+    }
+    Ok(response::json(200, &obj, &[]))
+}

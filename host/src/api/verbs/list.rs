@@ -1,0 +1,40 @@
+//! The list verb: one page of a collection, as a `{Kind}List` or as a Table.
+
+use hyper::Response;
+
+use super::resolve::Resolved;
+use crate::api::params::{Format, ListParams};
+use crate::api::response::{self, Body};
+use crate::api::status::Status;
+use crate::api::table;
+
+/// Lists the objects the parameters select.
+///
+/// # Errors
+/// Storage errors as their `Status` (410 for an expired continue token, 504 for a
+/// resourceVersion the store has not reached).
+pub async fn list(
+    res: &Resolved,
+    params: ListParams,
+    format: Format,
+) -> Result<Response<Body>, Status> {
+    let scope = res.read_scope();
+    let list = res
+        .store()
+        .list(&scope, params.options())
+        .await
+        .map_err(|e| Status::from(&e))?;
+    if format.as_table {
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        let t = table::table(
+            res.def(),
+            &scope.version,
+            &items,
+            list["metadata"].clone(),
+            format.include_object.as_str(),
+            true,
+        );
+        return Ok(response::json(200, &t, &[]));
+    }
+    Ok(response::json(200, &list, &[]))
+}

@@ -1,0 +1,164 @@
+//! Resource requests, one module per verb: this dispatcher resolves the resource
+//! (`resolve.rs`), parses the verb's typed parameters (`api/params.rs`), decodes its body
+//! through `api/body.rs`, and hands the typed values to the verb's handler.
+
+pub mod create;
+pub mod delete;
+pub mod delete_collection;
+pub mod get;
+pub mod list;
+pub mod patch;
+pub mod resolve;
+pub mod update;
+pub mod watch;
+
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::http::request::Parts;
+use hyper::{Request, Response};
+use serde_json::Value;
+
+use super::body;
+use super::params::{
+    DeleteCollectionParams, DeleteParams, Format, GetParams, ListParams, PatchParams, PostParams,
+    WatchParams,
+};
+use super::patch::patch_kind;
+use super::query::Query;
+use super::response::{self, Body};
+use super::route::{ResourcePath, Verb};
+use super::state::AppState;
+use super::status::Status;
+use crate::registry::{Outcome, RequestScope};
+use resolve::Resolved;
+
+/// How long a CRD write waits for the served table to reflect it.
+const DEFINITION_PROPAGATION: Duration = Duration::from_secs(3);
+
+/// Handles one resource request; `verb` is `None` when the method selects none (405).
+pub async fn handle(
+    state: &AppState,
+    req: Request<Incoming>,
+    path: ResourcePath,
+    verb: Option<Verb>,
+    query: &Query,
+) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let mut body = Some(body);
+    let resp = match run(state, &parts, &mut body, path, verb, query).await {
+        Ok(resp) => resp,
+        Err(status) => response::status(&status),
+    };
+    // A body the handler did not read is drained (up to the cap), so the connection stays
+    // usable for the client's next request.
+    if let Some(unread) = body {
+        let _ = body::read(unread, state.max_body_bytes).await;
+    }
+    resp
+}
+
+fn header(parts: &Parts, name: hyper::header::HeaderName) -> Option<&str> {
+    parts.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Reads the request body (once).
+async fn read_body(incoming: &mut Option<Incoming>, max: usize) -> Result<bytes::Bytes, Status> {
+    match incoming.take() {
+        Some(b) => body::read(b, max).await,
+        None => Ok(bytes::Bytes::new()),
+    }
+}
+
+async fn run(
+    state: &AppState,
+    parts: &Parts,
+    incoming: &mut Option<Incoming>,
+    path: ResourcePath,
+    verb: Option<Verb>,
+    query: &Query,
+) -> Result<Response<Body>, Status> {
+    let uri_path = parts.uri.path();
+    // The resource is resolved first: a path nothing serves is a 404 whatever the method.
+    let res = Resolved::resolve(&state.registry, path, verb, uri_path)?;
+    let Some(verb) = verb else {
+        return Err(Status::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({} {uri_path})",
+            parts.method
+        )));
+    };
+    let content_type = header(parts, hyper::header::CONTENT_TYPE);
+    let format = || Format::parse(header(parts, hyper::header::ACCEPT), query);
+    let max = state.max_body_bytes;
+    match verb {
+        Verb::Get => get::get(&res, GetParams::from_query(query)?, format()).await,
+        Verb::List => list::list(&res, ListParams::from_query(query)?, format()).await,
+        Verb::Watch => {
+            let params = WatchParams::from_query(query)?;
+            watch::watch(&res, params, format(), state.shutdown.clone()).await
+        }
+        Verb::Create | Verb::Update => {
+            let params = PostParams::from_query(query)?;
+            body::require_json(content_type)?;
+            let bytes = read_body(incoming, max).await?;
+            let (obj, warnings) = body::decode_object(&bytes, params.field_validation)?;
+            if verb == Verb::Create {
+                create::create(state, &res, params, obj, warnings).await
+            } else {
+                update::update(state, &res, params, obj, warnings).await
+            }
+        }
+        Verb::Patch => {
+            let params = PatchParams::from_query(query)?;
+            let kind = patch_kind(content_type)?;
+            let bytes = read_body(incoming, max).await?;
+            let (patch, warnings) = body::decode_patch(kind, &bytes, params.field_validation)?;
+            patch::patch(state, &res, params, patch, warnings).await
+        }
+        Verb::Delete => {
+            let bytes = read_body(incoming, max).await?;
+            let options = body::decode_delete_options(&bytes)?;
+            delete::delete(state, &res, DeleteParams::new(query, options)?).await
+        }
+        Verb::DeleteCollection => {
+            let list = ListParams::from_query(query)?;
+            let bytes = read_body(incoming, max).await?;
+            let options = body::decode_delete_options(&bytes)?;
+            let params = DeleteCollectionParams {
+                list,
+                delete: DeleteParams::new(query, options)?,
+            };
+            delete_collection::delete_collection(state, &res, params).await
+        }
+    }
+}
+
+/// After a definition write, waits until the served table reflects it, so the client's next
+/// request sees the change.
+async fn settle_definitions(
+    state: &AppState,
+    res: &Resolved,
+    scope: &RequestScope,
+    outcome: &Outcome,
+) {
+    if scope.dry_run || res.def().group != crate::registry::definition::CRD_GROUP {
+        return;
+    }
+    let rv = outcome
+        .object
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|r| r.parse().ok());
+    let rev = match rv {
+        Some(rv) => rv,
+        // A deletecollection answers a list; wait for the store's current revision instead.
+        None => match state.storage.current_revision().await {
+            Ok(rev) => rev,
+            Err(_) => return,
+        },
+    };
+    state
+        .registry
+        .wait_observed(rev, DEFINITION_PROPAGATION)
+        .await;
+}

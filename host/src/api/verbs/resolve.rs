@@ -1,0 +1,97 @@
+//! Resolution shared by every verb: the served resource of a path, the scope checks (namespace
+//! on cluster-scoped resources, subresources the version serves), and the `RequestScope`.
+
+use crate::api::route::{ResourcePath, Verb};
+use crate::api::status::Status;
+use crate::registry::definition::ResourceDefinition;
+use crate::registry::{FieldValidation, Registry, RegistryStore, RequestScope, ServedResource};
+
+/// A resource request whose resource is served and whose path fits its scope.
+#[derive(Clone)]
+pub struct Resolved {
+    /// The served resource.
+    pub served: ServedResource,
+    /// The request path.
+    pub path: ResourcePath,
+}
+
+/// Kubernetes' 404 for a path nothing serves.
+pub fn not_served(uri_path: &str) -> Status {
+    Status::not_found(format!(
+        "the server could not find the requested resource ({uri_path})"
+    ))
+}
+
+impl Resolved {
+    /// Finds the served resource of `path` and checks the path fits it; `verb` is `None` when
+    /// the method selects none (the caller answers 405 once the resource is known).
+    ///
+    /// # Errors
+    /// 404 when the resource is not served, a cluster-scoped resource is addressed in a
+    /// namespace, the subresource is not served, or a namespaced object (or create) has no
+    /// namespace.
+    pub fn resolve(
+        registry: &Registry,
+        path: ResourcePath,
+        verb: Option<Verb>,
+        uri_path: &str,
+    ) -> Result<Self, Status> {
+        let served = registry
+            .resolve(&path.group, &path.version, &path.plural)
+            .ok_or_else(|| not_served(uri_path))?;
+        let def = &served.def;
+        if path.namespace.is_some() && !def.namespaced {
+            return Err(not_served(uri_path));
+        }
+        if let Some(sub) = &path.subresource {
+            let served_sub = sub == "status"
+                && def
+                    .version(&path.version)
+                    .is_some_and(|v| v.status_subresource);
+            if !served_sub {
+                return Err(not_served(uri_path));
+            }
+        }
+        // A namespaced collection may be read across namespaces, but an object lives in one.
+        if def.namespaced
+            && path.namespace.is_none()
+            && (path.name.is_some() || verb == Some(Verb::Create))
+        {
+            return Err(not_served(uri_path));
+        }
+        Ok(Self { served, path })
+    }
+
+    /// The resource's definition.
+    pub fn def(&self) -> &ResourceDefinition {
+        &self.served.def
+    }
+
+    /// The resource's store.
+    pub fn store(&self) -> &RegistryStore {
+        &self.served.store
+    }
+
+    /// The object name of a single-object verb (the route guarantees one).
+    pub fn name(&self) -> &str {
+        self.path.name.as_deref().unwrap_or_default()
+    }
+
+    /// The scope of a read.
+    pub fn read_scope(&self) -> RequestScope {
+        self.scope(false, FieldValidation::default())
+    }
+
+    /// The scope of a request with the given write parameters.
+    pub fn scope(&self, dry_run: bool, field_validation: FieldValidation) -> RequestScope {
+        RequestScope {
+            version: self.path.version.clone(),
+            namespace: self.path.namespace.clone(),
+            dry_run,
+            request_id: format!("{:016x}", rand::random::<u64>()),
+            subresource: self.path.subresource.clone(),
+            field_validation,
+            hook_depth: 0,
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! The watch verb: opens a watch on a collection (or one object) and hands it to the stream
+//! framing in `api/watch.rs`.
+
+use hyper::Response;
+use tokio::sync::watch as signal;
+
+use super::resolve::Resolved;
+use crate::api::params::{Format, WatchParams};
+use crate::api::response::Body;
+use crate::api::status::Status;
+use crate::api::watch::{self, WatchFormat};
+
+/// Starts a watch; events stream until the timeout, an error, or `shutdown`.
+///
+/// # Errors
+/// 400 for a single-object watch with a field selector.
+pub async fn watch(
+    res: &Resolved,
+    params: WatchParams,
+    format: Format,
+    shutdown: signal::Receiver<bool>,
+) -> Result<Response<Body>, Status> {
+    let opts = params.options(res.path.name.as_deref())?;
+    let format = WatchFormat {
+        table: format.as_table,
+        include_object: format.include_object.as_str().to_string(),
+    };
+    Ok(watch::serve(
+        res.store().clone(),
+        res.read_scope(),
+        opts,
+        params.timeout_seconds,
+        format,
+        shutdown,
+    )
+    .await)
+}
