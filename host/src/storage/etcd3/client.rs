@@ -1,12 +1,13 @@
-//! Connecting to etcd (endpoints, timeouts, TLS) and turning every `etcd-client` error into a
-//! typed [`StorageError`].
+//! Connecting to etcd members (timeouts, TLS, the first check that one answers) and turning
+//! every `etcd-client` error into a typed [`StorageError`].
 
-use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 
+use super::endpoints::Endpoints;
+use super::failover::{self, Retry};
 use super::{Etcd3Config, TlsFiles};
 use crate::storage::error::{Result, StorageError};
 
@@ -20,48 +21,45 @@ const FUTURE_REVISION: &str = "required revision is a future revision";
 const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Builds a client for `config` (lazily connected; see [`verify_reachable`]).
-pub(super) async fn build_client(config: &Etcd3Config) -> Result<Client> {
-    if config.endpoints.is_empty() {
-        return Err(StorageError::BadRequest(
-            "no etcd endpoints configured".into(),
-        ));
-    }
+/// Builds a client for the one member at `endpoint`, with `config`'s timeouts and TLS (lazily
+/// connected: nothing is sent until the first request).
+pub(super) async fn build_client(config: &Etcd3Config, endpoint: &str) -> Result<Client> {
     let mut options = ConnectOptions::new()
         .with_connect_timeout(config.dial_timeout)
-        .with_keep_alive(KEEP_ALIVE_INTERVAL, KEEP_ALIVE_TIMEOUT);
+        .with_keep_alive(KEEP_ALIVE_INTERVAL, KEEP_ALIVE_TIMEOUT)
+        // A member cut off from the leader turns requests away at once ("no leader"), before
+        // proposing anything, instead of holding them until etcd's own timeout: such a write
+        // can safely go to another member.
+        .with_require_leader(true);
     if let Some(tls) = &config.tls {
         options = options.with_tls(tls_options(tls)?);
     }
-    Client::connect(&config.endpoints, Some(options))
+    Client::connect([endpoint], Some(options))
         .await
         .map_err(|e| match e {
             etcd_client::Error::InvalidArgs(m) => {
-                StorageError::BadRequest(format!("etcd endpoints {:?}: {m}", config.endpoints))
+                StorageError::BadRequest(format!("etcd endpoint {endpoint:?}: {m}"))
             }
             etcd_client::Error::InvalidUri(u) => {
-                StorageError::BadRequest(format!("etcd endpoints {:?}: {u}", config.endpoints))
+                StorageError::BadRequest(format!("etcd endpoint {endpoint:?}: {u}"))
             }
             other => unreachable_error(&config.endpoints, &map_error(other)),
         })
 }
 
-/// Checks that etcd answers within the dial timeout.
-pub(super) async fn verify_reachable(client: &Client, config: &Etcd3Config) -> Result<()> {
-    let mut kv = client.kv_client();
-    let probe = kv.get(
-        config.prefix.clone(),
-        Some(etcd_client::GetOptions::new().with_count_only()),
-    );
-    match tokio::time::timeout(config.dial_timeout, probe).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(unreachable_error(&config.endpoints, &map_error(e))),
-        Err(_) => Err(StorageError::Unavailable(format!(
-            "etcd at {} did not answer within {:?}",
-            config.endpoints.join(","),
-            config.dial_timeout
-        ))),
-    }
+/// Checks that some member answers within the dial timeout.
+pub(super) async fn verify_reachable(endpoints: &Endpoints, config: &Etcd3Config) -> Result<()> {
+    let probe = |client: Client| {
+        let key = config.prefix.clone();
+        async move {
+            let options = etcd_client::GetOptions::new().with_count_only();
+            client.kv_client().get(key, Some(options)).await
+        }
+    };
+    failover::run(endpoints, Retry::Always, config.dial_timeout, probe)
+        .await
+        .map(drop)
+        .map_err(|e| unreachable_error(&config.endpoints, &e))
 }
 
 fn unreachable_error(endpoints: &[String], cause: &StorageError) -> StorageError {
@@ -101,19 +99,6 @@ fn tls_options(files: &TlsFiles) -> Result<TlsOptions> {
         }
     }
     Ok(tls)
-}
-
-/// Runs one etcd request under the per-request timeout.
-pub(super) async fn call<T>(
-    timeout: Duration,
-    request: impl Future<Output = std::result::Result<T, etcd_client::Error>>,
-) -> Result<T> {
-    match tokio::time::timeout(timeout, request).await {
-        Ok(result) => result.map_err(map_error),
-        Err(_) => Err(StorageError::Unavailable(format!(
-            "etcd request timed out after {timeout:?}"
-        ))),
-    }
 }
 
 /// Maps an `etcd-client` error to a storage error. A compacted revision becomes a bare `Expired`
@@ -169,13 +154,12 @@ pub(super) fn is_future_revision(e: &StorageError) -> bool {
     )
 }
 
-/// The etcd server's version (e.g. `3.4.23`), if the status call answers.
-pub(super) async fn server_version(
-    client: &etcd_client::Client,
-    config: &Etcd3Config,
-) -> Option<String> {
-    let mut maintenance = client.maintenance_client();
-    let status = call(config.dial_timeout, maintenance.status()).await.ok()?;
+/// The etcd server's version (e.g. `3.4.23`), if some member answers the status call.
+pub(super) async fn server_version(endpoints: &Endpoints, config: &Etcd3Config) -> Option<String> {
+    let status = |client: Client| async move { client.maintenance_client().status().await };
+    let status = failover::run(endpoints, Retry::Always, config.dial_timeout, status)
+        .await
+        .ok()?;
     Some(status.version().to_string())
 }
 

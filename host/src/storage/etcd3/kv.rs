@@ -2,12 +2,11 @@
 //! (`txn::CasStore`) as etcd transactions on a key's mod_revision.
 
 use async_trait::async_trait;
-use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions as EtcdGet, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, DeleteOptions, GetOptions as EtcdGet, Txn, TxnOp};
 use etcd_client::{KeyValue, KvClient, TxnOpResponse, TxnResponse, WatchClient, WatchOptions};
 use serde_json::Value;
 use std::time::Duration;
 
-use super::client::call;
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key;
@@ -18,40 +17,44 @@ use crate::storage::versioner::{decode_from_storage, parse_resource_version};
 /// Responses as large as etcd may send (Kubernetes lifts gRPC's 4 MiB default too).
 const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
 
+/// A KV client on a member's connection.
+pub(super) fn kv(client: &Client) -> KvClient {
+    client
+        .kv_client()
+        .max_decoding_message_size(MAX_RESPONSE_BYTES)
+}
+
+/// A watch client on a member's connection.
+pub(super) fn watch_client(client: &Client) -> WatchClient {
+    client
+        .watch_client()
+        .max_decoding_message_size(MAX_RESPONSE_BYTES)
+}
+
 impl Etcd3Store {
-    /// A KV client on the shared connection.
-    pub(super) fn kv(&self) -> KvClient {
-        self.inner
-            .client
-            .kv_client()
-            .max_decoding_message_size(MAX_RESPONSE_BYTES)
-    }
-
-    /// A watch client on the shared connection.
-    pub(super) fn watch_client(&self) -> WatchClient {
-        self.inner
-            .client
-            .watch_client()
-            .max_decoding_message_size(MAX_RESPONSE_BYTES)
-    }
-
     /// etcd's compacted revision (the oldest revision still readable), learnt from the
     /// cancellation of a watch at revision 1. Only meaningful once something was compacted.
     pub(super) async fn compacted_revision(&self) -> Result<u64> {
-        let mut client = self.watch_client();
-        let prefix = self.inner.prefix.clone();
-        let probe = async move {
-            let options = WatchOptions::new().with_start_revision(1);
-            let mut stream = client.watch(prefix, Some(options)).await?;
-            while let Some(resp) = stream.message().await? {
-                if resp.compact_revision() > 0 || resp.canceled() {
-                    return Ok(from_etcd_revision(resp.compact_revision()));
-                }
-            }
-            Ok(0)
-        };
         let wait = self.request_timeout().min(Duration::from_secs(2));
-        match call(wait, probe).await? {
+        let probe = |client: Client| {
+            let prefix = self.inner.prefix.clone();
+            async move {
+                let mut client = watch_client(&client);
+                let watch = async move {
+                    let options = WatchOptions::new().with_start_revision(1);
+                    let mut stream = client.watch(prefix, Some(options)).await?;
+                    while let Some(resp) = stream.message().await? {
+                        if resp.compact_revision() > 0 || resp.canceled() {
+                            return Ok(from_etcd_revision(resp.compact_revision()));
+                        }
+                    }
+                    Ok(0)
+                };
+                // Silence means nothing was compacted, not that the member is down.
+                tokio::time::timeout(wait, watch).await.unwrap_or(Ok(0))
+            }
+        };
+        match self.read(probe).await? {
             0 => Err(StorageError::Internal("etcd reported no compaction".into())),
             revision => Ok(revision),
         }
@@ -61,8 +64,12 @@ impl Etcd3Store {
     pub(super) async fn get_object(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
         let full_key = self.full_key(key)?;
         let min_revision = parse_resource_version(&opts.resource_version)?;
-        let mut kv = self.kv();
-        let mut resp = call(self.request_timeout(), kv.get(full_key.clone(), None)).await?;
+        let mut resp = self
+            .read(|client| {
+                let key = full_key.clone();
+                async move { kv(&client).get(key, None).await }
+            })
+            .await?;
         let current = header_revision(resp.header())?;
         if let Some(requested) = min_revision.filter(|&r| r > current) {
             return Err(StorageError::TooLargeResourceVersion { requested, current });
@@ -80,20 +87,26 @@ impl Etcd3Store {
         let options = EtcdGet::new()
             .with_range(key::prefix_range_end(&prefix))
             .with_count_only();
-        let mut kv = self.kv();
-        let resp = call(self.request_timeout(), kv.get(prefix, Some(options))).await?;
+        let resp = self
+            .read(|client| {
+                let (prefix, options) = (prefix.clone(), options.clone());
+                async move { kv(&client).get(prefix, Some(options)).await }
+            })
+            .await?;
         Ok(from_etcd_revision(resp.count()))
     }
 
     /// `Storage::current_revision`: the header of a count-only read of one key.
     pub(super) async fn read_current_revision(&self) -> Result<u64> {
-        let mut kv = self.kv();
-        let options = EtcdGet::new().with_count_only();
-        let resp = call(
-            self.request_timeout(),
-            kv.get(self.inner.prefix.clone(), Some(options)),
-        )
-        .await?;
+        let resp = self
+            .read(|client| {
+                let prefix = self.inner.prefix.clone();
+                async move {
+                    let options = EtcdGet::new().with_count_only();
+                    kv(&client).get(prefix, Some(options)).await
+                }
+            })
+            .await?;
         header_revision(resp.header())
     }
 
@@ -103,8 +116,12 @@ impl Etcd3Store {
             .when([compare])
             .and_then([then])
             .or_else([TxnOp::get(full_key, None)]);
-        let mut kv = self.kv();
-        let resp = call(self.request_timeout(), kv.txn(txn)).await?;
+        let resp = self
+            .write(|client| {
+                let txn = txn.clone();
+                async move { kv(&client).txn(txn).await }
+            })
+            .await?;
         if resp.succeeded() {
             return Ok(CasOutcome::Committed(header_revision(resp.header())?));
         }
@@ -139,8 +156,12 @@ pub(super) fn decode_kv(full_key: &str, found: &KeyValue) -> Result<Value> {
 #[async_trait]
 impl CasStore for Etcd3Store {
     async fn read_latest(&self, full_key: &str) -> Result<Option<RawValue>> {
-        let mut kv = self.kv();
-        let resp = call(self.request_timeout(), kv.get(full_key, None)).await?;
+        let resp = self
+            .read(|client| {
+                let key = full_key.to_string();
+                async move { kv(&client).get(key, None).await }
+            })
+            .await?;
         Ok(resp.kvs().first().map(raw_value))
     }
 

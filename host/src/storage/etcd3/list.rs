@@ -3,8 +3,8 @@
 
 use etcd_client::GetOptions as EtcdGet;
 
-use super::client::{call, is_compacted, is_future_revision};
-use super::kv::decode_kv;
+use super::client::{is_compacted, is_future_revision};
+use super::kv::{decode_kv, kv};
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::continue_token::ContinueToken;
 use crate::storage::error::{Result, StorageError};
@@ -43,8 +43,12 @@ impl Etcd3Store {
             if let Some(r) = revision {
                 options = options.with_revision(to_etcd_revision(r)?);
             }
-            let mut kv = self.kv();
-            let read = call(self.request_timeout(), kv.get(start.clone(), Some(options))).await;
+            let read = self
+                .read(|client| {
+                    let (start, options) = (start.clone(), options.clone());
+                    async move { kv(&client).get(start, Some(options)).await }
+                })
+                .await;
             let mut resp = match read {
                 Ok(resp) => resp,
                 Err(e) => return Err(self.read_error(e, revision, from_continue).await),

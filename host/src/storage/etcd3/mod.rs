@@ -7,11 +7,17 @@
 //! etcd transactions on mod_revision. Watches are etcd watches that resume on their own after the
 //! connection breaks.
 //!
+//! Requests go to the cluster's members in turn; a member that fails leaves the rotation until
+//! it answers again, and a request that failed on it runs again on another member when that is
+//! safe (`endpoints`, `failover`).
+//!
 //! Every request runs under [`Etcd3Config::request_timeout`]; every failure is a typed
 //! [`StorageError`] (unreachable or timed out → `Unavailable`, compacted → `Expired`, revision
 //! not yet reached → `TooLargeResourceVersion`).
 
 mod client;
+mod endpoints;
+mod failover;
 mod kv;
 mod list;
 #[cfg(any(test, feature = "testing"))]
@@ -66,13 +72,14 @@ pub struct TlsFiles {
 /// How to reach etcd.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Etcd3Config {
-    /// Client URLs, e.g. `http://127.0.0.1:2379` (`https://` with TLS).
+    /// Client URLs, e.g. `http://127.0.0.1:2379` (`https://` with TLS): one per cluster member.
     pub endpoints: Vec<String>,
     /// The key prefix every object is stored under (default `/registry`).
     pub prefix: String,
     /// How long connecting may take (default 5 s).
     pub dial_timeout: Duration,
-    /// How long one request may take before it fails as `Unavailable` (default 10 s).
+    /// How long one request may take, retries on other members included, before it fails as
+    /// `Unavailable` (default 10 s).
     pub request_timeout: Duration,
     /// TLS files, when etcd is served over TLS.
     pub tls: Option<TlsFiles>,
@@ -91,14 +98,15 @@ impl Etcd3Config {
     }
 }
 
-/// The etcd v3 store. Cheap to clone: clones share one connection.
+/// The etcd v3 store. Cheap to clone: clones share one connection per member.
 #[derive(Clone)]
 pub struct Etcd3Store {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    client: etcd_client::Client,
+    /// The members, and which of them are in rotation.
+    endpoints: endpoints::Endpoints,
     /// The normalized prefix (`/registry/`).
     prefix: String,
     config: Etcd3Config,
@@ -135,15 +143,16 @@ impl std::fmt::Debug for Etcd3Store {
 }
 
 impl Etcd3Store {
-    /// Connects to etcd and checks, within `dial_timeout`, that it answers.
+    /// Connects to etcd and checks, within `dial_timeout`, that a member answers.
     ///
     /// # Errors
-    /// `Unavailable` when etcd cannot be reached in time; `BadRequest` for unusable endpoints or
-    /// TLS files.
+    /// `Unavailable` when no member can be reached in time; `BadRequest` for unusable endpoints
+    /// or TLS files.
     pub async fn connect(config: Etcd3Config) -> Result<Self> {
-        let client = client::build_client(&config).await?;
-        client::verify_reachable(&client, &config).await?;
-        let version = client::server_version(&client, &config).await;
+        let prefix = key::normalize_prefix(&config.prefix);
+        let endpoints = endpoints::Endpoints::connect(&config, prefix.clone()).await?;
+        client::verify_reachable(&endpoints, &config).await?;
+        let version = client::server_version(&endpoints, &config).await;
         let ordered_progress = version.as_deref().is_some_and(progress_is_ordered);
         if !ordered_progress {
             tracing::info!(
@@ -154,8 +163,8 @@ impl Etcd3Store {
         }
         Ok(Self {
             inner: Arc::new(Inner {
-                client,
-                prefix: key::normalize_prefix(&config.prefix),
+                endpoints,
+                prefix,
                 config,
                 progress: tokio::sync::broadcast::channel(16).0,
                 ordered_progress,
@@ -169,13 +178,15 @@ impl Etcd3Store {
     /// # Errors
     /// `TooLargeResourceVersion` when etcd has not reached `revision`; `Unavailable`.
     pub async fn compact(&self, revision: u64) -> Result<()> {
-        let mut kv = self.inner.client.kv_client();
-        let options = etcd_client::CompactionOptions::new().with_physical();
-        let result = client::call(
-            self.request_timeout(),
-            kv.compact(to_etcd_revision(revision)?, Some(options)),
-        )
-        .await;
+        let at = to_etcd_revision(revision)?;
+        // Compacting twice to one revision is harmless (the second is "already compacted"), so
+        // a compaction retries on another member like a read.
+        let result = self
+            .read(|client| async move {
+                let options = etcd_client::CompactionOptions::new().with_physical();
+                client.kv_client().compact(at, Some(options)).await
+            })
+            .await;
         match result {
             Ok(_) => Ok(()),
             Err(e) if client::is_compacted(&e) => Ok(()),

@@ -1,5 +1,6 @@
 //! A real etcd for tests and benchmarks: [`EtcdServer`] runs the `etcd` binary on free loopback
-//! ports in a temporary data directory, and can stop and restart it to exercise recovery.
+//! ports in a temporary data directory, and can stop and restart it to exercise recovery;
+//! [`EtcdCluster`] runs several of them as the members of one cluster.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -31,6 +32,10 @@ const PORT_ATTEMPTS: usize = 3;
 pub struct EtcdServer {
     binary: PathBuf,
     dir: tempfile::TempDir,
+    /// The member's name (`--name`).
+    name: String,
+    /// `--initial-cluster`: every member's `name=peer URL`, this one's included.
+    initial_cluster: String,
     client_port: u16,
     peer_port: u16,
     /// Serves `/health` and `/metrics` over plain HTTP, also when clients use TLS.
@@ -74,25 +79,63 @@ impl EtcdServer {
         let binary = find_etcd()?;
         let mut last_error = None;
         for _ in 0..PORT_ATTEMPTS {
-            let [client_port, peer_port, metrics_port] = free_ports()?;
-            let mut server = EtcdServer {
-                binary: binary.clone(),
-                dir: tempfile::Builder::new()
-                    .prefix("etcd-test-")
-                    .tempdir()
-                    .context("creating a temporary directory for etcd")?,
-                client_port,
-                peer_port,
-                metrics_port,
-                tls: tls.clone(),
-                child: None,
-            };
+            let ports = free_ports(3)?;
+            let mut server = EtcdServer::member(&binary, "default", &ports, tls.clone())?;
+            server.initial_cluster = format!("default={}", server.peer_url());
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
                 Err(e) => last_error = Some(e),
             }
         }
         Err(last_error.unwrap_or_else(|| anyhow!("etcd did not start")))
+    }
+
+    /// A member not yet started, on `ports` (client, peer, metrics), in a fresh temporary
+    /// directory; the caller sets `initial_cluster`.
+    fn member(
+        binary: &Path,
+        name: &str,
+        ports: &[u16],
+        tls: Option<ServerTls>,
+    ) -> anyhow::Result<EtcdServer> {
+        Ok(EtcdServer {
+            binary: binary.to_path_buf(),
+            dir: tempfile::Builder::new()
+                .prefix("etcd-test-")
+                .tempdir()
+                .context("creating a temporary directory for etcd")?,
+            name: name.to_string(),
+            initial_cluster: String::new(),
+            client_port: ports[0],
+            peer_port: ports[1],
+            metrics_port: ports[2],
+            tls,
+            child: None,
+        })
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    /// True when this member is running and is the cluster's leader (from its metrics).
+    pub fn is_leader(&self) -> bool {
+        self.child.is_some()
+            && metrics(self.metrics_port)
+                .is_some_and(|text| text.lines().any(|l| l == "etcd_server_is_leader 1"))
+    }
+
+    /// How many gRPC calls of `method` (e.g. `Txn`, `Range`) this process has answered, with
+    /// any code, since it started; 0 when its metrics do not answer. Shows which members a
+    /// client's requests reach.
+    pub fn grpc_calls_handled(&self, method: &str) -> u64 {
+        let label = format!("grpc_method=\"{method}\"");
+        metrics(self.metrics_port)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("grpc_server_handled_total{") && l.contains(&label))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64
     }
 
     /// The client URL, `http://127.0.0.1:PORT`.
@@ -135,6 +178,12 @@ impl EtcdServer {
     }
 
     fn spawn_and_wait(&mut self) -> anyhow::Result<()> {
+        let log_start = self.spawn()?;
+        self.wait_ready(log_start)
+    }
+
+    /// Starts the etcd process; returns where its log starts for [`Self::wait_ready`].
+    fn spawn(&mut self) -> anyhow::Result<u64> {
         let log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -142,11 +191,11 @@ impl EtcdServer {
             .context("opening the etcd log file")?;
         let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
         let client_url = self.endpoint();
-        let peer_url = format!("http://127.0.0.1:{}", self.peer_port);
+        let peer_url = self.peer_url();
         let mut command = Command::new(&self.binary);
         command
             .arg("--name")
-            .arg("default")
+            .arg(&self.name)
             .arg("--data-dir")
             .arg(self.dir.path().join("data"))
             .arg("--listen-client-urls")
@@ -158,7 +207,7 @@ impl EtcdServer {
             .arg("--initial-advertise-peer-urls")
             .arg(&peer_url)
             .arg("--initial-cluster")
-            .arg(format!("default={peer_url}"))
+            .arg(&self.initial_cluster)
             .arg("--initial-cluster-state")
             .arg("new")
             .arg("--quota-backend-bytes")
@@ -190,13 +239,20 @@ impl EtcdServer {
             .spawn()
             .with_context(|| format!("running {}", self.binary.display()))?;
         self.child = Some(child);
+        Ok(log_start)
+    }
+
+    /// Waits until the started process is healthy; otherwise stops it and fails with the tail
+    /// of what it logged since `log_start`.
+    fn wait_ready(&mut self, log_start: u64) -> anyhow::Result<()> {
         match self.wait_healthy() {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.stop();
                 let tail = log_tail(&self.log_path(), log_start);
                 Err(e.context(format!(
-                    "etcd at {client_url} did not become healthy; log tail:\n{tail}"
+                    "etcd at {} did not become healthy; log tail:\n{tail}",
+                    self.endpoint()
                 )))
             }
         }
@@ -204,7 +260,6 @@ impl EtcdServer {
 
     fn wait_healthy(&mut self) -> anyhow::Result<()> {
         let deadline = Instant::now() + HEALTH_TIMEOUT;
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.metrics_port));
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Some(status) = child.try_wait()? {
@@ -212,7 +267,7 @@ impl EtcdServer {
                     bail!("etcd exited early with {status}");
                 }
             }
-            if health_ok(addr) {
+            if health_ok(self.metrics_port) {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -226,6 +281,85 @@ impl EtcdServer {
 impl Drop for EtcdServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A throwaway etcd cluster of several members on loopback, each an [`EtcdServer`] with its own
+/// ports and data directory, to exercise what happens when members die and come back.
+///
+/// ```no_run
+/// use strategy_host::storage::etcd3::testing::EtcdCluster;
+/// let mut cluster = EtcdCluster::start(3).expect("etcd cluster");
+/// println!("etcd at {:?}", cluster.endpoints());
+/// cluster.member_mut(0).stop();
+/// ```
+#[derive(Debug)]
+pub struct EtcdCluster {
+    members: Vec<EtcdServer>,
+}
+
+impl EtcdCluster {
+    /// Starts `size` members as one new cluster and waits until every one is healthy.
+    ///
+    /// # Errors
+    /// As [`EtcdServer::start`].
+    pub fn start(size: usize) -> anyhow::Result<EtcdCluster> {
+        let binary = find_etcd()?;
+        let mut last_error = None;
+        for _ in 0..PORT_ATTEMPTS {
+            let ports = free_ports(3 * size)?;
+            let mut members = ports
+                .chunks(3)
+                .enumerate()
+                .map(|(i, ports)| EtcdServer::member(&binary, &format!("member-{i}"), ports, None))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let initial_cluster = members
+                .iter()
+                .map(|m| format!("{}={}", m.name, m.peer_url()))
+                .collect::<Vec<_>>()
+                .join(",");
+            for member in &mut members {
+                member.initial_cluster = initial_cluster.clone();
+            }
+            // Every member must be running before any can be healthy: none has a quorum alone.
+            match Self::spawn_all(&mut members) {
+                Ok(()) => return Ok(EtcdCluster { members }),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| anyhow!("the etcd cluster did not start")))
+    }
+
+    fn spawn_all(members: &mut [EtcdServer]) -> anyhow::Result<()> {
+        let log_starts = members
+            .iter_mut()
+            .map(EtcdServer::spawn)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for (member, log_start) in members.iter_mut().zip(log_starts) {
+            member.wait_ready(log_start)?;
+        }
+        Ok(())
+    }
+
+    /// Every member's client URL, in member order.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(EtcdServer::endpoint).collect()
+    }
+
+    /// The member at `index` (0-based), e.g. to read its endpoint.
+    pub fn member(&self, index: usize) -> &EtcdServer {
+        &self.members[index]
+    }
+
+    /// The member at `index`, to [`stop`](EtcdServer::stop) (SIGKILL) or
+    /// [`restart`](EtcdServer::restart) it.
+    pub fn member_mut(&mut self, index: usize) -> &mut EtcdServer {
+        &mut self.members[index]
+    }
+
+    /// The index of the current leader, if a running member says it leads.
+    pub fn leader(&self) -> Option<usize> {
+        self.members.iter().position(EtcdServer::is_leader)
     }
 }
 
@@ -249,31 +383,40 @@ fn find_etcd() -> anyhow::Result<PathBuf> {
         })
 }
 
-/// Distinct free loopback ports (client, peer, metrics).
-fn free_ports() -> anyhow::Result<[u16; 3]> {
-    let listeners = [(); 3].map(|()| TcpListener::bind("127.0.0.1:0"));
-    let mut ports = [0; 3];
-    for (port, listener) in ports.iter_mut().zip(listeners) {
-        *port = listener
-            .context("finding a free port")?
-            .local_addr()?
-            .port();
-    }
-    Ok(ports)
+/// `count` distinct free loopback ports (all listeners are held until every port is found, so
+/// none repeats).
+fn free_ports(count: usize) -> anyhow::Result<Vec<u16>> {
+    let listeners = (0..count)
+        .map(|_| TcpListener::bind("127.0.0.1:0").context("finding a free port"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+/// A plain HTTP/1.0 GET of `path` on the loopback `port`; the whole response, headers included.
+fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
 }
 
 /// True when etcd's `/health` endpoint answers `"health":"true"`.
-fn health_ok(addr: SocketAddr) -> bool {
-    let attempt = || -> std::io::Result<bool> {
-        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
-        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-        stream.set_write_timeout(Some(Duration::from_secs(2)))?;
-        stream.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response)?;
-        Ok(response.starts_with("HTTP/1.") && response.contains("\"health\":\"true\""))
-    };
-    attempt().unwrap_or(false)
+fn health_ok(port: u16) -> bool {
+    http_get(port, "/health").is_ok_and(|response| {
+        response.starts_with("HTTP/1.") && response.contains("\"health\":\"true\"")
+    })
+}
+
+/// etcd's Prometheus metrics, if its metrics endpoint answers.
+fn metrics(port: u16) -> Option<String> {
+    http_get(port, "/metrics").ok()
 }
 
 /// The last few lines etcd logged since `from` (a byte offset in the log file).

@@ -20,8 +20,7 @@ use tokio::sync::broadcast;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
-use super::client::call;
-use super::kv::decode_kv;
+use super::kv::{decode_kv, watch_client};
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key;
@@ -110,7 +109,8 @@ impl Etcd3Store {
         Ok(Box::pin(EventStream { rx, task }))
     }
 
-    /// Opens an etcd watch on `range` from revision `start` (inclusive).
+    /// Opens an etcd watch on `range` from revision `start` (inclusive), on a member in
+    /// rotation (on another one if that one fails: opening a watch changes nothing).
     async fn open_watch(&self, range: &WatchRange, start: u64) -> Result<etcd_client::WatchStream> {
         let mut options = WatchOptions::new()
             .with_start_revision(to_etcd_revision(start)?)
@@ -119,11 +119,10 @@ impl Etcd3Store {
         if let Some(end) = &range.range_end {
             options = options.with_range(end.clone());
         }
-        let mut client = self.watch_client();
-        call(
-            self.request_timeout(),
-            client.watch(range.key.clone(), Some(options)),
-        )
+        self.read(|client| {
+            let (key, options) = (range.key.clone(), options.clone());
+            async move { watch_client(&client).watch(key, Some(options)).await }
+        })
         .await
     }
 }
