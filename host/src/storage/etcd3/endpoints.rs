@@ -61,7 +61,7 @@ impl Endpoints {
     ///
     /// # Errors
     /// `BadRequest` for no endpoints, an unusable endpoint URL or unusable TLS files.
-    pub async fn connect(config: &Etcd3Config, probe_key: String) -> Result<Self> {
+    pub(super) async fn connect(config: &Etcd3Config, probe_key: String) -> Result<Self> {
         if config.endpoints.is_empty() {
             return Err(StorageError::BadRequest(
                 "no etcd endpoints configured".into(),
@@ -88,7 +88,7 @@ impl Endpoints {
 
     /// The next member in rotation that `tried` does not hold; when none is in rotation, the
     /// next member `tried` does not hold; `None` once every member was tried.
-    pub fn pick(&self, tried: &[usize]) -> Option<Picked> {
+    pub(super) fn pick(&self, tried: &[usize]) -> Option<Picked> {
         let count = self.members.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let untried = (0..count)
@@ -112,13 +112,13 @@ impl Endpoints {
     }
 
     /// The URL of the member at `index`, for error messages.
-    pub fn url(&self, index: usize) -> &str {
+    pub(super) fn url(&self, index: usize) -> &str {
         &self.members[index].url
     }
 
     /// Takes the member at `index` out of rotation after a transport failure (`cause`), and
     /// starts probing it. Must run inside a tokio runtime.
-    pub fn mark_down(&self, index: usize, cause: &str) {
+    pub(super) fn mark_down(&self, index: usize, cause: &str) {
         let member = &self.members[index];
         let outage = {
             let mut health = member.lock_health();
@@ -140,7 +140,7 @@ impl Endpoints {
     }
 
     /// Puts the member at `index` back in rotation: a request to it just succeeded.
-    pub fn mark_up(&self, index: usize) {
+    pub(super) fn mark_up(&self, index: usize) {
         self.members[index].set_up();
     }
 }
