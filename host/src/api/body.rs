@@ -12,6 +12,7 @@ use hyper::body::Incoming;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::media::media_type;
 use super::params::DeleteOptionsBody;
 use super::patch::{Patch, PatchKind};
 use super::status::Status;
@@ -44,17 +45,6 @@ pub fn too_large(max: usize) -> Status {
     Status::too_large(format!(
         "the request body is larger than the limit of {max} bytes"
     ))
-}
-
-/// The media type of a `Content-Type` header, lowercased, without parameters.
-pub fn media_type(content_type: Option<&str>) -> String {
-    content_type
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
 }
 
 /// Checks a create/update body's content type (JSON or none).
@@ -249,10 +239,6 @@ mod tests {
     fn finds_duplicates() {
         let dups = duplicate_fields(br#"{"a":1,"b":{"c":1,"c":2},"d":[{"e":1,"e":1}],"a":2}"#);
         assert_eq!(dups, vec!["b.c", "d[0].e", "a"]);
-        assert_eq!(
-            media_type(Some("Application/JSON; charset=utf-8")),
-            "application/json"
-        );
     }
 
     #[test]

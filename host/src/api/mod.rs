@@ -7,6 +7,7 @@ pub mod body;
 pub mod discovery;
 pub mod health;
 pub mod jsonpath;
+pub mod media;
 pub mod metrics;
 pub mod modules;
 pub mod openapi;

@@ -19,7 +19,7 @@ pub enum PatchKind {
 /// # Errors
 /// 415 for strategic merge, apply and anything else.
 pub fn patch_kind(content_type: Option<&str>) -> Result<PatchKind, Status> {
-    match super::body::media_type(content_type).as_str() {
+    match super::media::media_type(content_type).as_str() {
         "application/merge-patch+json" => Ok(PatchKind::Merge),
         "application/json-patch+json" => Ok(PatchKind::Json),
         "application/strategic-merge-patch+json" => Err(Status::unsupported_media_type(

@@ -1,6 +1,7 @@
-//! Watch streams over HTTP: `application/json`, one `{"type","object"}` line per event, each
-//! flushed as its own chunk; an ERROR event carries a `Status` and ends the stream; the stream
-//! also ends at `timeoutSeconds` and when the server shuts down.
+//! Watch streams over HTTP: frames the registry's events (already at the request's version) as
+//! `application/json` lines, `{"type","object"}` around the shared object's bytes, each flushed
+//! as its own chunk; an ERROR event carries a `Status` and ends the stream; the stream also ends
+//! at `timeoutSeconds` and when the server shuts down.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use futures::StreamExt as _;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use hyper::Response;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use super::response::Body;
@@ -38,7 +39,6 @@ pub async fn serve(
     format: WatchFormat,
     mut shutdown: watch::Receiver<bool>,
 ) -> Response<Body> {
-    let send_initial = opts.send_initial_events;
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let opened = store.watch(&scope, opts).await;
     let mut events = match opened {
@@ -49,7 +49,7 @@ pub async fn serve(
             if status.code != 410 {
                 return super::response::status(&status);
             }
-            let _ = tx.try_send(line(&json!({"type": "ERROR", "object": status.to_json()})));
+            let _ = tx.try_send(frame("ERROR", status.to_json().to_string().as_bytes()));
             None
         }
     };
@@ -60,7 +60,6 @@ pub async fn serve(
             return;
         };
         let mut first_table = true;
-        let mut initial_end_pending = send_initial;
         loop {
             let event = tokio::select! {
                 e = events.next() => e,
@@ -69,48 +68,29 @@ pub async fn serve(
                 () = tx.closed() => None,
             };
             let Some(event) = event else { break };
-            let (kind, object, last) = match event {
-                WatchEvent::Bookmark(rev) => {
-                    let def = store.definition();
-                    let mut meta = json!({"resourceVersion": rev.to_string()});
-                    if initial_end_pending {
-                        meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-                        initial_end_pending = false;
-                    }
-                    let obj = json!({"kind": def.kind, "apiVersion": def.api_version(&scope.version), "metadata": meta});
-                    ("BOOKMARK", obj, false)
-                }
-                WatchEvent::Error(e) => ("ERROR", Status::from(&e).to_json(), true),
-                WatchEvent::Added(o) => ("ADDED", o, false),
-                WatchEvent::Modified(o) => ("MODIFIED", o, false),
-                WatchEvent::Deleted(o) => ("DELETED", o, false),
-            };
-            let object = if matches!(kind, "ADDED" | "MODIFIED" | "DELETED") {
-                let obj = store.to_version(object, &scope.version);
-                if format.table {
-                    let meta = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()});
+            let last = matches!(event, WatchEvent::Error(_));
+            let object = match &event {
+                WatchEvent::Error(e) => Bytes::from(Status::from(&**e).to_json().to_string()),
+                WatchEvent::Bookmark(o) => o.json(),
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
+                    if format.table =>
+                {
+                    let meta = json!({"resourceVersion": o.revision().to_string()});
                     let t = super::table::table(
                         store.definition(),
                         &scope.version,
-                        &[obj],
+                        std::slice::from_ref(o.value()),
                         meta,
                         &format.include_object,
                         first_table,
                     );
                     first_table = false;
-                    t
-                } else {
-                    obj
+                    Bytes::from(t.to_string())
                 }
-            } else {
-                object
+                // The shared object's bytes, encoded once for every watcher.
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o.json(),
             };
-            if tx
-                .send(line(&json!({"type": kind, "object": object})))
-                .await
-                .is_err()
-                || last
-            {
+            if tx.send(frame(event.type_name(), &object)).await.is_err() || last {
                 break;
             }
         }
@@ -125,8 +105,13 @@ pub async fn serve(
         .unwrap_or_else(|_| Response::new(super::response::full(Bytes::new())))
 }
 
-fn line(v: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(v).unwrap_or_default();
-    bytes.push(b'\n');
-    Bytes::from(bytes)
+/// One `{"type":..,"object":..}` line around an object already encoded.
+fn frame(kind: &str, object: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(object.len() + kind.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }

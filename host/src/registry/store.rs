@@ -7,7 +7,11 @@ use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
 use super::error::{Error, Result, Target};
-use crate::storage::{GetOptions, ListOptions, ObjectList, Storage, WatchStream};
+use futures::StreamExt as _;
+
+use crate::storage::{
+    GetOptions, ListOptions, ObjectList, SharedObject, Storage, WatchEvent, WatchStream,
+};
 use crate::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext};
 
 /// How unknown and duplicate fields in a request body are treated (`?fieldValidation=`).
@@ -184,17 +188,51 @@ impl RegistryStore {
         })
     }
 
-    /// Watches the collection (selectors in `opts` narrow it, e.g. to one name).
+    /// Watches the collection (selectors in `opts` narrow it, e.g. to one name), with every
+    /// event already at the request's version: objects stamped with its apiVersion and kind
+    /// (shared as they are when the stored version is the one asked for), bookmarks as
+    /// Kubernetes sends them, and the first bookmark of a watch with `sendInitialEvents`
+    /// annotated `k8s.io/initial-events-end: "true"`.
     ///
     /// # Errors
     /// Storage errors (`Expired` for a compacted resourceVersion).
     pub async fn watch(&self, scope: &RequestScope, mut opts: ListOptions) -> Result<WatchStream> {
         opts.recursive = true;
         let key = self.def.collection_key(scope.namespace.as_deref());
-        self.storage
+        let mut initial_end_pending = opts.send_initial_events;
+        let events = self
+            .storage
             .watch(&key, opts)
             .await
-            .map_err(|e| Error::storage(e, &self.target("")))
+            .map_err(|e| Error::storage(e, &self.target("")))?;
+        let (this, version) = (self.clone(), scope.version.clone());
+        Ok(Box::pin(events.map(move |event| match event {
+            WatchEvent::Bookmark(marker) => {
+                let mut metadata = json!({"resourceVersion": marker.revision().to_string()});
+                if std::mem::take(&mut initial_end_pending) {
+                    metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+                }
+                WatchEvent::Bookmark(Arc::new(SharedObject::new(json!({
+                    "kind": this.def.kind,
+                    "apiVersion": this.def.api_version(&version),
+                    "metadata": metadata,
+                }))))
+            }
+            other => other.map_object(|o| this.shared_at_version(o, &version)),
+        })))
+    }
+
+    /// `obj` at `version`: the same shared object when it already is, else a stamped copy.
+    fn shared_at_version(&self, obj: Arc<SharedObject>, version: &str) -> Arc<SharedObject> {
+        let api_version = self.def.api_version(version);
+        let stamped = obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str())
+            && obj.get("kind").and_then(Value::as_str) == Some(self.def.kind.as_str());
+        if stamped {
+            return obj;
+        }
+        Arc::new(SharedObject::new(
+            self.to_version(obj.into_value(), version),
+        ))
     }
 
     /// Checks the namespace of a namespaced request exists.

@@ -156,12 +156,11 @@ async fn a_native_strategy_drives_every_phase() {
         .create(&scope("v1"), obj("c", 13))
         .await
         .unwrap_err();
-    let status = crate::api::status::Status::from(&failed);
-    assert_eq!(status.code, 500);
+    assert!(matches!(failed, Error::Strategy(_)), "{failed:?}");
+    let message = failed.to_string();
     assert!(
-        status.message.contains("test-strategy") && status.message.contains("unlucky"),
-        "{}",
-        status.message
+        message.contains("test-strategy") && message.contains("unlucky"),
+        "{message}"
     );
     // The after hook failed, yet the object stays.
     assert_eq!(strategy.after_creates.load(Ordering::SeqCst), 1);
@@ -209,4 +208,131 @@ async fn a_native_strategy_drives_every_phase() {
     assert!(made.created);
     assert_eq!(made.object["metadata"]["generation"], 1);
     assert!(made.object["metadata"]["uid"].is_string());
+}
+
+/// A store over a fresh embedded store serving `things.test.io` (with a status subresource)
+/// through `TestStrategy`.
+async fn served_things(dir: &std::path::Path) -> (Arc<Registry>, super::ServedResource) {
+    let store: Arc<dyn Storage> = Arc::new(
+        EmbeddedStore::open(EmbeddedConfig::new(dir.join("db")))
+            .await
+            .unwrap(),
+    );
+    let registry = Registry::new(store, Arc::new(Resolver(Arc::default())));
+    registry.start();
+    let mut def = crd();
+    def["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    let created = registry
+        .crds()
+        .store
+        .create(&scope("v1"), def)
+        .await
+        .unwrap();
+    let rv = created.object["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    registry.wait_observed(rv, Duration::from_secs(5)).await;
+    let things = registry.resolve("test.io", "v1", "things").expect("served");
+    (registry, things)
+}
+
+#[tokio::test]
+async fn a_create_carrying_a_resource_version_is_refused_as_kubernetes_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, things) = served_things(dir.path()).await;
+    let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing",
+        "metadata": {"name": "a", "resourceVersion": "12"}, "spec": {"size": 1}});
+    let err = things.store.create(&scope("v1"), obj).await.unwrap_err();
+    assert!(matches!(err, Error::ResourceVersionSetOnCreate), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "resourceVersion should not be set on objects to be created"
+    );
+    let missing = things
+        .store
+        .get(&scope("v1"), "a", Default::default())
+        .await;
+    assert!(matches!(missing, Err(Error::NotFound(_))), "nothing stored");
+}
+
+#[tokio::test]
+async fn create_on_update_drops_client_status_like_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, things) = served_things(dir.path()).await;
+    let with_status = |name: &str| {
+        json!({"apiVersion": "test.io/v1", "kind": "Thing", "metadata": {"name": name},
+            "spec": {"size": 1}, "status": {"ready": true}})
+    };
+    let created = things
+        .store
+        .create(&scope("v1"), with_status("posted"))
+        .await
+        .unwrap();
+    assert!(
+        created.object.get("status").is_none(),
+        "create strips status"
+    );
+    let body = with_status("put");
+    let input: UpdateFn = Arc::new(move |_| Ok(body.clone()));
+    let made = things
+        .store
+        .update(&scope("v1"), "put", input)
+        .await
+        .unwrap();
+    assert!(made.created);
+    assert!(
+        made.object.get("status").is_none(),
+        "create-on-update strips status too: {}",
+        made.object
+    );
+    assert_eq!(made.object["spec"]["stamped"], true, "the strategy ran");
+}
+
+#[tokio::test]
+async fn watch_events_come_at_the_requested_version_with_kubernetes_bookmarks() {
+    use futures::StreamExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, things) = served_things(dir.path()).await;
+    let opts = || crate::storage::ListOptions {
+        send_initial_events: true,
+        allow_bookmarks: true,
+        ..Default::default()
+    };
+    let mut at_v1 = things.store.watch(&scope("v1"), opts()).await.unwrap();
+    let mut at_v2 = things.store.watch(&scope("v2"), opts()).await.unwrap();
+    for w in [&mut at_v1, &mut at_v2] {
+        match w.next().await.unwrap() {
+            crate::storage::WatchEvent::Bookmark(b) => {
+                assert_eq!(b["kind"], "Thing");
+                assert_eq!(
+                    b["metadata"]["annotations"]["k8s.io/initial-events-end"],
+                    "true"
+                );
+            }
+            other => panic!("the end of the (empty) initial events first: {other:?}"),
+        }
+    }
+    let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing", "metadata": {"name": "a"}, "spec": {"size": 1}});
+    things.store.create(&scope("v1"), obj).await.unwrap();
+    assert_eq!(next_added(&mut at_v1).await["apiVersion"], "test.io/v1");
+    assert_eq!(next_added(&mut at_v2).await["apiVersion"], "test.io/v2");
+}
+
+/// The next ADDED object of `w`, checking that later bookmarks are not annotated.
+async fn next_added(w: &mut crate::storage::WatchStream) -> Arc<crate::storage::SharedObject> {
+    use futures::StreamExt as _;
+    loop {
+        match w.next().await.unwrap() {
+            crate::storage::WatchEvent::Added(o) => return o,
+            crate::storage::WatchEvent::Bookmark(b) => assert!(
+                b.get("metadata")
+                    .and_then(|m| m.get("annotations"))
+                    .is_none(),
+                "only the first bookmark is annotated"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -192,10 +192,10 @@ impl Informer {
                         self.backoff.reset();
                         self.pending.push_back(match event {
                             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                                InformerEvent::Apply(o)
+                                InformerEvent::Apply(o.into_value())
                             }
-                            WatchEvent::Deleted(o) => InformerEvent::Delete(o),
-                            WatchEvent::Bookmark(r) => InformerEvent::Progress(r),
+                            WatchEvent::Deleted(o) => InformerEvent::Delete(o.into_value()),
+                            WatchEvent::Bookmark(b) => InformerEvent::Progress(b.revision()),
                             WatchEvent::Error(_) => unreachable!("matched above"),
                         });
                         State::Follow(stream)

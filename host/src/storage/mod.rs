@@ -33,7 +33,7 @@ use serde_json::Value;
 pub use error::{BoxError, Result, StorageError};
 pub use options::{GetOptions, ListOptions, ObjectList, Preconditions, ResourceVersionMatch};
 pub use predicate::{FieldSelector, LabelSelector, SelectionPredicate};
-pub use watch::{WatchEvent, WatchStream};
+pub use watch::{SharedObject, WatchEvent, WatchStream};
 
 /// The callback of `guaranteed_update`: given the current object (`None` when it does not exist
 /// and `ignore_not_found` was set), return the object to store. Called again with fresh state

@@ -2,37 +2,134 @@
 //! committed change into the event a filtered watcher sees.
 
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use futures::Stream;
 use serde_json::Value;
 
 use super::error::StorageError;
 use super::predicate::SelectionPredicate;
 
-/// One event of a watch.
+/// An object shared by every reader and watcher that sees it, stamped with its
+/// resourceVersion. Its JSON encoding is computed at most once, on first use, and shared from
+/// then on, so one event fans out to any number of watchers without a copy.
 #[derive(Debug)]
+pub struct SharedObject {
+    value: Value,
+    revision: u64,
+    json: OnceLock<Bytes>,
+}
+
+impl SharedObject {
+    /// Wraps an object.
+    pub fn new(value: Value) -> Self {
+        let revision = super::versioner::object_resource_version(&value)
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        Self {
+            value,
+            revision,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The object.
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The object, copied only when another holder shares it.
+    pub fn into_value(self: Arc<Self>) -> Value {
+        Arc::try_unwrap(self).map_or_else(|shared| shared.value.clone(), |own| own.value)
+    }
+
+    /// The object as compact JSON, serialized once and shared by every caller.
+    pub fn json(&self) -> Bytes {
+        self.json
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default()))
+            .clone()
+    }
+
+    /// The object's resourceVersion (0 when missing).
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+}
+
+impl std::ops::Deref for SharedObject {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.value
+    }
+}
+
+impl std::fmt::Display for SharedObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
+impl PartialEq for SharedObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+/// One event of a watch, the one type from the stores to the client: stores and the cacher
+/// produce it, the registry brings its objects to the request's version, the api frames it.
+#[derive(Debug, Clone)]
 pub enum WatchEvent {
     /// The object appeared (or started to match the watch's predicate).
-    Added(Value),
+    Added(Arc<SharedObject>),
     /// The object changed and still matches.
-    Modified(Value),
+    Modified(Arc<SharedObject>),
     /// The object was deleted (or stopped matching); its resourceVersion is the deletion's
     /// revision.
-    Deleted(Value),
-    /// No object changed, but the store has reached this revision.
-    Bookmark(u64),
+    Deleted(Arc<SharedObject>),
+    /// No object changed, but every change up to this object's resourceVersion was sent. From
+    /// a store it carries only `metadata.resourceVersion`; the registry adds kind, apiVersion
+    /// and, at the end of a watch's initial events, the `k8s.io/initial-events-end` annotation.
+    Bookmark(Arc<SharedObject>),
     /// The watch failed; this is its last event.
-    Error(StorageError),
+    Error(Arc<StorageError>),
 }
 
 impl WatchEvent {
+    /// An ADDED event.
+    pub fn added(obj: Value) -> Self {
+        Self::Added(Arc::new(SharedObject::new(obj)))
+    }
+
+    /// A MODIFIED event.
+    pub fn modified(obj: Value) -> Self {
+        Self::Modified(Arc::new(SharedObject::new(obj)))
+    }
+
+    /// A DELETED event.
+    pub fn deleted(obj: Value) -> Self {
+        Self::Deleted(Arc::new(SharedObject::new(obj)))
+    }
+
+    /// A BOOKMARK at `revision`.
+    pub fn bookmark(revision: u64) -> Self {
+        let marker = serde_json::json!({"metadata": {"resourceVersion": revision.to_string()}});
+        Self::Bookmark(Arc::new(SharedObject::new(marker)))
+    }
+
+    /// An ERROR event.
+    pub fn error(e: StorageError) -> Self {
+        Self::Error(Arc::new(e))
+    }
+
     /// The revision the event was produced at (`None` for errors).
     pub fn revision(&self) -> Option<u64> {
         match self {
-            Self::Added(o) | Self::Modified(o) | Self::Deleted(o) => {
-                super::versioner::object_resource_version(o).ok().flatten()
+            Self::Added(o) | Self::Modified(o) | Self::Deleted(o) | Self::Bookmark(o) => {
+                Some(o.revision())
             }
-            Self::Bookmark(rev) => Some(*rev),
             Self::Error(_) => None,
         }
     }
@@ -48,11 +145,21 @@ impl WatchEvent {
         }
     }
 
-    /// The object the event carries, if any.
-    pub fn object(&self) -> Option<&Value> {
+    /// The object of an ADDED, MODIFIED or DELETED event.
+    pub fn object(&self) -> Option<&Arc<SharedObject>> {
         match self {
             Self::Added(o) | Self::Modified(o) | Self::Deleted(o) => Some(o),
             _ => None,
+        }
+    }
+
+    /// The same event carrying `f` of its object (bookmarks and errors unchanged).
+    pub fn map_object(self, f: impl FnOnce(Arc<SharedObject>) -> Arc<SharedObject>) -> Self {
+        match self {
+            Self::Added(o) => Self::Added(f(o)),
+            Self::Modified(o) => Self::Modified(f(o)),
+            Self::Deleted(o) => Self::Deleted(f(o)),
+            other => other,
         }
     }
 }
@@ -82,13 +189,13 @@ impl Change {
             Some(cur) => {
                 let cur_matches = predicate.matches(cur);
                 match (prev_matches, cur_matches) {
-                    (_, true) if self.previous.is_none() => Some(WatchEvent::Added(cur.clone())),
-                    (true, true) => Some(WatchEvent::Modified(cur.clone())),
-                    (false, true) => Some(WatchEvent::Added(cur.clone())),
+                    (_, true) if self.previous.is_none() => Some(WatchEvent::added(cur.clone())),
+                    (true, true) => Some(WatchEvent::modified(cur.clone())),
+                    (false, true) => Some(WatchEvent::added(cur.clone())),
                     (true, false) => {
                         let mut gone = self.previous.clone().unwrap_or(Value::Null);
                         super::versioner::set_object_resource_version(&mut gone, self.revision);
-                        Some(WatchEvent::Deleted(gone))
+                        Some(WatchEvent::deleted(gone))
                     }
                     (false, false) => None,
                 }
@@ -96,7 +203,7 @@ impl Change {
             None if prev_matches => {
                 let mut gone = self.previous.clone().unwrap_or(Value::Null);
                 super::versioner::set_object_resource_version(&mut gone, self.revision);
-                Some(WatchEvent::Deleted(gone))
+                Some(WatchEvent::deleted(gone))
             }
             None => None,
         }

@@ -13,9 +13,10 @@ use anyhow::Context as _;
 use clap::Parser;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use strategy_host::storage::cacher::{Cacher, CacherConfig, SharedEvent};
+use strategy_host::storage::cacher::{Cacher, CacherConfig};
 use strategy_host::storage::etcd3::testing::EtcdServer;
 use strategy_host::storage::etcd3::{Etcd3Config, Etcd3Store};
+use strategy_host::storage::WatchEvent;
 use strategy_host::storage::{GetOptions, ListOptions, Storage};
 
 #[derive(Parser, Debug)]
@@ -271,7 +272,7 @@ async fn fan_out(args: &Args, store: &Etcd3Store) -> anyhow::Result<()> {
             recursive: true,
             ..Default::default()
         };
-        let mut stream = cacher.watch_shared(prefix, opts).await?;
+        let mut stream = cacher.watch(prefix, opts).await?;
         // Every watcher counts its deliveries; a sample of them also keeps each delivery's
         // time, matched against the commit times afterwards.
         let sampled = n % (args.watchers / SAMPLED_WATCHERS).max(1) == 0;
@@ -279,7 +280,7 @@ async fn fan_out(args: &Args, store: &Etcd3Store) -> anyhow::Result<()> {
             let mut delivered = Vec::new();
             let mut count = 0u64;
             while let Some(event) = stream.next().await {
-                if let SharedEvent::Added(o) | SharedEvent::Modified(o) = &event {
+                if let WatchEvent::Added(o) | WatchEvent::Modified(o) = &event {
                     count += 1;
                     if sampled {
                         let name = o.value()["metadata"]["name"].as_str().unwrap_or_default();

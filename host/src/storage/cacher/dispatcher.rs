@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::budget::TimeBudget;
-use super::cache_watcher::{CacheWatcher, Offer, SharedEvent};
+use super::cache_watcher::{CacheWatcher, Offer};
 use super::watch_cache::CacheEvent;
 use super::Metrics;
+use crate::storage::watch::WatchEvent;
 
 /// The longest a dispatch may wait for blocked watchers at once.
 const BUDGET_MAX: Duration = Duration::from_millis(100);
@@ -121,6 +122,8 @@ impl Dispatcher {
     /// watchers whose client went away.
     pub(crate) fn bookmark(&mut self, revision: u64, now: Instant) {
         let interval = self.bookmark_interval;
+        // One bookmark object, shared by every watcher due one.
+        let marker = WatchEvent::bookmark(revision);
         self.watchers.retain_mut(|w| {
             if w.tx.is_closed() {
                 return false;
@@ -131,7 +134,7 @@ impl Dispatcher {
                 && revision > w.last_bookmark
             {
                 // A full buffer skips this bookmark; the next one will do.
-                if let Offer::Done = w.try_send(SharedEvent::Bookmark(revision)) {
+                if let Offer::Done = w.try_send(marker.clone()) {
                     w.last_bookmark = revision;
                     w.next_bookmark = now + interval;
                 }

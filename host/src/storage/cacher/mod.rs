@@ -38,7 +38,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
+
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -49,8 +49,7 @@ use crate::storage::versioner::object_resource_version;
 use crate::storage::watch::WatchStream;
 use crate::storage::{key, Storage, TryUpdate, ValidateDeletion};
 
-pub use cache_watcher::{SharedEvent, SharedWatchStream};
-pub use watch_cache::CachedObject;
+pub use cache_watcher::SharedWatchStream;
 
 use cache_watcher::CacheWatcher;
 use dispatcher::Dispatcher;
@@ -448,7 +447,7 @@ impl Storage for Cacher {
             Route::Below => self.shared.below.watch(key, opts).await,
             Route::Cache(scope) => {
                 let stream = self.watch_cached(key, scope, opts).await?;
-                Ok(Box::pin(stream.map(SharedEvent::into_watch_event)))
+                Ok(Box::pin(stream))
             }
         }
     }

@@ -5,51 +5,14 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
+
+pub(crate) use crate::storage::watch::SharedObject as CachedObject;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use serde_json::Value;
 
 use crate::storage::predicate::SelectionPredicate;
 use crate::storage::versioner::{object_resource_version, set_object_resource_version};
-
-/// An object held by the cache, shared by every reader and watcher that sees it. Its JSON
-/// encoding is computed at most once, on first use, and shared from then on.
-#[derive(Debug)]
-pub struct CachedObject {
-    value: Value,
-    json: OnceLock<Bytes>,
-}
-
-impl CachedObject {
-    /// Wraps an object (stamped with its resourceVersion).
-    pub fn new(value: Value) -> Self {
-        Self {
-            value,
-            json: OnceLock::new(),
-        }
-    }
-
-    /// The object.
-    pub fn value(&self) -> &Value {
-        &self.value
-    }
-
-    /// The object as compact JSON, serialized once and shared by every caller.
-    pub fn json(&self) -> Bytes {
-        self.json
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default()))
-            .clone()
-    }
-
-    /// The object's resourceVersion (0 when missing).
-    pub fn revision(&self) -> u64 {
-        object_resource_version(&self.value)
-            .ok()
-            .flatten()
-            .unwrap_or(0)
-    }
-}
 
 /// What a watch or a list covers: one key, or every key under a prefix (ending in `/`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,11 +9,12 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
-use super::cache_watcher::{CacheWatcher, SharedEvent, SharedWatchStream};
+use super::cache_watcher::{event_of, CacheWatcher, SharedWatchStream};
 use super::watch_cache::{CachedObject, Scope};
-use super::{Cacher, Route};
+use super::Cacher;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::options::{ListOptions, ResourceVersionMatch};
+use crate::storage::watch::WatchEvent;
 
 /// Where a new watch starts.
 enum Start {
@@ -30,23 +31,6 @@ enum Start {
 }
 
 impl Cacher {
-    /// Watches like [`crate::storage::Storage::watch`], but yields [`SharedEvent`]s whose
-    /// objects (and their JSON) are shared by every watcher instead of copied for each: what
-    /// the API layer should use to stream watches. Keys outside the cached prefix are watched
-    /// on the store below.
-    ///
-    /// # Errors
-    /// As `Storage::watch`; `Unavailable` when the cache is not ready within
-    /// `CacherConfig::ready_timeout` (retry shortly).
-    pub async fn watch_shared(&self, key: &str, opts: ListOptions) -> Result<SharedWatchStream> {
-        match self.route(key, opts.recursive)? {
-            Route::Below => Ok(SharedWatchStream::from_below(
-                self.shared.below.watch(key, opts).await?,
-            )),
-            Route::Cache(scope) => self.watch_cached(key, scope, opts).await,
-        }
-    }
-
     pub(super) async fn watch_cached(
         &self,
         key: &str,
@@ -152,7 +136,7 @@ impl Cacher {
                     cache
                         .snapshot(&scope, predicate)
                         .into_iter()
-                        .map(SharedEvent::Added),
+                        .map(WatchEvent::Added),
                 );
                 cache.revision()
             }
@@ -161,7 +145,7 @@ impl Cacher {
                     initial.extend(
                         items
                             .into_iter()
-                            .map(|v| SharedEvent::Added(Arc::new(CachedObject::new(v)))),
+                            .map(|v| WatchEvent::Added(Arc::new(CachedObject::new(v)))),
                     );
                 }
                 let events = cache.events_after(revision, &scope).ok_or_else(|| {
@@ -169,13 +153,13 @@ impl Cacher {
                 })?;
                 initial.extend(events.iter().filter_map(|e| {
                     e.for_predicate(predicate)
-                        .map(|(kind, obj)| SharedEvent::from_kind(kind, obj))
+                        .map(|(kind, obj)| event_of(kind, obj))
                 }));
                 revision.max(cache.revision())
             }
         };
         if opts.send_initial_events {
-            initial.push_back(SharedEvent::Bookmark(after));
+            initial.push_back(WatchEvent::bookmark(after));
         }
         let watcher = CacheWatcher {
             scope,

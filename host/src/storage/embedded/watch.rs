@@ -67,7 +67,7 @@ pub(crate) fn spawn(watcher: Watcher) -> WatchStream {
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
         if let Err(Stop::Failed(e)) = watcher.run(&tx).await {
-            let _ = tx.send(WatchEvent::Error(e)).await;
+            let _ = tx.send(WatchEvent::error(e)).await;
         }
     });
     Box::pin(ReceiverStream::new(rx))
@@ -98,7 +98,7 @@ impl Watcher {
                     Ok(batch) if batch.is_empty() => {
                         // A progress marker: every change up to `last` has been seen.
                         if self.allow_bookmarks && last > 0 {
-                            send(tx, WatchEvent::Bookmark(last)).await?;
+                            send(tx, WatchEvent::bookmark(last)).await?;
                             reported = last;
                         }
                     }
@@ -124,7 +124,7 @@ impl Watcher {
                 },
                 _ = bookmarks.tick(), if self.allow_bookmarks => {
                     if last > reported {
-                        send(tx, WatchEvent::Bookmark(last)).await?;
+                        send(tx, WatchEvent::bookmark(last)).await?;
                         reported = last;
                     }
                 }
@@ -163,7 +163,7 @@ impl Watcher {
             .await?;
             at = Some(rev);
             for item in page.items {
-                send(tx, WatchEvent::Added(item)).await?;
+                send(tx, WatchEvent::added(item)).await?;
             }
             match page.next_key {
                 Some(next) => start_key = Some(next),

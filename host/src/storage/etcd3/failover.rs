@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use etcd_client::Client;
 
-use super::client::map_error;
 use super::endpoints::Endpoints;
+use super::errors::map_error;
 use super::Etcd3Store;
 use crate::storage::error::{Result, StorageError};
 

@@ -3,7 +3,7 @@
 
 use etcd_client::GetOptions as EtcdGet;
 
-use super::client::{is_compacted, is_future_revision};
+use super::errors::{is_compacted, is_future_revision};
 use super::kv::{decode_kv, kv};
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::continue_token::ContinueToken;

@@ -17,9 +17,11 @@
 
 mod client;
 mod endpoints;
+mod errors;
 mod failover;
 mod kv;
 mod list;
+mod probe;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(test)]
@@ -151,8 +153,8 @@ impl Etcd3Store {
     pub async fn connect(config: Etcd3Config) -> Result<Self> {
         let prefix = key::normalize_prefix(&config.prefix);
         let endpoints = endpoints::Endpoints::connect(&config, prefix.clone()).await?;
-        client::verify_reachable(&endpoints, &config).await?;
-        let version = client::server_version(&endpoints, &config).await;
+        probe::verify_reachable(&endpoints, &config).await?;
+        let version = probe::server_version(&endpoints, &config).await;
         let ordered_progress = version.as_deref().is_some_and(progress_is_ordered);
         if !ordered_progress {
             tracing::info!(
@@ -189,8 +191,8 @@ impl Etcd3Store {
             .await;
         match result {
             Ok(_) => Ok(()),
-            Err(e) if client::is_compacted(&e) => Ok(()),
-            Err(e) if client::is_future_revision(&e) => {
+            Err(e) if errors::is_compacted(&e) => Ok(()),
+            Err(e) if errors::is_future_revision(&e) => {
                 Err(StorageError::TooLargeResourceVersion {
                     requested: revision,
                     current: self.read_current_revision().await?,

@@ -175,7 +175,7 @@ async fn watch_resumes_across_restart_without_loss_or_duplicates() {
     let mut watch = store.watch("/w", opts).await.unwrap();
     let before = set_n(&store, "/w/ns/a", 1).await;
     match next_change(&mut watch).await {
-        WatchEvent::Modified(o) => assert_eq!(o, before),
+        WatchEvent::Modified(o) => assert_eq!(o.value(), &before),
         other => panic!("{other:?}"),
     }
     etcd.stop();
@@ -209,12 +209,12 @@ async fn watch_resumes_across_restart_without_loss_or_duplicates() {
     let created = store.create("/w/ns/b", widget("b", "y")).await.unwrap();
     for want in &expected {
         match next_change(&mut watch).await {
-            WatchEvent::Modified(o) => assert_eq!(&o, want),
+            WatchEvent::Modified(o) => assert_eq!(o.value(), want),
             other => panic!("{other:?}"),
         }
     }
     match next_change(&mut watch).await {
-        WatchEvent::Added(o) => assert_eq!(o, created),
+        WatchEvent::Added(o) => assert_eq!(o.value(), &created),
         other => panic!("{other:?}"),
     }
     // Nothing else is pending (no duplicates).
@@ -352,7 +352,7 @@ async fn expired_continue_token_and_bookmarks() {
         match next_event(&mut watch).await {
             WatchEvent::Added(_) => added += 1,
             WatchEvent::Bookmark(revision) => {
-                assert!(revision >= store.current_revision().await.unwrap() - 1);
+                assert!(revision.revision() >= store.current_revision().await.unwrap() - 1);
                 break;
             }
             other => panic!("{other:?}"),
@@ -489,7 +489,7 @@ async fn dropping_a_watch_cancels_it_in_etcd() {
     // A watch nobody reads does not hold up the others.
     let created = store.create("/w/ns/a", widget("a", "x")).await.unwrap();
     match next_change(&mut watches[2]).await {
-        WatchEvent::Added(o) => assert_eq!(o, created),
+        WatchEvent::Added(o) => assert_eq!(o.value(), &created),
         other => panic!("{other:?}"),
     }
     assert_eq!(etcd_watchers(&etcd), before + 3);

@@ -87,7 +87,7 @@ impl Etcd3Store {
                 };
                 let state = self.list(key, initial).await?;
                 for obj in state.items {
-                    let _ = tx.send(WatchEvent::Added(obj));
+                    let _ = tx.send(WatchEvent::added(obj));
                 }
                 state.resource_version + 1
             }
@@ -216,7 +216,7 @@ impl Watcher {
         if resp.compact_revision() > 0 {
             let oldest = from_etcd_revision(resp.compact_revision());
             let err = StorageError::compacted(self.next - 1, oldest.saturating_sub(1));
-            let _ = self.tx.send(WatchEvent::Error(err));
+            let _ = self.tx.send(WatchEvent::error(err));
             return Flow::Stop;
         }
         if resp.canceled() {
@@ -226,7 +226,7 @@ impl Watcher {
                 self.range.key,
                 resp.cancel_reason()
             ));
-            let _ = self.tx.send(WatchEvent::Error(err));
+            let _ = self.tx.send(WatchEvent::error(err));
             return Flow::Stop;
         }
         if resp.created() {
@@ -239,7 +239,7 @@ impl Watcher {
             };
             if revision + 1 >= self.next {
                 self.next = revision + 1;
-                if self.bookmarks && self.tx.send(WatchEvent::Bookmark(revision)).is_err() {
+                if self.bookmarks && self.tx.send(WatchEvent::bookmark(revision)).is_err() {
                     return Flow::Stop;
                 }
             }
@@ -251,7 +251,7 @@ impl Watcher {
                 Ok(Some(change)) => change,
                 Ok(None) => continue,
                 Err(e) => {
-                    let _ = self.tx.send(WatchEvent::Error(e));
+                    let _ = self.tx.send(WatchEvent::error(e));
                     return Flow::Stop;
                 }
             };

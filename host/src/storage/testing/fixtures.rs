@@ -130,5 +130,5 @@ pub(super) fn expect_event(event: WatchEvent, kind: &str, name: &str) -> Value {
         obj["metadata"]["name"], name,
         "event for the wrong object: {obj}"
     );
-    obj
+    obj.into_value()
 }

@@ -326,7 +326,7 @@ pub(super) async fn run_watch_progress_request(s: TestStore) {
     let deadline = tokio::time::Instant::now() + Duration::from_millis(700);
     loop {
         match tokio::time::timeout_at(deadline, w.next()).await {
-            Ok(Some(WatchEvent::Bookmark(rev))) if rev >= target => return,
+            Ok(Some(WatchEvent::Bookmark(rev))) if rev.revision() >= target => return,
             Ok(Some(WatchEvent::Bookmark(_))) => {
                 store.request_watch_progress().await.unwrap();
             }

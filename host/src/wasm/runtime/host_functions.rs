@@ -12,7 +12,7 @@ use wasmtime::{AsContextMut, Caller, Engine, Extern, Linker};
 
 use super::abi;
 use super::limits::{CallLimits, Deadline};
-use super::manifest::GroupKind;
+use super::manifest::Grants;
 use super::metrics::{ApplyRefusal, Metrics};
 use crate::strategy::ResourceInfo;
 
@@ -95,16 +95,6 @@ impl HostApi for NoHostApi {
     }
 }
 
-/// Host functions a manifest may ask for, and what `apply` may write.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Grants {
-    pub(crate) get: bool,
-    pub(crate) list: bool,
-    pub(crate) apply: bool,
-    /// The resources `apply` may write, sorted (shared: every call's state holds a copy).
-    pub(crate) applies: Arc<[GroupKind]>,
-}
-
 /// The state of one store: one instance serving one registry phase.
 pub(crate) struct CallState {
     pub(crate) limits: CallLimits,
@@ -143,9 +133,6 @@ pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     )?;
     Ok(linker)
 }
-
-/// The names of the functions `linker` defines.
-pub(crate) const HOST_FUNCTIONS: [&str; 4] = ["log", "get", "list", "apply"];
 
 const MAX_LOG_LINE: usize = 4096;
 

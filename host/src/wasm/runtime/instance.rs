@@ -7,8 +7,9 @@ use wasmtime::{Instance, InstancePre, Memory, Store, Trap, TypedFunc};
 use super::abi;
 use super::engine::Runtime;
 use super::error::{CallFailure, FailureKind};
-use super::host_functions::{CallState, CallerInfo, Grants};
+use super::host_functions::{CallState, CallerInfo};
 use super::limits::{CallLimits, Deadline};
+use super::manifest::Grants;
 
 /// Options of one session.
 pub(crate) struct SessionOptions {

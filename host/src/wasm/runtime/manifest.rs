@@ -10,8 +10,20 @@ use wasmtime::{ExternType, Module, ValType};
 
 use super::abi::{self, HostFunction, Operation};
 use super::error::{Error, Result};
-use super::host_functions::{Grants, HOST_FUNCTIONS};
 use crate::strategy::ResourceInfo;
+
+/// The names of the host functions the runtime's linker defines.
+pub(crate) const HOST_FUNCTIONS: [&str; 4] = ["log", "get", "list", "apply"];
+
+/// Host functions a manifest may ask for, and what `apply` may write.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Grants {
+    pub(crate) get: bool,
+    pub(crate) list: bool,
+    pub(crate) apply: bool,
+    /// The resources `apply` may write, sorted (shared: every call's state holds a copy).
+    pub(crate) applies: Arc<[GroupKind]>,
+}
 
 /// What a loaded module declared about itself.
 #[derive(Debug, Clone)]

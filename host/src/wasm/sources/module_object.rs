@@ -1,7 +1,7 @@
 //! The built-in `StrategyModule` kind (`strategyhost.io/v1alpha1`, cluster-scoped): an API
 //! object carrying a module's bytes and the resource it binds to, stored like any object so every
 //! host replica on the same store loads the same version. Its native strategy checks the spec;
-//! [`super::object_source`] loads it and writes the status.
+//! `object_source.rs` loads it and writes the status.
 
 use async_trait::async_trait;
 use base64::Engine as _;

@@ -13,13 +13,14 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use super::watch_cache::{Incoming, Scope, WatchCache, WindowBounds};
-use super::{Cacher, CacherConfig, SharedEvent};
+use super::{Cacher, CacherConfig};
 use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::testing::{key, object};
 use crate::storage::versioner::object_resource_version;
+use crate::storage::WatchEvent;
 use crate::storage::{
     accept_any_deletion, GetOptions, ListOptions, ObjectList, Preconditions, Storage, StorageError,
-    TryUpdate, ValidateDeletion, WatchEvent, WatchStream,
+    TryUpdate, ValidateDeletion, WatchStream,
 };
 
 const PREFIX: &str = "/example.com/widgets";
@@ -336,30 +337,40 @@ async fn bookmarks_and_initial_events() {
         allow_bookmarks: true,
         ..watch_opts("")
     };
-    let mut w = cacher.watch_shared(PREFIX, opts).await.unwrap();
+    let mut w = cacher.watch(PREFIX, opts.clone()).await.unwrap();
+    let mut other = cacher.watch(PREFIX, opts).await.unwrap();
     match w.next().await.unwrap() {
-        SharedEvent::Added(o) => {
+        WatchEvent::Added(o) => {
             assert_eq!(o.value(), &a);
             assert_eq!(o.json(), serde_json::to_vec(&a).unwrap());
         }
         other => panic!("{other:?}"),
     }
     match w.next().await.unwrap() {
-        SharedEvent::Bookmark(r) => assert!(r >= rv(&a)),
+        WatchEvent::Bookmark(r) => assert!(r.revision() >= rv(&a)),
         other => panic!("expected the end of the initial events, got {other:?}"),
     }
+    let _ = other.next().await; // its initial ADDED
+    let _ = other.next().await; // and bookmark
     let b = cacher
         .create(&key("ns", "b"), object("ns", "b"))
         .await
         .unwrap();
-    assert!(matches!(w.next().await.unwrap(), SharedEvent::Added(_)));
+    // Every watcher gets the same object, not a copy.
+    match (w.next().await.unwrap(), other.next().await.unwrap()) {
+        (WatchEvent::Added(mine), WatchEvent::Added(theirs)) => {
+            assert!(Arc::ptr_eq(&mine, &theirs), "one shared object per event");
+            assert_eq!(mine.value(), &b);
+        }
+        other => panic!("{other:?}"),
+    }
     // Then periodic bookmarks carry the cache's revision.
     let bookmark = tokio::time::timeout(Duration::from_secs(5), w.next())
         .await
         .unwrap()
         .unwrap();
     match bookmark {
-        SharedEvent::Bookmark(r) => assert!(r >= rv(&b)),
+        WatchEvent::Bookmark(r) => assert!(r.revision() >= rv(&b)),
         other => panic!("expected a bookmark, got {other:?}"),
     }
 }
