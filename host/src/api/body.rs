@@ -73,9 +73,7 @@ fn parse_object(bytes: &[u8]) -> Result<Value, Status> {
     Ok(value)
 }
 
-/// The field validation rule over the problems a decoder found in a body: `Strict` refuses
-/// them (400, Kubernetes' `strict decoding error`), `Warn` answers them as warnings, `Ignore`
-/// drops them.
+/// [`FieldValidation::judge`] over the problems a decoder found in a body, as a 400 `Status`.
 ///
 /// # Errors
 /// 400 under `Strict` when there is any problem.
@@ -83,15 +81,7 @@ pub fn field_validation(
     problems: Vec<String>,
     mode: FieldValidation,
 ) -> Result<Vec<String>, Status> {
-    match mode {
-        FieldValidation::Ignore => Ok(Vec::new()),
-        FieldValidation::Warn => Ok(problems),
-        FieldValidation::Strict if problems.is_empty() => Ok(Vec::new()),
-        FieldValidation::Strict => Err(Status::bad_request(format!(
-            "strict decoding error: {}",
-            problems.join(", ")
-        ))),
-    }
+    mode.judge(problems).map_err(Status::bad_request)
 }
 
 /// The duplicate-field problems of a JSON body, under the field validation mode.

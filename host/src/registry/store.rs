@@ -26,6 +26,23 @@ pub enum FieldValidation {
     Strict,
 }
 
+impl FieldValidation {
+    /// The one field validation rule, over the problems found in a body (unknown or duplicate
+    /// fields): `Strict` refuses them with Kubernetes' `strict decoding error: ...` (the `Err`
+    /// text, for a 400), `Warn` returns them as warnings, `Ignore` drops them.
+    ///
+    /// # Errors
+    /// Under `Strict`, when there is any problem.
+    pub fn judge(self, problems: Vec<String>) -> std::result::Result<Vec<String>, String> {
+        match self {
+            Self::Ignore => Ok(Vec::new()),
+            Self::Warn => Ok(problems),
+            Self::Strict if problems.is_empty() => Ok(Vec::new()),
+            Self::Strict => Err(format!("strict decoding error: {}", problems.join(", "))),
+        }
+    }
+}
+
 /// What one request is about, beyond the object itself.
 #[derive(Debug, Clone, Default)]
 pub struct RequestScope {
@@ -292,23 +309,16 @@ impl RegistryStore {
         };
         super::schema::apply_defaults(obj, schema);
         let pruned = super::schema::prune(obj, schema, true);
-        match scope.field_validation {
-            FieldValidation::Ignore => {}
-            FieldValidation::Warn => {
-                warnings.extend(pruned.iter().map(|p| format!("unknown field {p:?}")));
-            }
-            FieldValidation::Strict if !pruned.is_empty() => {
-                let list: Vec<String> = pruned
-                    .iter()
-                    .map(|p| format!("unknown field {p:?}"))
-                    .collect();
-                return Err(Error::BadRequest(format!(
-                    "strict decoding error: {}",
-                    list.join(", ")
-                )));
-            }
-            FieldValidation::Strict => {}
-        }
+        let problems = pruned
+            .iter()
+            .map(|p| format!("unknown field {p:?}"))
+            .collect();
+        warnings.extend(
+            scope
+                .field_validation
+                .judge(problems)
+                .map_err(Error::BadRequest)?,
+        );
         Ok(())
     }
 

@@ -104,23 +104,8 @@ fn scope(version: &str) -> RequestScope {
 #[tokio::test]
 async fn a_native_strategy_drives_every_phase() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Storage> = Arc::new(
-        EmbeddedStore::open(EmbeddedConfig::new(dir.path().join("db")))
-            .await
-            .unwrap(),
-    );
     let strategy = Arc::new(TestStrategy::default());
-    let registry = Registry::new(store.clone(), Arc::new(Resolver(strategy.clone())));
-    registry.start();
-    let crds = registry.crds();
-    let created = crds.store.create(&scope("v1"), crd()).await.unwrap();
-    let rv = created.object["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    registry.wait_observed(rv, Duration::from_secs(5)).await;
-    let things = registry.resolve("test.io", "v1", "things").expect("served");
+    let (registry, things) = serve_things(dir.path(), crd(), strategy.clone()).await;
     assert!(
         registry.resolve("test.io", "v2", "things").is_some(),
         "every served version"
@@ -210,22 +195,24 @@ async fn a_native_strategy_drives_every_phase() {
     assert!(made.object["metadata"]["uid"].is_string());
 }
 
-/// A store over a fresh embedded store serving `things.test.io` (with a status subresource)
-/// through `TestStrategy`.
-async fn served_things(dir: &std::path::Path) -> (Arc<Registry>, super::ServedResource) {
+/// A registry over a fresh embedded store serving the `things.test.io` definition `crd`
+/// through `strategy`.
+async fn serve_things(
+    dir: &std::path::Path,
+    crd: Value,
+    strategy: Arc<TestStrategy>,
+) -> (Arc<Registry>, super::ServedResource) {
     let store: Arc<dyn Storage> = Arc::new(
         EmbeddedStore::open(EmbeddedConfig::new(dir.join("db")))
             .await
             .unwrap(),
     );
-    let registry = Registry::new(store, Arc::new(Resolver(Arc::default())));
+    let registry = Registry::new(store, Arc::new(Resolver(strategy)));
     registry.start();
-    let mut def = crd();
-    def["spec"]["versions"][0]["subresources"] = json!({"status": {}});
     let created = registry
         .crds()
         .store
-        .create(&scope("v1"), def)
+        .create(&scope("v1"), crd)
         .await
         .unwrap();
     let rv = created.object["metadata"]["resourceVersion"]
@@ -236,6 +223,13 @@ async fn served_things(dir: &std::path::Path) -> (Arc<Registry>, super::ServedRe
     registry.wait_observed(rv, Duration::from_secs(5)).await;
     let things = registry.resolve("test.io", "v1", "things").expect("served");
     (registry, things)
+}
+
+/// `things.test.io` with a status subresource, through a fresh `TestStrategy`.
+async fn served_things(dir: &std::path::Path) -> (Arc<Registry>, super::ServedResource) {
+    let mut def = crd();
+    def["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    serve_things(dir, def, Arc::default()).await
 }
 
 #[tokio::test]
