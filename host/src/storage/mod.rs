@@ -4,10 +4,14 @@
 //! - `embedded/`: an in-process store durable on local disk, with etcd's semantics (the default);
 //! - `etcd3/`: etcd v3 through `etcd-client`;
 //! - `cacher/`: one resource prefix of another store, served from memory;
-//! - `testing/`: the conformance suite every implementation passes.
+//! - `informer.rs`: the one list-then-watch with relist and backoff, which the cacher, the CRD
+//!   follower and the StrategyModule source consume;
+//! - `instrumented.rs`: a store that times every call of the store it wraps;
+//! - `testing/` (feature `testing`): the conformance suite every implementation passes.
 //!
-//! Objects are JSON values. Keys are `/{group}/{plural}/{namespace}/{name}` (no namespace segment
-//! for cluster-scoped resources); each store joins them under its own prefix (`/registry`).
+//! Objects are JSON values; watch events carry them shared ([`SharedObject`]). Keys are
+//! `/{group}/{plural}/{namespace}/{name}` (no namespace segment for cluster-scoped resources);
+//! each store joins them under its own prefix (`/registry`).
 //! A resourceVersion is the store revision of an object's last write.
 
 pub mod cacher;

@@ -2,7 +2,7 @@
 //! watches from memory while staying consistent with the store below (Kubernetes'
 //! `storage/cacher`).
 //!
-//! - `reflector.rs` lists and watches the prefix below and feeds the cache;
+//! - `reflector.rs` feeds the cache from the informer's list and watch of the prefix below;
 //! - `watch_cache.rs` holds the current objects and a resizing window of recent events;
 //! - `cache_watcher.rs` is one client watch with a bounded buffer;
 //! - `dispatcher.rs` and `budget.rs` fan events out without letting a slow client hold up the
