@@ -1,7 +1,7 @@
 //! Discovery documents: `/api`, `/apis`, `/apis/{group}`, `/api/v1` and
 //! `/apis/{group}/{version}`, computed from the served resources on every request, so they
-//! follow definition changes at once. Aggregated discovery is not implemented: those requests
-//! get the plain documents, which clients accept as the fallback.
+//! follow definition changes at once. (Aggregated discovery, which clients ask for first, is in
+//! `aggregated_discovery.rs`.)
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

@@ -3,6 +3,7 @@
 //! discovery and OpenAPI documents, server-side tables, health endpoints, and the one place
 //! where errors become Kubernetes `Status` objects.
 
+pub mod aggregated_discovery;
 pub mod body;
 pub mod discovery;
 pub mod health;

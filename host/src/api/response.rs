@@ -48,6 +48,17 @@ pub fn text(code: u16, text: String) -> Response<Body> {
     typed(code, "text/plain; charset=utf-8", text)
 }
 
+/// A 200 JSON response with a content type of its own (aggregated discovery's), varying by
+/// `Accept`.
+pub fn json_as(value: &Value, content_type: &'static str) -> Response<Body> {
+    let mut response = typed(200, content_type, value.to_string());
+    response.headers_mut().insert(
+        hyper::header::VARY,
+        hyper::header::HeaderValue::from_static("Accept"),
+    );
+    response
+}
+
 /// A 200 response in the OpenMetrics text format (what prometheus-client encodes).
 pub fn open_metrics(text: String) -> Response<Body> {
     typed(

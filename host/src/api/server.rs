@@ -24,7 +24,7 @@ use super::response::{self, Body};
 use super::route::Route;
 use super::state::AppState;
 use super::status::Status;
-use super::{discovery, modules, openapi, verbs};
+use super::{aggregated_discovery, discovery, modules, openapi, verbs};
 
 /// How long in-flight requests may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -147,6 +147,12 @@ async fn limited(
     })
 }
 
+fn accept(req: &Request<Incoming>) -> Option<&str> {
+    req.headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+}
+
 fn reply(r: Reply) -> Response<Body> {
     match r {
         Reply::Text(code, text) => response::text(code, text),
@@ -189,6 +195,11 @@ async fn dispatch(
         Route::OpenApiV3 => document(Some(openapi::v3_index(registry)), &path),
         Route::OpenApiV3GroupVersion { group, version } => {
             document(openapi::v3_group_version(registry, &group, &version), &path)
+        }
+        Route::CoreVersions | Route::Groups if aggregated_discovery::wanted(accept(&req)) => {
+            let core = matches!(route, Route::CoreVersions);
+            let doc = aggregated_discovery::document(registry, core);
+            response::json_as(&doc, aggregated_discovery::CONTENT_TYPE)
         }
         Route::CoreVersions => document(Some(discovery::core_versions()), &path),
         Route::Groups => document(Some(discovery::group_list(registry)), &path),
