@@ -683,7 +683,8 @@ fn discovery_openapi_and_tables_follow_definitions() {
         .unwrap()
         .iter()
         .any(|g| g["name"] == "example.com"));
-    // kubectl's aggregated discovery Accept header falls back to the plain documents.
+    // kubectl's Accept header gets aggregated discovery (tests/discovery.rs covers it);
+    // the plain documents stay for clients that list plain JSON first.
     let r = call_with(
         "GET",
         &u("/apis"),
@@ -691,6 +692,17 @@ fn discovery_openapi_and_tables_follow_definitions() {
         &[(
             "Accept",
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        )],
+    )
+    .unwrap();
+    assert_eq!(r.json()["kind"], "APIGroupDiscoveryList");
+    let r = call_with(
+        "GET",
+        &u("/apis"),
+        None,
+        &[(
+            "Accept",
+            "application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
         )],
     )
     .unwrap();
