@@ -74,7 +74,7 @@ pub struct Config {
     #[arg(
         long,
         env = "STRATEGY_HOST_MAX_REQUEST_BODY_BYTES",
-        default_value_t = 3 * 1024 * 1024
+        default_value_t = crate::api::body::DEFAULT_MAX_BODY_BYTES
     )]
     pub max_request_body_bytes: usize,
 

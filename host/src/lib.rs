@@ -8,8 +8,9 @@
 //!           ↘ wasm::runtime → strategy (the contract both sides speak)
 //! ```
 //!
-//! - [`api`]: HTTP (routing, verbs, watch framing, discovery, OpenAPI, `/metrics`), and the one
-//!   place errors become Kubernetes `Status` objects;
+//! - `api` (private; the server runs it through [`app::run`]): HTTP (routing, verbs, watch
+//!   framing, discovery, OpenAPI, `/metrics`), and the one place errors become Kubernetes
+//!   `Status` objects;
 //! - [`wasm`]: strategies as wasm modules: [`wasm::runtime`] (wasmtime level), [`wasm::sources`]
 //!   (directory, `StrategyModule` objects, declared resources), the module table and the
 //!   `Strategy` that calls a module;
@@ -17,7 +18,7 @@
 //! - [`strategy`]: the contract between the registry and whatever supplies behaviour;
 //! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store.
 
-pub mod api;
+mod api;
 pub mod app;
 pub mod config;
 pub mod registry;

@@ -11,12 +11,12 @@ use super::media::media_type;
 use crate::registry::{Registry, ServedResource};
 
 /// The content type of an aggregated discovery answer.
-pub const CONTENT_TYPE: &str =
+pub(crate) const CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// Whether an `Accept` header asks for aggregated discovery (v2) before plain JSON: entries are
 /// taken in the client's order, as client-go lists them by preference.
-pub fn wanted(accept: Option<&str>) -> bool {
+pub(crate) fn wanted(accept: Option<&str>) -> bool {
     for entry in accept.unwrap_or("").split(',') {
         let mut parts = entry.split(';').map(str::trim);
         let media = media_type(parts.next());
@@ -81,7 +81,7 @@ fn resource_json(r: &ServedResource, version: &str) -> Value {
 
 /// `/api` (`core`: the legacy group alone) or `/apis` (every named group) as an
 /// `APIGroupDiscoveryList`: groups by name, versions preferred first, resources by name.
-pub fn document(registry: &Registry, core: bool) -> Value {
+pub(crate) fn document(registry: &Registry, core: bool) -> Value {
     // group → version → resources
     let mut groups: BTreeMap<String, BTreeMap<String, Vec<Value>>> = BTreeMap::new();
     for r in registry.resources() {

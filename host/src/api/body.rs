@@ -19,13 +19,13 @@ use super::status::Status;
 use crate::registry::FieldValidation;
 
 /// The default request body cap: 3 MiB, as Kubernetes.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// Reads the whole body, refusing more than `max` bytes.
 ///
 /// # Errors
 /// 413 over the cap; 400 when the body cannot be read.
-pub async fn read(body: Incoming, max: usize) -> Result<Bytes, Status> {
+pub(crate) async fn read(body: Incoming, max: usize) -> Result<Bytes, Status> {
     match Limited::new(body, max).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e)
@@ -41,7 +41,7 @@ pub async fn read(body: Incoming, max: usize) -> Result<Bytes, Status> {
 }
 
 /// The 413 answer.
-pub fn too_large(max: usize) -> Status {
+pub(crate) fn too_large(max: usize) -> Status {
     Status::too_large(format!(
         "the request body is larger than the limit of {max} bytes"
     ))
@@ -51,7 +51,7 @@ pub fn too_large(max: usize) -> Status {
 ///
 /// # Errors
 /// 415 for anything else.
-pub fn require_json(content_type: Option<&str>) -> Result<(), Status> {
+pub(crate) fn require_json(content_type: Option<&str>) -> Result<(), Status> {
     match media_type(content_type).as_str() {
         "" | "application/json" | "*/*" => Ok(()),
         other => Err(Status::unsupported_media_type(format!(
@@ -77,7 +77,7 @@ fn parse_object(bytes: &[u8]) -> Result<Value, Status> {
 ///
 /// # Errors
 /// 400 under `Strict` when there is any problem.
-pub fn field_validation(
+pub(crate) fn field_validation(
     problems: Vec<String>,
     mode: FieldValidation,
 ) -> Result<Vec<String>, Status> {
@@ -101,7 +101,10 @@ fn check_duplicates(bytes: &[u8], mode: FieldValidation) -> Result<Vec<String>, 
 ///
 /// # Errors
 /// 400 for malformed JSON, a body that is not an object, or duplicates under `Strict`.
-pub fn decode_object(bytes: &[u8], mode: FieldValidation) -> Result<(Value, Vec<String>), Status> {
+pub(crate) fn decode_object(
+    bytes: &[u8],
+    mode: FieldValidation,
+) -> Result<(Value, Vec<String>), Status> {
     let obj = parse_object(bytes)?;
     let warnings = check_duplicates(bytes, mode)?;
     Ok((obj, warnings))
@@ -111,7 +114,7 @@ pub fn decode_object(bytes: &[u8], mode: FieldValidation) -> Result<(Value, Vec<
 ///
 /// # Errors
 /// 400 for a malformed patch or duplicates under `Strict`.
-pub fn decode_patch(
+pub(crate) fn decode_patch(
     kind: PatchKind,
     bytes: &[u8],
     mode: FieldValidation,
@@ -126,7 +129,7 @@ pub fn decode_patch(
 /// # Errors
 /// 400 for malformed JSON, a body that is not an object, another kind, or a field of the
 /// wrong type (`"preconditions": "x"`, `"gracePeriodSeconds": "abc"`).
-pub fn decode_delete_options(bytes: &[u8]) -> Result<DeleteOptionsBody, Status> {
+pub(crate) fn decode_delete_options(bytes: &[u8]) -> Result<DeleteOptionsBody, Status> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(DeleteOptionsBody::default());
     }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::registry::{Registry, ServedResource};
 
 /// Kubernetes' version priority: GA before beta before alpha, higher numbers first.
-pub fn compare_versions(a: &str, b: &str) -> Ordering {
+pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
     fn key(v: &str) -> (u8, u64, u64, String) {
         let Some(rest) = v.strip_prefix('v') else {
             return (0, 0, 0, v.to_string());
@@ -66,13 +66,13 @@ fn group_json(name: &str, versions: &[String]) -> Value {
 }
 
 /// `/api`.
-pub fn core_versions() -> Value {
+pub(crate) fn core_versions() -> Value {
     json!({"kind": "APIVersions", "apiVersion": "v1", "versions": ["v1"],
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
 }
 
 /// `/apis`.
-pub fn group_list(registry: &Registry) -> Value {
+pub(crate) fn group_list(registry: &Registry) -> Value {
     let groups: Vec<Value> = groups(registry)
         .iter()
         .filter(|(g, _)| !g.is_empty())
@@ -82,7 +82,7 @@ pub fn group_list(registry: &Registry) -> Value {
 }
 
 /// `/apis/{group}`, if served.
-pub fn group(registry: &Registry, name: &str) -> Option<Value> {
+pub(crate) fn group(registry: &Registry, name: &str) -> Option<Value> {
     let groups = groups(registry);
     let versions = groups.get(name).filter(|_| !name.is_empty())?;
     let mut g = group_json(name, versions);
@@ -126,7 +126,7 @@ fn resource_entries(r: &ServedResource, version: &str) -> Vec<Value> {
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`, if served.
-pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let served: Vec<ServedResource> = registry
         .resources()
         .into_iter()

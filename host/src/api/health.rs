@@ -13,7 +13,7 @@ const READY_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What a handler answers: a status code and a body (JSON or plain text).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// `200 OK` with a plain-text body, as Kubernetes' health checks answer.
     Text(u16, String),
     /// A JSON body with a status code.
@@ -27,13 +27,13 @@ impl From<Status> for Reply {
 }
 
 /// `/healthz` and `/livez`: the process answers.
-pub fn live() -> Reply {
+pub(crate) fn live() -> Reply {
     Reply::Text(200, "ok".into())
 }
 
 /// `/readyz`: the store answers within the probe timeout and the served definitions are
 /// synced (`definitions_synced`).
-pub async fn ready(storage: &Arc<dyn Storage>, definitions_synced: bool) -> Reply {
+pub(crate) async fn ready(storage: &Arc<dyn Storage>, definitions_synced: bool) -> Reply {
     let probe = tokio::time::timeout(READY_PROBE_TIMEOUT, storage.current_revision());
     match probe.await {
         Ok(Ok(_)) if definitions_synced => Reply::Text(200, "ok".into()),
@@ -50,7 +50,7 @@ pub async fn ready(storage: &Arc<dyn Storage>, definitions_synced: bool) -> Repl
 }
 
 /// The `/version` document, in the shape `kubectl version` reads.
-pub fn version() -> Value {
+pub(crate) fn version() -> Value {
     let v = env!("CARGO_PKG_VERSION");
     let mut parts = v.split('.');
     json!({

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// Every value `path` selects in `obj`, in document order (`{...}` and a leading `$` allowed).
 /// An expression outside the subset selects nothing.
-pub fn find<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
+pub(crate) fn find<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
     let path = path.trim();
     let path = path
         .strip_prefix('{')

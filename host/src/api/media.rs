@@ -1,7 +1,7 @@
 //! Media types: what a `Content-Type` (or one `Accept` entry) names, without its parameters.
 
 /// The media type of a `Content-Type` header, lowercased, without parameters.
-pub fn media_type(content_type: Option<&str>) -> String {
+pub(crate) fn media_type(content_type: Option<&str>) -> String {
     content_type
         .unwrap_or("")
         .split(';')

@@ -80,7 +80,7 @@ fn method_label(method: &Method) -> &'static str {
 
 /// What a request was, for its metric labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestInfo {
+pub(crate) struct RequestInfo {
     verb: &'static str,
     group: String,
     version: String,
@@ -91,7 +91,7 @@ pub struct RequestInfo {
 impl RequestInfo {
     /// The verb (kube-apiserver's: `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `DELETE`,
     /// `DELETECOLLECTION`; the HTTP method for other paths) and the resource of a routed request.
-    pub fn of(method: &Method, route: &Route) -> Self {
+    pub(crate) fn of(method: &Method, route: &Route) -> Self {
         let (verb, path) = match route {
             Route::Resource(p, verb) => (verb_label(*verb), Some(p)),
             Route::ResourceMethodNotAllowed(p) => (method_label(method), Some(p)),
@@ -113,7 +113,7 @@ impl RequestInfo {
 
 /// The server's metrics registry and the request families the server records into.
 #[derive(Debug)]
-pub struct ServerMetrics {
+pub(crate) struct ServerMetrics {
     registry: MetricsRegistry,
     requests: Family<RequestLabels, Counter>,
     duration: Family<DurationLabels, Histogram, fn() -> Histogram>,
@@ -123,7 +123,7 @@ pub struct ServerMetrics {
 impl ServerMetrics {
     /// The request families, the served resources' watch caches, and, when given, the storage
     /// latency and the module table's metrics and states.
-    pub fn new(
+    pub(crate) fn new(
         registry: &Arc<Registry>,
         storage: Option<&StorageMetrics>,
         modules: Option<&Arc<ModuleTable>>,
@@ -166,7 +166,7 @@ impl ServerMetrics {
     }
 
     /// Counts a request in flight until the returned guard drops.
-    pub fn in_flight(&self, info: &RequestInfo) -> InflightGuard {
+    pub(crate) fn in_flight(&self, info: &RequestInfo) -> InflightGuard {
         let kind = if info.is_read_only() {
             "readOnly"
         } else {
@@ -181,7 +181,7 @@ impl ServerMetrics {
     }
 
     /// Records a finished request.
-    pub fn observe(&self, info: &RequestInfo, code: u16, elapsed: Duration) {
+    pub(crate) fn observe(&self, info: &RequestInfo, code: u16, elapsed: Duration) {
         self.requests
             .get_or_create(&RequestLabels {
                 verb: info.verb,
@@ -204,7 +204,7 @@ impl ServerMetrics {
     }
 
     /// Everything in the OpenMetrics text format.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
@@ -214,7 +214,7 @@ impl ServerMetrics {
 
 /// Decrements the in-flight gauge when the request ends.
 #[derive(Debug)]
-pub struct InflightGuard(Gauge);
+pub(crate) struct InflightGuard(Gauge);
 
 impl Drop for InflightGuard {
     fn drop(&mut self) {

@@ -3,23 +3,23 @@
 //! discovery and OpenAPI documents, server-side tables, health endpoints, and the one place
 //! where errors become Kubernetes `Status` objects.
 
-pub mod aggregated_discovery;
-pub mod body;
-pub mod discovery;
-pub mod health;
-pub mod jsonpath;
-pub mod media;
-pub mod metrics;
-pub mod modules;
-pub mod openapi;
-pub mod params;
-pub mod patch;
-pub mod query;
-pub mod response;
-pub mod route;
-pub mod server;
-pub mod state;
-pub mod status;
-pub mod table;
-pub mod verbs;
-pub mod watch;
+pub(crate) mod aggregated_discovery;
+pub(crate) mod body;
+pub(crate) mod discovery;
+pub(crate) mod health;
+pub(crate) mod jsonpath;
+pub(crate) mod media;
+pub(crate) mod metrics;
+pub(crate) mod modules;
+pub(crate) mod openapi;
+pub(crate) mod params;
+pub(crate) mod patch;
+pub(crate) mod query;
+pub(crate) mod response;
+pub(crate) mod route;
+pub(crate) mod server;
+pub(crate) mod state;
+pub(crate) mod status;
+pub(crate) mod table;
+pub(crate) mod verbs;
+pub(crate) mod watch;

@@ -34,7 +34,7 @@ fn status_json(s: &ModuleStatus) -> Value {
 }
 
 /// `/debug/strategies`: every source's latest version, state and reason.
-pub fn debug_strategies(modules: &ModuleTable) -> Reply {
+pub(crate) fn debug_strategies(modules: &ModuleTable) -> Reply {
     let items: Vec<Value> = modules.statuses().iter().map(status_json).collect();
     Reply::Json(200, json!({ "sources": items }))
 }

@@ -12,13 +12,13 @@ const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 
 /// A short uppercase hex digest (the `hash=` of `serverRelativeURL`, storage version hashes).
-pub fn short_hash(text: &str) -> String {
+pub(crate) fn short_hash(text: &str) -> String {
     let d = sha2::Sha256::digest(text.as_bytes());
     d.iter().take(8).map(|b| format!("{b:02X}")).collect()
 }
 
 /// `com.example.v1.Widget` for group `example.com`.
-pub fn schema_name(def: &ResourceDefinition, version: &str, kind: &str) -> String {
+pub(crate) fn schema_name(def: &ResourceDefinition, version: &str, kind: &str) -> String {
     if def.group.is_empty() {
         return format!("io.k8s.api.core.{version}.{kind}");
     }
@@ -277,7 +277,7 @@ fn gv_path(group: &str, version: &str) -> String {
 }
 
 /// The OpenAPI v3 document of one group-version, if served.
-pub fn v3_group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+pub(crate) fn v3_group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let served: Vec<ServedResource> = registry
         .resources()
         .into_iter()
@@ -302,7 +302,7 @@ pub fn v3_group_version(registry: &Registry, group: &str, version: &str) -> Opti
 }
 
 /// `/openapi/v3`: the index of group-version documents.
-pub fn v3_index(registry: &Registry) -> Value {
+pub(crate) fn v3_index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for (g, v) in group_versions(registry) {
         let doc = v3_group_version(registry, &g, &v).unwrap_or_default();
@@ -317,7 +317,7 @@ pub fn v3_index(registry: &Registry) -> Value {
 }
 
 /// `/openapi/v2`: one Swagger document for everything.
-pub fn v2(registry: &Registry) -> Value {
+pub(crate) fn v2(registry: &Registry) -> Value {
     let prefix = "#/definitions/";
     let mut definitions = meta_schemas(prefix);
     let mut paths = Map::new();

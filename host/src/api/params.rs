@@ -37,7 +37,7 @@ fn field_validation(query: &Query) -> Result<FieldValidation, Status> {
 
 /// How a read is rendered: the object itself, or a `meta.k8s.io/v1` Table (from `Accept`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Format {
+pub(crate) struct Format {
     /// The client asked for a Table.
     pub as_table: bool,
     /// `?includeObject=` of a Table.
@@ -46,7 +46,7 @@ pub struct Format {
 
 /// What each Table row carries of its object (`?includeObject=`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum IncludeObject {
+pub(crate) enum IncludeObject {
     /// Nothing.
     None,
     /// A `PartialObjectMetadata` (the default; also for unknown values, as before).
@@ -58,7 +58,7 @@ pub enum IncludeObject {
 
 impl IncludeObject {
     /// The parameter's wire value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::None => "None",
             Self::Metadata => "Metadata",
@@ -69,7 +69,7 @@ impl IncludeObject {
 
 impl Format {
     /// Reads the `Accept` header and `?includeObject=`.
-    pub fn parse(accept: Option<&str>, query: &Query) -> Self {
+    pub(crate) fn parse(accept: Option<&str>, query: &Query) -> Self {
         let include_object = match query.get("includeObject") {
             Some("None") => IncludeObject::None,
             Some("Object") => IncludeObject::Object,
@@ -84,7 +84,7 @@ impl Format {
 
 /// Parameters of a get.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GetParams {
+pub(crate) struct GetParams {
     /// `?resourceVersion=`: `""` most recent, `"0"` any cached state, `N` at least N.
     pub resource_version: String,
 }
@@ -94,14 +94,14 @@ impl GetParams {
     ///
     /// # Errors
     /// None today; the signature matches the other verbs.
-    pub fn from_query(query: &Query) -> Result<Self, Status> {
+    pub(crate) fn from_query(query: &Query) -> Result<Self, Status> {
         Ok(Self {
             resource_version: query.get("resourceVersion").unwrap_or("").to_string(),
         })
     }
 
     /// The storage read options.
-    pub fn options(&self) -> GetOptions {
+    pub(crate) fn options(&self) -> GetOptions {
         GetOptions {
             resource_version: self.resource_version.clone(),
             ignore_not_found: false,
@@ -111,7 +111,7 @@ impl GetParams {
 
 /// Parameters of a list (and the selection part of a watch or deletecollection).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListParams {
+pub(crate) struct ListParams {
     /// `?labelSelector=`.
     pub label_selector: LabelSelector,
     /// `?fieldSelector=` (`metadata.name`, `metadata.namespace`).
@@ -132,7 +132,7 @@ impl ListParams {
     /// # Errors
     /// 400 for bad selectors, numbers, resource versions or resourceVersionMatch values, and
     /// for a resourceVersion beside a continue token.
-    pub fn from_query(query: &Query) -> Result<Self, Status> {
+    pub(crate) fn from_query(query: &Query) -> Result<Self, Status> {
         let label_selector = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))
             .map_err(|e| Status::from(&e))?;
         let field_selector = FieldSelector::parse(
@@ -170,7 +170,7 @@ impl ListParams {
     }
 
     /// The storage list options.
-    pub fn options(&self) -> ListOptions {
+    pub(crate) fn options(&self) -> ListOptions {
         ListOptions {
             resource_version: self.resource_version.clone(),
             resource_version_match: self.resource_version_match,
@@ -189,7 +189,7 @@ impl ListParams {
 
 /// Parameters of a watch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WatchParams {
+pub(crate) struct WatchParams {
     /// Selectors and the resourceVersion to start after.
     pub list: ListParams,
     /// `?timeoutSeconds=`: the stream ends then.
@@ -205,7 +205,7 @@ impl WatchParams {
     ///
     /// # Errors
     /// As `ListParams`, and 400 for bad booleans or timeouts.
-    pub fn from_query(query: &Query) -> Result<Self, Status> {
+    pub(crate) fn from_query(query: &Query) -> Result<Self, Status> {
         Ok(Self {
             list: ListParams::from_query(query)?,
             timeout_seconds: query.number("timeoutSeconds")?,
@@ -218,7 +218,7 @@ impl WatchParams {
     ///
     /// # Errors
     /// 400 for a single-object watch that also has a field selector.
-    pub fn options(&self, name: Option<&str>) -> Result<ListOptions, Status> {
+    pub(crate) fn options(&self, name: Option<&str>) -> Result<ListOptions, Status> {
         let mut opts = self.list.options();
         opts.allow_bookmarks = self.allow_bookmarks;
         opts.send_initial_events = self.send_initial_events;
@@ -236,7 +236,7 @@ impl WatchParams {
 
 /// Parameters of a create or an update (kube-core's `PostParams`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PostParams {
+pub(crate) struct PostParams {
     /// `?dryRun=All`.
     pub dry_run: bool,
     /// `?fieldValidation=`.
@@ -248,7 +248,7 @@ impl PostParams {
     ///
     /// # Errors
     /// 400 for an unknown dryRun or fieldValidation value.
-    pub fn from_query(query: &Query) -> Result<Self, Status> {
+    pub(crate) fn from_query(query: &Query) -> Result<Self, Status> {
         Ok(Self {
             dry_run: dry_run(query)?,
             field_validation: field_validation(query)?,
@@ -258,7 +258,7 @@ impl PostParams {
 
 /// Parameters of a patch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PatchParams {
+pub(crate) struct PatchParams {
     /// `?dryRun=All`.
     pub dry_run: bool,
     /// `?fieldValidation=` (applies to the patch body's duplicate fields and to the result).
@@ -270,7 +270,7 @@ impl PatchParams {
     ///
     /// # Errors
     /// 400 for an unknown dryRun or fieldValidation value.
-    pub fn from_query(query: &Query) -> Result<Self, Status> {
+    pub(crate) fn from_query(query: &Query) -> Result<Self, Status> {
         Ok(Self {
             dry_run: dry_run(query)?,
             field_validation: field_validation(query)?,
@@ -282,7 +282,7 @@ impl PatchParams {
 /// Kubernetes' non-strict decoding does, but every known field must have its type.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename = "DeleteOptions", rename_all = "camelCase")]
-pub struct DeleteOptionsBody {
+pub(crate) struct DeleteOptionsBody {
     /// Must be `DeleteOptions` when present.
     pub kind: Option<String>,
     /// `gracePeriodSeconds`.
@@ -291,7 +291,8 @@ pub struct DeleteOptionsBody {
     pub preconditions: Option<PreconditionsBody>,
     /// `propagationPolicy`.
     pub propagation_policy: Option<String>,
-    /// `orphanDependents` (deprecated; type-checked only).
+    /// `orphanDependents` (deprecated): `true` means `Orphan`, `false` `Background`, when no
+    /// `propagationPolicy` is given.
     pub orphan_dependents: Option<bool>,
     /// `dryRun`: `["All"]` or empty.
     pub dry_run: Option<Vec<String>>,
@@ -301,7 +302,7 @@ pub struct DeleteOptionsBody {
 #[derive(Debug, Clone, Default, Deserialize)]
 // The Kubernetes name, which serde's type errors quote.
 #[serde(rename = "Preconditions", rename_all = "camelCase")]
-pub struct PreconditionsBody {
+pub(crate) struct PreconditionsBody {
     /// The object's uid must equal this.
     pub uid: Option<String>,
     /// The object's resourceVersion must equal this.
@@ -310,7 +311,7 @@ pub struct PreconditionsBody {
 
 /// Parameters of a delete (kube-core's `DeleteParams`): the query and the `DeleteOptions` body.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeleteParams {
+pub(crate) struct DeleteParams {
     /// `?dryRun=All` (or `dryRun: ["All"]` in the body).
     pub dry_run: bool,
     /// `gracePeriodSeconds` (recorded; custom resources go at once).
@@ -336,7 +337,7 @@ impl DeleteParams {
     ///
     /// # Errors
     /// 400 for an unknown dryRun value or propagation policy, or a non-integer grace period.
-    pub fn new(query: &Query, body: DeleteOptionsBody) -> Result<Self, Status> {
+    pub(crate) fn new(query: &Query, body: DeleteOptionsBody) -> Result<Self, Status> {
         let body_dry_run = match body.dry_run.as_deref() {
             None | Some([]) => false,
             Some([all]) if all == "All" => true,
@@ -358,7 +359,10 @@ impl DeleteParams {
             .map(String::from)
             .or(body.propagation_policy)
             .map(|p| propagation_policy(&p))
-            .transpose()?;
+            .transpose()?
+            .or(body
+                .orphan_dependents
+                .map(|orphan| if orphan { "Orphan" } else { "Background" }.to_string()));
         let preconditions = body.preconditions.unwrap_or_default();
         Ok(Self {
             dry_run: dry_run(query)? || body_dry_run,
@@ -372,7 +376,7 @@ impl DeleteParams {
     }
 
     /// The registry's delete options.
-    pub fn options(&self) -> DeleteOptions {
+    pub(crate) fn options(&self) -> DeleteOptions {
         DeleteOptions {
             preconditions: self.preconditions.clone(),
             grace_period_seconds: self.grace_period_seconds,
@@ -383,7 +387,7 @@ impl DeleteParams {
 
 /// Parameters of a deletecollection: what to select and how to delete each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeleteCollectionParams {
+pub(crate) struct DeleteCollectionParams {
     /// The selection.
     pub list: ListParams,
     /// The delete options applied to every selected object.
@@ -462,5 +466,16 @@ mod tests {
             ..Default::default()
         };
         assert!(DeleteParams::new(&q(""), dry).unwrap().dry_run);
+        // The deprecated orphanDependents stands in for a missing propagationPolicy.
+        let orphan = |o: bool| DeleteOptionsBody {
+            orphan_dependents: Some(o),
+            ..Default::default()
+        };
+        let d = DeleteParams::new(&q(""), orphan(true)).unwrap();
+        assert_eq!(d.propagation_policy.as_deref(), Some("Orphan"));
+        let d = DeleteParams::new(&q(""), orphan(false)).unwrap();
+        assert_eq!(d.propagation_policy.as_deref(), Some("Background"));
+        let d = DeleteParams::new(&q("propagationPolicy=Foreground"), orphan(true)).unwrap();
+        assert_eq!(d.propagation_policy.as_deref(), Some("Foreground"));
     }
 }

@@ -7,7 +7,7 @@ use super::status::Status;
 
 /// A supported patch type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchKind {
+pub(crate) enum PatchKind {
     /// `application/merge-patch+json`.
     Merge,
     /// `application/json-patch+json`.
@@ -18,7 +18,7 @@ pub enum PatchKind {
 ///
 /// # Errors
 /// 415 for strategic merge, apply and anything else.
-pub fn patch_kind(content_type: Option<&str>) -> Result<PatchKind, Status> {
+pub(crate) fn patch_kind(content_type: Option<&str>) -> Result<PatchKind, Status> {
     match super::media::media_type(content_type).as_str() {
         "application/merge-patch+json" => Ok(PatchKind::Merge),
         "application/json-patch+json" => Ok(PatchKind::Json),
@@ -36,7 +36,7 @@ pub fn patch_kind(content_type: Option<&str>) -> Result<PatchKind, Status> {
 
 /// A decoded patch, ready to apply to any current object.
 #[derive(Debug, Clone)]
-pub enum Patch {
+pub(crate) enum Patch {
     /// A merge patch document.
     Merge(Value),
     /// A JSON patch.
@@ -48,7 +48,7 @@ impl Patch {
     ///
     /// # Errors
     /// 400 for malformed JSON or a malformed JSON patch.
-    pub fn decode(kind: PatchKind, bytes: &[u8]) -> Result<Self, Status> {
+    pub(crate) fn decode(kind: PatchKind, bytes: &[u8]) -> Result<Self, Status> {
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
         match kind {
@@ -68,7 +68,7 @@ impl Patch {
     ///
     /// # Errors
     /// The reason a JSON patch operation failed (a failed test, a missing path).
-    pub fn apply(&self, current: &Value) -> Result<Value, String> {
+    pub(crate) fn apply(&self, current: &Value) -> Result<Value, String> {
         let mut doc = current.clone();
         match self {
             Self::Merge(p) => json_patch::merge(&mut doc, p),

@@ -7,7 +7,7 @@ use super::status::Status;
 
 /// Decoded query parameters (the last value wins).
 #[derive(Debug, Clone, Default)]
-pub struct Query(HashMap<String, String>);
+pub(crate) struct Query(HashMap<String, String>);
 
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
@@ -37,7 +37,7 @@ fn percent_decode(s: &str) -> String {
 
 impl Query {
     /// Parses a raw query string.
-    pub fn parse(raw: Option<&str>) -> Self {
+    pub(crate) fn parse(raw: Option<&str>) -> Self {
         let mut map = HashMap::new();
         for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -47,12 +47,12 @@ impl Query {
     }
 
     /// One parameter.
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(String::as_str)
     }
 
     /// One parameter, absent when empty (Kubernetes treats `?limit=` as no limit).
-    pub fn non_empty(&self, key: &str) -> Option<&str> {
+    pub(crate) fn non_empty(&self, key: &str) -> Option<&str> {
         self.get(key).filter(|v| !v.is_empty())
     }
 
@@ -60,7 +60,7 @@ impl Query {
     ///
     /// # Errors
     /// 400 for anything but a boolean.
-    pub fn flag(&self, key: &str) -> Result<bool, Status> {
+    pub(crate) fn flag(&self, key: &str) -> Result<bool, Status> {
         match self.get(key) {
             None | Some("") | Some("false") | Some("0") => Ok(false),
             Some("true") | Some("1") => Ok(true),
@@ -74,7 +74,7 @@ impl Query {
     ///
     /// # Errors
     /// 400 for anything but a non-negative integer.
-    pub fn number(&self, key: &str) -> Result<Option<u64>, Status> {
+    pub(crate) fn number(&self, key: &str) -> Result<Option<u64>, Status> {
         match self.non_empty(key) {
             None => Ok(None),
             Some(v) => v.parse().map(Some).map_err(|_| {

@@ -12,15 +12,15 @@ use serde_json::Value;
 use super::status::Status;
 
 /// The body of every response.
-pub type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// A whole body.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }
 
 /// Formats one warning as Kubernetes' `299 - "text"`.
-pub fn warning_header(text: &str) -> String {
+pub(crate) fn warning_header(text: &str) -> String {
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
     let printable: String = escaped
         .chars()
@@ -30,7 +30,7 @@ pub fn warning_header(text: &str) -> String {
 }
 
 /// A JSON reply with warnings.
-pub fn json(code: u16, value: &Value, warnings: &[String]) -> Response<Body> {
+pub(crate) fn json(code: u16, value: &Value, warnings: &[String]) -> Response<Body> {
     let mut builder = Response::builder()
         .status(code)
         .header(hyper::header::CONTENT_TYPE, "application/json");
@@ -44,13 +44,13 @@ pub fn json(code: u16, value: &Value, warnings: &[String]) -> Response<Body> {
 }
 
 /// A plain-text reply.
-pub fn text(code: u16, text: String) -> Response<Body> {
+pub(crate) fn text(code: u16, text: String) -> Response<Body> {
     typed(code, "text/plain; charset=utf-8", text)
 }
 
 /// A 200 JSON response with a content type of its own (aggregated discovery's), varying by
 /// `Accept`.
-pub fn json_as(value: &Value, content_type: &'static str) -> Response<Body> {
+pub(crate) fn json_as(value: &Value, content_type: &'static str) -> Response<Body> {
     let mut response = typed(200, content_type, value.to_string());
     response.headers_mut().insert(
         hyper::header::VARY,
@@ -60,7 +60,7 @@ pub fn json_as(value: &Value, content_type: &'static str) -> Response<Body> {
 }
 
 /// A 200 response in the OpenMetrics text format (what prometheus-client encodes).
-pub fn open_metrics(text: String) -> Response<Body> {
+pub(crate) fn open_metrics(text: String) -> Response<Body> {
     typed(
         200,
         "application/openmetrics-text; version=1.0.0; charset=utf-8",
@@ -77,7 +77,7 @@ fn typed(code: u16, content_type: &'static str, body: String) -> Response<Body> 
 }
 
 /// A `Status` reply (with `Retry-After` when it says so).
-pub fn status(s: &Status) -> Response<Body> {
+pub(crate) fn status(s: &Status) -> Response<Body> {
     let mut resp = json(s.code, &s.to_json(), &[]);
     if matches!(s.code, 413 | 429) {
         // These answer before the request body is read, and an unread body ends the HTTP/1

@@ -8,7 +8,7 @@ use super::status::Status;
 
 /// What a request asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// `/healthz` or `/livez`: the process answers.
     Live,
     /// `/readyz`: the store answers and the definitions are synced.
@@ -50,7 +50,7 @@ pub enum Route {
 
 /// The Kubernetes verbs on resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
+pub(crate) enum Verb {
     /// GET of one object.
     Get,
     /// GET of a collection.
@@ -71,7 +71,7 @@ pub enum Verb {
 
 /// A request for a resource (or collection) under `/api/v1` or `/apis/{group}/{version}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResourcePath {
+pub(crate) struct ResourcePath {
     /// API group (`""` for core).
     pub group: String,
     /// API version.
@@ -93,7 +93,7 @@ impl Route {
     ///
     /// # Errors
     /// 400 when the `watch` parameter of a resource request is not a boolean.
-    pub fn parse(method: &Method, path: &str, query: &Query) -> Result<Self, Status> {
+    pub(crate) fn parse(method: &Method, path: &str, query: &Query) -> Result<Self, Status> {
         let route = match document(path) {
             Some(route) => route,
             None => match resource_path(path) {
@@ -117,7 +117,7 @@ impl Route {
 
     /// True for requests that stay open (watches): they take no in-flight slot and have no
     /// request timeout.
-    pub fn is_long_running(&self) -> bool {
+    pub(crate) fn is_long_running(&self) -> bool {
         matches!(self, Route::Resource(_, Verb::Watch))
     }
 }

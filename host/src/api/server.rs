@@ -35,7 +35,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 ///
 /// # Errors
 /// Only when accepting connections fails for good.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     mut state: AppState,
     shutdown: impl std::future::Future<Output = ()>,

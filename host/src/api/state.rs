@@ -12,7 +12,7 @@ use crate::wasm::ModuleTable;
 
 /// What every request handler shares.
 #[derive(Clone)]
-pub struct AppState {
+pub(crate) struct AppState {
     /// The store below every resource (health checks, revisions).
     pub storage: Arc<dyn Storage>,
     /// The served resources.
@@ -31,7 +31,7 @@ pub struct AppState {
 
 impl AppState {
     /// State with the given limits.
-    pub fn new(
+    pub(crate) fn new(
         storage: Arc<dyn Storage>,
         registry: Arc<Registry>,
         max_body_bytes: usize,
@@ -49,13 +49,13 @@ impl AppState {
     }
 
     /// The same state, also serving the module table's statuses.
-    pub fn with_modules(mut self, modules: Arc<ModuleTable>) -> Self {
+    pub(crate) fn with_modules(mut self, modules: Arc<ModuleTable>) -> Self {
         self.modules = Some(modules);
         self
     }
 
     /// The same state, serving `metrics` at `/metrics`.
-    pub fn with_metrics(mut self, metrics: ServerMetrics) -> Self {
+    pub(crate) fn with_metrics(mut self, metrics: ServerMetrics) -> Self {
         self.metrics = Arc::new(metrics);
         self
     }

@@ -9,7 +9,7 @@ use crate::strategy::{FieldError, FieldErrorKind};
 
 /// One cause of an Invalid error: `{reason, message, field}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cause {
+pub(crate) struct Cause {
     /// `FieldValueInvalid`, `FieldValueRequired`, ...
     pub reason: String,
     /// The human-readable message.
@@ -48,7 +48,7 @@ fn field_error_message(e: &FieldError) -> String {
 
 /// `Status.details`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Details {
+pub(crate) struct Details {
     /// The object's name.
     pub name: String,
     /// The API group.
@@ -61,7 +61,7 @@ pub struct Details {
 
 /// A failed request as Kubernetes reports it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Status {
+pub(crate) struct Status {
     /// The HTTP status code.
     pub code: u16,
     /// The machine-readable reason (`NotFound`, `Conflict`, ...).
@@ -76,7 +76,7 @@ pub struct Status {
 
 impl Status {
     /// Builds a Status.
-    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Self {
             code,
             reason,
@@ -87,37 +87,32 @@ impl Status {
     }
 
     /// 400 BadRequest.
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
 
     /// 404 NotFound.
-    pub fn not_found(message: impl Into<String>) -> Self {
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
         Self::new(404, "NotFound", message)
     }
 
     /// 405 MethodNotAllowed.
-    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+    pub(crate) fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(405, "MethodNotAllowed", message)
     }
 
-    /// 406 NotAcceptable.
-    pub fn not_acceptable(message: impl Into<String>) -> Self {
-        Self::new(406, "NotAcceptable", message)
-    }
-
     /// 413 RequestEntityTooLarge.
-    pub fn too_large(message: impl Into<String>) -> Self {
+    pub(crate) fn too_large(message: impl Into<String>) -> Self {
         Self::new(413, "RequestEntityTooLarge", message)
     }
 
     /// 415 UnsupportedMediaType.
-    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+    pub(crate) fn unsupported_media_type(message: impl Into<String>) -> Self {
         Self::new(415, "UnsupportedMediaType", message)
     }
 
     /// 429 TooManyRequests.
-    pub fn too_many_requests(message: impl Into<String>) -> Self {
+    pub(crate) fn too_many_requests(message: impl Into<String>) -> Self {
         Self {
             retry_after_seconds: Some(1),
             ..Self::new(429, "TooManyRequests", message)
@@ -125,7 +120,7 @@ impl Status {
     }
 
     /// 500 InternalError (the message is the error's text, never a backtrace).
-    pub fn internal(message: impl std::fmt::Display) -> Self {
+    pub(crate) fn internal(message: impl std::fmt::Display) -> Self {
         Self::new(
             500,
             "InternalError",
@@ -134,7 +129,7 @@ impl Status {
     }
 
     /// 504 Timeout.
-    pub fn timeout(message: impl Into<String>) -> Self {
+    pub(crate) fn timeout(message: impl Into<String>) -> Self {
         Self {
             retry_after_seconds: Some(1),
             ..Self::new(504, "Timeout", message)
@@ -152,7 +147,7 @@ impl Status {
     }
 
     /// The `Status` JSON body (`kind: Status`, `apiVersion: v1`).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut body = json!({
             "kind": "Status",
             "apiVersion": "v1",

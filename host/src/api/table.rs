@@ -8,7 +8,7 @@ use crate::registry::definition::{PrinterColumn, ResourceDefinition};
 use crate::registry::system_fields::{now_seconds, parse_rfc3339};
 
 /// True when the Accept header asks for a Table.
-pub fn wants_table(accept: Option<&str>) -> bool {
+pub(crate) fn wants_table(accept: Option<&str>) -> bool {
     accept.is_some_and(|a| {
         a.split(',').any(|part| {
             let p: Vec<&str> = part.split(';').map(str::trim).collect();
@@ -74,7 +74,7 @@ fn columns(def: &ResourceDefinition, version: &str) -> Vec<PrinterColumn> {
 }
 
 /// Kubernetes' `duration.HumanDuration`.
-pub fn human_duration(secs: i64) -> String {
+pub(crate) fn human_duration(secs: i64) -> String {
     if secs < -1 {
         return "<invalid>".into();
     }
@@ -183,7 +183,7 @@ fn go_float(f: f64) -> String {
 }
 
 /// One row per object; `include_object`: `None`, `Object` or `Metadata` (the default).
-pub fn table(
+pub(crate) fn table(
     def: &ResourceDefinition,
     version: &str,
     objects: &[Value],

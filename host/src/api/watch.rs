@@ -23,7 +23,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// How events are rendered.
 #[derive(Debug, Clone)]
-pub struct WatchFormat {
+pub(crate) struct WatchFormat {
     /// Render objects as one-row Tables.
     pub table: bool,
     /// `includeObject` for tables.
@@ -31,7 +31,7 @@ pub struct WatchFormat {
 }
 
 /// Serves a watch on `store` (selectors in `opts`).
-pub async fn serve(
+pub(crate) async fn serve(
     store: RegistryStore,
     scope: RequestScope,
     opts: ListOptions,

@@ -15,7 +15,7 @@ use crate::api::status::Status;
 /// # Errors
 /// 409 when it exists, 422 when invalid, 404 for a missing namespace; registry errors as
 /// their `Status`.
-pub async fn create(
+pub(crate) async fn create(
     state: &AppState,
     res: &Resolved,
     params: PostParams,

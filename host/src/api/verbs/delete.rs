@@ -14,7 +14,7 @@ use crate::registry::FieldValidation;
 ///
 /// # Errors
 /// 404 when missing, 409 when a precondition fails; registry errors as their `Status`.
-pub async fn delete(
+pub(crate) async fn delete(
     state: &AppState,
     res: &Resolved,
     params: DeleteParams,

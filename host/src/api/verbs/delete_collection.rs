@@ -15,7 +15,7 @@ use crate::registry::FieldValidation;
 ///
 /// # Errors
 /// As list; the first failing delete other than a 404.
-pub async fn delete_collection(
+pub(crate) async fn delete_collection(
     state: &AppState,
     res: &Resolved,
     params: DeleteCollectionParams,

@@ -13,7 +13,7 @@ use crate::api::table;
 ///
 /// # Errors
 /// 404 when it does not exist; storage errors as their `Status`.
-pub async fn get(
+pub(crate) async fn get(
     res: &Resolved,
     params: GetParams,
     format: Format,

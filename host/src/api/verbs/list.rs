@@ -13,7 +13,7 @@ use crate::api::table;
 /// # Errors
 /// Storage errors as their `Status` (410 for an expired continue token, 504 for a
 /// resourceVersion the store has not reached).
-pub async fn list(
+pub(crate) async fn list(
     res: &Resolved,
     params: ListParams,
     format: Format,

@@ -2,15 +2,15 @@
 //! (`resolve.rs`), parses the verb's typed parameters (`api/params.rs`), decodes its body
 //! through `api/body.rs`, and hands the typed values to the verb's handler.
 
-pub mod create;
-pub mod delete;
-pub mod delete_collection;
-pub mod get;
-pub mod list;
-pub mod patch;
-pub mod resolve;
-pub mod update;
-pub mod watch;
+pub(crate) mod create;
+pub(crate) mod delete;
+pub(crate) mod delete_collection;
+pub(crate) mod get;
+pub(crate) mod list;
+pub(crate) mod patch;
+pub(crate) mod resolve;
+pub(crate) mod update;
+pub(crate) mod watch;
 
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ use resolve::Resolved;
 const DEFINITION_PROPAGATION: Duration = Duration::from_secs(3);
 
 /// Handles one resource request; `verb` is `None` when the method selects none (405).
-pub async fn handle(
+pub(crate) async fn handle(
     state: &AppState,
     req: Request<Incoming>,
     path: ResourcePath,

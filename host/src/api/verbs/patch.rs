@@ -21,7 +21,7 @@ use crate::strategy::{FieldError, FieldErrorKind};
 /// # Errors
 /// 404 when missing, 422 when the patch cannot be applied or the result is invalid;
 /// registry errors as their `Status`.
-pub async fn patch(
+pub(crate) async fn patch(
     state: &AppState,
     res: &Resolved,
     params: PatchParams,

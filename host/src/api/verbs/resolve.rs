@@ -8,7 +8,7 @@ use crate::registry::{FieldValidation, Registry, RegistryStore, RequestScope, Se
 
 /// A resource request whose resource is served and whose path fits its scope.
 #[derive(Clone)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// The served resource.
     pub served: ServedResource,
     /// The request path.
@@ -16,7 +16,7 @@ pub struct Resolved {
 }
 
 /// Kubernetes' 404 for a path nothing serves.
-pub fn not_served(uri_path: &str) -> Status {
+pub(crate) fn not_served(uri_path: &str) -> Status {
     Status::not_found(format!(
         "the server could not find the requested resource ({uri_path})"
     ))
@@ -30,7 +30,7 @@ impl Resolved {
     /// 404 when the resource is not served, a cluster-scoped resource is addressed in a
     /// namespace, the subresource is not served, or a namespaced object (or create) has no
     /// namespace.
-    pub fn resolve(
+    pub(crate) fn resolve(
         registry: &Registry,
         path: ResourcePath,
         verb: Option<Verb>,
@@ -63,27 +63,27 @@ impl Resolved {
     }
 
     /// The resource's definition.
-    pub fn def(&self) -> &ResourceDefinition {
+    pub(crate) fn def(&self) -> &ResourceDefinition {
         &self.served.def
     }
 
     /// The resource's store.
-    pub fn store(&self) -> &RegistryStore {
+    pub(crate) fn store(&self) -> &RegistryStore {
         &self.served.store
     }
 
     /// The object name of a single-object verb (the route guarantees one).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.path.name.as_deref().unwrap_or_default()
     }
 
     /// The scope of a read.
-    pub fn read_scope(&self) -> RequestScope {
+    pub(crate) fn read_scope(&self) -> RequestScope {
         self.scope(false, FieldValidation::default())
     }
 
     /// The scope of a request with the given write parameters.
-    pub fn scope(&self, dry_run: bool, field_validation: FieldValidation) -> RequestScope {
+    pub(crate) fn scope(&self, dry_run: bool, field_validation: FieldValidation) -> RequestScope {
         RequestScope {
             version: self.path.version.clone(),
             namespace: self.path.namespace.clone(),

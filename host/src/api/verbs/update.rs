@@ -19,7 +19,7 @@ use crate::registry::UpdateFn;
 /// # Errors
 /// 409 on a stale resourceVersion, 404 when missing, 400 on a name mismatch, 422 when
 /// invalid; registry errors as their `Status`.
-pub async fn update(
+pub(crate) async fn update(
     state: &AppState,
     res: &Resolved,
     params: PostParams,

@@ -14,7 +14,7 @@ use crate::api::watch::{self, WatchFormat};
 ///
 /// # Errors
 /// 400 for a single-object watch with a field selector.
-pub async fn watch(
+pub(crate) async fn watch(
     res: &Resolved,
     params: WatchParams,
     format: Format,
