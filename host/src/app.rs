@@ -122,17 +122,14 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
     tracing::info!(address = %listener.local_addr()?, "strategy-host listening");
+    let metrics = ServerMetrics::new(&registry, &storage_metrics, &modules);
     let state = AppState::new(
         storage,
-        registry.clone(),
+        registry,
+        metrics,
         config.max_request_body_bytes,
         config.max_requests_inflight,
     )
-    .with_metrics(ServerMetrics::new(
-        &registry,
-        Some(&storage_metrics),
-        Some(&modules),
-    ))
     .with_modules(modules);
     serve(listener, state, shutdown_signal()?).await?;
     tracing::info!("stopped");

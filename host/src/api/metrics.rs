@@ -121,12 +121,12 @@ pub(crate) struct ServerMetrics {
 }
 
 impl ServerMetrics {
-    /// The request families, the served resources' watch caches, and, when given, the storage
-    /// latency and the module table's metrics and states.
+    /// The request families, the served resources' watch caches, the storage latency and the
+    /// module table's metrics and states.
     pub(crate) fn new(
         registry: &Arc<Registry>,
-        storage: Option<&StorageMetrics>,
-        modules: Option<&Arc<ModuleTable>>,
+        storage: &StorageMetrics,
+        modules: &Arc<ModuleTable>,
     ) -> Self {
         let mut metrics = MetricsRegistry::default();
         let requests = Family::<RequestLabels, Counter>::default();
@@ -150,13 +150,9 @@ impl ServerMetrics {
             inflight.clone(),
         );
         metrics.register_collector(Box::new(WatchCaches(Arc::downgrade(registry))));
-        if let Some(storage) = storage {
-            storage.register(&mut metrics);
-        }
-        if let Some(modules) = modules {
-            modules.runtime().metrics().register(&mut metrics);
-            metrics.register_collector(Box::new(ModuleStates(Arc::downgrade(modules))));
-        }
+        storage.register(&mut metrics);
+        modules.runtime().metrics().register(&mut metrics);
+        metrics.register_collector(Box::new(ModuleStates(Arc::downgrade(modules))));
         Self {
             registry: metrics,
             requests,

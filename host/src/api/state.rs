@@ -30,10 +30,11 @@ pub(crate) struct AppState {
 }
 
 impl AppState {
-    /// State with the given limits.
+    /// State with the given limits, serving `metrics` at `/metrics`.
     pub(crate) fn new(
         storage: Arc<dyn Storage>,
         registry: Arc<Registry>,
+        metrics: ServerMetrics,
         max_body_bytes: usize,
         max_inflight: usize,
     ) -> Self {
@@ -43,7 +44,7 @@ impl AppState {
             inflight: Arc::new(Semaphore::new(max_inflight.max(1))),
             shutdown: watch::channel(false).1,
             modules: None,
-            metrics: Arc::new(ServerMetrics::new(&registry, None, None)),
+            metrics: Arc::new(metrics),
             registry,
         }
     }
@@ -51,12 +52,6 @@ impl AppState {
     /// The same state, also serving the module table's statuses.
     pub(crate) fn with_modules(mut self, modules: Arc<ModuleTable>) -> Self {
         self.modules = Some(modules);
-        self
-    }
-
-    /// The same state, serving `metrics` at `/metrics`.
-    pub(crate) fn with_metrics(mut self, metrics: ServerMetrics) -> Self {
-        self.metrics = Arc::new(metrics);
         self
     }
 }

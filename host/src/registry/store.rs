@@ -119,7 +119,8 @@ impl RegistryStore {
         &self.storage
     }
 
-    pub(super) fn target(&self, name: &str) -> Target {
+    /// The object `name` of this resource, as errors name it.
+    pub fn target(&self, name: &str) -> Target {
         Target {
             group: self.def.group.clone(),
             plural: self.def.plural.clone(),
@@ -222,6 +223,8 @@ impl RegistryStore {
             .watch(&key, opts)
             .await
             .map_err(|e| Error::storage(e, &self.target("")))?;
+        // Formatted once per watch, not per event.
+        let api_version = self.def.api_version(&scope.version);
         let (this, version) = (self.clone(), scope.version.clone());
         Ok(Box::pin(events.map(move |event| match event {
             WatchEvent::Bookmark(marker) => {
@@ -231,18 +234,23 @@ impl RegistryStore {
                 }
                 WatchEvent::Bookmark(Arc::new(SharedObject::new(json!({
                     "kind": this.def.kind,
-                    "apiVersion": this.def.api_version(&version),
+                    "apiVersion": api_version,
                     "metadata": metadata,
                 }))))
             }
-            other => other.map_object(|o| this.shared_at_version(o, &version)),
+            other => other.map_object(|o| this.shared_at_version(o, &version, &api_version)),
         })))
     }
 
-    /// `obj` at `version`: the same shared object when it already is, else a stamped copy.
-    fn shared_at_version(&self, obj: Arc<SharedObject>, version: &str) -> Arc<SharedObject> {
-        let api_version = self.def.api_version(version);
-        let stamped = obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str())
+    /// `obj` at `version` (whose apiVersion is `api_version`): the same shared object when it
+    /// already is, else a stamped copy.
+    fn shared_at_version(
+        &self,
+        obj: Arc<SharedObject>,
+        version: &str,
+        api_version: &str,
+    ) -> Arc<SharedObject> {
+        let stamped = obj.get("apiVersion").and_then(Value::as_str) == Some(api_version)
             && obj.get("kind").and_then(Value::as_str) == Some(self.def.kind.as_str());
         if stamped {
             return obj;

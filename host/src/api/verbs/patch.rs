@@ -13,7 +13,7 @@ use crate::api::patch::Patch;
 use crate::api::response::{self, Body};
 use crate::api::state::AppState;
 use crate::api::status::Status;
-use crate::registry::{Error, Target, UpdateFn};
+use crate::registry::{Error, UpdateFn};
 use crate::strategy::{FieldError, FieldErrorKind};
 
 /// Patches the object; `warnings` are those the patch's decoding produced.
@@ -29,13 +29,7 @@ pub(crate) async fn patch(
     mut warnings: Vec<String>,
 ) -> Result<Response<Body>, Status> {
     let scope = res.scope(params.dry_run, params.field_validation);
-    let def = res.def();
-    let target = Target {
-        group: def.group.clone(),
-        plural: def.plural.clone(),
-        kind: def.kind.clone(),
-        name: res.name().to_string(),
-    };
+    let target = res.store().target(res.name());
     let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
         let Some(current) = current else {
             return Err(Error::NotFound(Box::new(target.clone())));
