@@ -22,7 +22,7 @@ use crate::storage::instrumented::{Instrumented, StorageMetrics};
 use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
 use crate::wasm::sources::module_object::{self, ModuleObjectStrategy};
-use crate::wasm::sources::{declared_resources, object_source, DirectoryWatcher};
+use crate::wasm::sources::{builtin_modules, declared_resources, object_source, DirectoryWatcher};
 use crate::wasm::{ModuleTable, RegistryHostApi, Runtime, RuntimeConfig};
 
 /// How long startup waits for the first list of definitions before loading modules.
@@ -104,6 +104,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         );
     }
     declared_resources::start(&modules, &registry);
+    let table = modules.clone();
+    tokio::task::spawn_blocking(move || builtin_modules::load(&table))
+        .await?
+        .context("loading the built-in kinds' module")?;
     let _strategy_watcher = match &config.strategy_dir {
         Some(dir) => {
             let (table, dir) = (modules.clone(), dir.clone());

@@ -62,8 +62,11 @@ pub struct ResourceDefinition {
     pub namespaced: bool,
     /// The served versions, in the CRD's order.
     pub versions: Vec<VersionDefinition>,
-    /// Built in (namespaces, CRDs) rather than from a CRD.
+    /// Built in (namespaces, CRDs, ...) rather than from a CRD.
     pub builtin: bool,
+    /// A built-in resource whose strategy comes from the module table (the module built into
+    /// the binary, or one an operator loads in its place) rather than the host's own code.
+    pub module_strategy: bool,
 }
 
 impl ResourceDefinition {
@@ -131,6 +134,27 @@ impl ResourceDefinition {
     /// # Errors
     /// The field errors a CRD create or update would answer 422 with.
     pub fn from_crd(crd: &Value) -> Result<Self, Vec<FieldError>> {
+        Self::parse(crd, false)
+    }
+
+    /// The built-in kinds served with the module table's strategies (configmaps, secrets, ...),
+    /// read from CRD-shaped documents embedded in the binary (`builtin_kinds.json`); core kinds
+    /// have the group `""`, which a CustomResourceDefinition may not have.
+    pub fn builtin_kinds() -> Vec<Self> {
+        let docs: Vec<Value> = serde_json::from_str(include_str!("builtin_kinds.json"))
+            .expect("builtin_kinds.json is a JSON list");
+        docs.iter()
+            .map(|doc| {
+                let mut def = Self::parse(doc, true).expect("a valid built-in definition");
+                def.builtin = true;
+                def.module_strategy = true;
+                def
+            })
+            .collect()
+    }
+
+    /// Reads a CRD-shaped document; `builtin` lifts the rules on a CRD's group and name.
+    fn parse(crd: &Value, builtin: bool) -> Result<Self, Vec<FieldError>> {
         let mut errors = Vec::new();
         let s = |v: &Value, p: &str| {
             v.pointer(p)
@@ -157,7 +181,9 @@ impl ResourceDefinition {
         let plural = s(crd, "/spec/names/plural");
         let kind = s(crd, "/spec/names/kind");
         let name = s(crd, "/metadata/name");
-        if group.is_empty() {
+        if builtin {
+            // Built-in kinds may have the core group "" and any metadata name.
+        } else if group.is_empty() {
             errors.push(err(FieldErrorKind::Required, "spec.group", String::new()));
         } else if let Some(why) = dns1123_subdomain_error(&group) {
             errors.push(err(
@@ -192,7 +218,11 @@ impl ResourceDefinition {
                 String::new(),
             ));
         }
-        if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
+        if !builtin
+            && !plural.is_empty()
+            && !group.is_empty()
+            && name != format!("{plural}.{group}")
+        {
             errors.push(err(
                 FieldErrorKind::Invalid,
                 "metadata.name",
@@ -318,6 +348,7 @@ impl ResourceDefinition {
             namespaced,
             versions,
             builtin: false,
+            module_strategy: false,
         })
     }
 
@@ -353,6 +384,7 @@ impl ResourceDefinition {
                 }],
             }],
             builtin: true,
+            module_strategy: false,
         }
     }
 
@@ -388,6 +420,7 @@ impl ResourceDefinition {
                 }],
             }],
             builtin: true,
+            module_strategy: false,
         }
     }
 }

@@ -88,6 +88,10 @@ impl Registry {
         let namespaces = Arc::new(NamespaceStrategy::default());
         let _ = namespaces.registry.set(Arc::downgrade(&registry));
         registry.install(Arc::new(ResourceDefinition::namespaces()), namespaces);
+        for def in ResourceDefinition::builtin_kinds() {
+            let strategy = registry.resolver.strategy(&def.group, &def.kind);
+            registry.install(Arc::new(def), strategy);
+        }
         registry
     }
 

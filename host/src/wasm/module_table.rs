@@ -88,6 +88,13 @@ impl std::fmt::Debug for ModuleTable {
     }
 }
 
+/// The prefix of the sources of modules built into the binary, which yield to any other source.
+pub(crate) const BUILTIN_SOURCE_PREFIX: &str = "builtin:";
+
+fn is_builtin_source(source: &str) -> bool {
+    source.starts_with(BUILTIN_SOURCE_PREFIX)
+}
+
 fn key(group: &str, kind: &str) -> Key {
     (group.to_owned(), kind.to_owned())
 }
@@ -241,7 +248,15 @@ impl ModuleTable {
             strategy: WasmStrategy::new(self.runtime.clone(), module.clone()),
         });
         for k in &keys {
-            self.slot(k).current.store(Some(binding.clone()));
+            let slot = self.slot(k);
+            let taken_over = slot
+                .current
+                .load()
+                .as_ref()
+                .is_some_and(|b| b.source != source && !is_builtin_source(&b.source));
+            if !(is_builtin_source(source) && taken_over) {
+                slot.current.store(Some(binding.clone()));
+            }
         }
         let previous = sources.insert(
             source.to_owned(),
@@ -252,7 +267,7 @@ impl ModuleTable {
         );
         if let Some(prev) = &previous {
             for k in prev.keys.iter().filter(|k| !keys.contains(k)) {
-                self.release(k, source);
+                self.release(sources, k, source);
             }
         }
         tracing::info!(
@@ -288,7 +303,7 @@ impl ModuleTable {
             return false;
         };
         for k in &removed.keys {
-            self.release(k, source);
+            self.release(sources, k, source);
         }
         tracing::info!(
             source,
@@ -320,16 +335,30 @@ impl ModuleTable {
             .map(|s| s.module.clone())
     }
 
-    /// Empties a slot if `source` holds it.
-    fn release(&self, k: &Key, source: &str) {
+    /// Empties a slot if `source` holds it, or hands it back to the built-in module serving
+    /// the same resource, if there is one.
+    fn release(&self, sources: &BTreeMap<String, Source>, k: &Key, source: &str) {
         let slot = self.slot(k);
         let held = slot
             .current
             .load()
             .as_ref()
             .is_some_and(|b| b.source == source);
-        if held {
-            slot.current.store(None);
+        if !held {
+            return;
+        }
+        let builtin = sources
+            .iter()
+            .find(|(s, e)| is_builtin_source(s) && s.as_str() != source && e.keys.contains(k));
+        match builtin {
+            Some((name, e)) => {
+                tracing::info!(source = %name, resource = ?k, "the built-in module serves the resource again");
+                slot.current.store(Some(Arc::new(Binding {
+                    source: name.clone(),
+                    strategy: WasmStrategy::new(self.runtime.clone(), e.module.clone()),
+                })));
+            }
+            None => slot.current.store(None),
         }
     }
 
@@ -342,9 +371,10 @@ impl ModuleTable {
         let check = self.resource_check.read().expect("check").clone();
         for r in &module.manifest().resources {
             let k = key(&r.group, &r.kind);
+            // A module built into the binary yields its resources to any other source.
             if let Some((other, _)) = sources
                 .iter()
-                .find(|(s, e)| s.as_str() != source && e.keys.contains(&k))
+                .find(|(s, e)| s.as_str() != source && !is_builtin_source(s) && e.keys.contains(&k))
             {
                 return Err(Error::Resource(format!(
                     "resource {}/{} is already served by the module from {other}",

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+#[cfg(feature = "export")]
+use strategy_guest_sdk::export_strategy;
 use strategy_guest_sdk::meta::{config_map_key_errors, ObjectMeta};
-use strategy_guest_sdk::{
-    export_strategy, Context, FieldError, FieldPath, Resource, Scope, Strategy,
-};
+use strategy_guest_sdk::{Context, FieldError, FieldPath, Resource, Scope, Strategy};
 
 /// The largest total size of a ConfigMap's data, as in Kubernetes.
 pub const MAX_TOTAL_SIZE: usize = 1 << 20;
@@ -122,6 +122,9 @@ impl Strategy for ConfigMaps {
     }
 }
 
+// Behind a feature so a module reusing this logic (the built-in core kinds) can link it without
+// exporting a second strategy.
+#[cfg(feature = "export")]
 export_strategy!(ConfigMaps);
 
 #[cfg(test)]

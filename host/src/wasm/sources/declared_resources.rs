@@ -56,7 +56,7 @@ fn check(registry: &Registry, r: &ResourceInfo) -> Result<(), String> {
         return Ok(());
     };
     let def = &served.def;
-    if def.builtin {
+    if def.builtin && !def.module_strategy {
         return Err("a built-in resource keeps the host's own strategy".into());
     }
     if def.plural != r.plural {

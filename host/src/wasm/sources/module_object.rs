@@ -102,6 +102,7 @@ pub fn definition() -> ResourceDefinition {
             ],
         }],
         builtin: true,
+        module_strategy: false,
     }
 }
 
