@@ -20,6 +20,7 @@ pub(crate) mod route;
 pub(crate) mod server;
 pub(crate) mod state;
 pub(crate) mod status;
+pub(crate) mod strategic_merge;
 pub(crate) mod table;
 pub(crate) mod verbs;
 pub(crate) mod watch;

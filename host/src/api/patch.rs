@@ -1,5 +1,6 @@
-//! PATCH bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902, the `json-patch` crate);
-//! strategic merge and apply patches are refused with 415 as for custom resources.
+//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902, the `json-patch` crate) and,
+//! for built-in kinds, strategic merge patch; strategic merge on custom resources and apply
+//! patches are refused with 415 as Kubernetes refuses the former.
 
 use serde_json::Value;
 
@@ -12,16 +13,19 @@ pub(crate) enum PatchKind {
     Merge,
     /// `application/json-patch+json`.
     Json,
+    /// `application/strategic-merge-patch+json` (built-in kinds only).
+    Strategic,
 }
 
-/// The patch type of a `Content-Type`.
+/// The patch type of a `Content-Type` for a built-in kind or (`builtin` false) a custom resource.
 ///
 /// # Errors
-/// 415 for strategic merge, apply and anything else.
-pub(crate) fn patch_kind(content_type: Option<&str>) -> Result<PatchKind, Status> {
+/// 415 for strategic merge on a custom resource, apply and anything else.
+pub(crate) fn patch_kind(content_type: Option<&str>, builtin: bool) -> Result<PatchKind, Status> {
     match super::media::media_type(content_type).as_str() {
         "application/merge-patch+json" => Ok(PatchKind::Merge),
         "application/json-patch+json" => Ok(PatchKind::Json),
+        "application/strategic-merge-patch+json" if builtin => Ok(PatchKind::Strategic),
         "application/strategic-merge-patch+json" => Err(Status::unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (strategic merge patch is not supported for custom resources)",
         )),
@@ -41,6 +45,8 @@ pub(crate) enum Patch {
     Merge(Value),
     /// A JSON patch.
     Json(json_patch::Patch),
+    /// A strategic merge patch document.
+    Strategic(Value),
 }
 
 impl Patch {
@@ -52,11 +58,15 @@ impl Patch {
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
         match kind {
-            PatchKind::Merge => {
+            PatchKind::Merge | PatchKind::Strategic => {
                 if !value.is_object() {
                     return Err(Status::bad_request("a merge patch must be a JSON object"));
                 }
-                Ok(Self::Merge(value))
+                Ok(if kind == PatchKind::Merge {
+                    Self::Merge(value)
+                } else {
+                    Self::Strategic(value)
+                })
             }
             PatchKind::Json => serde_json::from_value(value)
                 .map(Self::Json)
@@ -64,15 +74,17 @@ impl Patch {
         }
     }
 
-    /// Applies the patch to `current`.
+    /// Applies the patch to `current`; a strategic merge patch follows `schema`'s list types.
     ///
     /// # Errors
-    /// The reason a JSON patch operation failed (a failed test, a missing path).
-    pub(crate) fn apply(&self, current: &Value) -> Result<Value, String> {
+    /// The reason a JSON patch operation failed (a failed test, a missing path), or an
+    /// unknown strategic merge directive.
+    pub(crate) fn apply(&self, current: &Value, schema: Option<&Value>) -> Result<Value, String> {
         let mut doc = current.clone();
         match self {
             Self::Merge(p) => json_patch::merge(&mut doc, p),
             Self::Json(p) => json_patch::patch(&mut doc, p).map_err(|e| e.to_string())?,
+            Self::Strategic(p) => super::strategic_merge::apply(&mut doc, p, schema)?,
         }
         Ok(doc)
     }
@@ -87,21 +99,28 @@ mod tests {
     fn patches() {
         let cur = json!({"spec": {"a": 1, "b": 2}});
         let m = Patch::decode(PatchKind::Merge, br#"{"spec":{"a":null,"c":3}}"#).unwrap();
-        assert_eq!(m.apply(&cur).unwrap(), json!({"spec": {"b": 2, "c": 3}}));
+        assert_eq!(
+            m.apply(&cur, None).unwrap(),
+            json!({"spec": {"b": 2, "c": 3}})
+        );
         let j = Patch::decode(
             PatchKind::Json,
             br#"[{"op":"replace","path":"/spec/a","value":5}]"#,
         )
         .unwrap();
-        assert_eq!(j.apply(&cur).unwrap()["spec"]["a"], 5);
+        assert_eq!(j.apply(&cur, None).unwrap()["spec"]["a"], 5);
         let t = Patch::decode(
             PatchKind::Json,
             br#"[{"op":"test","path":"/spec/a","value":9}]"#,
         )
         .unwrap();
-        assert!(t.apply(&cur).is_err());
+        assert!(t.apply(&cur, None).is_err());
         assert_eq!(
-            patch_kind(Some("application/strategic-merge-patch+json"))
+            patch_kind(Some("application/strategic-merge-patch+json"), true).unwrap(),
+            PatchKind::Strategic
+        );
+        assert_eq!(
+            patch_kind(Some("application/strategic-merge-patch+json"), false)
                 .unwrap_err()
                 .code,
             415

@@ -110,7 +110,7 @@ async fn run(
         }
         Verb::Patch => {
             let params = PatchParams::from_query(query)?;
-            let kind = patch_kind(content_type)?;
+            let kind = patch_kind(content_type, res.store().definition().builtin)?;
             let bytes = read_body(incoming, max).await?;
             let (patch, warnings) = body::decode_patch(kind, &bytes, params.field_validation)?;
             patch::patch(state, &res, params, patch, warnings).await

@@ -1,4 +1,4 @@
-//! The patch verb: applies a decoded merge or JSON patch to the current object inside the
+//! The patch verb: applies a decoded merge, JSON or strategic merge patch to the current object inside the
 //! registry's update, so a conflicting write retries against the new state.
 
 use std::sync::Arc;
@@ -30,11 +30,15 @@ pub(crate) async fn patch(
 ) -> Result<Response<Body>, Status> {
     let scope = res.scope(params.dry_run, params.field_validation);
     let target = res.store().target(res.name());
+    let def = res.store().definition().clone();
     let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
         let Some(current) = current else {
             return Err(Error::NotFound(Box::new(target.clone())));
         };
-        patch.apply(current).map_err(|why| {
+        let schema = def
+            .version(def.storage_version())
+            .and_then(|v| v.schema.as_ref());
+        patch.apply(current, schema).map_err(|why| {
             Error::invalid(
                 &target,
                 FieldError {
