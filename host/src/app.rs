@@ -15,6 +15,7 @@ use crate::api::metrics::ServerMetrics;
 use crate::api::server::serve;
 use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
+use crate::registry::event_expiry;
 use crate::registry::{Registry, RequestScope};
 use crate::storage::embedded::EmbeddedStore;
 use crate::storage::etcd3::Etcd3Store;
@@ -122,6 +123,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     };
     object_source::start(modules.clone(), &registry);
     ensure_default_namespace(&registry).await;
+    event_expiry::start(&registry, config.event_ttl);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;

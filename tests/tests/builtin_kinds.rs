@@ -387,3 +387,76 @@ fn helm_4_keeps_its_release_in_a_secret() {
         404
     );
 }
+
+#[test]
+fn events_are_served_in_both_groups_and_expire_after_their_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let host = HostProcess::start(&["--data-dir", &data, "--event-ttl", "3s"]).unwrap();
+    let core = host.url("/api/v1/namespaces/default/events");
+    let v1 = host.url("/apis/events.k8s.io/v1/namespaces/default/events");
+
+    // What kube-rs's Recorder posts: an events.k8s.io/v1 Event.
+    let recorded = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "web.reconciled", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "ConfigMap", "name": "web", "namespace": "default", "apiVersion": "v1"},
+        "reason": "Reconciled", "note": "all good", "type": "Normal", "action": "Reconcile",
+        "reportingController": "example.com/controller", "reportingInstance": "controller-0",
+    });
+    let created = call("POST", &v1, Some(&recorded)).unwrap();
+    assert_eq!(created.code, 201, "{}", created.body);
+    assert_eq!(created.json()["note"], "all good");
+    // The same stored object, as core v1 serves it.
+    let as_core = call("GET", &format!("{core}/web.reconciled"), None)
+        .unwrap()
+        .json();
+    assert_eq!(as_core["apiVersion"], "v1");
+    assert_eq!(as_core["message"], "all good");
+    assert_eq!(as_core["involvedObject"]["name"], "web");
+    assert_eq!(as_core["reportingComponent"], "example.com/controller");
+    assert!(as_core.get("note").is_none() && as_core.get("regarding").is_none());
+    // And a core event through events.k8s.io.
+    let legacy = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "web.legacy", "namespace": "default"},
+        "involvedObject": {"kind": "ConfigMap", "name": "web", "namespace": "default"},
+        "reason": "Old", "message": "from a core client", "count": 2,
+    });
+    assert_eq!(call("POST", &core, Some(&legacy)).unwrap().code, 201);
+    let listed = call("GET", &v1, None).unwrap().json();
+    let items = listed["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{listed}");
+    let old = items.iter().find(|e| e["reason"] == "Old").unwrap();
+    assert_eq!(
+        (old["note"].as_str(), old["deprecatedCount"].as_i64()),
+        (Some("from a core client"), Some(2))
+    );
+    // events.k8s.io requires what Kubernetes requires of it.
+    let mut untimed = recorded.clone();
+    untimed["metadata"]["name"] = json!("untimed");
+    untimed.as_object_mut().unwrap().remove("eventTime");
+    let refused = call("POST", &v1, Some(&untimed)).unwrap();
+    assert_eq!(refused.code, 422, "{}", refused.body);
+    assert_eq!(refused.json()["details"]["causes"][0]["field"], "eventTime");
+
+    // Both expire once their TTL has passed since their last write.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while call("GET", &core, None).unwrap().json()["items"]
+        .as_array()
+        .is_some_and(|i| !i.is_empty())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "events outlived their TTL"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        call("GET", &format!("{v1}/web.reconciled"), None)
+            .unwrap()
+            .code,
+        404
+    );
+}

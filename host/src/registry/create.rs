@@ -151,8 +151,7 @@ impl RegistryStore {
         }
         self.before_create(scope, &mut obj, &mut warnings).await?;
         let ctx = self.ctx(scope);
-        let storage_version = self.def.storage_version().to_string();
-        let mut stored = self.to_version(obj, &storage_version);
+        let mut stored = self.to_storage_version(obj);
         if scope.dry_run {
             return Ok(Outcome {
                 object: self.to_version(stored, &scope.version),

@@ -26,6 +26,58 @@ pub struct PrinterColumn {
     pub json_path: String,
 }
 
+/// A resource served over another resource's stored objects under other field names, as
+/// Kubernetes serves `events.k8s.io/v1` Events over core `v1` Events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredAs {
+    /// The plural of the core resource whose objects these are (its key prefix is used).
+    pub plural: String,
+    /// The `apiVersion` the objects are stored with.
+    pub api_version: String,
+    /// The `kind` the objects are stored with.
+    pub kind: String,
+    /// Top-level fields renamed: (this resource's name, the stored name).
+    pub renames: Vec<(String, String)>,
+}
+
+impl StoredAs {
+    /// `obj` (this resource's shape) in the stored shape.
+    pub fn to_stored(&self, obj: Value) -> Value {
+        self.rename(obj, |(ours, stored)| (ours, stored))
+    }
+
+    /// A stored object in this resource's shape.
+    pub fn from_stored(&self, obj: Value) -> Value {
+        self.rename(obj, |(ours, stored)| (stored, ours))
+    }
+
+    fn rename<'a>(
+        &'a self,
+        mut obj: Value,
+        dir: impl Fn((&'a str, &'a str)) -> (&'a str, &'a str),
+    ) -> Value {
+        if let Some(map) = obj.as_object_mut() {
+            let moved: Vec<(&str, Option<Value>)> = self
+                .renames
+                .iter()
+                .map(|(a, b)| dir((a.as_str(), b.as_str())))
+                .map(|(from, to)| (to, map.remove(from)))
+                .collect();
+            for (to, value) in moved {
+                match value {
+                    Some(v) => {
+                        map.insert(to.to_string(), v);
+                    }
+                    None => {
+                        map.remove(to);
+                    }
+                }
+            }
+        }
+        obj
+    }
+}
+
 /// One served version of a resource.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VersionDefinition {
@@ -67,12 +119,17 @@ pub struct ResourceDefinition {
     /// A built-in resource whose strategy comes from the module table (the module built into
     /// the binary, or one an operator loads in its place) rather than the host's own code.
     pub module_strategy: bool,
+    /// Served over another resource's stored objects (`events.k8s.io` events).
+    pub stored_as: Option<StoredAs>,
 }
 
 impl ResourceDefinition {
-    /// The storage key prefix: `/{group}/{plural}` (`/{plural}` for the core group).
+    /// The storage key prefix: `/{group}/{plural}` (`/{plural}` for the core group, and for a
+    /// resource stored as a core one).
     pub fn key_prefix(&self) -> String {
-        if self.group.is_empty() {
+        if let Some(stored) = &self.stored_as {
+            format!("/{}", stored.plural)
+        } else if self.group.is_empty() {
             format!("/{}", self.plural)
         } else {
             format!("/{}/{}", self.group, self.plural)
@@ -147,6 +204,21 @@ impl ResourceDefinition {
             .map(|doc| {
                 let mut def = Self::parse(doc, true).expect("a valid built-in definition");
                 def.builtin = true;
+                def.stored_as = doc.pointer("/spec/x-stored-as").map(|s| StoredAs {
+                    plural: s["resource"].as_str().unwrap_or_default().to_string(),
+                    api_version: s["apiVersion"].as_str().unwrap_or_default().to_string(),
+                    kind: s["kind"].as_str().unwrap_or_default().to_string(),
+                    renames: s["renames"]
+                        .as_object()
+                        .map(|m| {
+                            m.iter()
+                                .map(|(k, v)| {
+                                    (k.clone(), v.as_str().unwrap_or_default().to_string())
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                });
                 def.module_strategy = true;
                 def
             })
@@ -349,6 +421,7 @@ impl ResourceDefinition {
             versions,
             builtin: false,
             module_strategy: false,
+            stored_as: None,
         })
     }
 
@@ -385,6 +458,7 @@ impl ResourceDefinition {
             }],
             builtin: true,
             module_strategy: false,
+            stored_as: None,
         }
     }
 
@@ -421,6 +495,7 @@ impl ResourceDefinition {
             }],
             builtin: true,
             module_strategy: false,
+            stored_as: None,
         }
     }
 }

@@ -6,6 +6,7 @@ mod create;
 pub mod definition;
 mod delete;
 pub mod error;
+pub mod event_expiry;
 pub mod names;
 pub mod schema;
 pub mod served;

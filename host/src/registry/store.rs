@@ -142,8 +142,42 @@ impl RegistryStore {
         self.def.object_key(scope.namespace.as_deref(), name)
     }
 
-    /// Stamps `obj` with the request's `apiVersion` and `kind` (conversion strategy None).
-    pub fn to_version(&self, mut obj: Value, version: &str) -> Value {
+    /// A stored object at the request's version: stamped with its `apiVersion` and `kind`
+    /// (conversion strategy None), its fields renamed when the resource is served over another's
+    /// stored objects.
+    pub fn to_version(&self, obj: Value, version: &str) -> Value {
+        let obj = match &self.def.stored_as {
+            Some(stored)
+                if obj.get("apiVersion").and_then(Value::as_str)
+                    == Some(stored.api_version.as_str()) =>
+            {
+                stored.from_stored(obj)
+            }
+            _ => obj,
+        };
+        self.stamp(obj, version)
+    }
+
+    /// An object of the request's shape as it is stored: stamped with the storage version, or
+    /// renamed into the stored resource's shape.
+    pub fn to_storage_version(&self, obj: Value) -> Value {
+        match &self.def.stored_as {
+            Some(stored) => {
+                let mut obj = stored.to_stored(obj);
+                if let Some(map) = obj.as_object_mut() {
+                    map.insert(
+                        "apiVersion".into(),
+                        Value::String(stored.api_version.clone()),
+                    );
+                    map.insert("kind".into(), Value::String(stored.kind.clone()));
+                }
+                obj
+            }
+            None => self.stamp(obj, self.def.storage_version()),
+        }
+    }
+
+    fn stamp(&self, mut obj: Value, version: &str) -> Value {
         if let Some(map) = obj.as_object_mut() {
             map.insert(
                 "apiVersion".into(),

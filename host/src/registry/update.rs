@@ -166,7 +166,7 @@ impl RegistryStore {
             let mut warnings = Vec::new();
             self.apply_schema(scope, &mut obj, &mut warnings)?;
             self.before_create(scope, &mut obj, &mut warnings).await?;
-            let object = self.to_version(obj, self.def.storage_version());
+            let object = self.to_storage_version(obj);
             return Ok(Prepared {
                 object,
                 old: None,
@@ -253,7 +253,7 @@ impl RegistryStore {
                 causes,
             });
         }
-        let mut object = self.to_version(new, self.def.storage_version());
+        let mut object = self.to_storage_version(new);
         metadata_mut(&mut object).insert("resourceVersion".into(), Value::String(old_rv));
         Ok(Prepared {
             object,

@@ -9,10 +9,54 @@ use super::KindStrategy;
 
 /// Kubernetes' limit on the length of `action`, `reason` and `reportingInstance`.
 const NAME_LIMIT: usize = 128;
-/// Kubernetes' limit on the length of `message` for events with an `eventTime`.
-const NOTE_LIMIT: usize = 4096;
+/// Kubernetes' limit on the length of `message` (`note`) for events with an `eventTime`.
+const NOTE_LIMIT: usize = 1024;
 
 pub(crate) struct Events;
+
+/// `events.k8s.io/v1` Events: the same rules under the newer field names; `eventTime` is
+/// required.
+pub(crate) struct EventsV1;
+
+/// (events.k8s.io name, core name) of the fields the two versions name differently.
+const RENAMES: &[(&str, &str)] = &[
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("reportingController", "reportingComponent"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+];
+
+impl KindStrategy for EventsV1 {
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        let mut core = obj.clone();
+        if let Some(map) = core.as_object_mut() {
+            for (new, old) in RENAMES {
+                if let Some(v) = map.remove(*new) {
+                    map.insert((*old).to_string(), v);
+                }
+            }
+        }
+        let mut errs = Vec::new();
+        if obj.get("eventTime").is_none_or(Value::is_null) {
+            errs.push(FieldError::required(&FieldPath::new("eventTime"), ""));
+        }
+        for mut e in Events.validate(&core) {
+            for (new, old) in RENAMES {
+                if let Some(rest) = e.field.strip_prefix(old) {
+                    if rest.is_empty() || rest.starts_with('.') {
+                        e.field = format!("{new}{rest}");
+                        break;
+                    }
+                }
+            }
+            errs.push(e);
+        }
+        errs
+    }
+}
 
 fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get(field).and_then(Value::as_str).unwrap_or("")
@@ -81,6 +125,20 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn events_v1_are_checked_under_their_own_field_names() {
+        let e = json!({"metadata": {"namespace": "a"}, "regarding": {"namespace": "b"}, "eventTime": "2026-01-01T00:00:00.000000Z", "reportingInstance": "i", "action": "Do", "reason": "R", "note": "n".repeat(2000)});
+        let fields: Vec<String> = EventsV1.validate(&e).into_iter().map(|e| e.field).collect();
+        assert_eq!(
+            fields,
+            ["regarding.namespace", "reportingController", "note"]
+        );
+        let ok = json!({"metadata": {"namespace": "a"}, "regarding": {"namespace": "a"}, "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "c", "reportingInstance": "i", "action": "Do", "reason": "R", "type": "Normal"});
+        assert!(EventsV1.validate(&ok).is_empty());
+        let untimed = json!({"metadata": {"namespace": "a"}});
+        assert_eq!(EventsV1.validate(&untimed)[0].field, "eventTime");
+    }
 
     #[test]
     fn a_legacy_event_about_an_object_in_its_namespace_is_valid() {

@@ -1,6 +1,6 @@
 //! The strategy module of the host's built-in kinds that have no host-side behaviour of their
-//! own: core `configmaps`, `secrets`, `serviceaccounts` and `events`, and `coordination.k8s.io`
-//! `leases`. The host embeds this module and loads it at start like any other source, so an
+//! own: core `configmaps`, `secrets`, `serviceaccounts` and `events`, `events.k8s.io` `events`
+//! and `coordination.k8s.io` `leases`. The host embeds this module and loads it at start like any other source, so an
 //! operator can replace it; each kind's rules are Kubernetes' own (see each file).
 
 use serde_json::Value;
@@ -66,6 +66,7 @@ fn kind_strategy(ctx: &Context) -> &'static dyn KindStrategy {
         ("", "ConfigMap") => &ConfigMaps,
         ("", "Secret") => &secret::Secrets,
         ("", "Event") => &event::Events,
+        ("events.k8s.io", "Event") => &event::EventsV1,
         ("coordination.k8s.io", "Lease") => &lease::Leases,
         _ => &ServiceAccounts,
     }
@@ -85,6 +86,7 @@ impl Strategy for BuiltinKinds {
             Scope::Namespaced,
         ),
         Resource::new("", "v1", "Event", "events", Scope::Namespaced),
+        Resource::new("events.k8s.io", "v1", "Event", "events", Scope::Namespaced),
         Resource::new(
             "coordination.k8s.io",
             "v1",

@@ -103,6 +103,7 @@ pub fn definition() -> ResourceDefinition {
         }],
         builtin: true,
         module_strategy: false,
+        stored_as: None,
     }
 }
 
