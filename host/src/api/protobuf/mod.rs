@@ -22,6 +22,8 @@
 mod bridge;
 mod error;
 mod messages;
+#[cfg(test)]
+mod tests;
 mod well_known;
 
 use k8s_pb::api::coordination::v1 as coordination;
@@ -51,6 +53,9 @@ struct KindCodec {
     from_proto: fn(&[u8], &str) -> Result<Value, ProtobufError>,
     /// For a list kind, the kind of its items.
     item_kind: Option<&'static str>,
+    /// Test support: the paths of the fields the object's message leaves unset.
+    #[cfg(test)]
+    unset_fields: fn(&Value) -> Vec<String>,
 }
 
 impl KindCodec {
@@ -60,6 +65,14 @@ impl KindCodec {
             to_proto: |json| Ok(M::from_json(json)?.encode_to_vec()),
             from_proto: |bytes, what| message_json::<M>(bytes, what),
             item_kind: None,
+            #[cfg(test)]
+            unset_fields: |json| {
+                let mut unset = Vec::new();
+                M::from_json(json)
+                    .expect("a valid fixture")
+                    .unset_fields("", &mut unset);
+                unset
+            },
         }
     }
 
