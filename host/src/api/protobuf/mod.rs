@@ -32,7 +32,7 @@ use k8s_pb::api::events::v1 as events;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta, Unknown};
 use prost::Message;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use bridge::JsonValue;
 pub(crate) use error::ProtobufError;
@@ -228,22 +228,17 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     };
     let what = format!("{api_version} {kind}");
     let mut json = (codec.from_proto)(raw.as_deref().unwrap_or_default(), &what)?;
-    let Value::Object(fields) = &mut json else {
-        unreachable!("a bridged message is a JSON object");
-    };
     if let Some(item_kind) = codec.item_kind {
-        if let Some(Value::Array(items)) = fields.get_mut("items") {
+        if let Some(Value::Array(items)) = json.get_mut("items") {
             for item in items.iter_mut().filter_map(Value::as_object_mut) {
                 item.insert("apiVersion".into(), Value::String(api_version.clone()));
                 item.insert("kind".into(), Value::String(item_kind.into()));
             }
         }
     }
-    let mut obj = Map::with_capacity(fields.len() + 2);
-    obj.insert("apiVersion".into(), Value::String(api_version));
-    obj.insert("kind".into(), Value::String(kind));
-    obj.append(fields);
-    Ok(Value::Object(obj))
+    json["apiVersion"] = Value::String(api_version);
+    json["kind"] = Value::String(kind);
+    Ok(json)
 }
 
 /// One frame of a protobuf watch stream: a 4-byte big-endian length, then a `meta.v1.WatchEvent`
