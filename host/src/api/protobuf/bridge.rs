@@ -1,0 +1,358 @@
+//! The JSON bridge for k8s-pb's structs: the `bridge_messages!` macro and the two traits it is
+//! driven by (`JsonValue` for what a field holds, `JsonField` for how a field is present).
+//!
+//! k8s-pb's structs are prost messages without serde. `bridge_messages!` lists, for one struct,
+//! each Rust field with its Kubernetes JSON name and writes both directions. Both destructure the
+//! struct exhaustively (`let T { a, b } = self;` and `T { a: .., b: .. }`, never `..`), so a field
+//! k8s-pb adds that is not listed fails to compile instead of being dropped.
+//!
+//! Presence follows Kubernetes' Go types, which k8s-pb's proto2 `Option`s do not tell apart:
+//! a Go value field with `omitempty` (most strings and numbers) is left out of JSON when it is
+//! the zero value — Go clients send `""` and `0` for every unset one — while a Go pointer field
+//! (`immutable`, `deletionGracePeriodSeconds`, the Lease spec) or a field without `omitempty`
+//! (a list's `items`) is marked `(keep)` and written whenever it is set, zero or not.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use super::error::ProtobufError;
+
+/// One value in its Kubernetes JSON form: a scalar, a bridged message, or one of the
+/// well-known types that have a JSON form of their own (`Time`, `Quantity`, ...).
+pub(super) trait JsonValue: Sized {
+    /// The JSON form. `Value::Null` means "no value" (a zero `Time`): the field is left out.
+    fn to_json(&self) -> Result<Value, ProtobufError>;
+
+    /// Reads the JSON form. Never given `null`: a field takes `null` as absent first.
+    fn from_json(value: &Value) -> Result<Self, ProtobufError>;
+
+    /// Whether this is Go's zero value (`""`, `0`, `false`, empty bytes), which `omitempty`
+    /// leaves out.
+    fn is_zero(&self) -> bool {
+        false
+    }
+
+    /// Test support: appends the path of every field that is unset (absent, empty list or
+    /// map), in this value and below, so a fixture can prove it sets every field.
+    #[cfg(test)]
+    fn unset_fields(&self, _path: &str, _out: &mut Vec<String>) {}
+}
+
+/// How a set field that holds a zero value or an empty list or map shows in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Presence {
+    /// A Go value field with `omitempty`: zero values and empty lists and maps are left out.
+    OmitEmpty,
+    /// A Go pointer field, or one without `omitempty`: written whenever it is set.
+    Keep,
+}
+
+/// One field of a k8s-pb struct: `Option<T>`, `Vec<T>` or `BTreeMap<String, T>` of a
+/// [`JsonValue`].
+pub(super) trait JsonField: Sized {
+    /// Writes the field into `obj` under `key`, or leaves it out (absent, or empty under
+    /// [`Presence::OmitEmpty`]).
+    fn put(
+        &self,
+        obj: &mut Map<String, Value>,
+        key: &'static str,
+        presence: Presence,
+    ) -> Result<(), ProtobufError>;
+
+    /// Reads the field `key` of `obj`; absent and `null` are the field's absent value.
+    fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError>;
+
+    /// Test support: see [`JsonValue::unset_fields`].
+    #[cfg(test)]
+    fn unset_fields(&self, path: &str, out: &mut Vec<String>);
+}
+
+impl<T: JsonValue> JsonField for Option<T> {
+    fn put(
+        &self,
+        obj: &mut Map<String, Value>,
+        key: &'static str,
+        presence: Presence,
+    ) -> Result<(), ProtobufError> {
+        let Some(value) = self else { return Ok(()) };
+        if presence == Presence::OmitEmpty && value.is_zero() {
+            return Ok(());
+        }
+        let json = value.to_json().map_err(|e| e.within(key))?;
+        if !json.is_null() {
+            obj.insert(key.to_owned(), json);
+        }
+        Ok(())
+    }
+
+    fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => T::from_json(value).map(Some).map_err(|e| e.within(key)),
+        }
+    }
+
+    #[cfg(test)]
+    fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
+        match self {
+            None => out.push(path.to_owned()),
+            Some(value) => value.unset_fields(path, out),
+        }
+    }
+}
+
+impl<T: JsonValue> JsonField for Vec<T> {
+    fn put(
+        &self,
+        obj: &mut Map<String, Value>,
+        key: &'static str,
+        presence: Presence,
+    ) -> Result<(), ProtobufError> {
+        if self.is_empty() && presence == Presence::OmitEmpty {
+            return Ok(());
+        }
+        let items = self
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.to_json().map_err(|e| e.at_index(i)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.within(key))?;
+        obj.insert(key.to_owned(), Value::Array(items));
+        Ok(())
+    }
+
+    fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| T::from_json(v).map_err(|e| e.at_index(i)))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.within(key)),
+            Some(other) => Err(ProtobufError::expected("an array", other).within(key)),
+        }
+    }
+
+    #[cfg(test)]
+    fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
+        if self.is_empty() {
+            out.push(path.to_owned());
+        }
+        for (i, value) in self.iter().enumerate() {
+            value.unset_fields(&format!("{path}[{i}]"), out);
+        }
+    }
+}
+
+impl<T: JsonValue> JsonField for BTreeMap<String, T> {
+    fn put(
+        &self,
+        obj: &mut Map<String, Value>,
+        key: &'static str,
+        presence: Presence,
+    ) -> Result<(), ProtobufError> {
+        if self.is_empty() && presence == Presence::OmitEmpty {
+            return Ok(());
+        }
+        let map = self
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), v.to_json().map_err(|e| e.at_key(k))?)))
+            .collect::<Result<Map<_, _>, ProtobufError>>()
+            .map_err(|e| e.within(key))?;
+        obj.insert(key.to_owned(), Value::Object(map));
+        Ok(())
+    }
+
+    fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), T::from_json(v).map_err(|e| e.at_key(k))?)))
+                .collect::<Result<_, ProtobufError>>()
+                .map_err(|e| e.within(key)),
+            Some(other) => Err(ProtobufError::expected("an object", other).within(key)),
+        }
+    }
+
+    #[cfg(test)]
+    fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
+        if self.is_empty() {
+            out.push(path.to_owned());
+        }
+        for (k, value) in self {
+            value.unset_fields(&format!("{path}[{k}]"), out);
+        }
+    }
+}
+
+impl JsonValue for String {
+    fn to_json(&self) -> Result<Value, ProtobufError> {
+        Ok(Value::String(self.clone()))
+    }
+
+    fn from_json(value: &Value) -> Result<Self, ProtobufError> {
+        value
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| ProtobufError::expected("a string", value))
+    }
+
+    fn is_zero(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl JsonValue for bool {
+    fn to_json(&self) -> Result<Value, ProtobufError> {
+        Ok(Value::Bool(*self))
+    }
+
+    fn from_json(value: &Value) -> Result<Self, ProtobufError> {
+        value
+            .as_bool()
+            .ok_or_else(|| ProtobufError::expected("a boolean", value))
+    }
+
+    fn is_zero(&self) -> bool {
+        !*self
+    }
+}
+
+impl JsonValue for i64 {
+    fn to_json(&self) -> Result<Value, ProtobufError> {
+        Ok(Value::from(*self))
+    }
+
+    fn from_json(value: &Value) -> Result<Self, ProtobufError> {
+        value
+            .as_i64()
+            .ok_or_else(|| ProtobufError::expected("a 64-bit integer", value))
+    }
+
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl JsonValue for i32 {
+    fn to_json(&self) -> Result<Value, ProtobufError> {
+        Ok(Value::from(*self))
+    }
+
+    fn from_json(value: &Value) -> Result<Self, ProtobufError> {
+        value
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .ok_or_else(|| ProtobufError::expected("a 32-bit integer", value))
+    }
+
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+}
+
+/// Bytes: a base64 string (standard alphabet, padded), as Go's `encoding/json` writes `[]byte`.
+impl JsonValue for Vec<u8> {
+    fn to_json(&self) -> Result<Value, ProtobufError> {
+        Ok(Value::String(
+            base64::engine::general_purpose::STANDARD.encode(self),
+        ))
+    }
+
+    fn from_json(value: &Value) -> Result<Self, ProtobufError> {
+        let text = value
+            .as_str()
+            .ok_or_else(|| ProtobufError::expected("a base64 string", value))?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| ProtobufError::invalid(format!("invalid base64: {e}")))
+    }
+
+    fn is_zero(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+/// The JSON object a message is read from.
+pub(super) fn as_object(value: &Value) -> Result<&Map<String, Value>, ProtobufError> {
+    value
+        .as_object()
+        .ok_or_else(|| ProtobufError::expected("an object", value))
+}
+
+/// Implements [`JsonValue`] for k8s-pb structs from their field lists:
+///
+/// ```ignore
+/// bridge_messages! {
+///     meta::OwnerReference {
+///         api_version => "apiVersion",
+///         controller => "controller" (keep),
+///     }
+/// }
+/// ```
+///
+/// Every field must be listed (the struct is destructured without `..`); `(keep)` marks a
+/// field written even when zero or empty (see [`Presence`]). JSON keys not listed (such as
+/// `apiVersion` and `kind` at the top) are ignored when reading.
+macro_rules! bridge_messages {
+    (@presence) => {
+        $crate::api::protobuf::bridge::Presence::OmitEmpty
+    };
+    (@presence keep) => {
+        $crate::api::protobuf::bridge::Presence::Keep
+    };
+    ($(
+        $ty:path {
+            $( $field:ident => $json:literal $( ($presence:ident) )? ),* $(,)?
+        }
+    )*) => {$(
+        impl $crate::api::protobuf::bridge::JsonValue for $ty {
+            fn to_json(
+                &self,
+            ) -> ::std::result::Result<
+                ::serde_json::Value,
+                $crate::api::protobuf::error::ProtobufError,
+            > {
+                let Self { $( $field ),* } = self;
+                let mut obj = ::serde_json::Map::new();
+                $(
+                    $crate::api::protobuf::bridge::JsonField::put(
+                        $field,
+                        &mut obj,
+                        $json,
+                        bridge_messages!(@presence $($presence)?),
+                    )?;
+                )*
+                Ok(::serde_json::Value::Object(obj))
+            }
+
+            fn from_json(
+                value: &::serde_json::Value,
+            ) -> ::std::result::Result<Self, $crate::api::protobuf::error::ProtobufError> {
+                let obj = $crate::api::protobuf::bridge::as_object(value)?;
+                Ok(Self {
+                    $( $field: $crate::api::protobuf::bridge::JsonField::take(obj, $json)?, )*
+                })
+            }
+
+            #[cfg(test)]
+            fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
+                let Self { $( $field ),* } = self;
+                $(
+                    let child = if path.is_empty() {
+                        $json.to_owned()
+                    } else {
+                        format!("{path}.{}", $json)
+                    };
+                    $crate::api::protobuf::bridge::JsonField::unset_fields($field, &child, out);
+                )*
+            }
+        }
+    )*};
+}
+
+pub(super) use bridge_messages;
