@@ -129,30 +129,6 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(total))
 }
 
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::parse_duration;
-
-    #[test]
-    fn go_durations_parse() {
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(
-            parse_duration("1h30m0s").unwrap(),
-            Duration::from_secs(5400)
-        );
-        assert_eq!(
-            parse_duration("1500ms").unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
-        assert!(parse_duration("1d").is_err());
-        assert!(parse_duration("h").is_err());
-        assert!(parse_duration("10").is_err());
-    }
-}
-
 impl Config {
     /// The directory compiled modules are cached in, if any.
     pub fn module_cache(&self) -> Option<PathBuf> {
@@ -171,30 +147,6 @@ pub enum StoreChoice {
     Embedded(EmbeddedConfig),
     /// etcd v3.
     Etcd3(Etcd3Config),
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::parse_duration;
-
-    #[test]
-    fn go_durations_parse() {
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(
-            parse_duration("1h30m0s").unwrap(),
-            Duration::from_secs(5400)
-        );
-        assert_eq!(
-            parse_duration("1500ms").unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
-        assert!(parse_duration("1d").is_err());
-        assert!(parse_duration("h").is_err());
-        assert!(parse_duration("10").is_err());
-    }
 }
 
 impl Config {
@@ -254,5 +206,22 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+    #[test]
+    fn go_durations_parse() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(
+            parse_duration("1h30m0s").unwrap(),
+            Duration::from_secs(5400)
+        );
+        assert_eq!(
+            parse_duration("1500ms").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert!(parse_duration("1d").is_err());
+        assert!(parse_duration("h").is_err());
+        assert!(parse_duration("10").is_err());
     }
 }
