@@ -111,7 +111,7 @@ mod tests {
         let t = last_written(&e).unwrap();
         assert_eq!(
             t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
-            1_767_229_200 + 3600
+            1_767_225_600 + 3600
         );
         assert!(last_written(&json!({})).is_none());
     }
