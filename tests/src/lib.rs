@@ -242,6 +242,48 @@ pub fn call_with(
     })
 }
 
+/// A response read as bytes (for binary bodies such as Kubernetes protobuf).
+#[derive(Debug, Clone)]
+pub struct RawReply {
+    /// The HTTP status code.
+    pub code: u16,
+    /// The `Content-Type` header.
+    pub content_type: String,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// [`call_with`], keeping the body as bytes.
+pub fn call_raw(
+    method: &str,
+    url: &str,
+    body: Option<&[u8]>,
+    headers: &[(&str, &str)],
+) -> anyhow::Result<RawReply> {
+    let mut req = agent().request(method, url);
+    for (h, v) in headers {
+        req = req.set(h, v);
+    }
+    let result = match body {
+        Some(b) => req.send_bytes(b),
+        None => req.call(),
+    };
+    let resp = match result {
+        Ok(resp) => resp,
+        Err(ureq::Error::Status(_, resp)) => resp,
+        Err(e) => return Err(e.into()),
+    };
+    let code = resp.status();
+    let content_type = resp.header("content-type").unwrap_or("").to_string();
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut resp.into_reader(), &mut body)?;
+    Ok(RawReply {
+        code,
+        content_type,
+        body,
+    })
+}
+
 /// Sends a JSON body (or none) with `method`.
 pub fn call(method: &str, url: &str, body: Option<&serde_json::Value>) -> anyhow::Result<Reply> {
     let bytes = body.map(serde_json::to_vec).transpose()?;

@@ -1,5 +1,5 @@
 //! Request bodies, decoded only here: read under a size cap (→ 413), content types checked
-//! (→ 415), JSON decoded (→ 400), and the field validation rule (`fieldValidation=Strict|Warn|
+//! (→ 415), JSON or (built-in kinds) protobuf decoded (→ 400), and the field validation rule (`fieldValidation=Strict|Warn|
 //! Ignore` over duplicate fields) applied once for every body that carries an object or a patch.
 
 use std::cell::RefCell;
@@ -47,16 +47,32 @@ pub(crate) fn too_large(max: usize) -> Status {
     ))
 }
 
-/// Checks a create/update body's content type (JSON or none).
+/// Decodes a create or update body in its content type: JSON (or none), or Kubernetes protobuf
+/// when `protobuf` (built-in kinds; custom resources are JSON only, as in Kubernetes).
 ///
 /// # Errors
-/// 415 for anything else.
-pub(crate) fn require_json(content_type: Option<&str>) -> Result<(), Status> {
+/// 415 for another content type; 400 for a body that does not decode.
+pub(crate) fn decode_object_in(
+    content_type: Option<&str>,
+    bytes: &[u8],
+    mode: FieldValidation,
+    protobuf: bool,
+) -> Result<(Value, Vec<String>), Status> {
     match media_type(content_type).as_str() {
-        "" | "application/json" | "*/*" => Ok(()),
-        other => Err(Status::unsupported_media_type(format!(
-            "the body of the request was in an unknown format ({other}) - accepted media types include: application/json"
-        ))),
+        "" | "application/json" | "*/*" => decode_object(bytes, mode),
+        super::protobuf::PROTOBUF if protobuf => super::protobuf::decode(bytes)
+            .map(|obj| (obj, Vec::new()))
+            .map_err(|e| Status::bad_request(format!("error decoding the protobuf body: {e}"))),
+        other => {
+            let accepted = if protobuf {
+                "application/json, application/vnd.kubernetes.protobuf"
+            } else {
+                "application/json"
+            };
+            Err(Status::unsupported_media_type(format!(
+                "the body of the request was in an unknown format ({other}) - accepted media types include: {accepted}"
+            )))
+        }
     }
 }
 
@@ -129,11 +145,19 @@ pub(crate) fn decode_patch(
 /// # Errors
 /// 400 for malformed JSON, a body that is not an object, another kind, or a field of the
 /// wrong type (`"preconditions": "x"`, `"gracePeriodSeconds": "abc"`).
-pub(crate) fn decode_delete_options(bytes: &[u8]) -> Result<DeleteOptionsBody, Status> {
+pub(crate) fn decode_delete_options(
+    content_type: Option<&str>,
+    bytes: &[u8],
+) -> Result<DeleteOptionsBody, Status> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(DeleteOptionsBody::default());
     }
-    let value = parse_object(bytes)?;
+    let value = if media_type(content_type) == super::protobuf::PROTOBUF {
+        super::protobuf::decode(bytes)
+            .map_err(|e| Status::bad_request(format!("error decoding the protobuf body: {e}")))?
+    } else {
+        parse_object(bytes)?
+    };
     let options: DeleteOptionsBody = serde_json::from_value(value)
         .map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?;
     match options.kind.as_deref() {
@@ -258,11 +282,12 @@ mod tests {
 
     #[test]
     fn delete_options() {
-        assert!(decode_delete_options(b" \n")
+        assert!(decode_delete_options(None, b" \n")
             .unwrap()
             .preconditions
             .is_none());
         let ok = decode_delete_options(
+            None,
             br#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background","preconditions":{"uid":"u"},"extra":1}"#,
         )
         .unwrap();
@@ -278,10 +303,10 @@ mod tests {
             b"not json",
             b"[1]",
         ] {
-            let e = decode_delete_options(bad).unwrap_err();
+            let e = decode_delete_options(None, bad).unwrap_err();
             assert_eq!(e.code, 400, "{}", String::from_utf8_lossy(bad));
         }
-        let e = decode_delete_options(br#"{"preconditions":"x"}"#).unwrap_err();
+        let e = decode_delete_options(None, br#"{"preconditions":"x"}"#).unwrap_err();
         assert!(e.message.contains("Preconditions"), "{}", e.message);
     }
 }

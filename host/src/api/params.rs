@@ -42,6 +42,8 @@ pub(crate) struct Format {
     pub as_table: bool,
     /// `?includeObject=` of a Table.
     pub include_object: IncludeObject,
+    /// The client prefers Kubernetes protobuf (served for the kinds that have it).
+    pub protobuf: bool,
 }
 
 /// What each Table row carries of its object (`?includeObject=`).
@@ -78,6 +80,7 @@ impl Format {
         Self {
             as_table: super::table::wants_table(accept),
             include_object,
+            protobuf: super::media::prefers_protobuf(accept),
         }
     }
 }

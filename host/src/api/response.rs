@@ -1,4 +1,5 @@
-//! Response building: the body type (whole or streamed), JSON and `Status` replies, and
+//! Response building: the body type (whole or streamed), object replies (JSON or protobuf),
+//! JSON and `Status` replies, and
 //! `Warning: 299` headers.
 
 use std::convert::Infallible;
@@ -41,6 +42,36 @@ pub(crate) fn json(code: u16, value: &Value, warnings: &[String]) -> Response<Bo
     builder
         .body(full(body))
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
+}
+
+/// An object reply in the client's preferred encoding: Kubernetes protobuf when `protobuf` and
+/// the object's kind has a protobuf form, else JSON.
+pub(crate) fn object(
+    code: u16,
+    value: &Value,
+    warnings: &[String],
+    protobuf: bool,
+) -> Response<Body> {
+    if protobuf {
+        match super::protobuf::encode(value) {
+            Ok(Some(bytes)) => {
+                let mut builder = Response::builder()
+                    .status(code)
+                    .header(hyper::header::CONTENT_TYPE, super::protobuf::PROTOBUF);
+                for w in warnings {
+                    builder = builder.header("Warning", warning_header(w));
+                }
+                return builder
+                    .body(full(bytes))
+                    .unwrap_or_else(|_| Response::new(full(Bytes::new())));
+            }
+            Ok(None) => {}
+            // The stored object does not fit its protobuf message (a field of the wrong type):
+            // JSON still carries it, and the client accepts JSON too.
+            Err(e) => tracing::warn!(error = %e, "serving JSON: the object has no protobuf form"),
+        }
+    }
+    json(code, value, warnings)
 }
 
 /// A plain-text reply.

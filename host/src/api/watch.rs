@@ -1,4 +1,5 @@
 //! Watch streams over HTTP: frames the registry's events (already at the request's version) as
+//! length-prefixed Kubernetes protobuf frames when the client prefers them (built-in kinds), or as
 //! `application/json` lines, `{"type","object"}` around the shared object's bytes, each flushed
 //! as its own chunk; an ERROR event carries a `Status` and ends the stream; the stream also ends
 //! at `timeoutSeconds` and when the server shuts down.
@@ -28,6 +29,8 @@ pub(crate) struct WatchFormat {
     pub table: bool,
     /// `includeObject` for tables.
     pub include_object: String,
+    /// Kubernetes protobuf frames (length-prefixed `WatchEvent`s) instead of JSON lines.
+    pub protobuf: bool,
 }
 
 /// Serves a watch on `store` (selectors in `opts`).
@@ -49,7 +52,15 @@ pub(crate) async fn serve(
             if status.code != 410 {
                 return super::response::status(&status);
             }
-            let _ = tx.try_send(frame("ERROR", status.to_json().to_string().as_bytes()));
+            let error = status.to_json();
+            let first = if format.protobuf {
+                protobuf_frame("ERROR", &error)
+            } else {
+                Some(frame("ERROR", error.to_string().as_bytes()))
+            };
+            if let Some(first) = first {
+                let _ = tx.try_send(first);
+            }
             None
         }
     };
@@ -69,6 +80,23 @@ pub(crate) async fn serve(
             };
             let Some(event) = event else { break };
             let last = matches!(event, WatchEvent::Error(_));
+            if format.protobuf {
+                let object = match &event {
+                    WatchEvent::Error(e) => Status::from(&**e).to_json(),
+                    WatchEvent::Bookmark(o)
+                    | WatchEvent::Added(o)
+                    | WatchEvent::Modified(o)
+                    | WatchEvent::Deleted(o) => o.value().clone(),
+                };
+                // An object without a protobuf form ends the stream; the client relists.
+                let Some(bytes) = protobuf_frame(event.type_name(), &object) else {
+                    break;
+                };
+                if tx.send(bytes).await.is_err() || last {
+                    break;
+                }
+                continue;
+            }
             let object = match &event {
                 WatchEvent::Error(e) => Bytes::from(Status::from(&**e).to_json().to_string()),
                 WatchEvent::Bookmark(o) => o.json(),
@@ -97,12 +125,39 @@ pub(crate) async fn serve(
     });
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx)
         .map(|b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
+    let content_type = if format.protobuf {
+        PROTOBUF_WATCH
+    } else {
+        "application/json"
+    };
     Response::builder()
         .status(200)
-        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(hyper::header::CONTENT_TYPE, content_type)
         .header(hyper::header::CACHE_CONTROL, "no-cache, private")
         .body(BodyExt::boxed(StreamBody::new(stream)))
         .unwrap_or_else(|_| Response::new(super::response::full(Bytes::new())))
+}
+
+/// The content type of a protobuf watch stream.
+const PROTOBUF_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// One length-prefixed protobuf `WatchEvent` frame, or `None` (logged) when the object has no
+/// protobuf form.
+fn protobuf_frame(kind: &str, object: &serde_json::Value) -> Option<Bytes> {
+    match super::protobuf::encode_watch_frame(kind, object) {
+        Ok(Some(bytes)) => Some(Bytes::from(bytes)),
+        Ok(None) => {
+            tracing::warn!(
+                kind,
+                "ending a protobuf watch: the object has no protobuf form"
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!(kind, error = %e, "ending a protobuf watch: the object does not encode");
+            None
+        }
+    }
 }
 
 /// One `{"type":..,"object":..}` line around an object already encoded.

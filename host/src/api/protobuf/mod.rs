@@ -15,10 +15,6 @@
 //!   above (magic and `Unknown`), as `apiserver`'s `watchEncoder.doEncode` does and client-go's
 //!   `rest/watch/decoder.go` reads.
 
-// The api wiring (content negotiation, request bodies, watch framing) comes next; until then
-// nothing outside the tests calls the codec.
-#![allow(dead_code)]
-
 mod bridge;
 mod error;
 mod messages;
@@ -278,6 +274,7 @@ pub(crate) fn encode_watch_frame(
 /// # Errors
 ///
 /// The length prefix does not match the frame, or the event or its object cannot be decoded.
+#[cfg(test)]
 pub(crate) fn decode_watch_frame(frame: &[u8]) -> Result<(String, Value), ProtobufError> {
     let (prefix, event) = frame.split_first_chunk::<4>().ok_or_else(|| {
         ProtobufError::NotProtobuf("a watch frame is shorter than 4 bytes".into())

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::resolve::Resolved;
 use super::settle_definitions;
-use crate::api::params::PostParams;
+use crate::api::params::{Format, PostParams};
 use crate::api::response::{self, Body};
 use crate::api::state::AppState;
 use crate::api::status::Status;
@@ -21,6 +21,7 @@ pub(crate) async fn create(
     params: PostParams,
     obj: Value,
     mut warnings: Vec<String>,
+    format: Format,
 ) -> Result<Response<Body>, Status> {
     let scope = res.scope(params.dry_run, params.field_validation);
     let outcome = res
@@ -30,5 +31,10 @@ pub(crate) async fn create(
         .map_err(|e| Status::from(&e))?;
     warnings.extend(outcome.warnings.iter().cloned());
     settle_definitions(state, res, &scope, &outcome).await;
-    Ok(response::json(201, &outcome.object, &warnings))
+    Ok(response::object(
+        201,
+        &outcome.object,
+        &warnings,
+        format.protobuf,
+    ))
 }

@@ -4,7 +4,7 @@ use hyper::Response;
 
 use super::resolve::Resolved;
 use super::settle_definitions;
-use crate::api::params::DeleteParams;
+use crate::api::params::{DeleteParams, Format};
 use crate::api::response::{self, Body};
 use crate::api::state::AppState;
 use crate::api::status::Status;
@@ -18,6 +18,7 @@ pub(crate) async fn delete(
     state: &AppState,
     res: &Resolved,
     params: DeleteParams,
+    format: Format,
 ) -> Result<Response<Body>, Status> {
     let scope = res.scope(params.dry_run, FieldValidation::default());
     let outcome = res
@@ -26,5 +27,10 @@ pub(crate) async fn delete(
         .await
         .map_err(|e| Status::from(&e))?;
     settle_definitions(state, res, &scope, &outcome).await;
-    Ok(response::json(200, &outcome.object, &outcome.warnings))
+    Ok(response::object(
+        200,
+        &outcome.object,
+        &outcome.warnings,
+        format.protobuf,
+    ))
 }

@@ -5,7 +5,7 @@ use hyper::Response;
 
 use super::resolve::Resolved;
 use super::settle_definitions;
-use crate::api::params::DeleteCollectionParams;
+use crate::api::params::{DeleteCollectionParams, Format};
 use crate::api::response::{self, Body};
 use crate::api::state::AppState;
 use crate::api::status::Status;
@@ -19,6 +19,7 @@ pub(crate) async fn delete_collection(
     state: &AppState,
     res: &Resolved,
     params: DeleteCollectionParams,
+    format: Format,
 ) -> Result<Response<Body>, Status> {
     let scope = res.scope(params.delete.dry_run, FieldValidation::default());
     let outcome = res
@@ -27,5 +28,10 @@ pub(crate) async fn delete_collection(
         .await
         .map_err(|e| Status::from(&e))?;
     settle_definitions(state, res, &scope, &outcome).await;
-    Ok(response::json(200, &outcome.object, &outcome.warnings))
+    Ok(response::object(
+        200,
+        &outcome.object,
+        &outcome.warnings,
+        format.protobuf,
+    ))
 }

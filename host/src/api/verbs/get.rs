@@ -36,5 +36,5 @@ pub(crate) async fn get(
         );
         return Ok(response::json(200, &t, &[]));
     }
-    Ok(response::json(200, &obj, &[]))
+    Ok(response::object(200, &obj, &[], format.protobuf))
 }

@@ -36,5 +36,5 @@ pub(crate) async fn list(
         );
         return Ok(response::json(200, &t, &[]));
     }
-    Ok(response::json(200, &list, &[]))
+    Ok(response::object(200, &list, &[], format.protobuf))
 }

@@ -99,13 +99,14 @@ async fn run(
         }
         Verb::Create | Verb::Update => {
             let params = PostParams::from_query(query)?;
-            body::require_json(content_type)?;
             let bytes = read_body(incoming, max).await?;
-            let (obj, warnings) = body::decode_object(&bytes, params.field_validation)?;
+            let builtin = res.store().definition().builtin;
+            let (obj, warnings) =
+                body::decode_object_in(content_type, &bytes, params.field_validation, builtin)?;
             if verb == Verb::Create {
-                create::create(state, &res, params, obj, warnings).await
+                create::create(state, &res, params, obj, warnings, format()).await
             } else {
-                update::update(state, &res, params, obj, warnings).await
+                update::update(state, &res, params, obj, warnings, format()).await
             }
         }
         Verb::Patch => {
@@ -113,22 +114,22 @@ async fn run(
             let kind = patch_kind(content_type, res.store().definition().builtin)?;
             let bytes = read_body(incoming, max).await?;
             let (patch, warnings) = body::decode_patch(kind, &bytes, params.field_validation)?;
-            patch::patch(state, &res, params, patch, warnings).await
+            patch::patch(state, &res, params, patch, warnings, format()).await
         }
         Verb::Delete => {
             let bytes = read_body(incoming, max).await?;
-            let options = body::decode_delete_options(&bytes)?;
-            delete::delete(state, &res, DeleteParams::new(query, options)?).await
+            let options = body::decode_delete_options(content_type, &bytes)?;
+            delete::delete(state, &res, DeleteParams::new(query, options)?, format()).await
         }
         Verb::DeleteCollection => {
             let list = ListParams::from_query(query)?;
             let bytes = read_body(incoming, max).await?;
-            let options = body::decode_delete_options(&bytes)?;
+            let options = body::decode_delete_options(content_type, &bytes)?;
             let params = DeleteCollectionParams {
                 list,
                 delete: DeleteParams::new(query, options)?,
             };
-            delete_collection::delete_collection(state, &res, params).await
+            delete_collection::delete_collection(state, &res, params, format()).await
         }
     }
 }

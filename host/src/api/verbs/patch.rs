@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::resolve::Resolved;
 use super::settle_definitions;
-use crate::api::params::PatchParams;
+use crate::api::params::{Format, PatchParams};
 use crate::api::patch::Patch;
 use crate::api::response::{self, Body};
 use crate::api::state::AppState;
@@ -27,6 +27,7 @@ pub(crate) async fn patch(
     params: PatchParams,
     patch: Patch,
     mut warnings: Vec<String>,
+    format: Format,
 ) -> Result<Response<Body>, Status> {
     let scope = res.scope(params.dry_run, params.field_validation);
     let target = res.store().target(res.name());
@@ -56,5 +57,10 @@ pub(crate) async fn patch(
         .map_err(|e| Status::from(&e))?;
     warnings.extend(outcome.warnings.iter().cloned());
     settle_definitions(state, res, &scope, &outcome).await;
-    Ok(response::json(200, &outcome.object, &warnings))
+    Ok(response::object(
+        200,
+        &outcome.object,
+        &warnings,
+        format.protobuf,
+    ))
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::resolve::Resolved;
 use super::settle_definitions;
-use crate::api::params::PostParams;
+use crate::api::params::{Format, PostParams};
 use crate::api::response::{self, Body};
 use crate::api::state::AppState;
 use crate::api::status::Status;
@@ -25,6 +25,7 @@ pub(crate) async fn update(
     params: PostParams,
     obj: Value,
     mut warnings: Vec<String>,
+    format: Format,
 ) -> Result<Response<Body>, Status> {
     let scope = res.scope(params.dry_run, params.field_validation);
     let input: UpdateFn = Arc::new(move |_| Ok(obj.clone()));
@@ -36,5 +37,10 @@ pub(crate) async fn update(
     warnings.extend(outcome.warnings.iter().cloned());
     settle_definitions(state, res, &scope, &outcome).await;
     let code = if outcome.created { 201 } else { 200 };
-    Ok(response::json(code, &outcome.object, &warnings))
+    Ok(response::object(
+        code,
+        &outcome.object,
+        &warnings,
+        format.protobuf,
+    ))
 }

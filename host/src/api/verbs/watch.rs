@@ -21,9 +21,15 @@ pub(crate) async fn watch(
     shutdown: signal::Receiver<bool>,
 ) -> Result<Response<Body>, Status> {
     let opts = params.options(res.path.name.as_deref())?;
+    let def = res.store().definition();
+    let api_version = def.api_version(&res.read_scope().version);
     let format = WatchFormat {
         table: format.as_table,
         include_object: format.include_object.as_str().to_string(),
+        protobuf: format.protobuf
+            && !format.as_table
+            && def.builtin
+            && crate::api::protobuf::supports(&api_version, &def.kind),
     };
     Ok(watch::serve(
         res.store().clone(),
