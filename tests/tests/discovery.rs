@@ -69,7 +69,30 @@ fn aggregated_discovery_describes_every_group_in_one_document() {
     .json();
     let v1 = &group(&core, "")["versions"][0];
     assert_eq!(v1["version"], "v1");
-    assert_eq!(v1["resources"][0]["resource"], "namespaces");
+    let core_names: Vec<&str> = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["resource"].as_str())
+        .collect();
+    assert_eq!(
+        core_names,
+        [
+            "configmaps",
+            "events",
+            "namespaces",
+            "secrets",
+            "serviceaccounts"
+        ]
+    );
+    for g in ["coordination.k8s.io", "events.k8s.io"] {
+        assert!(
+            group(&doc, g)["versions"][0]["resources"][0]["resource"]
+                .as_str()
+                .is_some_and(|r| r == "leases" || r == "events"),
+            "{g}"
+        );
+    }
 
     // Plain discovery stays for clients that ask for plain JSON.
     let plain = call_with(
