@@ -25,3 +25,19 @@ pub mod registry;
 pub mod storage;
 pub mod strategy;
 pub mod wasm;
+
+/// What benchmarks measure of the private `api` layer (the `testing` feature).
+#[cfg(feature = "testing")]
+pub mod bench_support {
+    use serde_json::Value;
+
+    /// An object as the server encodes it for a client preferring Kubernetes protobuf.
+    pub fn protobuf_encode(obj: &Value) -> Option<Vec<u8>> {
+        crate::api::protobuf::encode(obj).ok().flatten()
+    }
+
+    /// A Kubernetes protobuf request body as the server decodes it.
+    pub fn protobuf_decode(body: &[u8]) -> Option<Value> {
+        crate::api::protobuf::decode(body).ok()
+    }
+}

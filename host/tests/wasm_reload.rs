@@ -140,3 +140,35 @@ async fn two_sources_cannot_serve_one_resource() {
     assert!(table.unload("dir:a.wasm"));
     table.load("dir:b.wasm", &new_version(&bytes)).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_built_in_module_yields_its_kinds_to_another_source_and_takes_them_back() {
+    let table = Arc::new(ModuleTable::new(runtime()));
+    let builtin = std::fs::read(strategy_artifacts::BUILTIN).unwrap();
+    let serving = |t: &ModuleTable| t.active("", "ConfigMap").map(|m| m.digest().to_string());
+    let original = table.load("builtin:kinds", &builtin).unwrap();
+    assert_eq!(serving(&table).as_deref(), Some(original.digest()));
+
+    // An operator's module for the same kinds takes over (no "already served" refusal) ...
+    let replacement = table
+        .load("dir:kinds.wasm", &new_version(&builtin))
+        .unwrap();
+    assert_eq!(serving(&table).as_deref(), Some(replacement.digest()));
+    // ... and a second operator module for them is refused as before.
+    let refused = table.load("dir:other.wasm", &new_version(&new_version(&builtin)));
+    assert!(refused
+        .unwrap_err()
+        .to_string()
+        .contains("already served by the module from dir:kinds.wasm"));
+
+    // Removing it hands the kinds back to the built-in module, not to the default strategy.
+    assert!(table.unload("dir:kinds.wasm"));
+    assert_eq!(serving(&table).as_deref(), Some(original.digest()));
+    assert_eq!(
+        table
+            .active("coordination.k8s.io", "Lease")
+            .map(|m| m.digest().to_string())
+            .as_deref(),
+        Some(original.digest())
+    );
+}

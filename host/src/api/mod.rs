@@ -14,7 +14,7 @@ pub(crate) mod modules;
 pub(crate) mod openapi;
 pub(crate) mod params;
 pub(crate) mod patch;
-mod protobuf;
+pub(crate) mod protobuf;
 pub(crate) mod query;
 pub(crate) mod response;
 pub(crate) mod route;

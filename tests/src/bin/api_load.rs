@@ -5,8 +5,10 @@
 //! prints operations per second and p50/p90/p99 latency.
 //!
 //! `api-load --server http://127.0.0.1:8080 --mode create --concurrency 16 --seconds 10 [--rate 1000]
-//! [--resource widgets|deployments]` (deployments: the example Deployment, whose strategy is the
-//! wasm module or, on `native-host`, the same code compiled in).
+//! [--resource widgets|deployments|leases]` (deployments: the example Deployment, whose strategy is
+//! the wasm module or, on `native-host`, the same code compiled in; leases: the built-in
+//! `coordination.k8s.io` Lease). `--mode renew` is a leader-election renewal as client-go does
+//! it: each client GETs its own Lease and PUTs it back with a new `renewTime`.
 
 use std::time::{Duration, Instant};
 
@@ -48,6 +50,20 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(args)
 }
 
+/// A leader-election Lease held by `name`, renewed for the `renewal`-th time.
+fn lease(name: &str, renewal: u64) -> serde_json::Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": name},
+        "spec": {
+            "holderIdentity": "controller-0", "leaseDurationSeconds": 15,
+            "acquireTime": "2026-01-01T00:00:00.000000Z",
+            "renewTime": format!("2026-01-01T00:{:02}:{:02}.{:06}Z", renewal / 60 % 60, renewal % 60, renewal % 1_000_000),
+            "leaseTransitions": 0,
+        },
+    })
+}
+
 fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
     let crds = format!(
@@ -65,9 +81,24 @@ fn main() -> anyhow::Result<()> {
             "/apis/apps.example.com/v1/namespaces/default/deployments",
             |name| deployment(name, "web"),
         ),
-        other => bail!("unknown resource {other} (widgets or deployments)"),
+        "leases" => (
+            serde_json::Value::Null,
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            |name| lease(name, 0),
+        ),
+        other => bail!("unknown resource {other} (widgets, deployments or leases)"),
     };
-    let r = call("POST", &crds, Some(&crd))?;
+    let r = if crd.is_null() {
+        // A built-in kind: nothing to define.
+        strategy_host_e2e::Reply {
+            code: 201,
+            warnings: Vec::new(),
+            content_type: String::new(),
+            body: String::new(),
+        }
+    } else {
+        call("POST", &crds, Some(&crd))?
+    };
     if r.code != 201 && r.code != 409 {
         bail!(
             "creating the {} CRD answered {}: {}",
@@ -86,8 +117,9 @@ fn main() -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let seeds = args.concurrency.max(100);
     if args.mode != "create" {
-        for i in 0..100 {
+        for i in 0..seeds {
             call("POST", &base, Some(&object(&format!("seed-{run}-{i}"))))?;
         }
     }
@@ -134,6 +166,12 @@ fn main() -> anyhow::Result<()> {
                                 &[("Content-Type", "application/merge-patch+json")],
                             )?
                             .code
+                        }
+                        "renew" => {
+                            let url = format!("{base}/seed-{run}-{w}");
+                            let mut held = call("GET", &url, None)?.json();
+                            held["spec"] = lease("", i)["spec"].clone();
+                            call("PUT", &url, Some(&held))?.code
                         }
                         other => bail!("unknown mode {other}"),
                     };
