@@ -23,6 +23,41 @@ fn dry_run(query: &Query) -> Result<bool, Status> {
     }
 }
 
+/// The longest field manager name Kubernetes accepts.
+const MAX_FIELD_MANAGER_LENGTH: usize = 128;
+
+/// `?fieldManager=` (empty when not given; the caller falls back to the User-Agent).
+fn field_manager(query: &Query) -> Result<String, Status> {
+    let name = query.non_empty("fieldManager").unwrap_or("").to_string();
+    if name.chars().count() > MAX_FIELD_MANAGER_LENGTH {
+        return Err(Status::invalid_options(
+            "fieldManager",
+            format!("Invalid value: {name:?}: must be no more than {MAX_FIELD_MANAGER_LENGTH} characters"),
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Status::invalid_options(
+            "fieldManager",
+            format!("Invalid value: {name:?}: must only contain printable characters"),
+        ));
+    }
+    Ok(name)
+}
+
+/// The field manager Kubernetes derives from a `User-Agent` when the request names none: the
+/// part before the first `/` (`kubectl/v1.35.2 (linux/amd64)` → `kubectl`).
+pub(crate) fn manager_from_user_agent(user_agent: Option<&str>) -> String {
+    user_agent
+        .unwrap_or("")
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(MAX_FIELD_MANAGER_LENGTH)
+        .collect()
+}
+
 /// `?fieldValidation=` (default Warn).
 fn field_validation(query: &Query) -> Result<FieldValidation, Status> {
     match query.non_empty("fieldValidation") {
@@ -238,12 +273,14 @@ impl WatchParams {
 }
 
 /// Parameters of a create or an update (kube-core's `PostParams`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PostParams {
     /// `?dryRun=All`.
     pub dry_run: bool,
     /// `?fieldValidation=`.
     pub field_validation: FieldValidation,
+    /// `?fieldManager=` (empty: derived from the User-Agent).
+    pub field_manager: String,
 }
 
 impl PostParams {
@@ -255,17 +292,22 @@ impl PostParams {
         Ok(Self {
             dry_run: dry_run(query)?,
             field_validation: field_validation(query)?,
+            field_manager: field_manager(query)?,
         })
     }
 }
 
 /// Parameters of a patch.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PatchParams {
     /// `?dryRun=All`.
     pub dry_run: bool,
     /// `?fieldValidation=` (applies to the patch body's duplicate fields and to the result).
     pub field_validation: FieldValidation,
+    /// `?fieldManager=` (empty: derived from the User-Agent, except for apply, which needs it).
+    pub field_manager: String,
+    /// `?force=true`: an apply takes the fields it conflicts on.
+    pub force: bool,
 }
 
 impl PatchParams {
@@ -274,9 +316,20 @@ impl PatchParams {
     /// # Errors
     /// 400 for an unknown dryRun or fieldValidation value.
     pub(crate) fn from_query(query: &Query) -> Result<Self, Status> {
+        let force = match query.non_empty("force") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(Status::bad_request(format!(
+                    "invalid boolean value for force: {other:?}"
+                )))
+            }
+        };
         Ok(Self {
             dry_run: dry_run(query)?,
             field_validation: field_validation(query)?,
+            field_manager: field_manager(query)?,
+            force,
         })
     }
 }

@@ -1,6 +1,7 @@
-//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902, the `json-patch` crate) and,
-//! for built-in kinds, strategic merge patch; strategic merge on custom resources and apply
-//! patches are refused with 415 as Kubernetes refuses the former.
+//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902, the `json-patch` crate),
+//! for built-in kinds strategic merge patch (on custom resources refused with 415, as
+//! Kubernetes does), and server-side apply configurations (YAML or JSON), which the registry
+//! applies.
 
 use serde_json::Value;
 
@@ -15,6 +16,8 @@ pub(crate) enum PatchKind {
     Json,
     /// `application/strategic-merge-patch+json` (built-in kinds only).
     Strategic,
+    /// `application/apply-patch+yaml` (server-side apply; YAML or JSON).
+    Apply,
 }
 
 /// The patch type of a `Content-Type` for a built-in kind or (`builtin` false) a custom resource.
@@ -29,9 +32,7 @@ pub(crate) fn patch_kind(content_type: Option<&str>, builtin: bool) -> Result<Pa
         "application/strategic-merge-patch+json" => Err(Status::unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (strategic merge patch is not supported for custom resources)",
         )),
-        "application/apply-patch+yaml" => Err(Status::unsupported_media_type(
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (server-side apply is not supported by this server yet; use client-side kubectl apply)",
-        )),
+        "application/apply-patch+yaml" => Ok(PatchKind::Apply),
         _ => Err(Status::unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
         )),
@@ -47,6 +48,8 @@ pub(crate) enum Patch {
     Json(json_patch::Patch),
     /// A strategic merge patch document.
     Strategic(Value),
+    /// A server-side apply configuration.
+    Apply(Value),
 }
 
 impl Patch {
@@ -55,6 +58,19 @@ impl Patch {
     /// # Errors
     /// 400 for malformed JSON or a malformed JSON patch.
     pub(crate) fn decode(kind: PatchKind, bytes: &[u8]) -> Result<Self, Status> {
+        if kind == PatchKind::Apply {
+            // JSON is YAML too; serde_yaml reads either (kubectl and client-go send JSON).
+            let value: Value = serde_json::from_slice(bytes).or_else(|_| {
+                serde_yaml::from_slice(bytes)
+                    .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))
+            })?;
+            if !value.is_object() {
+                return Err(Status::bad_request(
+                    "an apply configuration must be an object",
+                ));
+            }
+            return Ok(Self::Apply(value));
+        }
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
         match kind {
@@ -68,6 +84,7 @@ impl Patch {
                     Self::Strategic(value)
                 })
             }
+            PatchKind::Apply => Ok(Self::Apply(value)),
             PatchKind::Json => serde_json::from_value(value)
                 .map(Self::Json)
                 .map_err(|e| Status::bad_request(format!("error decoding JSON patch: {e}"))),
@@ -85,6 +102,8 @@ impl Patch {
             Self::Merge(p) => json_patch::merge(&mut doc, p),
             Self::Json(p) => json_patch::patch(&mut doc, p).map_err(|e| e.to_string())?,
             Self::Strategic(p) => super::strategic_merge::apply(&mut doc, p, schema)?,
+            // The registry applies configurations (by field ownership), not this.
+            Self::Apply(_) => return Err("an apply configuration is not a patch".into()),
         }
         Ok(doc)
     }

@@ -101,6 +101,32 @@ impl Status {
         Self::new(405, "MethodNotAllowed", message)
     }
 
+    /// 422 Invalid for a request option (`?fieldManager=`), as Kubernetes words it for
+    /// `{kind}.meta.k8s.io` options.
+    pub(crate) fn invalid_options(field: &str, detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        let mut status = Self::new(
+            422,
+            "Invalid",
+            format!("PatchOptions.meta.k8s.io \"\" is invalid: {field}: {detail}"),
+        );
+        status.details = Some(Box::new(Details {
+            group: "meta.k8s.io".into(),
+            kind: "PatchOptions".into(),
+            causes: vec![Cause {
+                reason: if detail.starts_with("Required") {
+                    "FieldValueRequired".into()
+                } else {
+                    "FieldValueInvalid".into()
+                },
+                message: detail,
+                field: field.into(),
+            }],
+            ..Details::default()
+        }));
+        status
+    }
+
     /// 413 RequestEntityTooLarge.
     pub(crate) fn too_large(message: impl Into<String>) -> Self {
         Self::new(413, "RequestEntityTooLarge", message)
@@ -261,6 +287,25 @@ impl From<&RegistryError> for Status {
                     Self::new(422, "Invalid", message).with_target(target, target.kind.clone());
                 if let Some(d) = status.details.as_mut() {
                     d.causes = causes;
+                }
+                status
+            }
+            RegistryError::ApplyConflict { target, conflicts } => {
+                let mut status = Self::new(
+                    409,
+                    "Conflict",
+                    crate::registry::fieldmanager::conflicts_message(conflicts),
+                )
+                .with_target(target, target.plural.clone());
+                if let Some(d) = status.details.as_mut() {
+                    d.causes = conflicts
+                        .iter()
+                        .map(|c| Cause {
+                            reason: "FieldManagerConflict".into(),
+                            message: c.cause_message(),
+                            field: c.field.clone(),
+                        })
+                        .collect();
                 }
                 status
             }

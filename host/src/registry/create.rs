@@ -94,6 +94,15 @@ impl RegistryStore {
         warnings: &mut Vec<String>,
     ) -> Result<()> {
         super::system_fields::prepare_for_create(obj);
+        // Ownership is recorded from what the client sent, before the strategy changes it (an
+        // apply has recorded its own).
+        if let (false, Some(m)) = (scope.applying, self.manager(scope)) {
+            let name = super::system_fields::meta_str(obj, "name")
+                .unwrap_or("")
+                .to_string();
+            super::fieldmanager::on_create(obj, self.schema(scope), &m)
+                .map_err(|r| self.refused(&name, r))?;
+        }
         if self
             .def
             .version(&scope.version)

@@ -71,6 +71,15 @@ pub enum Error {
         /// One cause per field.
         causes: Vec<FieldError>,
     },
+    /// A server-side apply would change fields other managers own (409 with one
+    /// `FieldManagerConflict` cause per field).
+    #[error("{}", super::fieldmanager::conflicts_message(.conflicts))]
+    ApplyConflict {
+        /// The object.
+        target: Box<Target>,
+        /// The fields, their owners.
+        conflicts: Vec<super::fieldmanager::Conflict>,
+    },
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),

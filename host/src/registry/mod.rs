@@ -1,12 +1,14 @@
 //! The registry: one generic store per served resource, driving its strategy around storage,
 //! and the table of served resources, kept current from a watch on CustomResourceDefinitions.
 
+pub mod apply;
 pub mod builtin;
 mod create;
 pub mod definition;
 mod delete;
 pub mod error;
 pub mod event_expiry;
+pub mod fieldmanager;
 pub mod names;
 pub mod schema;
 pub mod served;

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
 use super::error::{Error, Result, Target};
+use super::fieldmanager;
 use futures::StreamExt as _;
 
 use crate::storage::{
@@ -60,6 +61,11 @@ pub struct RequestScope {
     pub field_validation: FieldValidation,
     /// The After-hook depth of the write (see `StrategyContext::hook_depth`).
     pub hook_depth: u32,
+    /// The field manager a write is recorded under in `managedFields` (`?fieldManager=`, else
+    /// from the User-Agent); empty: not recorded.
+    pub field_manager: String,
+    /// The write is a server-side apply: its `managedFields` are already computed.
+    pub applying: bool,
 }
 
 /// The result of a write.
@@ -135,6 +141,48 @@ impl RegistryStore {
             dry_run: scope.dry_run,
             request_id: scope.request_id.clone(),
             hook_depth: scope.hook_depth,
+        }
+    }
+
+    /// Who a write is recorded under, if anyone.
+    pub(super) fn manager(&self, scope: &RequestScope) -> Option<fieldmanager::Manager> {
+        if scope.field_manager.is_empty() {
+            return None;
+        }
+        Some(fieldmanager::Manager {
+            name: scope.field_manager.clone(),
+            api_version: self.def.api_version(&scope.version),
+            subresource: scope.subresource.clone().unwrap_or_default(),
+            time: super::system_fields::now_rfc3339(),
+            status_subresource: self
+                .def
+                .version(&scope.version)
+                .is_some_and(|v| v.status_subresource),
+        })
+    }
+
+    /// The schema `managedFields` are computed by.
+    pub(super) fn schema(&self, scope: &RequestScope) -> Option<&Value> {
+        self.def
+            .version(&scope.version)
+            .and_then(|v| v.schema.as_ref())
+    }
+
+    /// A registry error for a refused ownership change.
+    pub(super) fn refused(&self, name: &str, refusal: fieldmanager::Refusal) -> Error {
+        match refusal {
+            fieldmanager::Refusal::Conflicts(conflicts) => Error::ApplyConflict {
+                target: self.target(name).into(),
+                conflicts,
+            },
+            fieldmanager::Refusal::Invalid(field, detail) => Error::invalid(
+                &self.target(name),
+                FieldError {
+                    kind: FieldErrorKind::Invalid,
+                    field: format!("metadata.{field}"),
+                    detail,
+                },
+            ),
         }
     }
 

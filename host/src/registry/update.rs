@@ -40,7 +40,9 @@ impl RegistryStore {
     ) -> Result<Outcome> {
         let key = self.key(scope, name);
         let target = self.target(name);
-        let allow_create = self.strategy.allow_create_on_update() && scope.subresource.is_none();
+        // An apply creates a missing object whatever the strategy says of PUT.
+        let allow_create = (scope.applying || self.strategy.allow_create_on_update())
+            && scope.subresource.is_none();
         if scope.dry_run {
             let current = self
                 .storage
@@ -177,6 +179,10 @@ impl RegistryStore {
         let old = self.to_version(old, &scope.version);
         let old_for_hook = old.clone();
         let mut new = input(Some(&old))?;
+        if let (false, Some(m)) = (scope.applying, self.manager(scope)) {
+            super::fieldmanager::on_update(&old, &mut new, self.schema(scope), &m)
+                .map_err(|r| self.refused(name, r))?;
+        }
         self.check_name(&new, name)?;
         self.check_identity(scope, &mut new)?;
         let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();

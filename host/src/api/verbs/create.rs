@@ -23,7 +23,8 @@ pub(crate) async fn create(
     mut warnings: Vec<String>,
     format: Format,
 ) -> Result<Response<Body>, Status> {
-    let scope = res.scope(params.dry_run, params.field_validation);
+    let mut scope = res.scope(params.dry_run, params.field_validation);
+    scope.field_manager = params.field_manager.clone();
     let outcome = res
         .store()
         .create(&scope, obj)

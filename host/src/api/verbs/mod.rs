@@ -21,8 +21,8 @@ use serde_json::Value;
 
 use super::body;
 use super::params::{
-    DeleteCollectionParams, DeleteParams, Format, GetParams, ListParams, PatchParams, PostParams,
-    WatchParams,
+    manager_from_user_agent, DeleteCollectionParams, DeleteParams, Format, GetParams, ListParams,
+    PatchParams, PostParams, WatchParams,
 };
 use super::patch::patch_kind;
 use super::query::Query;
@@ -88,6 +88,7 @@ async fn run(
         )));
     };
     let content_type = header(parts, hyper::header::CONTENT_TYPE);
+    let user_agent = header(parts, hyper::header::USER_AGENT);
     let format = || Format::parse(header(parts, hyper::header::ACCEPT), query);
     let max = state.max_body_bytes;
     match verb {
@@ -98,7 +99,10 @@ async fn run(
             watch::watch(&res, params, format(), state.shutdown.clone()).await
         }
         Verb::Create | Verb::Update => {
-            let params = PostParams::from_query(query)?;
+            let mut params = PostParams::from_query(query)?;
+            if params.field_manager.is_empty() {
+                params.field_manager = manager_from_user_agent(user_agent);
+            }
             let bytes = read_body(incoming, max).await?;
             let builtin = res.store().definition().builtin;
             let (obj, warnings) =
@@ -114,7 +118,7 @@ async fn run(
             let kind = patch_kind(content_type, res.store().definition().builtin)?;
             let bytes = read_body(incoming, max).await?;
             let (patch, warnings) = body::decode_patch(kind, &bytes, params.field_validation)?;
-            patch::patch(state, &res, params, patch, warnings, format()).await
+            patch::patch(state, &res, params, patch, warnings, format(), user_agent).await
         }
         Verb::Delete => {
             let bytes = read_body(incoming, max).await?;

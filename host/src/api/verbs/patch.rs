@@ -1,4 +1,5 @@
-//! The patch verb: applies a decoded merge, JSON or strategic merge patch to the current object inside the
+//! The patch verb: server-side apply through the registry's apply, or a decoded merge, JSON or
+//! strategic merge patch applied to the current object inside the
 //! registry's update, so a conflicting write retries against the new state.
 
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use serde_json::Value;
 
 use super::resolve::Resolved;
 use super::settle_definitions;
-use crate::api::params::{Format, PatchParams};
+use crate::api::params::{manager_from_user_agent, Format, PatchParams};
 use crate::api::patch::Patch;
 use crate::api::response::{self, Body};
 use crate::api::state::AppState;
@@ -16,7 +17,20 @@ use crate::api::status::Status;
 use crate::registry::{Error, UpdateFn};
 use crate::strategy::{FieldError, FieldErrorKind};
 
-/// Patches the object; `warnings` are those the patch's decoding produced.
+/// An apply configuration with its `apiVersion` and `kind` filled in from the request path when
+/// left out.
+fn with_type(mut config: Value, res: &Resolved) -> Value {
+    let def = res.store().definition();
+    if let Some(map) = config.as_object_mut() {
+        map.entry("apiVersion")
+            .or_insert_with(|| Value::String(def.api_version(&res.path.version)));
+        map.entry("kind")
+            .or_insert_with(|| Value::String(def.kind.clone()));
+    }
+    config
+}
+
+/// Patches the object (a server-side apply goes through the registry's apply); `warnings` are those the patch's decoding produced.
 ///
 /// # Errors
 /// 404 when missing, 422 when the patch cannot be applied or the result is invalid;
@@ -28,8 +42,45 @@ pub(crate) async fn patch(
     patch: Patch,
     mut warnings: Vec<String>,
     format: Format,
+    user_agent: Option<&str>,
 ) -> Result<Response<Body>, Status> {
-    let scope = res.scope(params.dry_run, params.field_validation);
+    let mut scope = res.scope(params.dry_run, params.field_validation);
+    if let Patch::Apply(config) = patch {
+        // Apply names its manager explicitly, as Kubernetes requires.
+        if params.field_manager.is_empty() {
+            return Err(Status::invalid_options(
+                "fieldManager",
+                "Required value: is required for apply patch",
+            ));
+        }
+        scope.field_manager = params.field_manager.clone();
+        let config = with_type(config, res);
+        let outcome = res
+            .store()
+            .apply(&scope, res.name(), config, params.force)
+            .await
+            .map_err(|e| Status::from(&e))?;
+        warnings.extend(outcome.warnings.iter().cloned());
+        settle_definitions(state, res, &scope, &outcome).await;
+        let code = if outcome.created { 201 } else { 200 };
+        return Ok(response::object(
+            code,
+            &outcome.object,
+            &warnings,
+            format.protobuf,
+        ));
+    }
+    if params.force {
+        return Err(Status::invalid_options(
+            "force",
+            "Forbidden: may not be specified for non-apply patch",
+        ));
+    }
+    scope.field_manager = if params.field_manager.is_empty() {
+        manager_from_user_agent(user_agent)
+    } else {
+        params.field_manager.clone()
+    };
     let target = res.store().target(res.name());
     let def = res.store().definition().clone();
     let input: UpdateFn = Arc::new(move |current: Option<&Value>| {

@@ -92,6 +92,8 @@ impl Resolved {
             subresource: self.path.subresource.clone(),
             field_validation,
             hook_depth: 0,
+            field_manager: String::new(),
+            applying: false,
         }
     }
 }

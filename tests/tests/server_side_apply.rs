@@ -1,0 +1,302 @@
+//! Server-side apply end to end with real clients against the real binary: kubectl 1.35
+//! `apply --server-side` (create, unchanged re-apply, a conflict and `--force-conflicts`, a second
+//! field manager, removing a field, the upgrade from client-side apply), `kubectl diff`, Helm 4
+//! (server-side apply by default) with a chart carrying a CRD and custom resources, and the
+//! API's own answers (fieldManager required, conflicts as Kubernetes words them, status, dry run).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use strategy_host_e2e::{
+    call, call_with, helm_path, kubectl_with, latest_kubectl_path, HostProcess,
+};
+
+struct Kube {
+    host: HostProcess,
+    dir: tempfile::TempDir,
+}
+
+impl Kube {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data").display().to_string();
+        let host = HostProcess::start(&["--data-dir", &data]).unwrap();
+        Self { host, dir }
+    }
+
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        let kubectl = latest_kubectl_path().unwrap();
+        kubectl_with(&kubectl, &self.host.base_url, self.dir.path(), args, stdin).unwrap()
+    }
+
+    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let (ok, out, err) = self.run(args, stdin);
+        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    fn get(&self, path: &str) -> serde_json::Value {
+        call("GET", &self.host.url(path), None).unwrap().json()
+    }
+}
+
+fn config_map(data: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    app: demo\ndata:\n{data}")
+}
+
+const SETTINGS: &str = "/api/v1/namespaces/default/configmaps/settings";
+
+#[test]
+fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
+    let k = Kube::start();
+    let apply = ["apply", "--server-side", "-f", "-"];
+    let both = config_map("  mode: fast\n  level: \"3\"\n");
+    assert!(k
+        .ok(&apply, Some(&both))
+        .contains("configmap/settings serverside-applied"));
+    let created = k.get(SETTINGS);
+    assert_eq!(created["data"], json!({"mode": "fast", "level": "3"}));
+    let entry = &created["metadata"]["managedFields"][0];
+    assert_eq!(
+        (entry["manager"].as_str(), entry["operation"].as_str()),
+        (Some("kubectl"), Some("Apply"))
+    );
+    assert_eq!(
+        entry["fieldsV1"]["f:data"],
+        json!({".": {}, "f:level": {}, "f:mode": {}})
+    );
+
+    // Unchanged: nothing is written.
+    k.ok(&apply, Some(&both));
+    assert_eq!(
+        k.get(SETTINGS)["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+
+    // Another writer takes `mode`; applying our value again conflicts, with kubectl's advice.
+    k.ok(
+        &[
+            "patch",
+            "configmap",
+            "settings",
+            "-p",
+            r#"{"data":{"mode":"slow"}}"#,
+        ],
+        None,
+    );
+    let (ok, _, err) = k.run(&apply, Some(&both));
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "Apply failed with 1 conflict: conflict with \"kubectl-patch\" using v1: .data.mode"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("--force-conflicts"), "{err}");
+    k.ok(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&both),
+    );
+    assert_eq!(k.get(SETTINGS)["data"]["mode"], "fast");
+
+    // A second manager owns its own field; each keeps what it applies.
+    let theirs = config_map("  extra: yes-please\n");
+    k.ok(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=operator",
+            "-f",
+            "-",
+        ],
+        Some(&theirs),
+    );
+    // Ours drops `level`: it goes; `extra` (the operator's) stays.
+    k.ok(&apply, Some(&config_map("  mode: fast\n")));
+    assert_eq!(
+        k.get(SETTINGS)["data"],
+        json!({"mode": "fast", "extra": "yes-please"})
+    );
+    let managers: Vec<String> = k.get(SETTINGS)["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        managers.contains(&"kubectl".into()) && managers.contains(&"operator".into()),
+        "{managers:?}"
+    );
+
+    // `kubectl diff` shows what an apply would change, and applies nothing.
+    let (changed, out, _) = k.run(
+        &["diff", "--server-side", "-f", "-"],
+        Some(&config_map("  mode: turbo\n")),
+    );
+    assert!(!changed && out.contains("+  mode: turbo"), "{out}");
+    assert_eq!(k.get(SETTINGS)["data"]["mode"], "fast");
+    let (same, out, _) = k.run(
+        &["diff", "--server-side", "-f", "-"],
+        Some(&config_map("  mode: fast\n")),
+    );
+    assert!(same && out.is_empty(), "{out}");
+}
+
+#[test]
+fn an_object_applied_client_side_is_taken_over_by_server_side_apply() {
+    let k = Kube::start();
+    let both = config_map("  mode: fast\n  level: \"3\"\n");
+    k.ok(&["apply", "-f", "-"], Some(&both));
+    let live = k.get(SETTINGS);
+    assert!(
+        live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .is_string()
+    );
+    assert_eq!(
+        live["metadata"]["managedFields"][0]["manager"],
+        "kubectl-client-side-apply"
+    );
+    // kubectl migrates the client-side manager's fields to its server-side one ...
+    k.ok(&["apply", "--server-side", "-f", "-"], Some(&both));
+    // ... so a field dropped from the manifest is removed, with no conflict.
+    k.ok(
+        &["apply", "--server-side", "-f", "-"],
+        Some(&config_map("  mode: fast\n")),
+    );
+    assert_eq!(k.get(SETTINGS)["data"], json!({"mode": "fast"}));
+}
+
+#[test]
+fn the_api_answers_apply_as_kubernetes_does() {
+    let k = Kube::start();
+    let apply = |query: &str, body: &str| {
+        call_with(
+            "PATCH",
+            &k.host.url(&format!("{SETTINGS}{query}")),
+            Some(body.as_bytes()),
+            &[("Content-Type", "application/apply-patch+yaml")],
+        )
+        .unwrap()
+    };
+    // YAML works; fieldManager is required.
+    let missing = apply("", &config_map("  a: \"1\"\n"));
+    assert_eq!(missing.code, 422, "{}", missing.body);
+    assert!(
+        missing
+            .body
+            .contains("fieldManager: Required value: is required for apply patch"),
+        "{}",
+        missing.body
+    );
+    let created = apply("?fieldManager=alice", &config_map("  a: \"1\"\n"));
+    assert_eq!(created.code, 201, "{}", created.body);
+    // A dry run changes nothing.
+    let dry = apply(
+        "?fieldManager=alice&dryRun=All",
+        &config_map("  a: \"2\"\n"),
+    );
+    assert_eq!(
+        (dry.code, dry.json()["data"]["a"].as_str()),
+        (200, Some("2"))
+    );
+    assert_eq!(k.get(SETTINGS)["data"]["a"], "1");
+    // Conflicts: 409 with one FieldManagerConflict cause per field.
+    let conflict = apply("?fieldManager=bob", &config_map("  a: \"9\"\n"));
+    assert_eq!(conflict.code, 409, "{}", conflict.body);
+    let status = conflict.json();
+    assert_eq!(status["reason"], "Conflict");
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "FieldManagerConflict", "message": "conflict with \"alice\" using v1", "field": ".data.a"}])
+    );
+    assert_eq!(
+        apply("?fieldManager=bob&force=true", &config_map("  a: \"9\"\n")).code,
+        200
+    );
+    // force belongs to apply only.
+    let forced_merge = call_with(
+        "PATCH",
+        &k.host.url(&format!("{SETTINGS}?force=true")),
+        Some(br#"{"data":{"a":"1"}}"#),
+        &[("Content-Type", "application/merge-patch+json")],
+    )
+    .unwrap();
+    assert_eq!(forced_merge.code, 422, "{}", forced_merge.body);
+    // Every write records its manager: a merge patch from curl is owned by "curl".
+    let patched = call_with(
+        "PATCH",
+        &k.host.url(SETTINGS),
+        Some(br#"{"data":{"b":"2"}}"#),
+        &[
+            ("Content-Type", "application/merge-patch+json"),
+            ("User-Agent", "curl/8.5.0"),
+        ],
+    )
+    .unwrap();
+    let entries = patched.json()["metadata"]["managedFields"].clone();
+    let curl = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "curl")
+        .unwrap();
+    assert_eq!(
+        (curl["operation"].as_str(), &curl["fieldsV1"]["f:data"]),
+        (Some("Update"), &json!({"f:b": {}}))
+    );
+}
+
+fn helm(host: &HostProcess, home: &Path, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(helm_path().unwrap())
+        .args(args)
+        .args(["--kube-apiserver", &host.base_url, "--namespace", "default"])
+        .env("HOME", home)
+        .env("KUBECONFIG", home.join("kubeconfig"))
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn helm_4_installs_upgrades_rolls_back_and_uninstalls_a_chart_with_a_crd_server_side() {
+    let k = Kube::start();
+    std::fs::write(
+        k.dir.path().join("kubeconfig"),
+        "apiVersion: v1\nkind: Config\n",
+    )
+    .unwrap();
+    let chart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("charts/widgets");
+    let chart = chart.display().to_string();
+    let widget = "/apis/example.com/v1/namespaces/default/widgets/shop-main";
+    let (ok, out) = helm(&k.host, k.dir.path(), &["install", "shop", &chart]);
+    assert!(ok, "{out}");
+    let installed = k.get(widget);
+    assert_eq!(installed["spec"]["size"], 3);
+    let helm_entry = installed["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "helm")
+        .cloned()
+        .unwrap_or_else(|| panic!("{installed}"));
+    assert_eq!(helm_entry["operation"], "Apply");
+    let (ok, out) = helm(
+        &k.host,
+        k.dir.path(),
+        &["upgrade", "shop", &chart, "--set", "size=5,color=red"],
+    );
+    assert!(ok, "{out}");
+    assert_eq!(k.get(widget)["spec"], json!({"size": 5, "color": "red"}));
+    let (ok, out) = helm(&k.host, k.dir.path(), &["rollback", "shop", "1"]);
+    assert!(ok, "{out}");
+    assert_eq!(k.get(widget)["spec"], json!({"size": 3, "color": "blue"}));
+    assert_eq!(
+        k.get("/api/v1/namespaces/default/configmaps/shop-settings")["data"]["color"],
+        "blue"
+    );
+    let (ok, out) = helm(&k.host, k.dir.path(), &["uninstall", "shop"]);
+    assert!(ok, "{out}");
+    assert_eq!(call("GET", &k.host.url(widget), None).unwrap().code, 404);
+}
