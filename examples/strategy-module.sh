@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Loads a wasm strategy through the API instead of a directory: prints a StrategyModule object
-# carrying MODULE.wasm (base64) bound to GROUP/KIND, ready for `kubectl create -f -` (or
-# `kubectl replace -f -` for a new version). Every replica sharing the store loads it; its
-# status says Active or Rejected, with the digest in force and the reason.
+# carrying MODULE.wasm (base64) bound to GROUP/KIND, ready for `kubectl create -f -` or, for a
+# new version too, `kubectl apply --server-side -f -`. Every replica sharing the store loads it;
+# its status says Active or Rejected, with the digest in force and the reason.
 #
-#   bash examples/strategy-module.sh NAME MODULE.wasm GROUP KIND | kubectl --server http://127.0.0.1:8080 create -f -
+#   bash examples/strategy-module.sh NAME MODULE.wasm GROUP KIND | kubectl --server http://127.0.0.1:8080 apply --server-side -f -
 #
-# Use create/replace, not apply: apply copies the whole object (module included) into the
+# Not client-side `kubectl apply`: it copies the whole object (module included) into the
 # last-applied-configuration annotation, which Kubernetes caps at 256 KiB.
 set -euo pipefail
 if [ $# -ne 4 ]; then

@@ -151,6 +151,7 @@ async fn ensure_default_namespace(registry: &Registry) {
     let scope = RequestScope {
         version: "v1".into(),
         request_id: "startup".into(),
+        field_manager: "strategy-host".into(),
         ..Default::default()
     };
     let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});

@@ -249,10 +249,13 @@ fn every_error_is_a_status() {
             &[("Content-Type", "application/apply-patch+yaml")],
         )
         .unwrap(),
-        415,
-        "UnsupportedMediaType",
+        422,
+        "Invalid",
     );
-    assert!(s["message"].as_str().unwrap().contains("server-side apply"));
+    assert!(s["message"]
+        .as_str()
+        .unwrap()
+        .contains("fieldManager: Required value: is required for apply patch"));
     // 422 with one cause per field.
     let bad = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "Bad_Name", "labels": {"-x": "y"}}, "spec": {"size": "big", "color": "pink"}});
     let s = assert_status(&call("POST", &u(W), Some(&bad)).unwrap(), 422, "Invalid");

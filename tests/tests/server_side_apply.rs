@@ -300,3 +300,59 @@ fn helm_4_installs_upgrades_rolls_back_and_uninstalls_a_chart_with_a_crd_server_
     assert!(ok, "{out}");
     assert_eq!(call("GET", &k.host.url(widget), None).unwrap().code, 404);
 }
+
+#[test]
+fn the_status_subresource_is_applied_under_its_own_entry() {
+    let k = Kube::start();
+    let crd = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/crds/widgets.yaml");
+    k.ok(
+        &["apply", "--server-side", "-f", &crd.display().to_string()],
+        None,
+    );
+    k.ok(
+        &[
+            "wait",
+            "--for",
+            "condition=established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+        ],
+        None,
+    );
+    let widget =
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: small\nspec:\n  size: 2\n";
+    k.ok(&["apply", "--server-side", "-f", "-"], Some(widget));
+    let status = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: small\nstatus:\n  conditions:\n  - type: Ready\n    status: \"True\"\n";
+    k.ok(
+        &[
+            "apply",
+            "--server-side",
+            "--subresource=status",
+            "--field-manager=widget-controller",
+            "-f",
+            "-",
+        ],
+        Some(status),
+    );
+    let live = k.get("/apis/example.com/v1/namespaces/default/widgets/small");
+    assert_eq!(live["status"]["conditions"][0]["status"], "True");
+    assert_eq!(live["spec"]["size"], 2);
+    let entries = live["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let controller = entries
+        .iter()
+        .find(|e| e["manager"] == "widget-controller")
+        .unwrap_or_else(|| panic!("{live}"));
+    assert_eq!(
+        (
+            controller["operation"].as_str(),
+            controller["subresource"].as_str()
+        ),
+        (Some("Apply"), Some("status"))
+    );
+    assert!(controller["fieldsV1"]["f:status"].is_object());
+    let kubectl = entries.iter().find(|e| e["manager"] == "kubectl").unwrap();
+    assert!(kubectl["fieldsV1"].get("f:status").is_none(), "{kubectl}");
+}

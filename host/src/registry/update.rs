@@ -205,8 +205,15 @@ impl RegistryStore {
         let status_only = scope.subresource.as_deref() == Some("status");
         if status_only {
             let status = new.get("status").cloned();
+            let managed = new.pointer("/metadata/managedFields").cloned();
             let mut merged = old.clone();
-            // The status endpoint takes status, and labels/annotations are left as they were.
+            // The status endpoint takes status (and the ownership its write recorded); labels
+            // and annotations are left as they were.
+            let meta = super::system_fields::metadata_mut(&mut merged);
+            match managed {
+                Some(m) => meta.insert("managedFields".into(), m),
+                None => meta.remove("managedFields"),
+            };
             match status {
                 Some(s) => merged["status"] = s,
                 None => {

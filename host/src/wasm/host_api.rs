@@ -46,6 +46,8 @@ impl RegistryHostApi {
             namespace: (!namespace.is_empty() && r.def.namespaced).then(|| namespace.to_string()),
             dry_run: caller.dry_run,
             request_id: caller.request_id.clone(),
+            // A module's writes are owned by the module, as a controller's are by its name.
+            field_manager: caller.module.clone(),
             ..Default::default()
         }
     }

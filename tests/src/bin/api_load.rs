@@ -1,7 +1,7 @@
 //! `api-load`: a load tool for a running strategy-host. Creates the example Widget CRD if it is
 //! missing, then runs `create` (POST new Widgets), `get` (GET existing ones; `cached-get` at
-//! resourceVersion=0) or `update`
-//! (PATCH) from N concurrent clients for a fixed time, optionally paced to a total rate, and
+//! resourceVersion=0), `update` (a merge PATCH) or `apply` (server-side apply of the whole object
+//! with the same change) from N concurrent clients for a fixed time, optionally paced to a total rate, and
 //! prints operations per second and p50/p90/p99 latency.
 //!
 //! `api-load --server http://127.0.0.1:8080 --mode create --concurrency 16 --seconds 10 [--rate 1000]
@@ -50,6 +50,38 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(args)
 }
 
+/// A ConfigMap of about 1 KiB of JSON.
+fn config_map(name: &str, counter: u64) -> serde_json::Value {
+    let mut cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app": "web", "team": "storefront"}},
+        "data": {"counter": counter.to_string(), "LOG_LEVEL": "info", "FEATURE_FLAGS": "checkout-v2,search-suggest"},
+    });
+    let len = cm.to_string().len();
+    cm["data"]["padding"] = json!("x".repeat(1024usize.saturating_sub(len + 14)));
+    cm
+}
+
+/// The change the `update` mode patches (and `apply` applies) on its `i`-th call.
+fn change(resource: &str, i: u64) -> serde_json::Value {
+    match resource {
+        "configmaps" => json!({"data": {"counter": (i % 50).to_string()}}),
+        _ => json!({"spec": {"size": 1 + (i % 50)}}),
+    }
+}
+
+/// A JSON merge patch (RFC 7386) of `patch` into `doc`.
+fn merge(doc: &mut serde_json::Value, patch: &serde_json::Value) {
+    match (doc, patch) {
+        (serde_json::Value::Object(d), serde_json::Value::Object(p)) => {
+            for (k, v) in p {
+                merge(d.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (d, p) => *d = p.clone(),
+    }
+}
+
 /// A leader-election Lease held by `name`, renewed for the `renewal`-th time.
 fn lease(name: &str, renewal: u64) -> serde_json::Value {
     json!({
@@ -81,12 +113,17 @@ fn main() -> anyhow::Result<()> {
             "/apis/apps.example.com/v1/namespaces/default/deployments",
             |name| deployment(name, "web"),
         ),
+        "configmaps" => (
+            serde_json::Value::Null,
+            "/api/v1/namespaces/default/configmaps",
+            |name| config_map(name, 0),
+        ),
         "leases" => (
             serde_json::Value::Null,
             "/apis/coordination.k8s.io/v1/namespaces/default/leases",
             |name| lease(name, 0),
         ),
-        other => bail!("unknown resource {other} (widgets, deployments or leases)"),
+        other => bail!("unknown resource {other} (widgets, deployments, configmaps or leases)"),
     };
     let r = if crd.is_null() {
         // A built-in kind: nothing to define.
@@ -129,7 +166,12 @@ fn main() -> anyhow::Result<()> {
         .map(|r| Duration::from_secs_f64(args.concurrency as f64 / r));
     let workers: Vec<_> = (0..args.concurrency)
         .map(|w| {
-            let (base, mode, run) = (base.clone(), args.mode.clone(), run.clone());
+            let (base, mode, run, resource) = (
+                base.clone(),
+                args.mode.clone(),
+                run.clone(),
+                args.resource.clone(),
+            );
             std::thread::spawn(move || -> anyhow::Result<(Vec<Duration>, u64)> {
                 let mut latencies = Vec::new();
                 let mut errors = 0;
@@ -158,12 +200,26 @@ fn main() -> anyhow::Result<()> {
                             .code
                         }
                         "update" => {
-                            let body = json!({"spec": {"size": 1 + (i % 50)}});
+                            let body = change(&resource, i);
                             strategy_host_e2e::call_with(
                                 "PATCH",
                                 &format!("{base}/seed-{run}-{}", (i + w as u64) % 100),
                                 Some(body.to_string().as_bytes()),
                                 &[("Content-Type", "application/merge-patch+json")],
+                            )?
+                            .code
+                        }
+                        "apply" => {
+                            // The whole configuration, as a client applies its manifest, with
+                            // the same change the update mode patches.
+                            let name = format!("seed-{run}-{}", (i + w as u64) % 100);
+                            let mut body = object(&name);
+                            merge(&mut body, &change(&resource, i));
+                            strategy_host_e2e::call_with(
+                                "PATCH",
+                                &format!("{base}/{name}?fieldManager=api-load&force=true"),
+                                Some(body.to_string().as_bytes()),
+                                &[("Content-Type", "application/apply-patch+yaml")],
                             )?
                             .code
                         }

@@ -129,6 +129,7 @@ async fn define_missing(registry: &Registry, status: &ModuleStatus) {
         let scope = RequestScope {
             version: "v1".into(),
             request_id: format!("declared-by-{module}"),
+            field_manager: "strategy-host".into(),
             ..Default::default()
         };
         match crds.store.create(&scope, definition_for(r, &module)).await {

@@ -281,6 +281,7 @@ async fn write_status(
     let scope = RequestScope {
         version: VERSION.into(),
         request_id: "strategy-module-status".into(),
+        field_manager: "strategy-host".into(),
         subresource: Some("status".into()),
         ..Default::default()
     };
