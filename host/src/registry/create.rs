@@ -118,7 +118,7 @@ impl RegistryStore {
         warnings.extend(admission.warnings);
         let name = meta_str(obj, "name").unwrap_or("").to_string();
         let mut causes = admission.field_errors;
-        causes.extend(self.validate_common(scope, obj));
+        causes.extend(self.validate_common(scope, obj, None));
         if !causes.is_empty() {
             return Err(Error::Invalid {
                 target: self.target(&name).into(),

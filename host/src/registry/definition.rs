@@ -91,6 +91,8 @@ pub struct VersionDefinition {
     pub schema: Option<Value>,
     /// `additionalPrinterColumns`.
     pub printer_columns: Vec<PrinterColumn>,
+    /// The schema's CEL rules, compiled (none when it has none).
+    pub cel: Option<super::cel::CelRules>,
 }
 
 /// Everything the registry needs to serve one resource.
@@ -369,6 +371,17 @@ impl ResourceDefinition {
                     ));
                 }
             }
+            let cel = match &schema {
+                Some(schema) if schema.is_object() => super::cel::CelRules::compile(
+                    schema,
+                    &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                )
+                .unwrap_or_else(|rule_errors| {
+                    errors.extend(rule_errors);
+                    None
+                }),
+                _ => None,
+            };
             if v["served"] != true && v["storage"] != true {
                 continue;
             }
@@ -397,6 +410,7 @@ impl ResourceDefinition {
                         .is_some_and(Value::is_object),
                     schema,
                     printer_columns,
+                    cel,
                 });
             }
         }
@@ -455,6 +469,7 @@ impl ResourceDefinition {
                     priority: 0,
                     json_path: ".status.phase".into(),
                 }],
+                cel: None,
             }],
             builtin: true,
             module_strategy: false,
@@ -492,6 +507,7 @@ impl ResourceDefinition {
                     priority: 0,
                     json_path: ".metadata.creationTimestamp".into(),
                 }],
+                cel: None,
             }],
             builtin: true,
             module_strategy: false,

@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod builtin;
+pub mod cel;
 mod create;
 pub mod definition;
 mod delete;

@@ -413,7 +413,14 @@ impl RegistryStore {
     }
 
     /// Validation common to create and update: name, labels, annotations, schema.
-    pub(super) fn validate_common(&self, scope: &RequestScope, obj: &Value) -> Vec<FieldError> {
+    /// The checks every object gets: its name, labels and annotations, its schema, and (when the
+    /// schema holds) the schema's CEL rules, with `old` for transition rules on update.
+    pub(super) fn validate_common(
+        &self,
+        scope: &RequestScope,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Vec<FieldError> {
         let mut errors = Vec::new();
         let name = super::system_fields::meta_str(obj, "name").unwrap_or("");
         let name_error = if self.def.group.is_empty() && self.def.plural == "namespaces" {
@@ -429,12 +436,24 @@ impl RegistryStore {
             });
         }
         errors.extend(super::names::validate_labels_and_annotations(obj));
-        if let Some(schema) = self
-            .def
-            .version(&scope.version)
-            .and_then(|v| v.schema.as_ref())
-        {
-            errors.extend(super::schema::validate(obj, schema, ""));
+        let Some(version) = self.def.version(&scope.version) else {
+            return errors;
+        };
+        if let Some(schema) = &version.schema {
+            let schema_errors = super::schema::validate(obj, schema, "");
+            // Rules assume the structure the schema promises, so they run once it holds.
+            if schema_errors.is_empty() {
+                if let Some(rules) = &version.cel {
+                    errors.extend(rules.validate(
+                        obj,
+                        old,
+                        &self.def.api_version(&scope.version),
+                        &self.def.kind,
+                        scope.subresource.as_deref() == Some("status"),
+                    ));
+                }
+            }
+            errors.extend(schema_errors);
         }
         errors
     }

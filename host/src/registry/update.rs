@@ -259,7 +259,7 @@ impl RegistryStore {
         self.check_strategy_output(&new)?;
         warnings.extend(admission.warnings);
         causes.extend(admission.field_errors);
-        causes.extend(self.validate_common(scope, &new));
+        causes.extend(self.validate_common(scope, &new, Some(&old)));
         if !causes.is_empty() {
             return Err(Error::Invalid {
                 target: target.into(),

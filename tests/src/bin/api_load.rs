@@ -50,6 +50,23 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(args)
 }
 
+/// A Gateway with three listeners (each of its listener rules has something to check).
+fn gateway(name: &str, api_version: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": api_version, "kind": "Gateway",
+        "metadata": {"name": name},
+        "spec": {
+            "gatewayClassName": "example",
+            "listeners": [
+                {"name": "http", "protocol": "HTTP", "port": 80, "hostname": "shop.example.com"},
+                {"name": "https", "protocol": "HTTPS", "port": 443, "hostname": "shop.example.com",
+                 "tls": {"mode": "Terminate", "certificateRefs": [{"name": "shop-cert"}]}},
+                {"name": "tcp", "protocol": "TCP", "port": 5432},
+            ],
+        },
+    })
+}
+
 /// A ConfigMap of about 1 KiB of JSON.
 fn config_map(name: &str, counter: u64) -> serde_json::Value {
     let mut cm = json!({
@@ -118,12 +135,24 @@ fn main() -> anyhow::Result<()> {
             "/api/v1/namespaces/default/configmaps",
             |name| config_map(name, 0),
         ),
+        // Gateway API's Gateway (its CRD loaded beforehand, e.g. by scripts/bench-cel.sh), with
+        // its CEL rules, and the same CRD with its rules removed under another group.
+        "gateways" => (
+            serde_json::Value::Null,
+            "/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways",
+            |name| gateway(name, "gateway.networking.k8s.io/v1"),
+        ),
+        "gateways-norules" => (
+            serde_json::Value::Null,
+            "/apis/norules.gateway.example.com/v1/namespaces/default/gateways",
+            |name| gateway(name, "norules.gateway.example.com/v1"),
+        ),
         "leases" => (
             serde_json::Value::Null,
             "/apis/coordination.k8s.io/v1/namespaces/default/leases",
             |name| lease(name, 0),
         ),
-        other => bail!("unknown resource {other} (widgets, deployments, configmaps or leases)"),
+        other => bail!("unknown resource {other} (widgets, deployments, configmaps, gateways, gateways-norules or leases)"),
     };
     let r = if crd.is_null() {
         // A built-in kind: nothing to define.

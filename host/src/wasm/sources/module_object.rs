@@ -100,6 +100,7 @@ pub fn definition() -> ResourceDefinition {
                     "The version serving",
                 ),
             ],
+            cel: None,
         }],
         builtin: true,
         module_strategy: false,
