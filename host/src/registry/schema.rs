@@ -150,6 +150,31 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// The compiled regex of a schema `pattern`, from a cache shared by every request (compiling
+/// one per validated string cost more than the rest of validating a Gateway). The cache is
+/// emptied when it holds too many, so hostile definitions cannot grow it without bound.
+fn compiled_pattern(pattern: &str) -> Option<std::sync::Arc<regex::Regex>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, RwLock};
+    const MAX_PATTERNS: usize = 4096;
+    static PATTERNS: LazyLock<RwLock<HashMap<String, Arc<regex::Regex>>>> =
+        LazyLock::new(RwLock::default);
+    if let Some(re) = PATTERNS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(pattern)
+    {
+        return Some(re.clone());
+    }
+    let re = Arc::new(regex::Regex::new(pattern).ok()?);
+    let mut cache = PATTERNS.write().unwrap_or_else(|p| p.into_inner());
+    if cache.len() >= MAX_PATTERNS {
+        cache.clear();
+    }
+    cache.insert(pattern.to_string(), re.clone());
+    Some(re)
+}
+
 /// Validates `value` against `schema`; field paths start at `path` (empty at the root).
 pub fn validate(value: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -313,7 +338,7 @@ fn validate_string(
         }
     }
     if let Some(pattern) = s.get("pattern").and_then(Value::as_str) {
-        if let Ok(re) = regex::Regex::new(pattern) {
+        if let Some(re) = compiled_pattern(pattern) {
             if !re.is_match(text) {
                 errors.push(invalid(
                     path,
