@@ -88,6 +88,17 @@ fn everyday_commands(k: &Kube) {
         "jsonpath={.data.mode}",
     ]);
     assert_eq!(mode, "fast");
+    // As in Kubernetes, core kinds carry no metadata.generation.
+    let generation = k.ok(&[
+        "get",
+        "configmap",
+        "settings",
+        "-n",
+        "team",
+        "-o",
+        "jsonpath={.metadata.generation}",
+    ]);
+    assert_eq!(generation, "");
     // stringData-free secrets keep base64 data; `--from-literal` sends data.
     let user = k.ok(&[
         "get",

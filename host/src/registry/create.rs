@@ -93,7 +93,7 @@ impl RegistryStore {
         obj: &mut Value,
         warnings: &mut Vec<String>,
     ) -> Result<()> {
-        super::system_fields::prepare_for_create(obj);
+        super::system_fields::prepare_for_create(obj, self.def.tracks_generation());
         // Ownership is recorded from what the client sent, before the strategy changes it (an
         // apply has recorded its own).
         if let (false, Some(m)) = (scope.applying, self.manager(scope)) {

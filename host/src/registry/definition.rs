@@ -138,6 +138,12 @@ impl ResourceDefinition {
         }
     }
 
+    /// Whether objects carry `metadata.generation`: custom resources, CRDs and StrategyModules
+    /// do; the core kinds and leases do not, as in Kubernetes.
+    pub fn tracks_generation(&self) -> bool {
+        !(self.module_strategy || (self.builtin && self.group.is_empty()))
+    }
+
     /// The key of one object.
     pub fn object_key(&self, namespace: Option<&str>, name: &str) -> String {
         match namespace.filter(|_| self.namespaced) {

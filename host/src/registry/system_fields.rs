@@ -118,13 +118,17 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
-/// Sets the fields a create owns: uid, creationTimestamp, generation 1; clears what a client
-/// may not set on create.
-pub fn prepare_for_create(obj: &mut Value) {
+/// Sets the fields a create owns: uid, creationTimestamp, generation 1 (for resources that track
+/// it); clears what a client may not set on create.
+pub fn prepare_for_create(obj: &mut Value, tracks_generation: bool) {
     let meta = metadata_mut(obj);
     meta.insert("uid".into(), Value::String(new_uid()));
     meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
-    meta.insert("generation".into(), Value::from(1));
+    if tracks_generation {
+        meta.insert("generation".into(), Value::from(1));
+    } else {
+        meta.remove("generation");
+    }
     for field in [
         "resourceVersion",
         "deletionTimestamp",
@@ -135,9 +139,9 @@ pub fn prepare_for_create(obj: &mut Value) {
     }
 }
 
-/// Carries the system fields of `old` into `new` on update, and bumps the generation when
-/// anything outside metadata and status changed.
-pub fn prepare_for_update(new: &mut Value, old: &Value) {
+/// Carries the system fields of `old` into `new` on update, and bumps the generation (for
+/// resources that track it) when anything outside metadata and status changed.
+pub fn prepare_for_update(new: &mut Value, old: &Value, tracks_generation: bool) {
     let spec_changed = {
         let strip = |v: &Value| {
             let mut m = v.as_object().cloned().unwrap_or_default();
@@ -172,7 +176,7 @@ pub fn prepare_for_update(new: &mut Value, old: &Value) {
         }
     }
     meta.remove("selfLink");
-    if spec_changed {
+    if spec_changed && tracks_generation {
         let generation = old_meta
             .get("generation")
             .and_then(Value::as_i64)
@@ -221,13 +225,13 @@ mod tests {
     #[test]
     fn generation_counts_spec_changes_only() {
         let mut old = json!({"metadata": {"name": "a"}, "spec": {"x": 1}});
-        prepare_for_create(&mut old);
+        prepare_for_create(&mut old, true);
         let mut new = json!({"metadata": {"name": "a", "labels": {"l": "v"}}, "spec": {"x": 1}, "status": {"s": 1}});
-        prepare_for_update(&mut new, &old);
+        prepare_for_update(&mut new, &old, true);
         assert_eq!(new["metadata"]["generation"], 1);
         assert_eq!(new["metadata"]["uid"], old["metadata"]["uid"]);
         let mut newer = json!({"metadata": {"name": "a"}, "spec": {"x": 2}});
-        prepare_for_update(&mut newer, &old);
+        prepare_for_update(&mut newer, &old, true);
         assert_eq!(newer["metadata"]["generation"], 2);
     }
 }

@@ -250,7 +250,7 @@ impl RegistryStore {
                 });
             }
         }
-        super::system_fields::prepare_for_update(&mut new, &old);
+        super::system_fields::prepare_for_update(&mut new, &old, self.def.tracks_generation());
         self.check_metadata_shape(&new)?;
         let admission = self
             .strategy
