@@ -120,6 +120,18 @@ fn everyday_commands(k: &Kube) {
         "jsonpath={.type}",
     ]);
     assert_eq!(secret_type, "Opaque");
+    // Kubernetes' columns: DATA counts entries, SECRETS the listed secrets.
+    let row = k.ok(&["get", "configmap", "settings", "-n", "team", "--no-headers"]);
+    assert_eq!(
+        row.split_whitespace().take(2).collect::<Vec<_>>(),
+        ["settings", "2"],
+        "{row}"
+    );
+    let header = k.ok(&["get", "secrets", "-n", "team"]);
+    assert!(
+        header.starts_with("NAME") && header.contains("TYPE") && header.contains("DATA"),
+        "{header}"
+    );
     let table = k.ok(&["get", "configmaps,secrets,serviceaccounts", "-n", "team"]);
     for name in [
         "configmap/settings",

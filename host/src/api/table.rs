@@ -31,6 +31,7 @@ fn age() -> PrinterColumn {
         description: "CreationTimestamp is a timestamp representing the server time when this object was created.".into(),
         priority: 0,
         json_path: CREATION_TIMESTAMP.into(),
+        count_paths: Vec::new(),
     }
 }
 
@@ -46,6 +47,7 @@ fn columns(def: &ResourceDefinition, version: &str) -> Vec<PrinterColumn> {
         description: "Name must be unique within a namespace.".into(),
         priority: 0,
         json_path: ".metadata.name".into(),
+        count_paths: Vec::new(),
     }];
     let declared = def
         .version(version)
@@ -122,6 +124,14 @@ pub(crate) fn human_duration(secs: i64) -> String {
 /// selects (none → null); a `string` column prints it as text, other types keep a value of
 /// their type and are null otherwise.
 fn cell(obj: &Value, col: &PrinterColumn) -> Value {
+    if !col.count_paths.is_empty() {
+        let count: usize = col
+            .count_paths
+            .iter()
+            .map(|p| jsonpath::find(obj, p).len())
+            .sum();
+        return Value::from(count);
+    }
     let Some(v) = jsonpath::find(obj, &col.json_path).first().copied() else {
         return Value::Null;
     };
@@ -403,6 +413,7 @@ mod tests {
             description: String::new(),
             priority: 0,
             json_path: ".v".into(),
+            count_paths: Vec::new(),
         };
         let at = |type_: &str, v: Value| cell(&json!({ "v": v }), &col(type_));
         assert_eq!(

@@ -24,6 +24,9 @@ pub struct PrinterColumn {
     pub priority: i64,
     /// A simple JSONPath into the object (`.spec.replicas`).
     pub json_path: String,
+    /// Built-in kinds only: the cell counts what these paths select (`.data.*`), as Kubernetes'
+    /// printers show a ConfigMap's DATA or a ServiceAccount's SECRETS.
+    pub count_paths: Vec<String>,
 }
 
 /// A resource served over another resource's stored objects under other field names, as
@@ -403,6 +406,11 @@ impl ResourceDefinition {
                             description: s(c, "/description"),
                             priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
                             json_path: s(c, "/jsonPath"),
+                            count_paths: if builtin {
+                                strings(c, "/x-count")
+                            } else {
+                                Vec::new()
+                            },
                         })
                         .collect()
                 })
@@ -474,6 +482,7 @@ impl ResourceDefinition {
                     description: "The phase of the namespace".into(),
                     priority: 0,
                     json_path: ".status.phase".into(),
+                    count_paths: Vec::new(),
                 }],
                 cel: None,
             }],
@@ -512,6 +521,7 @@ impl ResourceDefinition {
                     description: String::new(),
                     priority: 0,
                     json_path: ".metadata.creationTimestamp".into(),
+                    count_paths: Vec::new(),
                 }],
                 cel: None,
             }],

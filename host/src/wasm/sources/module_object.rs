@@ -38,6 +38,7 @@ pub fn definition() -> ResourceDefinition {
             description: description.into(),
             priority,
             json_path: path.into(),
+            count_paths: Vec::new(),
         };
     ResourceDefinition {
         group: GROUP.into(),
