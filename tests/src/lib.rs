@@ -205,13 +205,13 @@ fn agent() -> ureq::Agent {
 }
 
 /// Sends `method` to `url` with an optional body and content type (JSON by default when there
-/// is a body) and extra headers; answers whatever the code.
-pub fn call_with(
+/// is a body) and extra headers; the response whatever its code.
+fn send(
     method: &str,
     url: &str,
     body: Option<&[u8]>,
     headers: &[(&str, &str)],
-) -> anyhow::Result<Reply> {
+) -> anyhow::Result<ureq::Response> {
     let mut req = agent().request(method, url);
     if body.is_some()
         && !headers
@@ -227,11 +227,22 @@ pub fn call_with(
         Some(b) => req.send_bytes(b),
         None => req.call(),
     };
-    let resp = match result {
-        Ok(resp) => resp,
-        Err(ureq::Error::Status(_, resp)) => resp,
-        Err(e) => return Err(e.into()),
-    };
+    match result {
+        Ok(resp) => Ok(resp),
+        Err(ureq::Error::Status(_, resp)) => Ok(resp),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sends `method` to `url` with an optional body and content type (JSON by default when there
+/// is a body) and extra headers; answers whatever the code.
+pub fn call_with(
+    method: &str,
+    url: &str,
+    body: Option<&[u8]>,
+    headers: &[(&str, &str)],
+) -> anyhow::Result<Reply> {
+    let resp = send(method, url, body, headers)?;
     let warnings = resp.all("warning").iter().map(|s| s.to_string()).collect();
     let content_type = resp.header("content-type").unwrap_or("").to_string();
     Ok(Reply {
@@ -260,19 +271,7 @@ pub fn call_raw(
     body: Option<&[u8]>,
     headers: &[(&str, &str)],
 ) -> anyhow::Result<RawReply> {
-    let mut req = agent().request(method, url);
-    for (h, v) in headers {
-        req = req.set(h, v);
-    }
-    let result = match body {
-        Some(b) => req.send_bytes(b),
-        None => req.call(),
-    };
-    let resp = match result {
-        Ok(resp) => resp,
-        Err(ureq::Error::Status(_, resp)) => resp,
-        Err(e) => return Err(e.into()),
-    };
+    let resp = send(method, url, body, headers)?;
     let code = resp.status();
     let content_type = resp.header("content-type").unwrap_or("").to_string();
     let mut body = Vec::new();
@@ -282,6 +281,31 @@ pub fn call_raw(
         content_type,
         body,
     })
+}
+
+/// Runs Helm 4 against `server` in `namespace` `default`, with `home` as its HOME (and an empty
+/// kubeconfig there) and extra environment; answers (success, stdout and stderr).
+pub fn helm(
+    server: &str,
+    home: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> anyhow::Result<(bool, String)> {
+    let kubeconfig = home.join("kubeconfig");
+    if !kubeconfig.exists() {
+        std::fs::write(&kubeconfig, "apiVersion: v1\nkind: Config\n")?;
+    }
+    let out = Command::new(helm_path()?)
+        .args(args)
+        .args(["--kube-apiserver", server, "--namespace", "default"])
+        .env("HOME", home)
+        .env("KUBECONFIG", &kubeconfig)
+        .envs(env.iter().copied())
+        .output()
+        .context("running helm")?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    Ok((out.status.success(), text))
 }
 
 /// Sends a JSON body (or none) with `method`.
@@ -425,6 +449,95 @@ pub fn kubectl_with(
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     ))
+}
+
+/// A server on the embedded store in a temporary directory, driven by one kubectl binary with a
+/// private kubeconfig and cache there.
+pub struct KubeFixture {
+    /// The server.
+    pub host: HostProcess,
+    /// Its data, kubeconfig and kubectl cache.
+    pub dir: tempfile::TempDir,
+    /// The kubectl that drives it.
+    pub kubectl: PathBuf,
+}
+
+impl KubeFixture {
+    /// Starts a server and picks `kubectl` to drive it.
+    ///
+    /// # Panics
+    /// When the server does not start.
+    pub fn start(kubectl: PathBuf) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let data = dir.path().join("data").display().to_string();
+        let host = HostProcess::start(&["--data-dir", &data]).expect("the server starts");
+        Self { host, dir, kubectl }
+    }
+
+    /// Runs kubectl with `stdin`; (success, stdout, stderr).
+    ///
+    /// # Panics
+    /// When kubectl cannot be run at all.
+    pub fn run_with(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        kubectl_with(
+            &self.kubectl,
+            &self.host.base_url,
+            self.dir.path(),
+            args,
+            stdin,
+        )
+        .expect("kubectl runs")
+    }
+
+    /// Runs kubectl; (success, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (bool, String, String) {
+        self.run_with(args, None)
+    }
+
+    /// Runs kubectl with `stdin`, which must succeed; its stdout.
+    ///
+    /// # Panics
+    /// When kubectl fails.
+    pub fn ok_with(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let (ok, out, err) = self.run_with(args, stdin);
+        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    /// Runs kubectl, which must succeed; its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        self.ok_with(args, None)
+    }
+
+    /// Runs kubectl, which must fail; its stderr.
+    ///
+    /// # Panics
+    /// When kubectl succeeds.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(!ok, "kubectl {args:?} should fail:\n{out}");
+        err
+    }
+
+    /// GETs `path` from the server as JSON.
+    ///
+    /// # Panics
+    /// When the request cannot be sent.
+    pub fn get(&self, path: &str) -> serde_json::Value {
+        call("GET", &self.host.url(path), None)
+            .expect("the server answers")
+            .json()
+    }
+
+    /// The status code of a GET of `path`.
+    ///
+    /// # Panics
+    /// When the request cannot be sent.
+    pub fn status(&self, path: &str) -> u16 {
+        call("GET", &self.host.url(path), None)
+            .expect("the server answers")
+            .code
+    }
 }
 
 /// The example Widget CRD of `examples/crds/widgets.yaml`, as JSON.

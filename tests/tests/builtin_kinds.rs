@@ -7,51 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
-use strategy_host_e2e::{
-    call, helm_path, kubectl_path, kubectl_with, latest_kubectl_path, HostProcess,
-};
+use strategy_host_e2e::{call, kubectl_path, latest_kubectl_path, HostProcess, KubeFixture};
 
-struct Kube {
-    host: HostProcess,
-    dir: tempfile::TempDir,
-    binary: PathBuf,
-}
-
-impl Kube {
-    fn start(binary: PathBuf) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data").display().to_string();
-        let host = HostProcess::start(&["--data-dir", &data]).unwrap();
-        Self { host, dir, binary }
-    }
-
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        kubectl_with(
-            &self.binary,
-            &self.host.base_url,
-            self.dir.path(),
-            args,
-            None,
-        )
-        .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args);
-        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
-        out
-    }
-
-    fn fails(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args);
-        assert!(!ok, "kubectl {args:?} should fail:\n{out}");
-        err
-    }
-
-    fn status(&self, path: &str) -> u16 {
-        call("GET", &self.host.url(path), None).unwrap().code
-    }
-}
+type Kube = KubeFixture;
 
 /// What every kubectl version must be able to do with the built-in kinds.
 fn everyday_commands(k: &Kube) {
@@ -213,12 +171,12 @@ fn everyday_commands(k: &Kube) {
 
 #[test]
 fn kubectl_1_32_drives_the_built_in_kinds_over_json() {
-    everyday_commands(&Kube::start(kubectl_path().unwrap()));
+    everyday_commands(&KubeFixture::start(kubectl_path().unwrap()));
 }
 
 #[test]
 fn kubectl_1_35_drives_the_built_in_kinds_over_protobuf() {
-    let k = Kube::start(latest_kubectl_path().unwrap());
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
     let version = k.ok(&["version", "--client"]);
     assert!(version.contains("v1.35"), "{version}");
     everyday_commands(&k);
@@ -292,18 +250,9 @@ fn two_clients_elect_a_leader_over_a_lease_and_a_stale_takeover_conflicts() {
     );
 }
 
+/// Helm with its release records in Secrets (its default driver, named to be sure).
 fn helm(host: &HostProcess, home: &Path, args: &[&str]) -> (bool, String) {
-    let out = std::process::Command::new(helm_path().unwrap())
-        .args(args)
-        .args(["--kube-apiserver", &host.base_url, "--namespace", "default"])
-        .env("HOME", home)
-        .env("KUBECONFIG", home.join("kubeconfig"))
-        .env("HELM_DRIVER", "secret")
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    strategy_host_e2e::helm(&host.base_url, home, args, &[("HELM_DRIVER", "secret")]).unwrap()
 }
 
 #[test]
@@ -311,14 +260,9 @@ fn helm_4_keeps_its_release_in_a_secret() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data").display().to_string();
     let host = HostProcess::start(&["--data-dir", &data]).unwrap();
-    std::fs::write(
-        dir.path().join("kubeconfig"),
-        "apiVersion: v1\nkind: Config\n",
-    )
-    .unwrap();
     let chart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("charts/hello");
     let chart = chart.display().to_string();
-    // Server-side apply is the subject of its own issue; client-side apply here.
+    // Client-side apply here; server_side_apply.rs covers Helm's default (server-side).
     let (ok, out) = helm(
         &host,
         dir.path(),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use strategy_host_e2e::{call, kubectl_with, latest_kubectl_path, HostProcess, Reply};
+use strategy_host_e2e::{call, latest_kubectl_path, KubeFixture, Reply};
 
 fn crd_file(path: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,32 +18,26 @@ fn crd_file(path: &str) -> String {
         .to_string()
 }
 
-struct Server {
-    host: HostProcess,
-    dir: tempfile::TempDir,
+/// A server and the newest kubectl, with what these tests do to it.
+struct Server(KubeFixture);
+
+impl std::ops::Deref for Server {
+    type Target = KubeFixture;
+
+    fn deref(&self) -> &KubeFixture {
+        &self.0
+    }
 }
 
 impl Server {
     fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data").display().to_string();
-        let host = HostProcess::start(&["--data-dir", &data]).unwrap();
-        Self { host, dir }
+        Self(KubeFixture::start(latest_kubectl_path().unwrap()))
     }
 
     /// Applies a CRD file server-side (the big ones exceed client-side apply's annotation) and
     /// waits until its resource is served.
     fn define(&self, file: &str, collection: &str) {
-        let kubectl = latest_kubectl_path().unwrap();
-        let (ok, out, err) = kubectl_with(
-            &kubectl,
-            &self.host.base_url,
-            self.dir.path(),
-            &["apply", "--server-side", "-f", &crd_file(file)],
-            None,
-        )
-        .unwrap();
-        assert!(ok, "{out}\n{err}");
+        self.ok(&["apply", "--server-side", "-f", &crd_file(file)]);
         let deadline = Instant::now() + Duration::from_secs(10);
         while call("GET", &self.host.url(collection), None).unwrap().code != 200 {
             assert!(Instant::now() < deadline, "{collection} not served");

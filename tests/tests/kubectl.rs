@@ -6,46 +6,21 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use strategy_host_e2e::{kubectl, kubectl_path, HostProcess};
+use strategy_host_e2e::{kubectl, kubectl_path, KubeFixture};
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
 
-struct Kube {
-    host: HostProcess,
-    dir: tempfile::TempDir,
-}
+type Kube = KubeFixture;
 
-impl Kube {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data").display().to_string();
-        let host = HostProcess::start(&["--data-dir", &data]).unwrap();
-        Self { host, dir }
-    }
-
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        kubectl(&self.host.base_url, self.dir.path(), args, None).unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args);
-        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
-        out
-    }
-
-    fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
-        let (ok, out, err) =
-            kubectl(&self.host.base_url, self.dir.path(), args, Some(stdin)).unwrap();
-        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
-        out
-    }
+fn kube() -> Kube {
+    KubeFixture::start(kubectl_path().unwrap())
 }
 
 #[test]
 fn kubectl_drives_custom_resources_end_to_end() {
-    let k = Kube::start();
+    let k = kube();
     let crd = examples().join("crds/widgets.yaml").display().to_string();
     let out = k.ok(&["apply", "-f", &crd]);
     assert!(out.contains("widgets.example.com created"), "{out}");
@@ -105,11 +80,11 @@ fn kubectl_drives_custom_resources_end_to_end() {
     // apply twice: the second changes a field; last-applied-configuration follows.
     let large = std::fs::read_to_string(examples().join("widgets/large.yaml")).unwrap();
     assert!(k
-        .ok_stdin(&["apply", "-f", "-"], &large)
+        .ok_with(&["apply", "-f", "-"], Some(&large))
         .contains("created"));
     let changed = large.replace("size: 50", "size: 60");
     assert!(k
-        .ok_stdin(&["apply", "-f", "-"], &changed)
+        .ok_with(&["apply", "-f", "-"], Some(&changed))
         .contains("configured"));
     let got = k.ok(&["get", "wd", "large", "-o", "jsonpath={.spec.size} {.metadata.generation} {.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}"]);
     assert!(got.starts_with("60 2 "), "{got}");

@@ -7,37 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use strategy_host_e2e::{
-    call, call_with, helm_path, kubectl_with, latest_kubectl_path, HostProcess,
-};
+use strategy_host_e2e::{call, call_with, latest_kubectl_path, HostProcess, KubeFixture};
 
-struct Kube {
-    host: HostProcess,
-    dir: tempfile::TempDir,
-}
-
-impl Kube {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data").display().to_string();
-        let host = HostProcess::start(&["--data-dir", &data]).unwrap();
-        Self { host, dir }
-    }
-
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-        let kubectl = latest_kubectl_path().unwrap();
-        kubectl_with(&kubectl, &self.host.base_url, self.dir.path(), args, stdin).unwrap()
-    }
-
-    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let (ok, out, err) = self.run(args, stdin);
-        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
-        out
-    }
-
-    fn get(&self, path: &str) -> serde_json::Value {
-        call("GET", &self.host.url(path), None).unwrap().json()
-    }
+fn kube() -> KubeFixture {
+    KubeFixture::start(latest_kubectl_path().unwrap())
 }
 
 fn config_map(data: &str) -> String {
@@ -48,11 +21,11 @@ const SETTINGS: &str = "/api/v1/namespaces/default/configmaps/settings";
 
 #[test]
 fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
-    let k = Kube::start();
+    let k = kube();
     let apply = ["apply", "--server-side", "-f", "-"];
     let both = config_map("  mode: fast\n  level: \"3\"\n");
     assert!(k
-        .ok(&apply, Some(&both))
+        .ok_with(&apply, Some(&both))
         .contains("configmap/settings serverside-applied"));
     let created = k.get(SETTINGS);
     assert_eq!(created["data"], json!({"mode": "fast", "level": "3"}));
@@ -67,14 +40,14 @@ fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
     );
 
     // Unchanged: nothing is written.
-    k.ok(&apply, Some(&both));
+    k.ok_with(&apply, Some(&both));
     assert_eq!(
         k.get(SETTINGS)["metadata"]["resourceVersion"],
         created["metadata"]["resourceVersion"]
     );
 
     // Another writer takes `mode`; applying our value again conflicts, with kubectl's advice.
-    k.ok(
+    k.ok_with(
         &[
             "patch",
             "configmap",
@@ -84,7 +57,7 @@ fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
         ],
         None,
     );
-    let (ok, _, err) = k.run(&apply, Some(&both));
+    let (ok, _, err) = k.run_with(&apply, Some(&both));
     assert!(!ok);
     assert!(
         err.contains(
@@ -93,7 +66,7 @@ fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
         "{err}"
     );
     assert!(err.contains("--force-conflicts"), "{err}");
-    k.ok(
+    k.ok_with(
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],
         Some(&both),
     );
@@ -101,7 +74,7 @@ fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
 
     // A second manager owns its own field; each keeps what it applies.
     let theirs = config_map("  extra: yes-please\n");
-    k.ok(
+    k.ok_with(
         &[
             "apply",
             "--server-side",
@@ -112,7 +85,7 @@ fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
         Some(&theirs),
     );
     // Ours drops `level`: it goes; `extra` (the operator's) stays.
-    k.ok(&apply, Some(&config_map("  mode: fast\n")));
+    k.ok_with(&apply, Some(&config_map("  mode: fast\n")));
     assert_eq!(
         k.get(SETTINGS)["data"],
         json!({"mode": "fast", "extra": "yes-please"})
@@ -129,13 +102,13 @@ fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
     );
 
     // `kubectl diff` shows what an apply would change, and applies nothing.
-    let (changed, out, _) = k.run(
+    let (changed, out, _) = k.run_with(
         &["diff", "--server-side", "-f", "-"],
         Some(&config_map("  mode: turbo\n")),
     );
     assert!(!changed && out.contains("+  mode: turbo"), "{out}");
     assert_eq!(k.get(SETTINGS)["data"]["mode"], "fast");
-    let (same, out, _) = k.run(
+    let (same, out, _) = k.run_with(
         &["diff", "--server-side", "-f", "-"],
         Some(&config_map("  mode: fast\n")),
     );
@@ -144,9 +117,9 @@ fn kubectl_applies_server_side_with_ownership_conflicts_and_removal() {
 
 #[test]
 fn an_object_applied_client_side_is_taken_over_by_server_side_apply() {
-    let k = Kube::start();
+    let k = kube();
     let both = config_map("  mode: fast\n  level: \"3\"\n");
-    k.ok(&["apply", "-f", "-"], Some(&both));
+    k.ok_with(&["apply", "-f", "-"], Some(&both));
     let live = k.get(SETTINGS);
     assert!(
         live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
@@ -157,9 +130,9 @@ fn an_object_applied_client_side_is_taken_over_by_server_side_apply() {
         "kubectl-client-side-apply"
     );
     // kubectl migrates the client-side manager's fields to its server-side one ...
-    k.ok(&["apply", "--server-side", "-f", "-"], Some(&both));
+    k.ok_with(&["apply", "--server-side", "-f", "-"], Some(&both));
     // ... so a field dropped from the manifest is removed, with no conflict.
-    k.ok(
+    k.ok_with(
         &["apply", "--server-side", "-f", "-"],
         Some(&config_map("  mode: fast\n")),
     );
@@ -168,7 +141,7 @@ fn an_object_applied_client_side_is_taken_over_by_server_side_apply() {
 
 #[test]
 fn the_api_answers_apply_as_kubernetes_does() {
-    let k = Kube::start();
+    let k = kube();
     let apply = |query: &str, body: &str| {
         call_with(
             "PATCH",
@@ -247,26 +220,12 @@ fn the_api_answers_apply_as_kubernetes_does() {
 }
 
 fn helm(host: &HostProcess, home: &Path, args: &[&str]) -> (bool, String) {
-    let out = std::process::Command::new(helm_path().unwrap())
-        .args(args)
-        .args(["--kube-apiserver", &host.base_url, "--namespace", "default"])
-        .env("HOME", home)
-        .env("KUBECONFIG", home.join("kubeconfig"))
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    strategy_host_e2e::helm(&host.base_url, home, args, &[]).unwrap()
 }
 
 #[test]
 fn helm_4_installs_upgrades_rolls_back_and_uninstalls_a_chart_with_a_crd_server_side() {
-    let k = Kube::start();
-    std::fs::write(
-        k.dir.path().join("kubeconfig"),
-        "apiVersion: v1\nkind: Config\n",
-    )
-    .unwrap();
+    let k = kube();
     let chart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("charts/widgets");
     let chart = chart.display().to_string();
     let widget = "/apis/example.com/v1/namespaces/default/widgets/shop-main";
@@ -303,13 +262,13 @@ fn helm_4_installs_upgrades_rolls_back_and_uninstalls_a_chart_with_a_crd_server_
 
 #[test]
 fn the_status_subresource_is_applied_under_its_own_entry() {
-    let k = Kube::start();
+    let k = kube();
     let crd = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/crds/widgets.yaml");
-    k.ok(
+    k.ok_with(
         &["apply", "--server-side", "-f", &crd.display().to_string()],
         None,
     );
-    k.ok(
+    k.ok_with(
         &[
             "wait",
             "--for",
@@ -321,9 +280,9 @@ fn the_status_subresource_is_applied_under_its_own_entry() {
     );
     let widget =
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: small\nspec:\n  size: 2\n";
-    k.ok(&["apply", "--server-side", "-f", "-"], Some(widget));
+    k.ok_with(&["apply", "--server-side", "-f", "-"], Some(widget));
     let status = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: small\nstatus:\n  conditions:\n  - type: Ready\n    status: \"True\"\n";
-    k.ok(
+    k.ok_with(
         &[
             "apply",
             "--server-side",

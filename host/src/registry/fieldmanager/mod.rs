@@ -183,6 +183,30 @@ fn sent_entries(old: Option<&Value>, new: &Value) -> Result<Option<Vec<Entry>>, 
     }
 }
 
+/// Records `fields` as what `m` owns by `operation`. An entry whose set and version are unchanged
+/// keeps its time, so re-applying the same configuration writes nothing.
+fn record(entries: &mut Vec<Entry>, m: &Manager, operation: Operation, fields: FieldSet) {
+    match entries
+        .iter_mut()
+        .find(|e| e.is(&m.name, operation, &m.subresource))
+    {
+        Some(e) if e.fields == fields && e.api_version == m.api_version => {}
+        Some(e) => {
+            e.fields = fields;
+            e.api_version = m.api_version.clone();
+            e.time = m.time.clone();
+        }
+        None => entries.push(Entry {
+            manager: m.name.clone(),
+            operation,
+            api_version: m.api_version.clone(),
+            time: m.time.clone(),
+            subresource: m.subresource.clone(),
+            fields,
+        }),
+    }
+}
+
 /// Records a create: the creator owns every field it set (unless the request sets
 /// `managedFields` itself).
 ///
@@ -244,24 +268,12 @@ pub fn on_update(
         e.fields = e.fields.difference(&removed).difference(&changed);
     }
     if !changed.is_empty() {
-        match entries
-            .iter_mut()
+        let owned = entries
+            .iter()
             .find(|e| e.is(&m.name, Operation::Update, &m.subresource))
-        {
-            Some(e) => {
-                e.fields = e.fields.union(&changed);
-                e.time = m.time.clone();
-                e.api_version = m.api_version.clone();
-            }
-            None => entries.push(Entry {
-                manager: m.name.clone(),
-                operation: Operation::Update,
-                api_version: m.api_version.clone(),
-                time: m.time.clone(),
-                subresource: m.subresource.clone(),
-                fields: changed,
-            }),
-        }
+            .map(|e| e.fields.union(&changed))
+            .unwrap_or(changed);
+        record(&mut entries, m, Operation::Update, owned);
     }
     entries.retain(|e| !e.fields.is_empty());
     managed::cap_update_managers(&mut entries);
@@ -360,26 +372,7 @@ pub fn apply(
             structure::remove(&mut merged, &p);
         }
     }
-    match entries
-        .iter_mut()
-        .find(|e| e.is(&m.name, Operation::Apply, &m.subresource))
-    {
-        // An unchanged set keeps its time, so re-applying the same configuration writes nothing.
-        Some(e) if e.fields == applied && e.api_version == m.api_version => {}
-        Some(e) => {
-            e.fields = applied;
-            e.api_version = m.api_version.clone();
-            e.time = m.time.clone();
-        }
-        None => entries.push(Entry {
-            manager: m.name.clone(),
-            operation: Operation::Apply,
-            api_version: m.api_version.clone(),
-            time: m.time.clone(),
-            subresource: m.subresource.clone(),
-            fields: applied,
-        }),
-    }
+    record(&mut entries, m, Operation::Apply, applied);
     entries.retain(|e| !e.fields.is_empty());
     managed::write(&mut merged, &entries);
     Ok(merged)
