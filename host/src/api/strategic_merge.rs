@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::registry::schema::{field_schema, list_type, ListType};
+
 const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
 const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 
@@ -21,13 +23,6 @@ pub(crate) fn apply(doc: &mut Value, patch: &Value, schema: Option<&Value>) -> R
             Ok(())
         }
     }
-}
-
-fn property<'a>(schema: Option<&'a Value>, name: &str) -> Option<&'a Value> {
-    let s = schema?;
-    s.get("properties")
-        .and_then(|p| p.get(name))
-        .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
 }
 
 fn merge_object(
@@ -62,7 +57,7 @@ fn merge_object(
         if key.starts_with(SET_ELEMENT_ORDER) || key == "$patch" || key == "$retainKeys" {
             continue;
         }
-        let field_schema = property(schema, key);
+        let field_schema = field_schema(schema, key);
         match value {
             Value::Null => {
                 map.remove(key);
@@ -96,14 +91,6 @@ fn merge_list(
     items: &[Value],
     schema: Option<&Value>,
 ) -> Result<Value, String> {
-    let list_type = schema
-        .and_then(|s| s.get("x-kubernetes-list-type"))
-        .and_then(Value::as_str);
-    let keys: Vec<&str> = schema
-        .and_then(|s| s.get("x-kubernetes-list-map-keys"))
-        .and_then(Value::as_array)
-        .map(|k| k.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
     let replace_directive = items
         .iter()
         .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));
@@ -112,9 +99,9 @@ fn merge_list(
         _ => Vec::new(),
     };
     let item_schema = schema.and_then(|s| s.get("items"));
-    match list_type {
-        Some("map") if !keys.is_empty() => {
-            let same = |a: &Value, b: &Value| keys.iter().all(|k| a.get(*k) == b.get(*k));
+    match list_type(schema) {
+        ListType::Map(keys) => {
+            let same = |a: &Value, b: &Value| keys.iter().all(|k| a.get(k) == b.get(k));
             for item in items {
                 if item.get("$patch").and_then(Value::as_str) == Some("replace") {
                     continue;
@@ -130,14 +117,14 @@ fn merge_list(
                 }
             }
         }
-        Some("set") => {
+        ListType::Set => {
             for item in items {
                 if !result.contains(item) {
                     result.push(item.clone());
                 }
             }
         }
-        _ => {
+        ListType::Atomic => {
             result = items
                 .iter()
                 .filter(|i| i.get("$patch").is_none())

@@ -40,6 +40,53 @@ pub fn check_schema(schema: &Value) -> Option<String> {
     walk(schema, String::new())
 }
 
+/// The schema of field (or map key) `name` of an object whose schema is `schema`: its property,
+/// else its `additionalProperties` schema.
+pub fn field_schema<'a>(schema: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    let s = schema?;
+    s.get("properties")
+        .and_then(|p| p.get(name))
+        .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
+}
+
+/// How a list merges and is owned, from `x-kubernetes-list-type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListType {
+    /// As a whole (`atomic`, no marker, or `map` without keys).
+    Atomic,
+    /// Unique scalars (`set`).
+    Set,
+    /// Items identified by these key fields (`map` with `x-kubernetes-list-map-keys`).
+    Map(Vec<String>),
+}
+
+/// The list type `schema` gives an array.
+pub fn list_type(schema: Option<&Value>) -> ListType {
+    let marker = schema
+        .and_then(|s| s.get("x-kubernetes-list-type"))
+        .and_then(Value::as_str);
+    match marker {
+        Some("map") => {
+            let keys: Vec<String> = schema
+                .and_then(|s| s.get("x-kubernetes-list-map-keys"))
+                .and_then(Value::as_array)
+                .map(|k| {
+                    k.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if keys.is_empty() {
+                ListType::Atomic
+            } else {
+                ListType::Map(keys)
+            }
+        }
+        Some("set") => ListType::Set,
+        _ => ListType::Atomic,
+    }
+}
+
 fn preserves_unknown(schema: &Value) -> bool {
     schema["x-kubernetes-preserve-unknown-fields"] == true
 }

@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::fieldset::{Element, FieldSet};
+use crate::registry::schema::{field_schema, list_type, ListType};
 
 /// How a node is owned and merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,10 +25,10 @@ enum Shape {
 }
 
 fn shape(schema: Option<&Value>, value: &Value) -> Shape {
-    let marker = |name: &str| schema.and_then(|s| s.get(name)).and_then(Value::as_str);
     match value {
         Value::Object(_) => {
-            if marker("x-kubernetes-map-type") == Some("atomic")
+            let marker = schema.and_then(|s| s.get("x-kubernetes-map-type"));
+            if marker.and_then(Value::as_str) == Some("atomic")
                 || schema.and_then(|s| s.get("x-kubernetes-int-or-string"))
                     == Some(&Value::Bool(true))
             {
@@ -36,36 +37,13 @@ fn shape(schema: Option<&Value>, value: &Value) -> Shape {
                 Shape::Granular
             }
         }
-        Value::Array(_) => match marker("x-kubernetes-list-type") {
-            Some("map") => {
-                let keys: Vec<String> = schema
-                    .and_then(|s| s.get("x-kubernetes-list-map-keys"))
-                    .and_then(Value::as_array)
-                    .map(|k| {
-                        k.iter()
-                            .filter_map(|x| x.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if keys.is_empty() {
-                    Shape::Atomic
-                } else {
-                    Shape::ListMap(keys)
-                }
-            }
-            Some("set") => Shape::ListSet,
-            _ => Shape::Atomic,
+        Value::Array(_) => match list_type(schema) {
+            ListType::Map(keys) => Shape::ListMap(keys),
+            ListType::Set => Shape::ListSet,
+            ListType::Atomic => Shape::Atomic,
         },
         _ => Shape::Atomic,
     }
-}
-
-/// The schema of field `name` of an object with schema `schema`.
-fn field_schema<'a>(schema: Option<&'a Value>, name: &str) -> Option<&'a Value> {
-    let s = schema?;
-    s.get("properties")
-        .and_then(|p| p.get(name))
-        .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
 }
 
 fn item_schema(schema: Option<&Value>) -> Option<&Value> {
