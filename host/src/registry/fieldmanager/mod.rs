@@ -97,27 +97,6 @@ pub enum Refusal {
     Invalid(String, String),
 }
 
-/// The metadata fields a manager can own, with the list types Kubernetes gives them.
-fn metadata_schema() -> Value {
-    json!({"type": "object", "properties": {
-        "finalizers": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
-        "ownerReferences": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"],
-                            "items": {"type": "object"}}
-    }})
-}
-
-/// The schema fields are walked by: the resource's, with `metadata` described.
-fn walk_schema(schema: Option<&Value>) -> Value {
-    let mut root = schema.cloned().unwrap_or_else(|| json!({"type": "object"}));
-    if let Some(map) = root.as_object_mut() {
-        let props = map.entry("properties").or_insert_with(|| json!({}));
-        if let Some(props) = props.as_object_mut() {
-            props.insert("metadata".into(), metadata_schema());
-        }
-    }
-    root
-}
-
 /// The part of `obj` a manager can own: no apiVersion/kind, only the user-set metadata
 /// (labels, annotations, finalizers, ownerReferences), and status only where it belongs.
 fn owned_view(obj: &Value, m: &Manager) -> Value {
@@ -159,8 +138,8 @@ fn owned_view(obj: &Value, m: &Manager) -> Value {
     Value::Object(out)
 }
 
-fn set_of(obj: &Value, m: &Manager, schema: &Value) -> FieldSet {
-    structure::fields_of(&owned_view(obj, m), Some(schema))
+fn set_of(obj: &Value, m: &Manager, schema: Option<&Value>) -> FieldSet {
+    structure::fields_of(&owned_view(obj, m), schema)
 }
 
 fn single(path: &[Element]) -> FieldSet {
@@ -217,14 +196,13 @@ pub fn on_create(obj: &mut Value, schema: Option<&Value>, m: &Manager) -> Result
         managed::write(obj, &entries);
         return Ok(());
     }
-    let walk = walk_schema(schema);
     let entries = vec![Entry {
         manager: m.name.clone(),
         operation: Operation::Update,
         api_version: m.api_version.clone(),
         time: m.time.clone(),
         subresource: m.subresource.clone(),
-        fields: set_of(obj, m, &walk),
+        fields: set_of(obj, m, schema),
     }];
     managed::write(obj, &entries);
     Ok(())
@@ -247,10 +225,9 @@ pub fn on_update(
         return Ok(());
     }
     let mut entries = managed::read(old).unwrap_or_default();
-    let walk = walk_schema(schema);
     let (old_view, new_view) = (owned_view(old, m), owned_view(new, m));
-    let old_set = structure::fields_of(&old_view, Some(&walk));
-    let new_set = structure::fields_of(&new_view, Some(&walk));
+    let old_set = structure::fields_of(&old_view, schema);
+    let new_set = structure::fields_of(&new_view, schema);
     let mut changed = FieldSet::new();
     for p in new_set.paths() {
         let before = structure::value_at(&old_view, &p);
@@ -304,16 +281,15 @@ pub fn apply(
             "must be nil in an apply configuration".into(),
         ));
     }
-    let walk = walk_schema(schema);
     let mut entries = live
         .map(managed::read)
         .transpose()
         .unwrap_or_default()
         .unwrap_or_default();
-    let applied = set_of(config, m, &walk);
+    let applied = set_of(config, m, schema);
     let mut merged = match live {
-        Some(live) => structure::merge(Some(live), config, Some(&walk)),
-        None => structure::merge(None, config, Some(&walk)),
+        Some(live) => structure::merge(Some(live), config, schema),
+        None => structure::merge(None, config, schema),
     };
     let empty = json!({});
     let live_view = owned_view(live.unwrap_or(&empty), m);

@@ -46,6 +46,25 @@ fn shape(schema: Option<&Value>, value: &Value) -> Shape {
     }
 }
 
+/// The metadata fields a manager can own, with the list types Kubernetes gives them (a CRD's
+/// schema does not describe metadata).
+static METADATA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    serde_json::json!({"type": "object", "properties": {
+        "finalizers": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "ownerReferences": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"],
+                            "items": {"type": "object"}}
+    }})
+});
+
+/// The schema of a top-level field of an object: the resource's, except `metadata`.
+fn root_field_schema<'a>(schema: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    if name == "metadata" {
+        Some(&METADATA)
+    } else {
+        field_schema(schema, name)
+    }
+}
+
 fn item_schema(schema: Option<&Value>) -> Option<&Value> {
     schema?.get("items")
 }
@@ -79,7 +98,12 @@ pub fn fields_of(value: &Value, schema: Option<&Value>) -> FieldSet {
     let mut set = FieldSet::new();
     if let Value::Object(map) = value {
         for (k, v) in map {
-            collect(v, field_schema(schema, k), &mut vec![field(k)], &mut set);
+            collect(
+                v,
+                root_field_schema(schema, k),
+                &mut vec![field(k)],
+                &mut set,
+            );
         }
     }
     set
@@ -216,6 +240,11 @@ fn position(items: &[Value], e: &str) -> Option<usize> {
 /// `config` merged into `live` by the schema: granular objects field by field (a `null` removes
 /// the field), list-map items by key, set items by value, everything else replaced.
 pub fn merge(live: Option<&Value>, config: &Value, schema: Option<&Value>) -> Value {
+    merge_at(live, config, schema, true)
+}
+
+/// [`merge`] of a node; `root` marks the object itself, whose `metadata` has its own schema.
+fn merge_at(live: Option<&Value>, config: &Value, schema: Option<&Value>, root: bool) -> Value {
     match (shape(schema, config), live, config) {
         (Shape::Granular, Some(Value::Object(live)), Value::Object(cfg)) => {
             let mut out = live.clone();
@@ -224,7 +253,12 @@ pub fn merge(live: Option<&Value>, config: &Value, schema: Option<&Value>) -> Va
                     out.remove(k);
                     continue;
                 }
-                let merged = merge(live.get(k), cv, field_schema(schema, k));
+                let child = if root {
+                    root_field_schema(schema, k)
+                } else {
+                    field_schema(schema, k)
+                };
+                let merged = merge_at(live.get(k), cv, child, false);
                 out.insert(k.clone(), merged);
             }
             Value::Object(out)
@@ -233,7 +267,7 @@ pub fn merge(live: Option<&Value>, config: &Value, schema: Option<&Value>) -> Va
             let mut out = live.clone();
             for item in cfg {
                 match out.iter().position(|i| same_keys(i, item, &keys)) {
-                    Some(i) => out[i] = merge(Some(&out[i]), item, item_schema(schema)),
+                    Some(i) => out[i] = merge_at(Some(&out[i]), item, item_schema(schema), false),
                     None => out.push(item.clone()),
                 }
             }
