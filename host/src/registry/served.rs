@@ -182,11 +182,21 @@ impl Registry {
     }
 
     fn apply_crd(&self, crd: &Value) {
+        self.serve_definition(crd, ResourceDefinition::from_crd(crd));
+    }
+
+    /// Serves a definition read from `crd` (read once by the caller: reading compiles its CEL
+    /// rules).
+    fn serve_definition(
+        &self,
+        crd: &Value,
+        parsed: Result<ResourceDefinition, Vec<crate::strategy::FieldError>>,
+    ) {
         let name = crd
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        match ResourceDefinition::from_crd(crd) {
+        match parsed {
             Ok(def) => {
                 let existing = self.resolve_any(&def.group, &def.plural);
                 if existing.as_ref().is_some_and(|r| *r.def == def) {
@@ -233,10 +243,11 @@ impl Registry {
     }
 
     fn replace_all(&self, crds: &[Value]) {
-        let wanted: Vec<(String, String)> = crds
+        let parsed: Vec<_> = crds.iter().map(ResourceDefinition::from_crd).collect();
+        let wanted: Vec<(String, String)> = parsed
             .iter()
-            .filter_map(|c| ResourceDefinition::from_crd(c).ok())
-            .map(|d| (d.group, d.plural))
+            .filter_map(|d| d.as_ref().ok())
+            .map(|d| (d.group.clone(), d.plural.clone()))
             .collect();
         let stale: Vec<ServedResource> = self
             .resources()
@@ -253,8 +264,8 @@ impl Registry {
             table.storages.remove(&r.def.key_prefix());
             table.caches.remove(&r.def.key_prefix());
         }
-        for crd in crds {
-            self.apply_crd(crd);
+        for (crd, def) in crds.iter().zip(parsed) {
+            self.serve_definition(crd, def);
         }
     }
 
