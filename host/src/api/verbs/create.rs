@@ -4,9 +4,9 @@ use hyper::Response;
 use serde_json::Value;
 
 use super::resolve::Resolved;
-use super::settle_definitions;
+use super::written;
 use crate::api::params::{Format, PostParams};
-use crate::api::response::{self, Body};
+use crate::api::response::Body;
 use crate::api::state::AppState;
 use crate::api::status::Status;
 
@@ -20,7 +20,7 @@ pub(crate) async fn create(
     res: &Resolved,
     params: PostParams,
     obj: Value,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
     format: Format,
 ) -> Result<Response<Body>, Status> {
     let mut scope = res.scope(params.dry_run, params.field_validation);
@@ -30,12 +30,5 @@ pub(crate) async fn create(
         .create(&scope, obj)
         .await
         .map_err(|e| Status::from(&e))?;
-    warnings.extend(outcome.warnings.iter().cloned());
-    settle_definitions(state, res, &scope, &outcome).await;
-    Ok(response::object(
-        201,
-        &outcome.object,
-        &warnings,
-        format.protobuf,
-    ))
+    Ok(written(state, res, &scope, outcome, warnings, 201, format).await)
 }

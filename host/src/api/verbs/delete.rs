@@ -3,9 +3,9 @@
 use hyper::Response;
 
 use super::resolve::Resolved;
-use super::settle_definitions;
+use super::written;
 use crate::api::params::{DeleteParams, Format};
-use crate::api::response::{self, Body};
+use crate::api::response::Body;
 use crate::api::state::AppState;
 use crate::api::status::Status;
 use crate::registry::FieldValidation;
@@ -26,11 +26,5 @@ pub(crate) async fn delete(
         .delete(&scope, res.name(), &params.options())
         .await
         .map_err(|e| Status::from(&e))?;
-    settle_definitions(state, res, &scope, &outcome).await;
-    Ok(response::object(
-        200,
-        &outcome.object,
-        &outcome.warnings,
-        format.protobuf,
-    ))
+    Ok(written(state, res, &scope, outcome, Vec::new(), 200, format).await)
 }

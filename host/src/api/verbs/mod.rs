@@ -138,6 +138,23 @@ async fn run(
     }
 }
 
+/// What every write verb answers with: the written object in the client's encoding, with the
+/// request's warnings and the write's, once a definition write is served (see
+/// [`settle_definitions`]).
+async fn written(
+    state: &AppState,
+    res: &Resolved,
+    scope: &RequestScope,
+    outcome: Outcome,
+    mut warnings: Vec<String>,
+    code: u16,
+    format: Format,
+) -> Response<Body> {
+    warnings.extend(outcome.warnings.iter().cloned());
+    settle_definitions(state, res, scope, &outcome).await;
+    response::object(code, &outcome.object, &warnings, format.protobuf)
+}
+
 /// After a definition write, waits until the served table reflects it, so the client's next
 /// request sees the change.
 async fn settle_definitions(

@@ -8,10 +8,10 @@ use hyper::Response;
 use serde_json::Value;
 
 use super::resolve::Resolved;
-use super::settle_definitions;
+use super::written;
 use crate::api::params::{manager_from_user_agent, Format, PatchParams};
 use crate::api::patch::Patch;
-use crate::api::response::{self, Body};
+use crate::api::response::Body;
 use crate::api::state::AppState;
 use crate::api::status::Status;
 use crate::registry::{Error, UpdateFn};
@@ -40,7 +40,7 @@ pub(crate) async fn patch(
     res: &Resolved,
     params: PatchParams,
     patch: Patch,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
     format: Format,
     user_agent: Option<&str>,
 ) -> Result<Response<Body>, Status> {
@@ -60,15 +60,8 @@ pub(crate) async fn patch(
             .apply(&scope, res.name(), config, params.force)
             .await
             .map_err(|e| Status::from(&e))?;
-        warnings.extend(outcome.warnings.iter().cloned());
-        settle_definitions(state, res, &scope, &outcome).await;
         let code = if outcome.created { 201 } else { 200 };
-        return Ok(response::object(
-            code,
-            &outcome.object,
-            &warnings,
-            format.protobuf,
-        ));
+        return Ok(written(state, res, &scope, outcome, warnings, code, format).await);
     }
     if params.force {
         return Err(Status::invalid_options(
@@ -106,12 +99,5 @@ pub(crate) async fn patch(
         .update(&scope, res.name(), input)
         .await
         .map_err(|e| Status::from(&e))?;
-    warnings.extend(outcome.warnings.iter().cloned());
-    settle_definitions(state, res, &scope, &outcome).await;
-    Ok(response::object(
-        200,
-        &outcome.object,
-        &warnings,
-        format.protobuf,
-    ))
+    Ok(written(state, res, &scope, outcome, warnings, 200, format).await)
 }

@@ -7,9 +7,9 @@ use hyper::Response;
 use serde_json::Value;
 
 use super::resolve::Resolved;
-use super::settle_definitions;
+use super::written;
 use crate::api::params::{Format, PostParams};
-use crate::api::response::{self, Body};
+use crate::api::response::Body;
 use crate::api::state::AppState;
 use crate::api::status::Status;
 use crate::registry::UpdateFn;
@@ -24,7 +24,7 @@ pub(crate) async fn update(
     res: &Resolved,
     params: PostParams,
     obj: Value,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
     format: Format,
 ) -> Result<Response<Body>, Status> {
     let mut scope = res.scope(params.dry_run, params.field_validation);
@@ -35,13 +35,6 @@ pub(crate) async fn update(
         .update(&scope, res.name(), input)
         .await
         .map_err(|e| Status::from(&e))?;
-    warnings.extend(outcome.warnings.iter().cloned());
-    settle_definitions(state, res, &scope, &outcome).await;
     let code = if outcome.created { 201 } else { 200 };
-    Ok(response::object(
-        code,
-        &outcome.object,
-        &warnings,
-        format.protobuf,
-    ))
+    Ok(written(state, res, &scope, outcome, warnings, code, format).await)
 }
