@@ -13,7 +13,7 @@ use futures::StreamExt as _;
 use crate::storage::{
     GetOptions, ListOptions, ObjectList, SharedObject, Storage, WatchEvent, WatchStream,
 };
-use crate::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext};
+use crate::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext, UserInfo};
 
 /// How unknown and duplicate fields in a request body are treated (`?fieldValidation=`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -66,6 +66,8 @@ pub struct RequestScope {
     pub field_manager: String,
     /// The write is a server-side apply: its `managedFields` are already computed.
     pub applying: bool,
+    /// Who makes the request (empty when the server writes on its own behalf).
+    pub user: Arc<UserInfo>,
 }
 
 /// The result of a write.
@@ -141,6 +143,7 @@ impl RegistryStore {
             dry_run: scope.dry_run,
             request_id: scope.request_id.clone(),
             hook_depth: scope.hook_depth,
+            user: scope.user.clone(),
         }
     }
 

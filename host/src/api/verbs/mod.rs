@@ -12,6 +12,7 @@ pub(crate) mod resolve;
 pub(crate) mod update;
 pub(crate) mod watch;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -31,6 +32,7 @@ use super::route::{ResourcePath, Verb};
 use super::state::AppState;
 use super::status::Status;
 use crate::registry::{Outcome, RequestScope};
+use crate::strategy::UserInfo;
 use resolve::Resolved;
 
 /// How long a CRD write waits for the served table to reflect it.
@@ -80,7 +82,12 @@ async fn run(
 ) -> Result<Response<Body>, Status> {
     let uri_path = parts.uri.path();
     // The resource is resolved first: a path nothing serves is a 404 whatever the method.
-    let res = Resolved::resolve(&state.registry, path, verb, uri_path)?;
+    let user = parts
+        .extensions
+        .get::<Arc<UserInfo>>()
+        .cloned()
+        .unwrap_or_default();
+    let res = Resolved::resolve(&state.registry, user, path, verb, uri_path)?;
     let Some(verb) = verb else {
         return Err(Status::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({} {uri_path})",

@@ -1,10 +1,13 @@
 //! Resolution shared by every verb: the served resource of a path, the scope checks (namespace
 //! on cluster-scoped resources, subresources the version serves), and the `RequestScope`.
 
+use std::sync::Arc;
+
 use crate::api::route::{ResourcePath, Verb};
 use crate::api::status::Status;
 use crate::registry::definition::ResourceDefinition;
 use crate::registry::{FieldValidation, Registry, RegistryStore, RequestScope, ServedResource};
+use crate::strategy::UserInfo;
 
 /// A resource request whose resource is served and whose path fits its scope.
 #[derive(Clone)]
@@ -13,6 +16,8 @@ pub(crate) struct Resolved {
     pub served: ServedResource,
     /// The request path.
     pub path: ResourcePath,
+    /// Who makes the request.
+    pub user: Arc<UserInfo>,
 }
 
 /// Kubernetes' 404 for a path nothing serves.
@@ -23,7 +28,7 @@ pub(crate) fn not_served(uri_path: &str) -> Status {
 }
 
 impl Resolved {
-    /// Finds the served resource of `path` and checks the path fits it; `verb` is `None` when
+    /// Finds the served resource of `path` for `user` and checks the path fits it; `verb` is `None` when
     /// the method selects none (the caller answers 405 once the resource is known).
     ///
     /// # Errors
@@ -32,6 +37,7 @@ impl Resolved {
     /// namespace.
     pub(crate) fn resolve(
         registry: &Registry,
+        user: Arc<UserInfo>,
         path: ResourcePath,
         verb: Option<Verb>,
         uri_path: &str,
@@ -59,7 +65,7 @@ impl Resolved {
         {
             return Err(not_served(uri_path));
         }
-        Ok(Self { served, path })
+        Ok(Self { served, path, user })
     }
 
     /// The resource's definition.
@@ -94,6 +100,7 @@ impl Resolved {
             hook_depth: 0,
             field_manager: String::new(),
             applying: false,
+            user: self.user.clone(),
         }
     }
 }
