@@ -82,6 +82,7 @@ fn bench(c: &mut Criterion) {
         dry_run: false,
         request_id: String::new(),
         hook_depth: 0,
+        user: Default::default(),
     };
     c.bench_function(
         "wasm create phase, 1 KiB object (Strategy::before_create)",

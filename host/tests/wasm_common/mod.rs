@@ -35,6 +35,7 @@ pub(crate) fn ctx(group: &str, kind: &str, plural: &str, namespaced: bool) -> St
         dry_run: false,
         request_id: "test-request".into(),
         hook_depth: 0,
+        user: Default::default(),
     }
 }
 
