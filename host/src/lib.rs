@@ -20,6 +20,7 @@
 
 mod api;
 pub mod app;
+pub mod authorization;
 pub mod config;
 pub mod registry;
 pub mod storage;
