@@ -20,8 +20,10 @@
 
 mod api;
 pub mod app;
+pub mod authentication;
 pub mod authorization;
 pub mod config;
+pub mod pki;
 pub mod registry;
 pub mod storage;
 pub mod strategy;
