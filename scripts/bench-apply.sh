@@ -11,7 +11,7 @@ clients=${2:-16}
 cargo build --release -q -p strategy-host --bin strategy-host -p strategy-host-e2e --bin api-load
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-RUST_LOG=warn target/release/strategy-host --listen 127.0.0.1:18185 --data-dir "$work/embedded" &
+RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18185 --data-dir "$work/embedded" &
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:18185/readyz" >/dev/null && break; sleep 0.1; done
 load() { target/release/api-load --server http://127.0.0.1:18185 --resource configmaps --seconds "$seconds" --concurrency "$clients" "$@"; }
 for round in 1 2; do

@@ -12,7 +12,7 @@ cargo build --release -q -p strategy-host --bin strategy-host -p strategy-host-e
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 server=http://127.0.0.1:18186
-RUST_LOG=warn target/release/strategy-host --listen 127.0.0.1:18186 --data-dir "$work/embedded" &
+RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18186 --data-dir "$work/embedded" &
 for _ in $(seq 100); do curl -sf "$server/readyz" >/dev/null && break; sleep 0.1; done
 kubectl=${KUBECTL_LATEST:-.tools/kubectl-1.35/kubectl}
 "$kubectl" --server "$server" apply --server-side -f tests/data/crds/gateway-api/gateway.networking.k8s.io_gateways.yaml >/dev/null

@@ -15,8 +15,8 @@ etcd --data-dir "$work/etcd" --listen-client-urls http://127.0.0.1:23791 \
     --advertise-client-urls http://127.0.0.1:23791 --listen-peer-urls http://127.0.0.1:23801 \
     >"$work/etcd.log" 2>&1 &
 for _ in $(seq 100); do curl -sf http://127.0.0.1:23791/health >/dev/null && break; sleep 0.1; done
-RUST_LOG=warn target/release/strategy-host --listen 127.0.0.1:18183 --etcd-servers http://127.0.0.1:23791 &
-RUST_LOG=warn target/release/strategy-host --listen 127.0.0.1:18184 --data-dir "$work/embedded" &
+RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18183 --etcd-servers http://127.0.0.1:23791 &
+RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18184 --data-dir "$work/embedded" &
 for port in 18183 18184; do
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 done

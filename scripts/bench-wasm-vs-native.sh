@@ -14,9 +14,9 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/strategies"
 cp target/wasm32-unknown-unknown/release/strategy_deployment.wasm "$work/strategies/"
-RUST_LOG=warn target/release/strategy-host --listen 127.0.0.1:18181 --data-dir "$work/wasm" \
+RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18181 --data-dir "$work/wasm" \
     --strategy-dir "$work/strategies" &
-RUST_LOG=warn target/release/native-host --listen 127.0.0.1:18182 --data-dir "$work/native" &
+RUST_LOG=warn target/release/native-host --dev-mode --listen 127.0.0.1:18182 --data-dir "$work/native" &
 for port in 18181 18182; do
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 done

@@ -11,12 +11,13 @@ use crate::storage::embedded::EmbeddedConfig;
 use crate::storage::etcd3::{Etcd3Config, TlsFiles};
 
 /// Strategy Host: a Kubernetes-style API server whose resource strategies are WebAssembly
-/// modules. With no flags it serves plain HTTP on 127.0.0.1:8080 from the embedded store in
-/// ./data.
+/// modules. With no flags it serves HTTPS on 127.0.0.1:8080 from the embedded store in ./data,
+/// with a certificate generated into ./data/pki and an admin kubeconfig in
+/// ./data/admin.kubeconfig.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "strategy-host", version, about, long_about = None)]
 pub struct Config {
-    /// Address and port to serve HTTP on.
+    /// Address and port to serve HTTPS on (plain HTTP with --dev-mode).
     #[arg(long, env = "STRATEGY_HOST_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
@@ -94,6 +95,114 @@ pub struct Config {
         value_parser = parse_duration
     )]
     pub event_ttl: std::time::Duration,
+
+    /// DEVELOPMENT ONLY: serve plain HTTP with no authentication or authorization, every
+    /// request acting as an admin (group system:masters). Refused unless --listen is a loopback
+    /// address.
+    #[arg(long, env = "STRATEGY_HOST_DEV_MODE")]
+    pub dev_mode: bool,
+
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub security: SecurityFlags,
+}
+
+/// How requests are authorized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthorizationMode {
+    /// Roles and bindings of `rbac.authorization.k8s.io/v1`.
+    #[value(name = "RBAC")]
+    Rbac,
+    /// Every authenticated request is allowed.
+    #[value(name = "AlwaysAllow")]
+    AlwaysAllow,
+}
+
+/// TLS, authentication, authorization and audit flags (kube-apiserver's names).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SecurityFlags {
+    /// PEM serving certificate (chain); without it one is generated into {data-dir}/pki.
+    #[arg(long, env = "STRATEGY_HOST_TLS_CERT_FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert-file.
+    #[arg(long, env = "STRATEGY_HOST_TLS_PRIVATE_KEY_FILE")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// PEM CA bundle: client certificates it signed authenticate (CN = user, O = groups). The
+    /// generated CA in {data-dir}/pki is always trusted too.
+    #[arg(long, env = "STRATEGY_HOST_CLIENT_CA_FILE")]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Static bearer tokens, one `token,user,uid,"group1,group2"` line each.
+    #[arg(long, env = "STRATEGY_HOST_TOKEN_AUTH_FILE")]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// PEM (PKCS#8) private key ServiceAccount tokens are signed with; without it one is
+    /// generated into {data-dir}/pki. Replicas sharing an etcd must share it.
+    #[arg(long, env = "STRATEGY_HOST_SERVICE_ACCOUNT_SIGNING_KEY_FILE")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// Further PEM public keys ServiceAccount tokens are accepted from (comma-separated).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_SERVICE_ACCOUNT_KEY_FILE",
+        value_delimiter = ','
+    )]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// The `iss` of ServiceAccount tokens.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_SERVICE_ACCOUNT_ISSUER",
+        default_value = crate::authentication::service_account::DEFAULT_ISSUER
+    )]
+    pub service_account_issuer: String,
+
+    /// Audiences a token must name one of (comma-separated; default: the issuer).
+    #[arg(long, env = "STRATEGY_HOST_API_AUDIENCES", value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+
+    /// The longest lifetime of a requested ServiceAccount token (Go duration).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_SERVICE_ACCOUNT_MAX_TOKEN_EXPIRATION",
+        value_parser = parse_duration
+    )]
+    pub service_account_max_token_expiration: Option<std::time::Duration>,
+
+    /// Requests without credentials act as system:anonymous (group system:unauthenticated),
+    /// for authorization to decide; `false` answers them 401.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_ANONYMOUS_AUTH",
+        action = clap::ArgAction::Set,
+        default_value_t = true
+    )]
+    pub anonymous_auth: bool,
+
+    /// How requests are authorized.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_AUTHORIZATION_MODE",
+        value_enum,
+        default_value = "RBAC"
+    )]
+    pub authorization_mode: AuthorizationMode,
+
+    /// Append an audit.k8s.io/v1 Event per request stage as JSON lines to this file (`-`:
+    /// stdout).
+    #[arg(long, env = "STRATEGY_HOST_AUDIT_LOG_PATH")]
+    pub audit_log_path: Option<PathBuf>,
+
+    /// An audit.k8s.io/v1 Policy (YAML or JSON) choosing each request's audit level.
+    #[arg(long, env = "STRATEGY_HOST_AUDIT_POLICY_FILE")]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// The audit level of every request when no policy file is given: None, Metadata,
+    /// Request or RequestResponse.
+    #[arg(long, env = "STRATEGY_HOST_AUDIT_LEVEL", default_value = "Metadata")]
+    pub audit_level: String,
 }
 
 /// Parses a Go-style duration (`1h`, `90s`, `1h30m0s`, `500ms`), as Kubernetes' flags take them.
@@ -130,6 +239,18 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 impl Config {
+    /// The key and certificate files the flags name.
+    pub fn pki_flags(&self) -> crate::pki::PkiFlags {
+        let s = &self.security;
+        crate::pki::PkiFlags {
+            tls_cert_file: s.tls_cert_file.clone(),
+            tls_private_key_file: s.tls_private_key_file.clone(),
+            client_ca_file: s.client_ca_file.clone(),
+            service_account_signing_key_file: s.service_account_signing_key_file.clone(),
+            service_account_key_files: s.service_account_key_file.clone(),
+        }
+    }
+
     /// The directory compiled modules are cached in, if any.
     pub fn module_cache(&self) -> Option<PathBuf> {
         match (&self.module_cache_dir, self.etcd_servers.is_empty()) {
@@ -183,6 +304,9 @@ mod tests {
     fn defaults_follow_the_design() {
         let c = Config::try_parse_from(["strategy-host"]).unwrap();
         assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert!(!c.dev_mode);
+        assert!(c.security.anonymous_auth);
+        assert_eq!(c.security.authorization_mode, AuthorizationMode::Rbac);
         assert!(
             matches!(c.store(), StoreChoice::Embedded(e) if e.data_dir.as_path() == std::path::Path::new("data"))
         );
@@ -207,6 +331,22 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+    #[test]
+    fn security_flags_take_kube_apiserver_spellings() {
+        let c = Config::try_parse_from([
+            "strategy-host",
+            "--anonymous-auth=false",
+            "--authorization-mode",
+            "AlwaysAllow",
+            "--token-auth-file",
+            "/tokens.csv",
+        ])
+        .unwrap();
+        assert!(!c.security.anonymous_auth);
+        assert_eq!(c.security.authorization_mode, AuthorizationMode::AlwaysAllow);
+        assert!(Config::try_parse_from(["strategy-host", "--authorization-mode", "ABAC"]).is_err());
+    }
+
     #[test]
     fn go_durations_parse() {
         use std::time::Duration;

@@ -38,15 +38,29 @@ pub fn host_binary() -> anyhow::Result<PathBuf> {
 /// A running `strategy-host` process, killed when dropped.
 pub struct HostProcess {
     child: Child,
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` when started secure).
     pub base_url: String,
     log: mpsc::Receiver<String>,
     log_lines: Vec<String>,
 }
 
 impl HostProcess {
-    /// Starts the binary with `args` (plus `--listen 127.0.0.1:0`) and waits until it listens.
+    /// Starts the binary in development mode (plain HTTP, every request an admin) with `args`
+    /// (plus `--listen 127.0.0.1:0`) and waits until it listens: for the tests whose subject is
+    /// not authentication.
     pub fn start(args: &[&str]) -> anyhow::Result<Self> {
+        let mut with_dev_mode = vec!["--dev-mode"];
+        with_dev_mode.extend_from_slice(args);
+        Self::spawn(&with_dev_mode)
+    }
+
+    /// Starts the binary as a user would run it (HTTPS, authentication, RBAC) with `args`
+    /// (plus `--listen 127.0.0.1:0`); `base_url` is then `https://...`.
+    pub fn start_secure(args: &[&str]) -> anyhow::Result<Self> {
+        Self::spawn(args)
+    }
+
+    fn spawn(args: &[&str]) -> anyhow::Result<Self> {
         let mut child = Command::new(host_binary()?)
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
@@ -84,9 +98,14 @@ impl HostProcess {
                     .and_then(|rest| rest.split_whitespace().next())
                     .map(str::to_string);
                 let listening = line.contains("listening");
+                let scheme = if line.contains("scheme=https") {
+                    "https"
+                } else {
+                    "http"
+                };
                 host.log_lines.push(line);
                 if let (true, Some(address)) = (listening, address) {
-                    host.base_url = format!("http://{address}");
+                    host.base_url = format!("{scheme}://{address}");
                     return Ok(host);
                 }
             }

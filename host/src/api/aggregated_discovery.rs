@@ -41,18 +41,6 @@ pub(crate) fn wanted(accept: Option<&str>) -> bool {
     false
 }
 
-/// The verbs every served resource has.
-const VERBS: [&str; 8] = [
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
 fn resource_json(r: &ServedResource, version: &str) -> Value {
     let def = &r.def;
     let kind = json!({"group": def.group, "version": version, "kind": def.kind});
@@ -61,7 +49,7 @@ fn resource_json(r: &ServedResource, version: &str) -> Value {
         "responseKind": kind,
         "scope": if def.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": def.singular,
-        "verbs": VERBS,
+        "verbs": def.verbs(),
     });
     if !def.short_names.is_empty() {
         entry["shortNames"] = json!(def.short_names);
@@ -69,12 +57,19 @@ fn resource_json(r: &ServedResource, version: &str) -> Value {
     if !def.categories.is_empty() {
         entry["categories"] = json!(def.categories);
     }
-    if def.version(version).is_some_and(|v| v.status_subresource) {
-        entry["subresources"] = json!([{
-            "subresource": "status",
-            "responseKind": kind,
-            "verbs": ["get", "patch", "update"],
-        }]);
+    let subresources: Vec<Value> = def
+        .subresources(version)
+        .into_iter()
+        .map(|s| {
+            json!({
+                "subresource": s.name,
+                "responseKind": {"group": s.group, "version": s.version, "kind": s.kind},
+                "verbs": s.verbs,
+            })
+        })
+        .collect();
+    if !subresources.is_empty() {
+        entry["subresources"] = json!(subresources);
     }
     entry
 }

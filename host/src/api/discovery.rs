@@ -98,7 +98,7 @@ fn resource_entries(r: &ServedResource, version: &str) -> Vec<Value> {
         "singularName": def.singular,
         "namespaced": def.namespaced,
         "kind": def.kind,
-        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        "verbs": def.verbs(),
     });
     if !def.short_names.is_empty() {
         entry["shortNames"] = json!(def.short_names);
@@ -113,14 +113,19 @@ fn resource_entries(r: &ServedResource, version: &str) -> Vec<Value> {
         )));
     }
     let mut entries = vec![entry];
-    if def.version(version).is_some_and(|v| v.status_subresource) {
-        entries.push(json!({
-            "name": format!("{}/status", def.plural),
+    for sub in def.subresources(version) {
+        let mut e = json!({
+            "name": format!("{}/{}", def.plural, sub.name),
             "singularName": "",
             "namespaced": def.namespaced,
-            "kind": def.kind,
-            "verbs": ["get", "patch", "update"],
-        }));
+            "kind": sub.kind,
+            "verbs": sub.verbs,
+        });
+        if sub.group != def.group {
+            e["group"] = json!(sub.group);
+            e["version"] = json!(sub.version);
+        }
+        entries.push(e);
     }
     entries
 }

@@ -6,6 +6,7 @@
 pub(crate) mod aggregated_discovery;
 pub(crate) mod body;
 pub(crate) mod discovery;
+pub(crate) mod filters;
 pub(crate) mod health;
 pub(crate) mod jsonpath;
 pub(crate) mod media;
@@ -23,5 +24,6 @@ pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod strategic_merge;
 pub(crate) mod table;
+pub(crate) mod tls;
 pub(crate) mod verbs;
 pub(crate) mod watch;

@@ -88,6 +88,22 @@ pub(crate) struct ResourcePath {
     pub legacy_watch: bool,
 }
 
+impl Verb {
+    /// The verb's name in Kubernetes' authorization attributes (`get`, `deletecollection`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
 impl Route {
     /// Routes a request.
     ///
@@ -224,6 +240,8 @@ fn verb(method: &Method, path: &ResourcePath, watch: bool) -> Option<Verb> {
         Method::GET if named => Verb::Get,
         Method::GET => Verb::List,
         Method::POST if !named && !sub => Verb::Create,
+        // A subresource that makes something (`serviceaccounts/{name}/token`).
+        Method::POST if named && sub => Verb::Create,
         Method::PUT if named => Verb::Update,
         Method::PATCH if named => Verb::Patch,
         Method::DELETE if named && !sub => Verb::Delete,

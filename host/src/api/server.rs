@@ -1,10 +1,13 @@
-//! The hyper server: accepts HTTP/1.1 and HTTP/2 (cleartext, prior knowledge) on one port,
-//! dispatches each request on its `Route`, and shuts down gracefully: on the shutdown signal it stops accepting, ends
-//! open watches, lets in-flight requests finish (up to a grace period), then returns.
+//! The hyper server: accepts TLS (HTTP/1.1 and HTTP/2 by ALPN) or, in development mode,
+//! cleartext HTTP/1.1 and HTTP/2 (prior knowledge) on one port; passes each request through the
+//! filters (authentication, authorization) and dispatches it on its `Route`; and shuts down
+//! gracefully: on the shutdown signal it stops accepting, ends open watches, lets in-flight
+//! requests finish (up to a grace period), then returns.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use std::time::{Duration, Instant};
 
@@ -17,6 +20,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use super::filters;
 use super::health::{self, Reply};
 use super::metrics::RequestInfo;
 use super::query::Query;
@@ -24,6 +28,7 @@ use super::response::{self, Body};
 use super::route::Route;
 use super::state::AppState;
 use super::status::Status;
+use super::tls::{ConnectionIdentity, TlsServing};
 use super::{aggregated_discovery, discovery, modules, openapi, verbs};
 
 /// How long in-flight requests may run after shutdown begins.
@@ -31,12 +36,13 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// The longest a non-watch request may take before it answers 504.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Serves `state` on `listener` until `shutdown` resolves.
+/// Serves `state` on `listener` (over TLS when `tls` is given) until `shutdown` resolves.
 ///
 /// # Errors
 /// Only when accepting connections fails for good.
 pub(crate) async fn serve(
     listener: TcpListener,
+    tls: Option<TlsServing>,
     mut state: AppState,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
@@ -58,14 +64,29 @@ pub(crate) async fn serve(
                     }
                 };
                 let state = state.clone();
-                let service = hyper::service::service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(guarded(req, state, peer).await) }
-                });
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn.into_owned());
+                let (builder, tls, watcher) = (builder.clone(), tls.clone(), graceful.watcher());
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
+                    // The handshake runs here, not in the accept loop: a slow client delays
+                    // only itself.
+                    let result = match tls {
+                        Some(tls) => match tls.accept(stream).await {
+                            Ok((stream, identity)) => {
+                                let service = service(state, peer, Arc::new(identity));
+                                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                                watcher.watch(conn.into_owned()).await
+                            }
+                            Err(e) => {
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                return;
+                            }
+                        },
+                        None => {
+                            let service = service(state, peer, Arc::new(None));
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                            watcher.watch(conn.into_owned()).await
+                        }
+                    };
+                    if let Err(e) = result {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");
                     }
                 });
@@ -85,15 +106,49 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-/// Routes the request once, then dispatches it with the in-flight limit, the request timeout
-/// and a panic guard: whatever happens, the client gets a `Status` and the server carries on.
-async fn guarded(req: Request<Incoming>, state: AppState, peer: SocketAddr) -> Response<Body> {
+/// The hyper service of one connection.
+fn service(
+    state: AppState,
+    peer: SocketAddr,
+    identity: Arc<ConnectionIdentity>,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl std::future::Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
+> {
+    hyper::service::service_fn(move |req| {
+        let (state, identity) = (state.clone(), identity.clone());
+        async move { Ok::<_, Infallible>(guarded(req, state, peer, &identity).await) }
+    })
+}
+
+/// Authenticates and routes the request once, authorizes it, then dispatches it with the
+/// in-flight limit, the request timeout and a panic guard: whatever happens, the client gets a
+/// `Status` and the server carries on.
+async fn guarded(
+    mut req: Request<Incoming>,
+    state: AppState,
+    peer: SocketAddr,
+    identity: &ConnectionIdentity,
+) -> Response<Body> {
     tracing::debug!(%peer, method = %req.method(), path = %req.uri().path(), "request");
+    let (parts, body) = req.into_parts();
+    let user = match state.security.authenticate(&parts, identity.as_ref()).await {
+        Ok(user) => user,
+        Err(status) => return response::status(&status),
+    };
+    req = Request::from_parts(parts, body);
     let query = Query::parse(req.uri().query());
     let route = match Route::parse(req.method(), req.uri().path(), &query) {
         Ok(route) => route,
         Err(status) => return response::status(&status),
     };
+    let attributes = filters::attributes(&route, req.method(), req.uri().path(), user);
+    if let Err(status) = state.security.authorize(&attributes) {
+        return response::status(&status);
+    }
+    req.extensions_mut().insert(Arc::new(attributes.user));
     let info = RequestInfo::of(req.method(), &route);
     let started = Instant::now();
     let _inflight = state.metrics.in_flight(&info);

@@ -1,11 +1,13 @@
 //! `AppState`: what every request handler shares (the registry, the store below it, limits,
-//! the shutdown signal and the module table).
+//! the shutdown signal, the module table, and how requests are authenticated and authorized).
 
 use std::sync::Arc;
 
 use tokio::sync::{watch, Semaphore};
 
+use super::filters::Security;
 use super::metrics::ServerMetrics;
+use crate::authentication::service_account::ServiceAccountTokens;
 use crate::registry::Registry;
 use crate::storage::Storage;
 use crate::wasm::ModuleTable;
@@ -27,13 +29,19 @@ pub(crate) struct AppState {
     pub modules: Option<Arc<ModuleTable>>,
     /// What `/metrics` serves, and where requests are counted.
     pub metrics: Arc<ServerMetrics>,
+    /// Authentication and authorization.
+    pub security: Arc<Security>,
+    /// ServiceAccount tokens, for TokenRequest.
+    pub tokens: Option<Arc<ServiceAccountTokens>>,
 }
 
 impl AppState {
-    /// State with the given limits, serving `metrics` at `/metrics`.
+    /// State with the given limits, serving `metrics` at `/metrics`, authenticating and
+    /// authorizing as `security` says.
     pub(crate) fn new(
         storage: Arc<dyn Storage>,
         registry: Arc<Registry>,
+        security: Security,
         metrics: ServerMetrics,
         max_body_bytes: usize,
         max_inflight: usize,
@@ -45,8 +53,16 @@ impl AppState {
             shutdown: watch::channel(false).1,
             modules: None,
             metrics: Arc::new(metrics),
+            security: Arc::new(security),
+            tokens: None,
             registry,
         }
+    }
+
+    /// The same state, issuing ServiceAccount tokens with `tokens`.
+    pub(crate) fn with_tokens(mut self, tokens: Arc<ServiceAccountTokens>) -> Self {
+        self.tokens = Some(tokens);
+        self
     }
 
     /// The same state, also serving the module table's statuses.

@@ -126,6 +126,24 @@ pub struct ResourceDefinition {
     pub module_strategy: bool,
     /// Served over another resource's stored objects (`events.k8s.io` events).
     pub stored_as: Option<StoredAs>,
+    /// Nothing is stored: a create is a question the API layer answers (the access and
+    /// subject reviews); every other verb answers 405.
+    pub create_only: bool,
+}
+
+/// A subresource as discovery lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subresource {
+    /// `status`, `token`.
+    pub name: &'static str,
+    /// The group of the kind it takes and returns.
+    pub group: String,
+    /// The version of that kind.
+    pub version: String,
+    /// That kind.
+    pub kind: String,
+    /// Its verbs.
+    pub verbs: &'static [&'static str],
 }
 
 impl ResourceDefinition {
@@ -231,6 +249,64 @@ impl ResourceDefinition {
                         .unwrap_or_default(),
                 });
                 def.module_strategy = true;
+                def
+            })
+            .collect()
+    }
+
+    /// The verbs the resource answers, as discovery lists them.
+    pub fn verbs(&self) -> &'static [&'static str] {
+        if self.create_only {
+            &["create"]
+        } else {
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
+        }
+    }
+
+    /// The subresources served at `version`, as discovery lists them: `status` where the
+    /// version has one, and a ServiceAccount's `token` (a TokenRequest).
+    pub fn subresources(&self, version: &str) -> Vec<Subresource> {
+        let mut subs = Vec::new();
+        if self.version(version).is_some_and(|v| v.status_subresource) {
+            subs.push(Subresource {
+                name: "status",
+                group: self.group.clone(),
+                version: version.to_string(),
+                kind: self.kind.clone(),
+                verbs: &["get", "patch", "update"],
+            });
+        }
+        if self.builtin && self.group.is_empty() && self.plural == "serviceaccounts" {
+            subs.push(Subresource {
+                name: "token",
+                group: "authentication.k8s.io".into(),
+                version: "v1".into(),
+                kind: "TokenRequest".into(),
+                verbs: &["create"],
+            });
+        }
+        subs
+    }
+
+    /// The create-only kinds (`SelfSubjectReview`, `SubjectAccessReview`, ...), read from
+    /// `review_kinds.json` so discovery and OpenAPI describe them.
+    pub fn review_kinds() -> Vec<Self> {
+        let docs: Vec<Value> = serde_json::from_str(include_str!("review_kinds.json"))
+            .expect("review_kinds.json is a JSON list");
+        docs.iter()
+            .map(|doc| {
+                let mut def = Self::parse(doc, true).expect("a valid review definition");
+                def.builtin = true;
+                def.create_only = true;
                 def
             })
             .collect()
@@ -450,6 +526,7 @@ impl ResourceDefinition {
             builtin: false,
             module_strategy: false,
             stored_as: None,
+            create_only: false,
         })
     }
 
@@ -489,6 +566,7 @@ impl ResourceDefinition {
             builtin: true,
             module_strategy: false,
             stored_as: None,
+            create_only: false,
         }
     }
 
@@ -528,6 +606,7 @@ impl ResourceDefinition {
             builtin: true,
             module_strategy: false,
             stored_as: None,
+            create_only: false,
         }
     }
 }

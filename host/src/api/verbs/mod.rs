@@ -9,6 +9,7 @@ pub(crate) mod get;
 pub(crate) mod list;
 pub(crate) mod patch;
 pub(crate) mod resolve;
+mod review;
 pub(crate) mod update;
 pub(crate) mod watch;
 
@@ -95,6 +96,29 @@ async fn run(
         )));
     };
     let content_type = header(parts, hyper::header::CONTENT_TYPE);
+    // Creates that store nothing: a ServiceAccount's token, the reviews.
+    let asks = res.def().create_only || res.path.subresource.as_deref() == Some("token");
+    if asks {
+        if verb != Verb::Create {
+            return Err(Status::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({} {uri_path})",
+                parts.method
+            )));
+        }
+        let bytes = read_body(incoming, state.max_body_bytes).await?;
+        let (request, _) = body::decode_object_in(
+            content_type,
+            &bytes,
+            crate::registry::FieldValidation::Ignore,
+            true,
+        )?;
+        let format = Format::parse(header(parts, hyper::header::ACCEPT), query);
+        return if res.def().create_only {
+            review::create(&res, request, format)
+        } else {
+            review::token(state, &res, request, format).await
+        };
+    }
     let user_agent = header(parts, hyper::header::USER_AGENT);
     let format = || Format::parse(header(parts, hyper::header::ACCEPT), query);
     let max = state.max_body_bytes;

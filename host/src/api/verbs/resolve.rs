@@ -50,10 +50,10 @@ impl Resolved {
             return Err(not_served(uri_path));
         }
         if let Some(sub) = &path.subresource {
-            let served_sub = sub == "status"
-                && def
-                    .version(&path.version)
-                    .is_some_and(|v| v.status_subresource);
+            let served_sub = def
+                .subresources(&path.version)
+                .iter()
+                .any(|s| s.name == sub);
             if !served_sub {
                 return Err(not_served(uri_path));
             }

@@ -106,6 +106,7 @@ pub fn definition() -> ResourceDefinition {
         builtin: true,
         module_strategy: false,
         stored_as: None,
+        create_only: false,
     }
 }
 

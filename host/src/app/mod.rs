@@ -1,7 +1,10 @@
 //! The server the `strategy-host` binary runs, assembled from its command line: the store,
 //! the wasm runtime with its module sources (`--strategy-dir` and `StrategyModule` objects),
 //! the registry (built-in resources, CustomResourceDefinitions followed by a watch, the
-//! `default` namespace), and HTTP until SIGTERM or SIGINT.
+//! `default` namespace), TLS, authentication and authorization (`security.rs`), and HTTPS until
+//! SIGTERM or SIGINT.
+
+mod security;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -93,6 +96,9 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     };
     let registry = Registry::new(storage.clone(), resolver);
     registry.serve_builtin(module_object::definition(), Arc::new(ModuleObjectStrategy));
+    for review in crate::registry::ResourceDefinition::review_kinds() {
+        registry.serve_builtin(review, Arc::new(crate::strategy::DefaultStrategy));
+    }
     // Strategies' get/list/apply host functions go through the registry.
     modules
         .runtime()
@@ -124,20 +130,27 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     object_source::start(modules.clone(), &registry);
     ensure_default_namespace(&registry).await;
     event_expiry::start(&registry, config.event_ttl);
+    // TODO(rbac merge): RBAC's authorizer replaces AlwaysAllow here.
+    let secured = security::secure(&config, &registry, || Arc::new(crate::authorization::AlwaysAllow))?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
-    tracing::info!(address = %listener.local_addr()?, "strategy-host listening");
+    let bound = listener.local_addr()?;
+    security::announce(&config, secured.pki.as_ref(), bound)?;
+    let scheme = if secured.tls.is_some() { "https" } else { "http" };
+    tracing::info!(address = %bound, %scheme, "strategy-host listening");
     let metrics = ServerMetrics::new(&registry, &storage_metrics, &modules);
     let state = AppState::new(
         storage,
         registry,
+        secured.security,
         metrics,
         config.max_request_body_bytes,
         config.max_requests_inflight,
     )
-    .with_modules(modules);
-    serve(listener, state, shutdown_signal()?).await?;
+    .with_modules(modules)
+    .with_tokens(secured.tokens);
+    serve(listener, secured.tls, state, shutdown_signal()?).await?;
     tracing::info!("stopped");
     Ok(())
 }

@@ -1,0 +1,177 @@
+//! Assembles how the server is secured from its command line: TLS from the generated or given
+//! certificates, the authenticator chain (client certificates, the token file, ServiceAccount
+//! tokens, anonymous), the authorizer, and the admin kubeconfig; or development mode.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+
+use crate::api::filters::Security;
+use crate::api::tls::TlsServing;
+use crate::authentication::service_account::{ServiceAccountLookup, ServiceAccountTokens};
+use crate::authentication::token_file::TokenFile;
+use crate::authentication::x509::X509Authenticator;
+use crate::authentication::{Authenticator, AuthenticatorChain};
+use crate::authorization::{AlwaysAllow, Authorizer};
+use crate::config::{AuthorizationMode, Config};
+use crate::pki::{self, Pki};
+use crate::registry::{Registry, RequestScope};
+use crate::storage::GetOptions;
+
+/// How the server is secured, ready to serve.
+pub(super) struct Secured {
+    /// The filters' configuration.
+    pub security: Security,
+    /// TLS, unless in development mode.
+    pub tls: Option<TlsServing>,
+    /// ServiceAccount tokens (TokenRequest and the authenticator share them).
+    pub tokens: Arc<ServiceAccountTokens>,
+    /// The keys and certificates, unless in development mode.
+    pub pki: Option<Pki>,
+}
+
+/// ServiceAccounts as the watch cache has them.
+struct RegistryAccounts(Arc<Registry>);
+
+#[async_trait]
+impl ServiceAccountLookup for RegistryAccounts {
+    async fn uid(&self, namespace: &str, name: &str) -> Option<String> {
+        let served = self.0.resolve("", "v1", "serviceaccounts")?;
+        let scope = RequestScope {
+            version: "v1".into(),
+            namespace: Some(namespace.into()),
+            ..RequestScope::default()
+        };
+        let options = GetOptions {
+            resource_version: "0".into(),
+            ignore_not_found: false,
+        };
+        let account = served.store.get(&scope, name, options).await.ok()?;
+        account["metadata"]["uid"].as_str().map(String::from)
+    }
+}
+
+/// Refuses development mode off loopback, and says loudly that it is on.
+fn check_development_mode(listen: SocketAddr) -> anyhow::Result<()> {
+    if !listen.ip().is_loopback() {
+        anyhow::bail!(
+            "--dev-mode serves plain HTTP and treats every request as an admin; it is refused on \
+             {listen}: listen on a loopback address (127.0.0.1 or [::1]), or drop --dev-mode"
+        );
+    }
+    tracing::warn!("*****************************************************************");
+    tracing::warn!("DEVELOPMENT MODE (--dev-mode): plain HTTP, NO authentication and NO");
+    tracing::warn!("authorization; every request acts as an admin (system:masters).");
+    tracing::warn!("Never use it where anyone else can reach {listen}.");
+    tracing::warn!("*****************************************************************");
+    Ok(())
+}
+
+/// Builds the security the flags describe; `authorizer` is RBAC's when that mode is chosen.
+///
+/// # Errors
+/// Development mode off loopback; an unreadable or invalid key, certificate or token file.
+pub(super) fn secure(
+    config: &Config,
+    registry: &Arc<Registry>,
+    rbac: impl FnOnce() -> Arc<dyn Authorizer>,
+) -> anyhow::Result<Secured> {
+    let s = &config.security;
+    let accounts = Arc::new(RegistryAccounts(registry.clone()));
+    let max_expiration = s.service_account_max_token_expiration;
+    if config.dev_mode {
+        check_development_mode(config.listen)?;
+        // Tokens still work for trying clients out; the key lives only as long as the process.
+        let key = rcgen::KeyPair::generate().context("generating a ServiceAccount key")?;
+        let tokens = ServiceAccountTokens::new(
+            s.service_account_issuer.clone(),
+            s.api_audiences.clone(),
+            max_expiration,
+            &key.serialize_pem(),
+            &[key.public_key_pem()],
+            accounts,
+        )
+        .map_err(anyhow::Error::msg)?;
+        return Ok(Secured {
+            security: Security::Development,
+            tls: None,
+            tokens: Arc::new(tokens),
+            pki: None,
+        });
+    }
+    let pki = pki::load_or_generate(&config.pki_flags(), &config.data_dir, config.listen)
+        .context("preparing the server's certificates and keys")?;
+    let tls = TlsServing::new(&pki).map_err(anyhow::Error::msg)?;
+    let tokens = Arc::new(
+        ServiceAccountTokens::new(
+            s.service_account_issuer.clone(),
+            s.api_audiences.clone(),
+            max_expiration,
+            &pki.service_account_key_pem,
+            &pki.service_account_public_pems,
+            accounts,
+        )
+        .map_err(anyhow::Error::msg)?,
+    );
+    let mut authenticators: Vec<Box<dyn Authenticator>> = vec![Box::new(X509Authenticator)];
+    if let Some(path) = &s.token_auth_file {
+        let file = TokenFile::read(path).map_err(anyhow::Error::msg)?;
+        tracing::info!(path = %path.display(), users = file.len(), "static tokens loaded");
+        authenticators.push(Box::new(file));
+    }
+    authenticators.push(Box::new(SharedTokens(tokens.clone())));
+    let authorizer: Arc<dyn Authorizer> = match s.authorization_mode {
+        AuthorizationMode::Rbac => rbac(),
+        AuthorizationMode::AlwaysAllow => {
+            tracing::warn!("--authorization-mode=AlwaysAllow: every authenticated request is allowed");
+            Arc::new(AlwaysAllow)
+        }
+    };
+    Ok(Secured {
+        security: Security::Enforced {
+            authentication: AuthenticatorChain::new(authenticators, s.anonymous_auth),
+            authorizer,
+        },
+        tls: Some(tls),
+        tokens,
+        pki: Some(pki),
+    })
+}
+
+/// The chain holds authenticators by value; TokenRequest needs the same tokens.
+struct SharedTokens(Arc<ServiceAccountTokens>);
+
+#[async_trait]
+impl Authenticator for SharedTokens {
+    async fn authenticate(
+        &self,
+        credentials: &crate::authentication::Credentials<'_>,
+    ) -> crate::authentication::Outcome {
+        self.0.authenticate(credentials).await
+    }
+}
+
+/// Writes the admin kubeconfig for the bound address and says how to use it.
+///
+/// # Errors
+/// The file cannot be written.
+pub(super) fn announce(config: &Config, pki: Option<&Pki>, bound: SocketAddr) -> anyhow::Result<()> {
+    let Some(pki) = pki else {
+        tracing::info!(
+            "reach it with: kubectl --server {} ...",
+            pki::server_url(bound, false)
+        );
+        return Ok(());
+    };
+    let path = pki::write_admin_kubeconfig(pki, &config.data_dir, &pki::server_url(bound, true))
+        .context("writing the admin kubeconfig")?;
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
+    tracing::info!(
+        kubeconfig = %path.display(),
+        "admin credentials written; use them with: export KUBECONFIG={}",
+        path.display()
+    );
+    Ok(())
+}
