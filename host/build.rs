@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 fn main() -> std::io::Result<()> {
     println!("cargo:rerun-if-changed=../guest-sdk/proto/strategy.proto");
-    prost_build::Config::new().compile_protos(
+    // Maps (a user's `extra`) as `BTreeMap`, as the guest SDK compiles them.
+    prost_build::Config::new().btree_map(["."]).compile_protos(
         &["../guest-sdk/proto/strategy.proto"],
         &["../guest-sdk/proto"],
     )?;

@@ -4,8 +4,9 @@ use prost::Message;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::abi::{self, request::Operation as Op};
+use crate::context::Context;
 use crate::field::FieldError;
-use crate::strategy::{Context, Strategy};
+use crate::strategy::Strategy;
 
 /// Answers one encoded [`abi::Request`] with an encoded [`abi::Response`]: what the exported
 /// `call` entry point does, callable natively to test a strategy through the ABI.
@@ -48,6 +49,7 @@ pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
 }
 
 /// The encoded [`abi::Manifest`] of a strategy: what the exported `manifest` function returns,
+/// naming the ABI version this SDK speaks ([`crate::ABI_VERSION`].[`crate::ABI_MINOR_VERSION`]),
 /// built from the trait's constants: [`Strategy::NAME`], [`Strategy::RESOURCES`],
 /// [`Strategy::OPERATIONS`], [`Strategy::HOST_FUNCTIONS`] (plus `log`, always granted) and
 /// [`Strategy::APPLIES`], the resources its After hooks may apply.
@@ -66,7 +68,7 @@ pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
 /// }
 ///
 /// let m = abi::Manifest::decode(manifest::<Nop>().as_slice()).unwrap();
-/// assert_eq!((m.abi_version, m.name.as_str()), (1, "nop"));
+/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 1, "nop"));
 /// assert!(m.applies.is_empty());
 ///
 /// // A module whose hook applies a Quota declares it, beside the `apply` grant.
@@ -90,6 +92,7 @@ pub fn manifest<S: Strategy>() -> Vec<u8> {
     host_functions.dedup();
     abi::Manifest {
         abi_version: crate::ABI_VERSION,
+        abi_minor_version: crate::ABI_MINOR_VERSION,
         name: S::NAME.into(),
         resources: S::RESOURCES.iter().map(|r| r.to_abi()).collect(),
         operations: S::OPERATIONS.iter().map(|o| o.to_abi() as i32).collect(),

@@ -10,6 +10,10 @@
 //! ...) record into thread-locals instead of calling the host, so a strategy's unit tests are
 //! plain `cargo test`.
 //!
+//! Every method receives a [`Context`]: the resource, whether the request is a dry run, its id,
+//! and who makes it ([`UserInfo`], since ABI 1.1), so a strategy can stamp an object's creator
+//! or refuse a change by group.
+//!
 //! # Examples
 //!
 //! ```
@@ -52,6 +56,7 @@
 pub mod abi;
 #[cfg(all(target_arch = "wasm32", feature = "arena-allocator"))]
 pub mod arena;
+mod context;
 mod dispatch;
 #[doc(hidden)]
 pub mod export;
@@ -66,13 +71,13 @@ mod strategy;
 #[global_allocator]
 static ALLOCATOR: arena::CallArena = arena::CallArena::new();
 
+pub use context::{Context, ResourceInfo, UserInfo};
 pub use dispatch::{handle, manifest};
 pub use field::{FieldError, FieldErrorKind, FieldPath};
-pub use strategy::{
-    Context, GroupKind, HostFunction, Operation, Resource, ResourceInfo, Scope, Strategy,
-};
+pub use strategy::{GroupKind, HostFunction, Operation, Resource, Scope, Strategy};
 
-/// The ABI version this SDK speaks; the host refuses a module whose manifest names another.
+/// The ABI's major version this SDK speaks; the host refuses a module whose manifest names
+/// another.
 ///
 /// # Examples
 ///
@@ -80,6 +85,17 @@ pub use strategy::{
 /// assert_eq!(strategy_guest_sdk::ABI_VERSION, 1);
 /// ```
 pub const ABI_VERSION: u32 = 1;
+
+/// The ABI's minor version this SDK builds modules for: 1, which added [`Context::user`]. A host
+/// loads a module whose minor version is at most its own; one older than 1.1 loads a module of
+/// this SDK too (it reads no minor version) but tells it no user.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 1);
+/// ```
+pub const ABI_MINOR_VERSION: u32 = 1;
 
 /// Exports a [`Strategy`] type as the module's ABI: `alloc`, `dealloc`, `manifest` and `call`.
 ///

@@ -102,29 +102,67 @@ pub fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
 /// assert_eq!(obj["metadata"]["labels"]["app"], "web");
 /// ```
 pub fn set_label(obj: &mut Value, key: &str, value: &str) {
-    if !obj.is_object() {
-        *obj = Value::Object(Map::new());
+    metadata_map(obj, "labels").insert(key.to_owned(), Value::String(value.to_owned()));
+}
+
+/// `metadata.annotations[key]` of an object, if set to a string.
+///
+/// # Examples
+///
+/// ```
+/// let obj = serde_json::json!({"metadata": {"annotations": {"example.com/owner": "alice"}}});
+/// assert_eq!(strategy_guest_sdk::meta::annotation(&obj, "example.com/owner"), Some("alice"));
+/// assert_eq!(strategy_guest_sdk::meta::annotation(&obj, "example.com/other"), None);
+/// ```
+pub fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj["metadata"]["annotations"][key].as_str()
+}
+
+/// Sets `metadata.annotations[key] = value`, creating `metadata` and `annotations` as needed.
+///
+/// # Examples
+///
+/// ```
+/// let mut obj = serde_json::json!({"metadata": {"name": "web"}});
+/// strategy_guest_sdk::meta::set_annotation(&mut obj, "example.com/owner", "alice");
+/// assert_eq!(obj["metadata"]["annotations"]["example.com/owner"], "alice");
+/// ```
+pub fn set_annotation(obj: &mut Value, key: &str, value: &str) {
+    metadata_map(obj, "annotations").insert(key.to_owned(), Value::String(value.to_owned()));
+}
+
+/// Removes `metadata.annotations[key]`, and `annotations` itself when that leaves it empty.
+///
+/// # Examples
+///
+/// ```
+/// let mut obj = serde_json::json!({"metadata": {"annotations": {"example.com/owner": "alice"}}});
+/// strategy_guest_sdk::meta::remove_annotation(&mut obj, "example.com/owner");
+/// assert_eq!(obj, serde_json::json!({"metadata": {}}));
+/// ```
+pub fn remove_annotation(obj: &mut Value, key: &str) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+        annotations.remove(key);
+        if annotations.is_empty() {
+            meta.remove("annotations");
+        }
     }
-    let meta = obj
-        .as_object_mut()
-        .expect("an object")
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !meta.is_object() {
-        *meta = Value::Object(Map::new());
+}
+
+/// `metadata.<field>` as a JSON object, replacing whatever is not an object on the way
+/// (`obj` itself, `metadata`, the field).
+fn metadata_map<'a>(obj: &'a mut Value, field: &str) -> &'a mut Map<String, Value> {
+    fn object(v: &mut Value) -> &mut Map<String, Value> {
+        if !v.is_object() {
+            *v = Value::Object(Map::new());
+        }
+        v.as_object_mut().expect("an object")
     }
-    let labels = meta
-        .as_object_mut()
-        .expect("an object")
-        .entry("labels")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !labels.is_object() {
-        *labels = Value::Object(Map::new());
-    }
-    labels
-        .as_object_mut()
-        .expect("an object")
-        .insert(key.to_owned(), Value::String(value.to_owned()));
+    let meta = object(obj).entry("metadata").or_insert(Value::Null);
+    object(object(meta).entry(field).or_insert(Value::Null))
 }
 
 /// Problems with a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters);

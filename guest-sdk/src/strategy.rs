@@ -3,6 +3,7 @@
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::abi;
+use crate::context::Context;
 use crate::field::FieldError;
 
 /// Where objects of a resource live.
@@ -246,64 +247,6 @@ impl HostFunction {
             Self::Get => abi::HostFunction::Get,
             Self::List => abi::HostFunction::List,
             Self::Apply => abi::HostFunction::Apply,
-        }
-    }
-}
-
-/// The resource a call is about, as the host describes it.
-///
-/// # Examples
-///
-/// ```
-/// let info = strategy_guest_sdk::ResourceInfo { kind: "Widget".into(), ..Default::default() };
-/// assert_eq!(info.kind, "Widget");
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResourceInfo {
-    /// API group.
-    pub group: String,
-    /// The version the request was made at.
-    pub version: String,
-    /// The kind.
-    pub kind: String,
-    /// The plural name.
-    pub plural: String,
-    /// Whether objects live in namespaces.
-    pub namespaced: bool,
-}
-
-/// What every call is told about the request.
-///
-/// # Examples
-///
-/// ```
-/// let ctx = strategy_guest_sdk::Context { dry_run: true, ..Default::default() };
-/// assert!(ctx.dry_run);
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Context {
-    /// The resource.
-    pub resource: ResourceInfo,
-    /// `?dryRun=All`: nothing will be persisted (hooks should not act).
-    pub dry_run: bool,
-    /// The request's id, which the host also tags this module's log lines with.
-    pub request_id: String,
-}
-
-impl Context {
-    pub(crate) fn from_abi(ctx: Option<abi::Context>) -> Self {
-        let ctx = ctx.unwrap_or_default();
-        let r = ctx.resource.unwrap_or_default();
-        Self {
-            resource: ResourceInfo {
-                namespaced: r.scope() != abi::Scope::Cluster,
-                group: r.group,
-                version: r.version,
-                kind: r.kind,
-                plural: r.plural,
-            },
-            dry_run: ctx.dry_run,
-            request_id: ctx.request_id,
         }
     }
 }

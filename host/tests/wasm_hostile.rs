@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use strategy_host::strategy::Strategy;
-use strategy_host::wasm::runtime::{abi, Error, FailureKind, Runtime, StrategyModule};
+use strategy_host::wasm::runtime::abi::{self, AbiVersion};
+use strategy_host::wasm::runtime::{Error, FailureKind, Runtime, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
 use wasm_common::*;
 
@@ -116,11 +117,16 @@ fn a_wrong_abi_version_is_refused_at_load() {
         matches!(
             e,
             Error::AbiVersion {
-                found: 2,
-                expected: 1
+                found: AbiVersion { major: 2, minor: 0 },
+                expected: AbiVersion::HOST,
             }
         ),
         "{e}"
+    );
+    let speaks = format!("this host speaks 1.0 to {}", AbiVersion::HOST);
+    assert_eq!(
+        e.to_string(),
+        format!("module speaks ABI version 2.0; {speaks}")
     );
 }
 

@@ -230,6 +230,41 @@ async fn project_hooks_make_the_namespace_apply_a_quota_and_audit_deletes() {
     );
 }
 
+/// The Project module (built with this SDK, ABI 1.1) is told who asks: it stamps the creator
+/// on create, over whatever the client sent, and keeps it on every later update.
+#[tokio::test]
+async fn the_project_module_stamps_the_user_it_is_told_as_creator() {
+    let rt = runtime();
+    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::PROJECT));
+    let as_user = |username: &str| strategy_host::strategy::StrategyContext {
+        user: std::sync::Arc::new(strategy_host::strategy::UserInfo {
+            username: username.into(),
+            uid: format!("uid-{username}"),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        }),
+        ..ctx("example.com", "Project", "projects", false)
+    };
+    let created_by =
+        |o: &serde_json::Value| o["metadata"]["annotations"]["example.com/created-by"].clone();
+
+    let mut project = json!({"apiVersion": "example.com/v1", "kind": "Project",
+        "metadata": {"name": "team-a", "annotations": {"example.com/created-by": "mallory"}}});
+    let admission = s
+        .before_create(&as_user("alice"), &mut project)
+        .await
+        .unwrap();
+    assert!(admission.field_errors.is_empty(), "{admission:?}");
+    assert_eq!(created_by(&project), "alice");
+
+    let mut update = json!({"apiVersion": "example.com/v1", "kind": "Project",
+        "metadata": {"name": "team-a", "annotations": {"example.com/created-by": "bob"}}});
+    s.before_update(&as_user("bob"), &mut update, &project)
+        .await
+        .unwrap();
+    assert_eq!(created_by(&update), "alice", "{update}");
+}
+
 #[tokio::test]
 async fn a_hook_applies_only_the_resources_its_manifest_declares() {
     let rt = runtime();

@@ -25,6 +25,13 @@ fn context(ctx: &StrategyContext) -> sdk::Context {
         },
         dry_run: ctx.dry_run,
         request_id: ctx.request_id.clone(),
+        // Copied as a wasm call encodes it, so the baseline does the same work.
+        user: sdk::UserInfo {
+            username: ctx.user.username.clone(),
+            uid: ctx.user.uid.clone(),
+            groups: ctx.user.groups.clone(),
+            extra: ctx.user.extra.clone(),
+        },
     }
 }
 

@@ -11,7 +11,7 @@ use super::runtime::{
     CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
 };
 use crate::strategy::{
-    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError, UserInfo,
 };
 
 const CREATE_OPS: &[Operation] = &[
@@ -59,8 +59,9 @@ impl WasmStrategy {
     ) -> Result<abi::Response, StrategyError> {
         let counters = self.runtime.metrics().module(self.module.name());
         let started = std::time::Instant::now();
+        let tells_user = self.module.manifest().abi_version.tells_user();
         let request = abi::Request {
-            context: Some(context(ctx)),
+            context: Some(context(ctx, tells_user)),
             operation: Some(op),
         };
         let opts = SessionOptions {
@@ -134,7 +135,10 @@ fn json(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).expect("a JSON value serializes")
 }
 
-fn context(ctx: &StrategyContext) -> abi::Context {
+/// The request's context as the ABI carries it; the user only to a module whose ABI version
+/// defines it (1.1 and later): a module tells the host which version it speaks, and is told no
+/// more than that version says.
+fn context(ctx: &StrategyContext, tells_user: bool) -> abi::Context {
     let r = &ctx.resource;
     abi::Context {
         resource: Some(abi::Resource {
@@ -150,6 +154,23 @@ fn context(ctx: &StrategyContext) -> abi::Context {
         }),
         dry_run: ctx.dry_run,
         request_id: ctx.request_id.clone(),
+        user: tells_user.then(|| user(&ctx.user)),
+    }
+}
+
+fn user(user: &UserInfo) -> abi::UserInfo {
+    abi::UserInfo {
+        username: user.username.clone(),
+        uid: user.uid.clone(),
+        groups: user.groups.clone(),
+        extra: user
+            .extra
+            .iter()
+            .map(|(key, values)| {
+                let values = values.clone();
+                (key.clone(), abi::ExtraValue { values })
+            })
+            .collect(),
     }
 }
 

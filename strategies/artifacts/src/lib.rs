@@ -1,8 +1,10 @@
 //! The test programs of Strategy Host: the example strategies of `strategies/`, compiled to
 //! `wasm32-unknown-unknown` by this crate's build script (one constant per strategy naming its
 //! `.wasm` file; `ALL` lists the examples), the Rust test programs beside them
-//! (`strategies/replicator`: a hook that applies its own kind, or whatever the object names), and
-//! the hostile modules of `hostile/` (WAT), for tests and benchmarks.
+//! (`strategies/replicator`: a hook that applies its own kind, or whatever the object names), the
+//! hostile modules of `hostile/` (WAT), and the well-behaved WAT fixtures of `fixtures/` (a module
+//! echoing the requests it is sent, to see what the host tells a module of a given ABI version),
+//! for tests and benchmarks.
 //!
 //! ```
 //! let bytes = std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap();
@@ -36,7 +38,22 @@ pub const HOSTILE: &[&str] = &[
 /// # Panics
 /// When the fixture is missing or does not assemble.
 pub fn hostile(name: &str, manifest: &[u8]) -> Vec<u8> {
-    let path = format!("{}/hostile/{name}.wat", env!("CARGO_MANIFEST_DIR"));
+    assemble(&format!("hostile/{name}.wat"), manifest)
+}
+
+/// `fixtures/echo_request.wat` with `manifest` filled in (as [`hostile`] does): a module that
+/// answers every call with a `Response` whose one warning is the encoded `Request` it was sent,
+/// in lowercase hex, so a test can decode what the host told it (requests under 8 KiB).
+///
+/// # Panics
+/// When the fixture does not assemble.
+pub fn echo_request(manifest: &[u8]) -> Vec<u8> {
+    assemble("fixtures/echo_request.wat", manifest)
+}
+
+/// Assembles the WAT file at `path` (under this crate) with its manifest placeholders replaced.
+fn assemble(path: &str, manifest: &[u8]) -> Vec<u8> {
+    let path = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let data: String = manifest.iter().map(|b| format!("\\{b:02x}")).collect();
     let packed = (1024u64 << 32) | manifest.len() as u64;
@@ -48,10 +65,12 @@ pub fn hostile(name: &str, manifest: &[u8]) -> Vec<u8> {
 
 /// The manifest hostile fixtures claim by default: a module named `hostile`, the strategy of
 /// `example.com/v1` `Widget` (namespaced, `widgets`) implementing the create phase, speaking
-/// `abi_version` and importing `host_functions` (`HostFunction` values of the ABI).
+/// ABI version `abi_version`.0 (no minor version, as modules built before minor versions
+/// existed) and importing `host_functions` (`HostFunction` values of the ABI).
 pub fn widget_manifest(abi_version: u32, host_functions: &[i32]) -> Vec<u8> {
     abi::Manifest {
         abi_version,
+        abi_minor_version: 0,
         name: "hostile".into(),
         resources: vec![abi::Resource {
             group: "example.com".into(),

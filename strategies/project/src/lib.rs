@@ -1,9 +1,13 @@
 //! A Project strategy with After hooks: creating a Project makes sure the project's namespace
 //! (named after the project) exists, then applies a default `Quota` in it, through the host's
-//! `get` and `apply`; deleting one writes an audit line to the host's log.
+//! `get` and `apply`; deleting one writes an audit line to the host's log. Each Project records
+//! who created it (the requester the host names in the context, ABI 1.1) in the
+//! `example.com/created-by` annotation, which no client can set or change.
 
 use serde_json::{json, Value};
-use strategy_guest_sdk::meta::{dns1123_label_errors, name};
+use strategy_guest_sdk::meta::{
+    annotation, dns1123_label_errors, name, remove_annotation, set_annotation,
+};
 use strategy_guest_sdk::{
     export_strategy, host, Context, FieldError, FieldPath, GroupKind, HostFunction, Operation,
     Resource, Scope, Strategy,
@@ -12,6 +16,11 @@ use strategy_guest_sdk::{
 /// The strategy.
 #[derive(Debug, Default)]
 pub struct Projects;
+
+/// The annotation naming the user who created a project: stamped on create from the requester
+/// ([`Context::user`]), kept as it was on every update. A value a client sends is replaced (or
+/// dropped, when the host names no user), so the annotation can be trusted.
+pub const CREATED_BY: &str = "example.com/created-by";
 
 /// The namespace of a new project, labelled with the project it belongs to.
 pub fn project_namespace(project: &str) -> Value {
@@ -52,6 +61,7 @@ impl Strategy for Projects {
     const OPERATIONS: &'static [Operation] = &[
         Operation::PrepareForCreate,
         Operation::Validate,
+        Operation::PrepareForUpdate,
         Operation::AfterCreate,
         Operation::AfterDelete,
     ];
@@ -61,9 +71,21 @@ impl Strategy for Projects {
         GroupKind::new("example.com", "Quota"),
     ];
 
-    fn prepare_for_create(&self, _ctx: &Context, obj: &mut Value) {
+    fn prepare_for_create(&self, ctx: &Context, obj: &mut Value) {
         if let Some(o) = obj.as_object_mut() {
             o.remove("status");
+        }
+        // An empty name: a host older than ABI 1.1 did not say who asks.
+        match ctx.user.username.as_str() {
+            "" => remove_annotation(obj, CREATED_BY),
+            creator => set_annotation(obj, CREATED_BY, creator),
+        }
+    }
+
+    fn prepare_for_update(&self, _ctx: &Context, new: &mut Value, old: &Value) {
+        match annotation(old, CREATED_BY) {
+            Some(creator) => set_annotation(new, CREATED_BY, creator),
+            None => remove_annotation(new, CREATED_BY),
         }
     }
 
@@ -104,8 +126,9 @@ impl Strategy for Projects {
         host::log(
             host::LogLevel::Info,
             &format!(
-                "audit: project {:?} (uid {uid:?}) deleted by request {}",
+                "audit: project {:?} (uid {uid:?}) deleted by {:?} in request {}",
                 name(obj).unwrap_or(""),
+                ctx.user.username,
                 ctx.request_id
             ),
         );
@@ -118,8 +141,54 @@ export_strategy!(Projects);
 #[cfg(test)]
 mod tests {
     use strategy_guest_sdk::host::{testing, LogLevel};
+    use strategy_guest_sdk::UserInfo;
 
     use super::*;
+
+    fn as_user(username: &str) -> Context {
+        Context {
+            user: UserInfo {
+                username: username.into(),
+                groups: vec!["system:authenticated".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn create_stamps_the_creator_over_what_the_client_sent() {
+        let mut obj = json!({"metadata": {"name": "team-a",
+            "annotations": {CREATED_BY: "mallory", "note": "kept"}}});
+        Projects.prepare_for_create(&as_user("alice"), &mut obj);
+        assert_eq!(annotation(&obj, CREATED_BY), Some("alice"));
+        assert_eq!(annotation(&obj, "note"), Some("kept"));
+    }
+
+    #[test]
+    fn without_a_user_the_creator_is_not_stamped_nor_forged() {
+        let mut obj =
+            json!({"metadata": {"name": "team-a", "annotations": {CREATED_BY: "mallory"}}});
+        Projects.prepare_for_create(&Context::default(), &mut obj);
+        assert_eq!(obj, json!({"metadata": {"name": "team-a"}}));
+    }
+
+    #[test]
+    fn update_keeps_the_creator() {
+        let old = json!({"metadata": {"name": "team-a", "annotations": {CREATED_BY: "alice"}}});
+        for sent in [
+            json!({"metadata": {"name": "team-a"}}),
+            json!({"metadata": {"name": "team-a", "annotations": {CREATED_BY: "bob"}}}),
+        ] {
+            let mut new = sent;
+            Projects.prepare_for_update(&as_user("bob"), &mut new, &old);
+            assert_eq!(annotation(&new, CREATED_BY), Some("alice"), "{new}");
+        }
+        // A project created without a known user never gains a creator.
+        let mut new = json!({"metadata": {"name": "team-a", "annotations": {CREATED_BY: "bob"}}});
+        Projects.prepare_for_update(&as_user("bob"), &mut new, &json!({"metadata": {}}));
+        assert_eq!(annotation(&new, CREATED_BY), None);
+    }
 
     #[test]
     fn create_makes_the_namespace_then_applies_the_default_quota() {
@@ -189,17 +258,16 @@ mod tests {
         testing::take_logs();
         let ctx = Context {
             request_id: "r1".into(),
-            ..Default::default()
+            ..as_user("alice")
         };
         let obj = json!({"metadata": {"name": "team-a", "uid": "u-1"}});
         Projects.after_delete(&ctx, &obj).unwrap();
         let logs = testing::take_logs();
         assert_eq!(logs.len(), 1);
         assert_eq!(logs[0].0, LogLevel::Info);
-        assert!(
-            logs[0].1.starts_with("audit: project \"team-a\""),
-            "{}",
-            logs[0].1
+        assert_eq!(
+            logs[0].1,
+            "audit: project \"team-a\" (uid \"u-1\") deleted by \"alice\" in request r1"
         );
     }
 }

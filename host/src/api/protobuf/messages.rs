@@ -1,5 +1,7 @@
-//! The field lists of every bridged k8s-pb message: Rust field, JSON name, and `(keep)` where
-//! Kubernetes' Go type has a pointer or no `omitempty` (see `bridge.rs` for what that means).
+//! The field lists of the bridged k8s-pb messages of apimachinery and the core, events and
+//! coordination kinds (the access-control kinds' are in `access_messages.rs`): Rust field, JSON
+//! name, and `(keep)` where Kubernetes' Go type has a pointer or no `omitempty` (see `bridge.rs`
+//! for what that means).
 //!
 //! The Go types these follow are `k8s.io/apimachinery/pkg/apis/meta/v1/types.go`,
 //! `k8s.io/apimachinery/pkg/runtime/types.go`, and `core/v1`, `events/v1` and
@@ -92,6 +94,20 @@ bridge_messages! {
     meta::Preconditions {
         uid => "uid" (keep),
         resource_version => "resourceVersion" (keep),
+    }
+    meta::LabelSelector {
+        match_labels => "matchLabels",
+        match_expressions => "matchExpressions",
+    }
+    meta::LabelSelectorRequirement {
+        key => "key" (keep),
+        operator => "operator" (keep),
+        values => "values",
+    }
+    meta::FieldSelectorRequirement {
+        key => "key" (keep),
+        operator => "operator" (keep),
+        values => "values",
     }
 }
 

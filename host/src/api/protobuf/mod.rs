@@ -2,7 +2,10 @@
 //! between the JSON objects the server works with and kube-apiserver's protobuf wire form.
 //!
 //! The message types are k8s-pb's (prost code generated from Kubernetes' `.proto` files); the
-//! JSON side is a bridge of our own (`bridge.rs`, `messages.rs`, `well_known.rs`).
+//! JSON side is a bridge of our own (`bridge.rs`, `messages.rs`, `access_messages.rs`,
+//! `well_known.rs`). The kinds covered are the core ones the built-in module serves, Events,
+//! Leases, `Status` and `DeleteOptions`, and the access-control kinds: RBAC roles and bindings,
+//! token requests and reviews, and access reviews.
 //!
 //! Wire form, as in k8s.io/apimachinery `pkg/runtime/serializer/protobuf/protobuf.go` and
 //! `codec_factory.go`:
@@ -15,6 +18,7 @@
 //!   above (magic and `Unknown`), as `apiserver`'s `watchEncoder.doEncode` does and client-go's
 //!   `rest/watch/decoder.go` reads.
 
+mod access_messages;
 mod bridge;
 mod error;
 mod messages;
@@ -22,9 +26,12 @@ mod messages;
 mod tests;
 mod well_known;
 
+use k8s_pb::api::authentication::v1 as authentication;
+use k8s_pb::api::authorization::v1 as authorization;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::events::v1 as events;
+use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta, Unknown};
 use prost::Message;
@@ -114,6 +121,44 @@ fn codec(api_version: &str, kind: &str) -> Option<KindCodec> {
         ("coordination.k8s.io/v1", "Lease") => KindCodec::object::<coordination::Lease>(),
         ("coordination.k8s.io/v1", "LeaseList") => {
             KindCodec::list::<coordination::LeaseList>("Lease")
+        }
+        ("rbac.authorization.k8s.io/v1", "Role") => KindCodec::object::<rbac::Role>(),
+        ("rbac.authorization.k8s.io/v1", "RoleList") => KindCodec::list::<rbac::RoleList>("Role"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => KindCodec::object::<rbac::ClusterRole>(),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleList") => {
+            KindCodec::list::<rbac::ClusterRoleList>("ClusterRole")
+        }
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => KindCodec::object::<rbac::RoleBinding>(),
+        ("rbac.authorization.k8s.io/v1", "RoleBindingList") => {
+            KindCodec::list::<rbac::RoleBindingList>("RoleBinding")
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            KindCodec::object::<rbac::ClusterRoleBinding>()
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList") => {
+            KindCodec::list::<rbac::ClusterRoleBindingList>("ClusterRoleBinding")
+        }
+        // Create-only kinds: the body of a POST and its answer, never stored or listed.
+        ("authentication.k8s.io/v1", "TokenRequest") => {
+            KindCodec::object::<authentication::TokenRequest>()
+        }
+        ("authentication.k8s.io/v1", "TokenReview") => {
+            KindCodec::object::<authentication::TokenReview>()
+        }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            KindCodec::object::<authentication::SelfSubjectReview>()
+        }
+        ("authorization.k8s.io/v1", "SubjectAccessReview") => {
+            KindCodec::object::<authorization::SubjectAccessReview>()
+        }
+        ("authorization.k8s.io/v1", "LocalSubjectAccessReview") => {
+            KindCodec::object::<authorization::LocalSubjectAccessReview>()
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            KindCodec::object::<authorization::SelfSubjectAccessReview>()
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            KindCodec::object::<authorization::SelfSubjectRulesReview>()
         }
         // Status is an unversioned type Kubernetes registers as group "", version "v1".
         ("v1", "Status") => KindCodec::object::<meta::Status>(),

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::abi::AbiVersion;
+
 /// Why one call into a module failed; the request fails, the server carries on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallFailure {
@@ -103,13 +105,14 @@ pub enum Error {
     /// An export the ABI requires is missing or has the wrong type.
     #[error("module lacks the export {0}")]
     MissingExport(String),
-    /// The manifest names an ABI version the host does not speak.
-    #[error("module speaks ABI version {found}; this host speaks {expected}")]
+    /// The manifest names an ABI version the host does not speak: another major version, or a
+    /// minor version newer than the host's.
+    #[error("module speaks ABI version {found}; this host speaks {}.0 to {expected}", expected.major)]
     AbiVersion {
         /// The module's version.
-        found: u32,
-        /// The host's version.
-        expected: u32,
+        found: AbiVersion,
+        /// The newest version the host speaks.
+        expected: AbiVersion,
     },
     /// The manifest is malformed (no resources, empty names, unknown operations ...).
     #[error("invalid manifest: {0}")]

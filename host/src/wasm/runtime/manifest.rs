@@ -1,4 +1,4 @@
-//! A module's manifest, checked: the ABI version, the resources it binds, the operations it
+//! A module's manifest, checked: the ABI version (major and minor), the resources it binds, the operations it
 //! implements, the host functions it asks for against the ones it imports, and the resources
 //! its hooks may apply.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use wasmtime::{ExternType, Module, ValType};
 
-use super::abi::{self, HostFunction, Operation};
+use super::abi::{self, AbiVersion, HostFunction, Operation};
 use super::error::{Error, Result};
 use crate::strategy::ResourceInfo;
 
@@ -32,6 +32,8 @@ pub struct ModuleManifest {
     pub name: String,
     /// The resources it is the strategy of.
     pub resources: Vec<ResourceInfo>,
+    /// The ABI version it was built for (one the host serves).
+    pub abi_version: AbiVersion,
     operations: BTreeSet<i32>,
     pub(crate) grants: Grants,
 }
@@ -59,10 +61,14 @@ impl fmt::Display for GroupKind {
 impl ModuleManifest {
     /// Checks a decoded manifest.
     pub(crate) fn from_abi(m: abi::Manifest) -> Result<Self> {
-        if m.abi_version != abi::ABI_VERSION {
+        let abi_version = AbiVersion {
+            major: m.abi_version,
+            minor: m.abi_minor_version,
+        };
+        if !abi_version.is_served() {
             return Err(Error::AbiVersion {
-                found: m.abi_version,
-                expected: abi::ABI_VERSION,
+                found: abi_version,
+                expected: AbiVersion::HOST,
             });
         }
         if m.name.is_empty() || m.name.len() > 253 {
@@ -139,6 +145,7 @@ impl ModuleManifest {
         Ok(Self {
             name: m.name,
             resources,
+            abi_version,
             operations,
             grants,
         })
@@ -149,6 +156,7 @@ impl ModuleManifest {
         Self {
             name: String::new(),
             resources: Vec::new(),
+            abi_version: AbiVersion::HOST,
             operations: BTreeSet::new(),
             grants: Grants::default(),
         }

@@ -67,14 +67,14 @@ fn object_reference(name: &str) -> Value {
 }
 
 /// `obj` with `apiVersion` and `kind` in front.
-fn typed(api_version: &str, kind: &str, mut obj: Value) -> Value {
+pub(super) fn typed(api_version: &str, kind: &str, mut obj: Value) -> Value {
     obj["apiVersion"] = json!(api_version);
     obj["kind"] = json!(kind);
     obj
 }
 
 /// A list of `items` (each already typed) with a full `ListMeta`.
-fn list(api_version: &str, kind: &str, items: Vec<Value>) -> Value {
+pub(super) fn list(api_version: &str, kind: &str, items: Vec<Value>) -> Value {
     typed(
         api_version,
         kind,
@@ -247,9 +247,10 @@ pub(super) fn delete_options() -> Value {
     )
 }
 
-/// Every covered kind, objects and lists, fully populated.
+/// Every covered kind, objects and lists, fully populated (the access-control kinds' from
+/// `access_fixtures.rs`).
 pub(super) fn all() -> Vec<Value> {
-    vec![
+    let mut all = vec![
         namespace("ns-a"),
         list("v1", "NamespaceList", vec![namespace("a"), namespace("b")]),
         config_map("cm-a"),
@@ -282,5 +283,7 @@ pub(super) fn all() -> Vec<Value> {
         ),
         status(),
         delete_options(),
-    ]
+    ];
+    all.extend(super::access_fixtures::all());
+    all
 }
