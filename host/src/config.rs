@@ -343,7 +343,10 @@ mod tests {
         ])
         .unwrap();
         assert!(!c.security.anonymous_auth);
-        assert_eq!(c.security.authorization_mode, AuthorizationMode::AlwaysAllow);
+        assert_eq!(
+            c.security.authorization_mode,
+            AuthorizationMode::AlwaysAllow
+        );
         assert!(Config::try_parse_from(["strategy-host", "--authorization-mode", "ABAC"]).is_err());
     }
 

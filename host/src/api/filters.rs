@@ -68,10 +68,13 @@ impl Security {
         if header.is_some() && credentials.bearer_token.is_none() {
             return Err(unauthorized());
         }
-        authentication.authenticate(&credentials).await.map_err(|e| {
-            tracing::info!(reason = %e.0, path = %parts.uri.path(), "authentication failed");
-            unauthorized()
-        })
+        authentication
+            .authenticate(&credentials)
+            .await
+            .map_err(|e| {
+                tracing::info!(reason = %e.0, path = %parts.uri.path(), "authentication failed");
+                unauthorized()
+            })
     }
 
     /// Whether `attributes` may proceed (`system:masters` always may).
@@ -220,6 +223,9 @@ mod tests {
         };
         let status = forbidden(&path, "");
         assert_eq!(status.code, 403);
-        assert_eq!(status.message, r#"forbidden: User "bob" cannot get path "/metrics""#);
+        assert_eq!(
+            status.message,
+            r#"forbidden: User "bob" cannot get path "/metrics""#
+        );
     }
 }

@@ -69,7 +69,9 @@ impl TlsServing {
     ) -> std::io::Result<(TlsStream<TcpStream>, ConnectionIdentity)> {
         let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(stream))
             .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out")
+            })??;
         let identity = self
             .client_certificates
             .verify(tls.get_ref().1.peer_certificates());

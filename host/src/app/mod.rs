@@ -131,13 +131,19 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     ensure_default_namespace(&registry).await;
     event_expiry::start(&registry, config.event_ttl);
     // TODO(rbac merge): RBAC's authorizer replaces AlwaysAllow here.
-    let secured = security::secure(&config, &registry, || Arc::new(crate::authorization::AlwaysAllow))?;
+    let secured = security::secure(&config, &registry, || {
+        Arc::new(crate::authorization::AlwaysAllow)
+    })?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
     let bound = listener.local_addr()?;
     security::announce(&config, secured.pki.as_ref(), bound)?;
-    let scheme = if secured.tls.is_some() { "https" } else { "http" };
+    let scheme = if secured.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     tracing::info!(address = %bound, %scheme, "strategy-host listening");
     let metrics = ServerMetrics::new(&registry, &storage_metrics, &modules);
     let state = AppState::new(

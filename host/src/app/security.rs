@@ -125,7 +125,9 @@ pub(super) fn secure(
     let authorizer: Arc<dyn Authorizer> = match s.authorization_mode {
         AuthorizationMode::Rbac => rbac(),
         AuthorizationMode::AlwaysAllow => {
-            tracing::warn!("--authorization-mode=AlwaysAllow: every authenticated request is allowed");
+            tracing::warn!(
+                "--authorization-mode=AlwaysAllow: every authenticated request is allowed"
+            );
             Arc::new(AlwaysAllow)
         }
     };
@@ -157,7 +159,11 @@ impl Authenticator for SharedTokens {
 ///
 /// # Errors
 /// The file cannot be written.
-pub(super) fn announce(config: &Config, pki: Option<&Pki>, bound: SocketAddr) -> anyhow::Result<()> {
+pub(super) fn announce(
+    config: &Config,
+    pki: Option<&Pki>,
+    bound: SocketAddr,
+) -> anyhow::Result<()> {
     let Some(pki) = pki else {
         tracing::info!(
             "reach it with: kubectl --server {} ...",

@@ -13,8 +13,8 @@ use crate::api::status::Status;
 use crate::authentication::service_account::{token_request, TokenRequestError};
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Error as RegistryError, Target};
-use crate::strategy::{FieldError, FieldErrorKind};
 use crate::storage::GetOptions;
+use crate::strategy::{FieldError, FieldErrorKind};
 
 /// `POST .../serviceaccounts/{name}/token`: a signed token for the account (201).
 ///
@@ -27,7 +27,9 @@ pub(crate) async fn token(
     format: Format,
 ) -> Result<Response<Body>, Status> {
     let Some(tokens) = &state.tokens else {
-        return Err(Status::not_found("ServiceAccount tokens are not issued here"));
+        return Err(Status::not_found(
+            "ServiceAccount tokens are not issued here",
+        ));
     };
     let account = res
         .store()
