@@ -11,6 +11,7 @@ use anyhow::{anyhow, bail, Context};
 
 pub mod load;
 pub mod native;
+pub mod secure;
 
 /// The `strategy-host` binary cargo built beside this test (`cargo test --workspace` builds it).
 pub fn host_binary() -> anyhow::Result<PathBuf> {

@@ -1,0 +1,312 @@
+//! A server run as users run it — HTTPS with its generated certificates, authentication and
+//! RBAC — and the clients of its users: kubectl with the generated admin kubeconfig or a
+//! user's token or certificate, and raw HTTPS requests carrying any credential.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::{latest_kubectl_path, HostProcess, Reply};
+
+/// A secure server on the embedded store in a temporary directory.
+pub struct SecureFixture {
+    /// The server.
+    pub host: HostProcess,
+    /// Its data directory's parent (kubectl caches live here too).
+    pub dir: tempfile::TempDir,
+    /// kubectl 1.35.
+    pub kubectl: PathBuf,
+}
+
+/// Who a request or kubectl run acts as.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// The generated admin kubeconfig.
+    Admin,
+    /// No credential at all.
+    Anonymous,
+    /// An `Authorization: Bearer` token.
+    Token(String),
+    /// A client certificate and key (PEM files).
+    Certificate(PathBuf, PathBuf),
+}
+
+impl SecureFixture {
+    /// Starts a secure server with `args` (its data directory is chosen here).
+    ///
+    /// # Panics
+    /// When the server does not start.
+    pub fn start(args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let data = dir.path().join("data").display().to_string();
+        let mut all = vec!["--data-dir", data.as_str()];
+        all.extend_from_slice(args);
+        let host = HostProcess::start_secure(&all).expect("the server starts");
+        assert!(host.base_url.starts_with("https://"), "{}", host.base_url);
+        let kubectl = latest_kubectl_path().expect("kubectl 1.35 (scripts/setup.sh)");
+        Self { host, dir, kubectl }
+    }
+
+    /// The data directory.
+    pub fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The generated CA certificate's path.
+    pub fn ca_file(&self) -> PathBuf {
+        self.data().join("pki/ca.crt")
+    }
+
+    /// Runs kubectl as `who`; (success, stdout, stderr).
+    ///
+    /// # Panics
+    /// When kubectl cannot be run.
+    pub fn kubectl(&self, who: &Credential, args: &[&str]) -> (bool, String, String) {
+        self.kubectl_with(who, args, None)
+    }
+
+    /// [`Self::kubectl`] with `stdin`.
+    ///
+    /// # Panics
+    /// When kubectl cannot be run.
+    pub fn kubectl_with(
+        &self,
+        who: &Credential,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> (bool, String, String) {
+        let cache = self.dir.path().join("kubectl-cache");
+        let mut cmd = std::process::Command::new(&self.kubectl);
+        cmd.arg("--cache-dir").arg(&cache);
+        match who {
+            Credential::Admin => {
+                cmd.env("KUBECONFIG", self.data().join("admin.kubeconfig"));
+            }
+            other => {
+                let empty = self.dir.path().join("empty.kubeconfig");
+                std::fs::write(&empty, "apiVersion: v1\nkind: Config\n").expect("write");
+                cmd.env("KUBECONFIG", &empty)
+                    .arg("--server")
+                    .arg(&self.host.base_url)
+                    .arg("--certificate-authority")
+                    .arg(self.ca_file());
+                match other {
+                    Credential::Token(t) => {
+                        cmd.arg("--token").arg(t);
+                    }
+                    Credential::Certificate(c, k) => {
+                        cmd.arg("--client-certificate")
+                            .arg(c)
+                            .arg("--client-key")
+                            .arg(k);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        cmd.args(args)
+            .stdin(if stdin.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("kubectl runs");
+        if let Some(input) = stdin {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())
+                .expect("write stdin");
+        }
+        let out = child.wait_with_output().expect("kubectl finishes");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// kubectl as `who`, which must succeed; its stdout.
+    ///
+    /// # Panics
+    /// When kubectl fails.
+    pub fn ok(&self, who: &Credential, args: &[&str]) -> String {
+        let (ok, out, err) = self.kubectl(who, args);
+        assert!(ok, "kubectl {args:?} as {who:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    /// kubectl as `who`, which must fail; its stderr.
+    ///
+    /// # Panics
+    /// When kubectl succeeds.
+    pub fn fails(&self, who: &Credential, args: &[&str]) -> String {
+        let (ok, out, err) = self.kubectl(who, args);
+        assert!(!ok, "kubectl {args:?} as {who:?} should fail:\n{out}");
+        err
+    }
+
+    /// Sends an HTTPS request as `who` (the admin is its client certificate).
+    ///
+    /// # Errors
+    /// The connection fails (not an HTTP error code).
+    pub fn call(
+        &self,
+        who: &Credential,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> anyhow::Result<Reply> {
+        let identity = match who {
+            Credential::Admin => Some((
+                self.data().join("pki/admin.crt"),
+                self.data().join("pki/admin.key"),
+            )),
+            Credential::Certificate(c, k) => Some((c.clone(), k.clone())),
+            _ => None,
+        };
+        let agent = https_agent(
+            &self.ca_file(),
+            identity.as_ref().map(|(c, k)| (c.as_path(), k.as_path())),
+        )?;
+        let mut req = agent.request(method, &self.host.url(path));
+        if let Credential::Token(t) = who {
+            req = req.set("Authorization", &format!("Bearer {t}"));
+        }
+        let result = match body {
+            Some(b) => req
+                .set("Content-Type", "application/json")
+                .send_string(&b.to_string()),
+            None => req.call(),
+        };
+        let resp = match result {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Reply {
+            code: resp.status(),
+            warnings: resp.all("warning").iter().map(|s| s.to_string()).collect(),
+            content_type: resp.header("content-type").unwrap_or("").to_string(),
+            body: resp.into_string()?,
+        })
+    }
+
+    /// Sends a request with a raw `Authorization` header value.
+    ///
+    /// # Errors
+    /// The connection fails.
+    pub fn call_with_authorization(
+        &self,
+        path: &str,
+        authorization: &str,
+    ) -> anyhow::Result<Reply> {
+        let agent = https_agent(&self.ca_file(), None)?;
+        let resp = match agent
+            .get(&self.host.url(path))
+            .set("Authorization", authorization)
+            .call()
+        {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Reply {
+            code: resp.status(),
+            warnings: Vec::new(),
+            content_type: resp.header("content-type").unwrap_or("").to_string(),
+            body: resp.into_string()?,
+        })
+    }
+
+    /// Signs a client certificate for `user` in `group` with the server's generated CA
+    /// (`signed_by_server = true`) or with a CA of its own; answers (certificate, key) files.
+    ///
+    /// # Panics
+    /// When signing fails.
+    pub fn client_certificate(
+        &self,
+        user: &str,
+        group: &str,
+        signed_by_server: bool,
+    ) -> Credential {
+        let issuer_key = if signed_by_server {
+            rcgen::KeyPair::from_pem(
+                &std::fs::read_to_string(self.data().join("pki/ca.key")).unwrap(),
+            )
+            .unwrap()
+        } else {
+            rcgen::KeyPair::generate().unwrap()
+        };
+        let mut ca_params = rcgen::CertificateParams::default();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let issuer = if signed_by_server {
+            let ca_pem = std::fs::read_to_string(self.ca_file()).unwrap();
+            rcgen::Issuer::from_ca_cert_pem(&ca_pem, issuer_key).unwrap()
+        } else {
+            ca_params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, "strategy-host-ca");
+            rcgen::Issuer::new(ca_params, issuer_key)
+        };
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut p = rcgen::CertificateParams::default();
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        p.distinguished_name
+            .push(rcgen::DnType::OrganizationName, group);
+        p.distinguished_name.push(rcgen::DnType::CommonName, user);
+        p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        p.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        let cert = p.signed_by(&key, &issuer).unwrap();
+        let tag = if signed_by_server { "ours" } else { "foreign" };
+        let c = self.dir.path().join(format!("{user}-{tag}.crt"));
+        let k = self.dir.path().join(format!("{user}-{tag}.key"));
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        Credential::Certificate(c, k)
+    }
+
+    /// Waits (up to 10 s) until `check` holds; RBAC changes reach the authorizer through a watch.
+    pub fn eventually(&self, what: &str, mut check: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !check() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for: {what}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A ureq agent trusting `ca` and presenting `identity` (certificate and key files).
+///
+/// # Errors
+/// The files are unreadable or not PEM.
+pub fn https_agent(ca: &Path, identity: Option<(&Path, &Path)>) -> anyhow::Result<ureq::Agent> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).context("the CA file")? {
+        roots.add(cert?)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots);
+    let config = match identity {
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)?.collect::<Result<Vec<_>, _>>()?;
+            builder.with_client_auth_cert(chain, PrivateKeyDer::from_pem_file(key)?)?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    Ok(ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(30))
+        .tls_config(Arc::new(config))
+        .build())
+}
