@@ -53,12 +53,6 @@ impl AuditContext {
         self.0.as_ref()
     }
 
-    /// True when request objects are recorded (level `Request` or more), so a caller can skip
-    /// building one.
-    pub(crate) fn logs_request_object(&self) -> bool {
-        self.0.as_ref().is_some_and(|s| s.level >= Level::Request)
-    }
-
     /// Records the decoded request body of a create, update or delete: at `Metadata` and above
     /// the object reference takes the names it lacks from the object's metadata (name,
     /// namespace, uid, resourceVersion); at `Request` and above the object itself is kept.

@@ -17,7 +17,7 @@ use super::context::{AuditContext, Shared};
 use super::event::{Event, EventUser, Level, ObjectRef, ResponseStatus, Stage};
 use super::policy::Policy;
 use super::sink::{AuditMetrics, Sink, DEFAULT_CAPACITY};
-use super::Error;
+use super::{Error, Result};
 use crate::api::response::Body;
 use crate::api::status::Status;
 use crate::authorization::Attributes;
@@ -47,7 +47,7 @@ impl Auditor {
         log_path: Option<&Path>,
         policy_file: Option<&Path>,
         level: &str,
-    ) -> Result<Option<Self>, Error> {
+    ) -> Result<Option<Self>> {
         let level: Level = level
             .parse()
             .map_err(|()| Error::UnknownLevel(level.to_string()))?;
@@ -166,11 +166,6 @@ pub(crate) fn mark_panicked(response: &mut Response<Body>, message: impl Into<St
 }
 
 impl RequestAudit {
-    /// The request's audit context (also in the request's extensions).
-    pub(crate) fn context(&self) -> &AuditContext {
-        &self.context
-    }
-
     /// Ends the audit with the response about to be sent: sets the `Audit-ID` header and
     /// writes the response's status (a `Status` answer's reason and message too) at
     /// `ResponseComplete`, or `Panic` for a response [`mark_panicked`]. For a watch it writes

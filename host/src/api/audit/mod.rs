@@ -7,7 +7,7 @@
 //! The server's use, in order: [`Auditor::begin`] once the request's attributes are known
 //! (after authentication); [`set_decision`] after authorization; the verbs record the request
 //! and response objects through the request's [`AuditContext`]; [`RequestAudit::complete`]
-//! with the response.
+//! with the response (`filter::RequestAudit`).
 
 mod context;
 mod event;
@@ -20,10 +20,7 @@ mod tests;
 use std::path::PathBuf;
 
 pub(crate) use context::{set_decision, AuditContext};
-pub(crate) use event::Level;
-pub(crate) use filter::{mark_panicked, Auditor, RequestAudit, AUDIT_ID_HEADER};
-pub(crate) use policy::Policy;
-pub(crate) use sink::{AuditMetrics, Sink};
+pub(crate) use filter::{mark_panicked, Auditor};
 
 /// Why the audit log could not be set up.
 #[derive(Debug, thiserror::Error)]

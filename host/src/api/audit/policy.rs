@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::event::{Level, Stage, StageSet};
-use super::Error;
+use super::{Error, Result};
 use crate::authorization::Attributes;
 
 /// What the policy decides for one request.
@@ -79,7 +79,7 @@ impl Policy {
     /// # Errors
     /// [`Error::ReadPolicy`] when the file cannot be read, [`Error::InvalidPolicy`] (naming the
     /// file and every problem) when it is not a valid `audit.k8s.io/v1` `Policy`.
-    pub(crate) fn load(path: &Path) -> Result<Self, Error> {
+    pub(crate) fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::ReadPolicy {
             path: path.to_path_buf(),
             source,

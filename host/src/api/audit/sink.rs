@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use prometheus_client::metrics::counter::Counter;
 
 use super::event::Event;
-use super::Error;
+use super::{Error, Result};
 
 /// Events the queue holds before new ones are dropped (kube-apiserver's buffered backend
 /// default).
@@ -47,7 +47,7 @@ impl Sink {
     ///
     /// # Errors
     /// [`Error::OpenLog`] when the file cannot be opened for appending.
-    pub(crate) fn open(path: &Path, capacity: usize) -> Result<Self, Error> {
+    pub(crate) fn open(path: &Path, capacity: usize) -> Result<Self> {
         if path.as_os_str() == "-" {
             return Ok(Self::with_writer(Box::new(io::stdout()), capacity));
         }

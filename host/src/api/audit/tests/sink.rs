@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::Buffer;
 use crate::api::audit::event::{Event, Level};
-use crate::api::audit::Sink;
+use crate::api::audit::sink::Sink;
 
 fn event(n: usize) -> Box<Event> {
     Box::new(Event {
