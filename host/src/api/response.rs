@@ -107,9 +107,11 @@ fn typed(code: u16, content_type: &'static str, body: String) -> Response<Body> 
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
-/// A `Status` reply (with `Retry-After` when it says so).
+/// A `Status` reply (with `Retry-After` when it says so). The response's extensions keep the
+/// `Status`, for the audit log's `responseStatus`.
 pub(crate) fn status(s: &Status) -> Response<Body> {
     let mut resp = json(s.code, &s.to_json(), &[]);
+    resp.extensions_mut().insert(s.clone());
     if matches!(s.code, 413 | 429) {
         // These answer before the request body is read, and an unread body ends the HTTP/1
         // connection: say so, or a keep-alive client sends its next request into a closed socket.

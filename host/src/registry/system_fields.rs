@@ -8,21 +8,19 @@ use serde_json::{Map, Value};
 
 /// A random RFC 4122 version-4 uid.
 pub fn new_uid() -> String {
-    let b: [u8; 16] = rand::rng().random();
-    let hex =
-        |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    let v = (b[6] & 0x0f) | 0x40;
-    let var = (b[8] & 0x3f) | 0x80;
-    format!(
-        "{}-{}-{:02x}{:02x}-{:02x}{:02x}-{}",
-        hex(0..4),
-        hex(4..6),
-        v,
-        b[7],
-        var,
-        b[9],
-        hex(10..16)
-    )
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut b: [u8; 16] = rand::rng().random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let mut text = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            text.push('-');
+        }
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    text
 }
 
 /// Seconds since the epoch now.
@@ -219,7 +217,20 @@ mod tests {
             Some(951_782_400)
         );
         assert_eq!(parse_rfc3339("nope"), None);
-        assert_eq!(new_uid().len(), 36);
+    }
+
+    #[test]
+    fn uids_are_version_4() {
+        let uid = new_uid();
+        let groups: Vec<&str> = uid.split('-').collect();
+        let lens: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+        assert_eq!(lens, [8, 4, 4, 4, 12], "{uid}");
+        assert!(uid
+            .chars()
+            .all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(groups[2].starts_with('4'), "{uid}");
+        assert!(matches!(&groups[3][..1], "8" | "9" | "a" | "b"), "{uid}");
+        assert_ne!(new_uid(), uid);
     }
 
     #[test]

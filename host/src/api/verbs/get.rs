@@ -34,7 +34,9 @@ pub(crate) async fn get(
             format.include_object.as_str(),
             true,
         );
+        res.audit.log_response_object(&t);
         return Ok(response::json(200, &t, &[]));
     }
+    res.audit.log_response_object(&obj);
     Ok(response::object(200, &obj, &[], format.protobuf))
 }

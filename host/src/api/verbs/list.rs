@@ -34,7 +34,9 @@ pub(crate) async fn list(
             format.include_object.as_str(),
             true,
         );
+        res.audit.log_response_object(&t);
         return Ok(response::json(200, &t, &[]));
     }
+    res.audit.log_response_object(&list);
     Ok(response::object(200, &list, &[], format.protobuf))
 }

@@ -21,12 +21,13 @@ use hyper::http::request::Parts;
 use hyper::{Request, Response};
 use serde_json::Value;
 
+use super::audit::AuditContext;
 use super::body;
 use super::params::{
     manager_from_user_agent, DeleteCollectionParams, DeleteParams, Format, GetParams, ListParams,
     PatchParams, PostParams, WatchParams,
 };
-use super::patch::patch_kind;
+use super::patch::{patch_kind, Patch};
 use super::query::Query;
 use super::response::{self, Body};
 use super::route::{ResourcePath, Verb};
@@ -88,7 +89,8 @@ async fn run(
         .get::<Arc<UserInfo>>()
         .cloned()
         .unwrap_or_default();
-    let res = Resolved::resolve(&state.registry, user, path, verb, uri_path)?;
+    let mut res = Resolved::resolve(&state.registry, user, path, verb, uri_path)?;
+    res.audit = AuditContext::of(&parts.extensions);
     let Some(verb) = verb else {
         return Err(Status::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({} {uri_path})",
@@ -138,6 +140,7 @@ async fn run(
             let builtin = res.store().definition().builtin;
             let (obj, warnings) =
                 body::decode_object_in(content_type, &bytes, params.field_validation, builtin)?;
+            res.audit.log_request_object(&obj);
             if verb == Verb::Create {
                 create::create(state, &res, params, obj, warnings, format()).await
             } else {
@@ -149,17 +152,22 @@ async fn run(
             let kind = patch_kind(content_type, res.store().definition().builtin)?;
             let bytes = read_body(incoming, max).await?;
             let (patch, warnings) = body::decode_patch(kind, &bytes, params.field_validation)?;
+            res.audit.log_request_body(|| patch_json(&patch));
             patch::patch(state, &res, params, patch, warnings, format(), user_agent).await
         }
         Verb::Delete => {
             let bytes = read_body(incoming, max).await?;
             let options = body::decode_delete_options(content_type, &bytes)?;
+            res.audit
+                .log_request_body(|| delete_options_json(content_type, &bytes));
             delete::delete(state, &res, DeleteParams::new(query, options)?, format()).await
         }
         Verb::DeleteCollection => {
             let list = ListParams::from_query(query)?;
             let bytes = read_body(incoming, max).await?;
             let options = body::decode_delete_options(content_type, &bytes)?;
+            res.audit
+                .log_request_body(|| delete_options_json(content_type, &bytes));
             let params = DeleteCollectionParams {
                 list,
                 delete: DeleteParams::new(query, options)?,
@@ -183,6 +191,7 @@ async fn written(
 ) -> Response<Body> {
     warnings.extend(outcome.warnings.iter().cloned());
     settle_definitions(state, res, scope, &outcome).await;
+    res.audit.log_response_object(&outcome.object);
     response::object(code, &outcome.object, &warnings, format.protobuf)
 }
 
@@ -214,4 +223,28 @@ async fn settle_definitions(
         .registry
         .wait_observed(rev, DEFINITION_PROPAGATION)
         .await;
+}
+
+/// A patch as the audit log records it (the patch document; a JSON patch as its operations).
+fn patch_json(patch: &Patch) -> Option<Value> {
+    match patch {
+        Patch::Merge(v) | Patch::Strategic(v) | Patch::Apply(v) => Some(v.clone()),
+        Patch::Json(ops) => serde_json::to_value(ops).ok(),
+    }
+}
+
+/// A delete's `DeleteOptions` as the audit log records them: the body (JSON or protobuf), typed
+/// `meta.k8s.io/v1` `DeleteOptions` as Kubernetes writes them.
+fn delete_options_json(content_type: Option<&str>, bytes: &[u8]) -> Option<Value> {
+    let mut options = if bytes.iter().all(u8::is_ascii_whitespace) {
+        Value::Object(serde_json::Map::new())
+    } else if super::media::media_type(content_type) == super::protobuf::PROTOBUF {
+        super::protobuf::decode(bytes).ok()?
+    } else {
+        serde_json::from_slice(bytes).ok()?
+    };
+    let map = options.as_object_mut()?;
+    map.insert("kind".into(), Value::from("DeleteOptions"));
+    map.insert("apiVersion".into(), Value::from("meta.k8s.io/v1"));
+    Some(options)
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::api::audit::AuditContext;
 use crate::api::route::{ResourcePath, Verb};
 use crate::api::status::Status;
 use crate::registry::definition::ResourceDefinition;
@@ -18,6 +19,8 @@ pub(crate) struct Resolved {
     pub path: ResourcePath,
     /// Who makes the request.
     pub user: Arc<UserInfo>,
+    /// The request's audit context (records nothing when the request is not audited).
+    pub audit: AuditContext,
 }
 
 /// Kubernetes' 404 for a path nothing serves.
@@ -65,7 +68,12 @@ impl Resolved {
         {
             return Err(not_served(uri_path));
         }
-        Ok(Self { served, path, user })
+        Ok(Self {
+            served,
+            path,
+            user,
+            audit: AuditContext::default(),
+        })
     }
 
     /// The resource's definition.
