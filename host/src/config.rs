@@ -201,7 +201,12 @@ pub struct SecurityFlags {
 
     /// The audit level of every request when no policy file is given: None, Metadata,
     /// Request or RequestResponse.
-    #[arg(long, env = "STRATEGY_HOST_AUDIT_LEVEL", default_value = "Metadata")]
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_AUDIT_LEVEL",
+        default_value = "Metadata",
+        value_parser = ["None", "Metadata", "Request", "RequestResponse"]
+    )]
     pub audit_level: String,
 }
 

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use hyper::http::request::Parts;
-
 use super::route::Route;
 use super::status::{Details, Status};
 use crate::authentication::{bearer_token, AuthenticatorChain, Credentials};
@@ -49,14 +47,14 @@ impl Security {
     /// 401 when a credential is invalid, or there is none and anonymous access is off.
     pub(crate) async fn authenticate(
         &self,
-        parts: &Parts,
+        headers: &hyper::HeaderMap,
+        path: &str,
         certificate: Option<&Result<UserInfo, String>>,
     ) -> Result<UserInfo, Status> {
         let Security::Enforced { authentication, .. } = self else {
             return Ok(dev_admin());
         };
-        let header = parts
-            .headers
+        let header = headers
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         let credentials = Credentials {
@@ -72,28 +70,21 @@ impl Security {
             .authenticate(&credentials)
             .await
             .map_err(|e| {
-                tracing::info!(reason = %e.0, path = %parts.uri.path(), "authentication failed");
+                tracing::info!(reason = %e.0, %path, "authentication failed");
                 unauthorized()
             })
     }
 
-    /// Whether `attributes` may proceed (`system:masters` always may).
-    ///
-    /// # Errors
-    /// 403 with Kubernetes' message.
-    pub(crate) fn authorize(&self, attributes: &Attributes) -> Result<(), Status> {
+    /// Whether `attributes` may proceed (`system:masters` always may); anything but `Allow`
+    /// answers [`forbidden`].
+    pub(crate) fn authorize(&self, attributes: &Attributes) -> Decision {
         let Security::Enforced { authorizer, .. } = self else {
-            return Ok(());
+            return Decision::Allow("development mode".into());
         };
         if attributes.user.groups.iter().any(|g| g == MASTERS_GROUP) {
-            return Ok(());
+            return Decision::Allow(format!("member of {MASTERS_GROUP}"));
         }
-        match authorizer.authorize(attributes) {
-            Decision::Allow(_) => Ok(()),
-            Decision::Deny(reason) | Decision::NoOpinion(reason) => {
-                Err(forbidden(attributes, &reason))
-            }
-        }
+        authorizer.authorize(attributes)
     }
 }
 

@@ -127,8 +127,23 @@ impl ServerMetrics {
         registry: &Arc<Registry>,
         storage: &StorageMetrics,
         modules: &Arc<ModuleTable>,
+        audit: Option<&super::audit::AuditMetrics>,
     ) -> Self {
         let mut metrics = MetricsRegistry::default();
+        if let Some(audit) = audit {
+            metrics.register(
+                "apiserver_audit_event",
+                "Audit events generated and sent to the audit log",
+                audit.events.clone(),
+            );
+            metrics
+                .sub_registry_with_label(("plugin".into(), "log".into()))
+                .register(
+                    "apiserver_audit_error",
+                    "Audit events lost: dropped on a full queue or failing to be written",
+                    audit.errors.clone(),
+                );
+        }
         let requests = Family::<RequestLabels, Counter>::default();
         let duration = Family::<DurationLabels, Histogram, fn() -> Histogram>::new_with_constructor(
             request_histogram,

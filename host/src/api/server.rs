@@ -20,6 +20,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use super::audit;
 use super::filters;
 use super::health::{self, Reply};
 use super::metrics::RequestInfo;
@@ -30,6 +31,7 @@ use super::state::AppState;
 use super::status::Status;
 use super::tls::{ConnectionIdentity, TlsServing};
 use super::{aggregated_discovery, discovery, modules, openapi, verbs};
+use crate::authorization::Attributes;
 
 /// How long in-flight requests may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -133,26 +135,64 @@ async fn guarded(
     identity: &ConnectionIdentity,
 ) -> Response<Body> {
     tracing::debug!(%peer, method = %req.method(), path = %req.uri().path(), "request");
-    let (parts, body) = req.into_parts();
-    let user = match state.security.authenticate(&parts, identity.as_ref()).await {
+    let user = match state
+        .security
+        .authenticate(req.headers(), req.uri().path(), identity.as_ref())
+        .await
+    {
         Ok(user) => user,
-        Err(status) => return response::status(&status),
+        Err(status) => {
+            let mut response = response::status(&status);
+            if let Some(auditor) = &state.audit {
+                // Logged as Kubernetes does a failed authentication: who is not known.
+                let attributes = Attributes {
+                    verb: req.method().as_str().to_ascii_lowercase(),
+                    path: req.uri().path().to_string(),
+                    ..Attributes::default()
+                };
+                auditor
+                    .begin(&attributes, &mut req, peer.ip())
+                    .complete(&mut response);
+            }
+            return response;
+        }
     };
-    req = Request::from_parts(parts, body);
     let query = Query::parse(req.uri().query());
     let route = match Route::parse(req.method(), req.uri().path(), &query) {
         Ok(route) => route,
         Err(status) => return response::status(&status),
     };
     let attributes = filters::attributes(&route, req.method(), req.uri().path(), user);
-    if let Err(status) = state.security.authorize(&attributes) {
-        return response::status(&status);
+    // The audit begins before authorization, so a refusal is logged too.
+    let audit = state
+        .audit
+        .as_ref()
+        .map(|a| a.begin(&attributes, &mut req, peer.ip()));
+    let decision = state.security.authorize(&attributes);
+    audit::set_decision(req.extensions(), decision.allowed(), decision.reason());
+    let mut response = if decision.allowed() {
+        req.extensions_mut().insert(Arc::new(attributes.user));
+        routed(req, &state, route, query).await
+    } else {
+        response::status(&filters::forbidden(&attributes, decision.reason()))
+    };
+    if let Some(audit) = audit {
+        audit.complete(&mut response);
     }
-    req.extensions_mut().insert(Arc::new(attributes.user));
+    response
+}
+
+/// Dispatches an authorized request, counted in the request metrics.
+async fn routed(
+    req: Request<Incoming>,
+    state: &AppState,
+    route: Route,
+    query: Query,
+) -> Response<Body> {
     let info = RequestInfo::of(req.method(), &route);
     let started = Instant::now();
     let _inflight = state.metrics.in_flight(&info);
-    let response = limited(req, &state, route, query).await;
+    let response = limited(req, state, route, query).await;
     state
         .metrics
         .observe(&info, response.status().as_u16(), started.elapsed());
@@ -196,9 +236,17 @@ async fn limited(
         }
     };
     drop(permit);
-    result.unwrap_or_else(|_| {
+    result.unwrap_or_else(|payload| {
         tracing::error!("a request handler panicked");
-        response::status(&Status::internal("the request could not be completed"))
+        let mut response =
+            response::status(&Status::internal("the request could not be completed"));
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        audit::mark_panicked(&mut response, message);
+        response
     })
 }
 

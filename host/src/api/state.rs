@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::{watch, Semaphore};
 
+use super::audit::Auditor;
 use super::filters::Security;
 use super::metrics::ServerMetrics;
 use crate::authentication::service_account::ServiceAccountTokens;
@@ -33,6 +34,8 @@ pub(crate) struct AppState {
     pub security: Arc<Security>,
     /// ServiceAccount tokens, for TokenRequest.
     pub tokens: Option<Arc<ServiceAccountTokens>>,
+    /// The audit log, when `--audit-log-path` is given.
+    pub audit: Option<Arc<Auditor>>,
 }
 
 impl AppState {
@@ -55,8 +58,15 @@ impl AppState {
             metrics: Arc::new(metrics),
             security: Arc::new(security),
             tokens: None,
+            audit: None,
             registry,
         }
+    }
+
+    /// The same state, writing the audit log with `auditor` (if any).
+    pub(crate) fn with_audit(mut self, auditor: Option<Auditor>) -> Self {
+        self.audit = auditor.map(Arc::new);
+        self
     }
 
     /// The same state, issuing ServiceAccount tokens with `tokens`.

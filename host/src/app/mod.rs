@@ -134,6 +134,12 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     let secured = security::secure(&config, &registry, || {
         Arc::new(crate::authorization::AlwaysAllow)
     })?;
+    let auditor = crate::api::audit::Auditor::from_flags(
+        config.security.audit_log_path.as_deref(),
+        config.security.audit_policy_file.as_deref(),
+        &config.security.audit_level,
+    )
+    .context("opening the audit log")?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
@@ -145,7 +151,12 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         "http"
     };
     tracing::info!(address = %bound, %scheme, "strategy-host listening");
-    let metrics = ServerMetrics::new(&registry, &storage_metrics, &modules);
+    let metrics = ServerMetrics::new(
+        &registry,
+        &storage_metrics,
+        &modules,
+        auditor.as_ref().map(|a| a.metrics()),
+    );
     let state = AppState::new(
         storage,
         registry,
@@ -155,7 +166,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         config.max_requests_inflight,
     )
     .with_modules(modules)
-    .with_tokens(secured.tokens);
+    .with_tokens(secured.tokens)
+    .with_audit(auditor);
     serve(listener, secured.tls, state, shutdown_signal()?).await?;
     tracing::info!("stopped");
     Ok(())

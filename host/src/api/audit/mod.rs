@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 pub(crate) use context::{set_decision, AuditContext};
 pub(crate) use filter::{mark_panicked, Auditor};
+pub(crate) use sink::AuditMetrics;
 
 /// Why the audit log could not be set up.
 #[derive(Debug, thiserror::Error)]
