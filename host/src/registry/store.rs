@@ -45,7 +45,7 @@ impl FieldValidation {
 }
 
 /// What one request is about, beyond the object itself.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RequestScope {
     /// The API version of the request path (`v1`).
     pub version: String,
@@ -66,8 +66,27 @@ pub struct RequestScope {
     pub field_manager: String,
     /// The write is a server-side apply: its `managedFields` are already computed.
     pub applying: bool,
-    /// Who makes the request (empty when the server writes on its own behalf).
+    /// Who makes the request ([`UserInfo::server`] when the server writes on its own behalf).
     pub user: Arc<UserInfo>,
+}
+
+impl Default for RequestScope {
+    /// A request of the server's own (startup objects, expiry): no version or namespace yet,
+    /// as `system:apiserver`.
+    fn default() -> Self {
+        Self {
+            version: String::new(),
+            namespace: None,
+            dry_run: false,
+            request_id: String::new(),
+            subresource: None,
+            field_validation: FieldValidation::default(),
+            hook_depth: 0,
+            field_manager: String::new(),
+            applying: false,
+            user: Arc::new(UserInfo::server()),
+        }
+    }
 }
 
 /// The result of a write.

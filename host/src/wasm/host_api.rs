@@ -1,6 +1,7 @@
 //! The wasm runtime's `HostApi` backed by the registry: a strategy's `get` and `list` read
 //! through each resource's cache, and its `apply` creates or updates through the target
-//! resource's own store (and so its own strategy), at the hook depth the runtime gives.
+//! resource's own store (and so its own strategy), at the hook depth the runtime gives, as the
+//! user `system:strategy:<module>`.
 
 use std::sync::{Arc, Weak};
 
@@ -9,6 +10,7 @@ use serde_json::Value;
 use super::runtime::{CallerInfo, HostApi};
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
 use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
+use crate::strategy::UserInfo;
 
 /// Host functions over a registry (held weakly: the runtime outlives nothing).
 pub struct RegistryHostApi {
@@ -48,6 +50,13 @@ impl RegistryHostApi {
             request_id: caller.request_id.clone(),
             // A module's writes are owned by the module, as a controller's are by its name.
             field_manager: caller.module.clone(),
+            // And made as the module: its `apply` reaches only the kinds its manifest declares
+            // (checked by the runtime), and the target's strategy and the audit see who wrote.
+            user: Arc::new(UserInfo {
+                username: format!("system:strategy:{}", caller.module),
+                groups: vec!["system:strategies".into(), "system:authenticated".into()],
+                ..UserInfo::default()
+            }),
             ..Default::default()
         }
     }
