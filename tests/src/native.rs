@@ -79,6 +79,7 @@ impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S>
         Ok(Admission {
             field_errors: errors.into_iter().map(field_error).collect(),
             warnings,
+            refusal: None,
         })
     }
 
@@ -98,6 +99,7 @@ impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S>
         Ok(Admission {
             field_errors: errors.into_iter().map(field_error).collect(),
             warnings,
+            refusal: None,
         })
     }
 

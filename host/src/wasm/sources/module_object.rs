@@ -195,6 +195,7 @@ fn admit(obj: &Value) -> Admission {
     Admission {
         field_errors: ModuleSpec::from_object(obj).err().unwrap_or_default(),
         warnings: vec![],
+        refusal: None,
     }
 }
 
