@@ -39,6 +39,7 @@ pub fn definition() -> ResourceDefinition {
             priority,
             json_path: path.into(),
             count_paths: Vec::new(),
+            template: String::new(),
         };
     ResourceDefinition {
         group: GROUP.into(),
