@@ -435,6 +435,35 @@ mod tests {
     }
 
     #[test]
+    fn builtin_template_columns_join_what_they_select() {
+        let role_binding = crate::authorization::rbac::definitions()
+            .into_iter()
+            .find(|d| d.plural == "rolebindings")
+            .unwrap();
+        let (t, cells) = row(
+            &role_binding,
+            json!({"metadata": meta("rb"), "roleRef": {"kind": "ClusterRole", "name": "view"},
+                   "subjects": [{"kind": "User", "name": "alice"}, {"kind": "User", "name": "bob"},
+                                {"kind": "ServiceAccount", "name": "ci", "namespace": "team"}]}),
+        );
+        assert_eq!(
+            names(&t),
+            ["Name", "Role", "Age", "Users", "Groups", "ServiceAccounts"]
+        );
+        assert_eq!(cells[1], json!("ClusterRole/view"));
+        assert_eq!(cells[3], json!("alice, bob"));
+        assert_eq!(cells[4], json!(""));
+        assert_eq!(cells[5], json!("team/ci"));
+        let roles = crate::authorization::rbac::definitions()
+            .into_iter()
+            .find(|d| d.plural == "roles")
+            .unwrap();
+        let (t, cells) = row(&roles, json!({"metadata": meta("r")}));
+        assert_eq!(names(&t), ["Name", "Created At"]);
+        assert_eq!(cells[1], json!("2020-01-01T00:00:00Z"));
+    }
+
+    #[test]
     fn cells_follow_the_column_type() {
         let col = |type_: &str| PrinterColumn {
             name: "C".into(),
