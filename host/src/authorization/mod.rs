@@ -6,6 +6,7 @@
 //! privileged-group authorizer does.
 
 pub mod rbac;
+pub mod review;
 
 use std::sync::Arc;
 

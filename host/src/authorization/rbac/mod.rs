@@ -14,6 +14,8 @@ pub mod policy;
 #[cfg(test)]
 mod serving_tests;
 pub mod strategy;
+#[cfg(test)]
+mod tests;
 pub mod validation;
 
 use std::sync::Arc;
