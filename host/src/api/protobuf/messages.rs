@@ -3,11 +3,12 @@
 //!
 //! The Go types these follow are `k8s.io/apimachinery/pkg/apis/meta/v1/types.go`,
 //! `k8s.io/apimachinery/pkg/runtime/types.go`, and `core/v1`, `events/v1` and
-//! `coordination/v1` `types.go` in `k8s.io/api`.
+//! `coordination/v1` and `rbac/v1` `types.go` in `k8s.io/api`.
 
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::events::v1 as events;
+use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime;
 
@@ -255,5 +256,74 @@ bridge_messages! {
         lease_transitions => "leaseTransitions" (keep),
         strategy => "strategy" (keep),
         preferred_holder => "preferredHolder" (keep),
+    }
+}
+
+// rbac.authorization.k8s.io/v1
+bridge_messages! {
+    rbac::Role {
+        metadata => "metadata",
+        rules => "rules" (keep),
+    }
+    rbac::RoleList {
+        metadata => "metadata",
+        items => "items" (keep),
+    }
+    rbac::ClusterRole {
+        metadata => "metadata",
+        rules => "rules" (keep),
+        aggregation_rule => "aggregationRule" (keep),
+    }
+    rbac::ClusterRoleList {
+        metadata => "metadata",
+        items => "items" (keep),
+    }
+    rbac::RoleBinding {
+        metadata => "metadata",
+        subjects => "subjects",
+        role_ref => "roleRef" (keep),
+    }
+    rbac::RoleBindingList {
+        metadata => "metadata",
+        items => "items" (keep),
+    }
+    rbac::ClusterRoleBinding {
+        metadata => "metadata",
+        subjects => "subjects",
+        role_ref => "roleRef" (keep),
+    }
+    rbac::ClusterRoleBindingList {
+        metadata => "metadata",
+        items => "items" (keep),
+    }
+    rbac::PolicyRule {
+        verbs => "verbs" (keep),
+        api_groups => "apiGroups",
+        resources => "resources",
+        resource_names => "resourceNames",
+        non_resource_ur_ls => "nonResourceURLs",
+    }
+    rbac::AggregationRule {
+        cluster_role_selectors => "clusterRoleSelectors",
+    }
+    rbac::Subject {
+        kind => "kind" (keep),
+        api_group => "apiGroup",
+        name => "name" (keep),
+        namespace => "namespace",
+    }
+    rbac::RoleRef {
+        api_group => "apiGroup" (keep),
+        kind => "kind" (keep),
+        name => "name" (keep),
+    }
+    meta::LabelSelector {
+        match_labels => "matchLabels",
+        match_expressions => "matchExpressions",
+    }
+    meta::LabelSelectorRequirement {
+        key => "key" (keep),
+        operator => "operator" (keep),
+        values => "values",
     }
 }

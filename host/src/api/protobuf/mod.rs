@@ -25,6 +25,7 @@ mod well_known;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::events::v1 as events;
+use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta, Unknown};
 use prost::Message;
@@ -114,6 +115,22 @@ fn codec(api_version: &str, kind: &str) -> Option<KindCodec> {
         ("coordination.k8s.io/v1", "Lease") => KindCodec::object::<coordination::Lease>(),
         ("coordination.k8s.io/v1", "LeaseList") => {
             KindCodec::list::<coordination::LeaseList>("Lease")
+        }
+        ("rbac.authorization.k8s.io/v1", "Role") => KindCodec::object::<rbac::Role>(),
+        ("rbac.authorization.k8s.io/v1", "RoleList") => KindCodec::list::<rbac::RoleList>("Role"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => KindCodec::object::<rbac::ClusterRole>(),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleList") => {
+            KindCodec::list::<rbac::ClusterRoleList>("ClusterRole")
+        }
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => KindCodec::object::<rbac::RoleBinding>(),
+        ("rbac.authorization.k8s.io/v1", "RoleBindingList") => {
+            KindCodec::list::<rbac::RoleBindingList>("RoleBinding")
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            KindCodec::object::<rbac::ClusterRoleBinding>()
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList") => {
+            KindCodec::list::<rbac::ClusterRoleBindingList>("ClusterRoleBinding")
         }
         // Status is an unversioned type Kubernetes registers as group "", version "v1".
         ("v1", "Status") => KindCodec::object::<meta::Status>(),

@@ -210,6 +210,53 @@ pub(super) fn lease(name: &str) -> Value {
     )
 }
 
+const RBAC: &str = "rbac.authorization.k8s.io/v1";
+
+fn policy_rules() -> Value {
+    // Every field set (the codec does not judge what validation would refuse).
+    json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["secrets"],
+            "resourceNames": ["db"], "nonResourceURLs": ["/healthz"]}])
+}
+
+fn subjects() -> Value {
+    json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice", "namespace": "team"}])
+}
+
+pub(super) fn role(name: &str) -> Value {
+    typed(
+        RBAC,
+        "Role",
+        json!({"metadata": object_meta(name), "rules": policy_rules()}),
+    )
+}
+
+pub(super) fn cluster_role(name: &str) -> Value {
+    typed(
+        RBAC,
+        "ClusterRole",
+        json!({
+            "metadata": object_meta(name),
+            "rules": policy_rules(),
+            "aggregationRule": {"clusterRoleSelectors": [{
+                "matchLabels": {"rbac.example.com/aggregate": "true"},
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]
+            }]}
+        }),
+    )
+}
+
+fn binding(kind: &str, name: &str) -> Value {
+    typed(
+        RBAC,
+        kind,
+        json!({
+            "metadata": object_meta(name),
+            "subjects": subjects(),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}
+        }),
+    )
+}
+
 pub(super) fn status() -> Value {
     typed(
         "v1",
@@ -279,6 +326,29 @@ pub(super) fn all() -> Vec<Value> {
             "coordination.k8s.io/v1",
             "LeaseList",
             vec![lease("a"), lease("b")],
+        ),
+        role("role-a"),
+        list(RBAC, "RoleList", vec![role("a"), role("b")]),
+        cluster_role("cr-a"),
+        list(
+            RBAC,
+            "ClusterRoleList",
+            vec![cluster_role("a"), cluster_role("b")],
+        ),
+        binding("RoleBinding", "rb-a"),
+        list(
+            RBAC,
+            "RoleBindingList",
+            vec![binding("RoleBinding", "a"), binding("RoleBinding", "b")],
+        ),
+        binding("ClusterRoleBinding", "crb-a"),
+        list(
+            RBAC,
+            "ClusterRoleBindingList",
+            vec![
+                binding("ClusterRoleBinding", "a"),
+                binding("ClusterRoleBinding", "b"),
+            ],
         ),
         status(),
         delete_options(),

@@ -41,7 +41,7 @@ fn encoded(obj: &Value) -> Vec<u8> {
 #[test]
 fn every_kind_round_trips_fully_populated() {
     let fixtures = fixtures::all();
-    assert_eq!(fixtures.len(), 16);
+    assert_eq!(fixtures.len(), 24);
     for obj in fixtures {
         let (api_version, kind) = (
             obj["apiVersion"].as_str().unwrap(),
