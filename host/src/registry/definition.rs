@@ -146,9 +146,10 @@ impl ResourceDefinition {
     }
 
     /// Whether objects carry `metadata.generation`: custom resources, CRDs and StrategyModules
-    /// do; the core kinds and leases do not, as in Kubernetes.
+    /// do; the core kinds, leases and the RBAC kinds do not, as in Kubernetes.
     pub fn tracks_generation(&self) -> bool {
-        !(self.module_strategy || (self.builtin && self.group.is_empty()))
+        let kubernetes_kind = self.group.is_empty() || self.group == "rbac.authorization.k8s.io";
+        !(self.module_strategy || (self.builtin && kubernetes_kind))
     }
 
     /// The key of one object.
