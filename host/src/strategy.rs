@@ -116,6 +116,23 @@ pub struct StrategyContext {
     pub user: Arc<UserInfo>,
 }
 
+/// A write refused as a whole rather than for its fields (Kubernetes' storage and admission
+/// refusals, e.g. RBAC's escalation check).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 403 Forbidden: `{resource} "{name}" is forbidden: {message}`.
+    Forbidden(String),
+    /// 404 NotFound of another object the write depends on (a binding's role).
+    NotFound {
+        /// Its API group.
+        group: String,
+        /// Its plural resource.
+        plural: String,
+        /// Its name.
+        name: String,
+    },
+}
+
 /// The outcome of a before-write phase.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Admission {
@@ -123,6 +140,8 @@ pub struct Admission {
     pub field_errors: Vec<FieldError>,
     /// Warnings for the client (`Warning: 299` headers).
     pub warnings: Vec<String>,
+    /// The write is refused outright (checked before the field errors).
+    pub refusal: Option<Refusal>,
 }
 
 /// A strategy that could not run (trap, deadline, memory cap, garbage output): the request

@@ -86,6 +86,7 @@ impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S>
         Ok(Admission {
             field_errors: errors.into_iter().map(field_error).collect(),
             warnings,
+            refusal: None,
         })
     }
 
@@ -105,6 +106,7 @@ impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S>
         Ok(Admission {
             field_errors: errors.into_iter().map(field_error).collect(),
             warnings,
+            refusal: None,
         })
     }
 

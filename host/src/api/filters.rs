@@ -7,11 +7,8 @@ use std::sync::Arc;
 use super::route::Route;
 use super::status::{Details, Status};
 use crate::authentication::{bearer_token, AuthenticatorChain, Credentials};
-use crate::authorization::{Attributes, Authorizer, Decision};
+use crate::authorization::{Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
 use crate::strategy::UserInfo;
-
-/// The group whose members every authorizer allows (kube-apiserver's privileged group).
-pub(crate) const MASTERS_GROUP: &str = "system:masters";
 
 /// How requests are authenticated and authorized.
 pub(crate) enum Security {
@@ -21,7 +18,8 @@ pub(crate) enum Security {
     Enforced {
         /// Who asks.
         authentication: AuthenticatorChain,
-        /// May they.
+        /// May they (`system:masters` always may: the authorizer is wrapped in
+        /// `authorization::with_privileged_groups`).
         authorizer: Arc<dyn Authorizer>,
     },
 }
@@ -30,7 +28,7 @@ pub(crate) enum Security {
 pub(crate) fn dev_admin() -> UserInfo {
     UserInfo {
         username: "admin".into(),
-        groups: vec![MASTERS_GROUP.into(), "system:authenticated".into()],
+        groups: vec![PRIVILEGED_GROUP.into(), "system:authenticated".into()],
         ..UserInfo::default()
     }
 }
@@ -75,15 +73,11 @@ impl Security {
             })
     }
 
-    /// Whether `attributes` may proceed (`system:masters` always may); anything but `Allow`
-    /// answers [`forbidden`].
+    /// Whether `attributes` may proceed; anything but `Allow` answers [`forbidden`].
     pub(crate) fn authorize(&self, attributes: &Attributes) -> Decision {
         let Security::Enforced { authorizer, .. } = self else {
             return Decision::Allow("development mode".into());
         };
-        if attributes.user.groups.iter().any(|g| g == MASTERS_GROUP) {
-            return Decision::Allow(format!("member of {MASTERS_GROUP}"));
-        }
         authorizer.authorize(attributes)
     }
 }

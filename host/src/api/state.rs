@@ -9,6 +9,7 @@ use super::audit::Auditor;
 use super::filters::Security;
 use super::metrics::ServerMetrics;
 use crate::authentication::service_account::ServiceAccountTokens;
+use crate::authorization::{AlwaysAllow, Authorizer, RuleResolver};
 use crate::registry::Registry;
 use crate::storage::Storage;
 use crate::wasm::ModuleTable;
@@ -36,6 +37,27 @@ pub(crate) struct AppState {
     pub tokens: Option<Arc<ServiceAccountTokens>>,
     /// The audit log, when `--audit-log-path` is given.
     pub audit: Option<Arc<Auditor>>,
+    /// What the access and rules reviews ask.
+    pub reviews: Reviews,
+}
+
+/// What `kubectl auth can-i` is answered with: the server's authorizer and its rules.
+#[derive(Clone)]
+pub(crate) struct Reviews {
+    /// Decides access reviews (RBAC behind the privileged groups, or AlwaysAllow).
+    pub authorizer: Arc<dyn Authorizer>,
+    /// Lists a user's rules (SelfSubjectRulesReview).
+    pub rules: Arc<dyn RuleResolver>,
+}
+
+impl Reviews {
+    /// Reviews under `--authorization-mode=AlwaysAllow` and development mode.
+    pub(crate) fn always_allow() -> Self {
+        Self {
+            authorizer: Arc::new(AlwaysAllow),
+            rules: Arc::new(AlwaysAllow),
+        }
+    }
 }
 
 impl AppState {
@@ -59,8 +81,15 @@ impl AppState {
             security: Arc::new(security),
             tokens: None,
             audit: None,
+            reviews: Reviews::always_allow(),
             registry,
         }
+    }
+
+    /// The same state, answering reviews with `reviews`.
+    pub(crate) fn with_reviews(mut self, reviews: Reviews) -> Self {
+        self.reviews = reviews;
+        self
     }
 
     /// The same state, writing the audit log with `auditor` (if any).

@@ -309,6 +309,8 @@ impl From<&RegistryError> for Status {
                 }
                 status
             }
+            RegistryError::Forbidden { target, .. } => Self::new(403, "Forbidden", err.to_string())
+                .with_target(target, target.plural.clone()),
             RegistryError::BadRequest(m) => Self::bad_request(m.clone()),
             RegistryError::MethodNotSupported(m) => Self::method_not_allowed(m.clone()),
             RegistryError::Strategy(e) => Self::internal(e),
@@ -383,6 +385,20 @@ mod tests {
             "Widget.example.com \"x\" is invalid: spec.size: Required value"
         );
         assert_eq!(s.to_json()["details"]["causes"][0]["field"], "spec.size");
+        let forbidden = Status::from(&RegistryError::Forbidden {
+            target: Box::new(Target {
+                group: "rbac.authorization.k8s.io".into(),
+                plural: "roles".into(),
+                kind: "Role".into(),
+                name: "r".into(),
+            }),
+            message: "user \"bob\" (groups=[]) is attempting to grant RBAC permissions not currently held:\n{}".into(),
+        });
+        assert_eq!((forbidden.code, forbidden.reason), (403, "Forbidden"));
+        assert!(forbidden
+            .message
+            .starts_with("roles.rbac.authorization.k8s.io \"r\" is forbidden: user \"bob\""));
+        assert_eq!(forbidden.to_json()["details"]["kind"], "roles");
         // A bare 500 with no reason, as kube-apiserver answers a create carrying a resourceVersion.
         let s = Status::from(&RegistryError::ResourceVersionSetOnCreate).to_json();
         assert_eq!(s["code"], 500);

@@ -32,6 +32,7 @@ fn age() -> PrinterColumn {
         priority: 0,
         json_path: CREATION_TIMESTAMP.into(),
         count_paths: Vec::new(),
+        template: String::new(),
     }
 }
 
@@ -48,6 +49,7 @@ fn columns(def: &ResourceDefinition, version: &str) -> Vec<PrinterColumn> {
         priority: 0,
         json_path: ".metadata.name".into(),
         count_paths: Vec::new(),
+        template: String::new(),
     }];
     let declared = def
         .version(version)
@@ -132,6 +134,13 @@ fn cell(obj: &Value, col: &PrinterColumn) -> Value {
             .sum();
         return Value::from(count);
     }
+    if !col.template.is_empty() {
+        let items: Vec<String> = jsonpath::find(obj, &col.json_path)
+            .into_iter()
+            .map(|item| fill_template(item, &col.template))
+            .collect();
+        return Value::String(items.join(", "));
+    }
     let Some(v) = jsonpath::find(obj, &col.json_path).first().copied() else {
         return Value::Null;
     };
@@ -150,6 +159,27 @@ fn cell(obj: &Value, col: &PrinterColumn) -> Value {
         }),
         _ => Value::Null,
     }
+}
+
+/// `template` with each `{path}` replaced by the first value `path` selects in `item` (nothing
+/// when it selects none).
+fn fill_template(item: &Value, template: &str) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let path = &rest[open + 1..open + close];
+        if let Some(v) = jsonpath::find(item, path).first() {
+            out.push_str(&text(v));
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A value as client-go's JSONPath printer writes it: lists and maps as compact JSON (Go's
@@ -405,6 +435,35 @@ mod tests {
     }
 
     #[test]
+    fn builtin_template_columns_join_what_they_select() {
+        let role_binding = crate::authorization::rbac::definitions()
+            .into_iter()
+            .find(|d| d.plural == "rolebindings")
+            .unwrap();
+        let (t, cells) = row(
+            &role_binding,
+            json!({"metadata": meta("rb"), "roleRef": {"kind": "ClusterRole", "name": "view"},
+                   "subjects": [{"kind": "User", "name": "alice"}, {"kind": "User", "name": "bob"},
+                                {"kind": "ServiceAccount", "name": "ci", "namespace": "team"}]}),
+        );
+        assert_eq!(
+            names(&t),
+            ["Name", "Role", "Age", "Users", "Groups", "ServiceAccounts"]
+        );
+        assert_eq!(cells[1], json!("ClusterRole/view"));
+        assert_eq!(cells[3], json!("alice, bob"));
+        assert_eq!(cells[4], json!(""));
+        assert_eq!(cells[5], json!("team/ci"));
+        let roles = crate::authorization::rbac::definitions()
+            .into_iter()
+            .find(|d| d.plural == "roles")
+            .unwrap();
+        let (t, cells) = row(&roles, json!({"metadata": meta("r")}));
+        assert_eq!(names(&t), ["Name", "Created At"]);
+        assert_eq!(cells[1], json!("2020-01-01T00:00:00Z"));
+    }
+
+    #[test]
     fn cells_follow_the_column_type() {
         let col = |type_: &str| PrinterColumn {
             name: "C".into(),
@@ -414,6 +473,7 @@ mod tests {
             priority: 0,
             json_path: ".v".into(),
             count_paths: Vec::new(),
+            template: String::new(),
         };
         let at = |type_: &str, v: Value| cell(&json!({ "v": v }), &col(type_));
         assert_eq!(

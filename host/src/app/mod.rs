@@ -130,10 +130,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     object_source::start(modules.clone(), &registry);
     ensure_default_namespace(&registry).await;
     event_expiry::start(&registry, config.event_ttl);
-    // TODO(rbac merge): RBAC's authorizer replaces AlwaysAllow here.
-    let secured = security::secure(&config, &registry, || {
-        Arc::new(crate::authorization::AlwaysAllow)
-    })?;
+    let rbac = security::start_rbac(&config, &registry).await;
+    let secured = security::secure(&config, &registry, rbac)?;
     let auditor = crate::api::audit::Auditor::from_flags(
         config.security.audit_log_path.as_deref(),
         config.security.audit_policy_file.as_deref(),
@@ -167,7 +165,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     )
     .with_modules(modules)
     .with_tokens(secured.tokens)
-    .with_audit(auditor);
+    .with_audit(auditor)
+    .with_reviews(secured.reviews);
     serve(listener, secured.tls, state, shutdown_signal()?).await?;
     tracing::info!("stopped");
     Ok(())

@@ -9,12 +9,14 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 
 use crate::api::filters::Security;
+use crate::api::state::Reviews;
 use crate::api::tls::TlsServing;
 use crate::authentication::service_account::{ServiceAccountLookup, ServiceAccountTokens};
 use crate::authentication::token_file::TokenFile;
 use crate::authentication::x509::X509Authenticator;
 use crate::authentication::{Authenticator, AuthenticatorChain};
-use crate::authorization::{AlwaysAllow, Authorizer};
+use crate::authorization::rbac::{self, RbacAuthorizer};
+use crate::authorization::{with_privileged_groups, AlwaysAllow, Authorizer};
 use crate::config::{AuthorizationMode, Config};
 use crate::pki::{self, Pki};
 use crate::registry::{Registry, RequestScope};
@@ -30,6 +32,26 @@ pub(super) struct Secured {
     pub tokens: Arc<ServiceAccountTokens>,
     /// The keys and certificates, unless in development mode.
     pub pki: Option<Pki>,
+    /// What the access and rules reviews ask.
+    pub reviews: Reviews,
+}
+
+/// How long startup waits for the first list of roles and bindings.
+const RBAC_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves the RBAC kinds, follows them, and creates the bootstrap policy. Under RBAC, `escalate`
+/// and `bind` are RBAC's to grant; otherwise every user may grant anything.
+pub(super) async fn start_rbac(config: &Config, registry: &Arc<Registry>) -> Arc<RbacAuthorizer> {
+    let rbac_decides =
+        !config.dev_mode && config.security.authorization_mode == AuthorizationMode::Rbac;
+    let escalation: Option<Arc<dyn Authorizer>> =
+        (!rbac_decides).then(|| Arc::new(AlwaysAllow) as Arc<dyn Authorizer>);
+    let authorizer = rbac::start(registry, escalation);
+    rbac::ensure_bootstrap_policy(registry).await;
+    if !authorizer.wait_synced(RBAC_SYNC_WAIT).await {
+        tracing::warn!("roles and bindings not listed yet; requests are denied until they are");
+    }
+    authorizer
 }
 
 /// ServiceAccounts as the watch cache has them.
@@ -69,14 +91,14 @@ fn check_development_mode(listen: SocketAddr) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds the security the flags describe; `authorizer` is RBAC's when that mode is chosen.
+/// Builds the security the flags describe over `rbac` (followed by [`start_rbac`]).
 ///
 /// # Errors
 /// Development mode off loopback; an unreadable or invalid key, certificate or token file.
 pub(super) fn secure(
     config: &Config,
     registry: &Arc<Registry>,
-    rbac: impl FnOnce() -> Arc<dyn Authorizer>,
+    rbac: Arc<RbacAuthorizer>,
 ) -> anyhow::Result<Secured> {
     let s = &config.security;
     let accounts = Arc::new(RegistryAccounts(registry.clone()));
@@ -99,6 +121,7 @@ pub(super) fn secure(
             tls: None,
             tokens: Arc::new(tokens),
             pki: None,
+            reviews: Reviews::always_allow(),
         });
     }
     let pki = pki::load_or_generate(&config.pki_flags(), &config.data_dir, config.listen)
@@ -122,23 +145,27 @@ pub(super) fn secure(
         authenticators.push(Box::new(file));
     }
     authenticators.push(Box::new(SharedTokens(tokens.clone())));
-    let authorizer: Arc<dyn Authorizer> = match s.authorization_mode {
-        AuthorizationMode::Rbac => rbac(),
+    let reviews = match s.authorization_mode {
+        AuthorizationMode::Rbac => Reviews {
+            authorizer: Arc::new(with_privileged_groups(rbac.clone())),
+            rules: rbac,
+        },
         AuthorizationMode::AlwaysAllow => {
             tracing::warn!(
                 "--authorization-mode=AlwaysAllow: every authenticated request is allowed"
             );
-            Arc::new(AlwaysAllow)
+            Reviews::always_allow()
         }
     };
     Ok(Secured {
         security: Security::Enforced {
             authentication: AuthenticatorChain::new(authenticators, s.anonymous_auth),
-            authorizer,
+            authorizer: reviews.authorizer.clone(),
         },
         tls: Some(tls),
         tokens,
         pki: Some(pki),
+        reviews,
     })
 }
 

@@ -22,6 +22,7 @@ fn crd_admission(obj: &mut Value) -> Admission {
     match ResourceDefinition::from_crd(obj) {
         Err(field_errors) => Admission {
             field_errors,
+            refusal: None,
             warnings: vec![],
         },
         Ok(def) => {

@@ -117,6 +117,9 @@ impl RegistryStore {
         self.check_strategy_output(obj)?;
         warnings.extend(admission.warnings);
         let name = meta_str(obj, "name").unwrap_or("").to_string();
+        if let Some(refusal) = admission.refusal {
+            return Err(Error::refused(&self.target(&name), refusal));
+        }
         let mut causes = admission.field_errors;
         causes.extend(self.validate_common(scope, obj, None));
         if !causes.is_empty() {

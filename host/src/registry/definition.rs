@@ -27,6 +27,10 @@ pub struct PrinterColumn {
     /// Built-in kinds only: the cell counts what these paths select (`.data.*`), as Kubernetes'
     /// printers show a ConfigMap's DATA or a ServiceAccount's SECRETS.
     pub count_paths: Vec<String>,
+    /// Built-in kinds only: each value the JSONPath selects is printed through this template
+    /// (`{.kind}/{.name}`: JSONPaths relative to the value, text between them kept) and the
+    /// results joined with `, `, as Kubernetes' printers show a binding's ROLE or USERS.
+    pub template: String,
 }
 
 /// A resource served over another resource's stored objects under other field names, as
@@ -160,9 +164,10 @@ impl ResourceDefinition {
     }
 
     /// Whether objects carry `metadata.generation`: custom resources, CRDs and StrategyModules
-    /// do; the core kinds and leases do not, as in Kubernetes.
+    /// do; the core kinds, leases and the RBAC kinds do not, as in Kubernetes.
     pub fn tracks_generation(&self) -> bool {
-        !(self.module_strategy || (self.builtin && self.group.is_empty()))
+        let kubernetes_kind = self.group.is_empty() || self.group == "rbac.authorization.k8s.io";
+        !(self.module_strategy || (self.builtin && kubernetes_kind))
     }
 
     /// The key of one object.
@@ -312,8 +317,13 @@ impl ResourceDefinition {
             .collect()
     }
 
-    /// Reads a CRD-shaped document; `builtin` lifts the rules on a CRD's group and name.
-    fn parse(crd: &Value, builtin: bool) -> Result<Self, Vec<FieldError>> {
+    /// Reads a CRD-shaped document; `builtin` lifts the rules on a CRD's group and name (and
+    /// reads the built-in column extensions `x-count` and `x-template`). The result is not
+    /// marked built in: a caller serving it as such sets `builtin`.
+    ///
+    /// # Errors
+    /// The field errors a CRD create or update would answer 422 with.
+    pub fn parse(crd: &Value, builtin: bool) -> Result<Self, Vec<FieldError>> {
         let mut errors = Vec::new();
         let s = |v: &Value, p: &str| {
             v.pointer(p)
@@ -487,6 +497,11 @@ impl ResourceDefinition {
                             } else {
                                 Vec::new()
                             },
+                            template: if builtin {
+                                s(c, "/x-template")
+                            } else {
+                                String::new()
+                            },
                         })
                         .collect()
                 })
@@ -560,6 +575,7 @@ impl ResourceDefinition {
                     priority: 0,
                     json_path: ".status.phase".into(),
                     count_paths: Vec::new(),
+                    template: String::new(),
                 }],
                 cel: None,
             }],
@@ -600,6 +616,7 @@ impl ResourceDefinition {
                     priority: 0,
                     json_path: ".metadata.creationTimestamp".into(),
                     count_paths: Vec::new(),
+                    template: String::new(),
                 }],
                 cel: None,
             }],

@@ -46,6 +46,9 @@ impl RegistryStore {
             .map_err(|e| conflict(e, &target))?;
         let ctx = self.ctx(scope);
         let admission = self.strategy.before_delete(&ctx, &current).await?;
+        if let Some(refusal) = admission.refusal {
+            return Err(Error::refused(&target, refusal));
+        }
         if !admission.field_errors.is_empty() {
             return Err(Error::Invalid {
                 target: target.into(),

@@ -2,7 +2,7 @@
 //! object (group, plural, kind, name) for the API layer to render Kubernetes' exact `Status`.
 
 use crate::storage::StorageError;
-use crate::strategy::{FieldError, StrategyError};
+use crate::strategy::{FieldError, Refusal, StrategyError};
 
 /// The result type of registry operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -80,6 +80,14 @@ pub enum Error {
         /// The fields, their owners.
         conflicts: Vec<super::fieldmanager::Conflict>,
     },
+    /// The write is refused by policy (403 Forbidden).
+    #[error("{} {:?} is forbidden: {message}", .target.qualified_resource(), .target.name)]
+    Forbidden {
+        /// The object.
+        target: Box<Target>,
+        /// Why.
+        message: String,
+    },
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),
@@ -124,6 +132,26 @@ impl Error {
         Self::Invalid {
             target: Box::new(target.clone()),
             causes: vec![cause],
+        }
+    }
+
+    /// The error for a strategy's refusal of a write to `target`.
+    pub fn refused(target: &Target, refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Forbidden(message) => Self::Forbidden {
+                target: Box::new(target.clone()),
+                message,
+            },
+            Refusal::NotFound {
+                group,
+                plural,
+                name,
+            } => Self::NotFound(Box::new(Target {
+                group,
+                plural,
+                kind: String::new(),
+                name,
+            })),
         }
     }
 

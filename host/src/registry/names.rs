@@ -48,6 +48,30 @@ pub fn dns1123_label_error(name: &str) -> Option<String> {
     })
 }
 
+/// Why `name` is not a valid path segment (Kubernetes' `path.IsValidPathSegmentName`, the
+/// name rule of the RBAC kinds, whose names such as `system:basic-user` carry colons).
+pub fn path_segment_name_error(name: &str) -> Option<String> {
+    if name == "." || name == ".." {
+        return Some(format!("may not be '{name}'"));
+    }
+    let errors: Vec<String> = ["/", "%"]
+        .iter()
+        .filter(|bad| name.contains(**bad))
+        .map(|bad| format!("may not contain '{bad}'"))
+        .collect();
+    (!errors.is_empty()).then(|| errors.join(", "))
+}
+
+/// Why `name` is not a valid name for an object of `group`/`plural`: namespaces are DNS-1123
+/// labels, the RBAC kinds path segments, everything else DNS-1123 subdomains.
+pub fn object_name_error(group: &str, plural: &str, name: &str) -> Option<String> {
+    match (group, plural) {
+        ("", "namespaces") => dns1123_label_error(name),
+        ("rbac.authorization.k8s.io", _) => path_segment_name_error(name),
+        _ => dns1123_subdomain_error(name),
+    }
+}
+
 /// Why `name` is not a DNS-1123 subdomain, if it is not.
 pub fn dns1123_subdomain_error(name: &str) -> Option<String> {
     let ok = !name.is_empty()

@@ -445,12 +445,8 @@ impl RegistryStore {
     ) -> Vec<FieldError> {
         let mut errors = Vec::new();
         let name = super::system_fields::meta_str(obj, "name").unwrap_or("");
-        let name_error = if self.def.group.is_empty() && self.def.plural == "namespaces" {
-            super::names::dns1123_label_error(name)
-        } else {
-            super::names::dns1123_subdomain_error(name)
-        };
-        if let Some(why) = name_error {
+        if let Some(why) = super::names::object_name_error(&self.def.group, &self.def.plural, name)
+        {
             errors.push(FieldError {
                 kind: FieldErrorKind::Invalid,
                 field: "metadata.name".into(),

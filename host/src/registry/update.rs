@@ -258,6 +258,9 @@ impl RegistryStore {
             .await?;
         self.check_strategy_output(&new)?;
         warnings.extend(admission.warnings);
+        if let Some(refusal) = admission.refusal {
+            return Err(Error::refused(&target, refusal));
+        }
         causes.extend(admission.field_errors);
         causes.extend(self.validate_common(scope, &new, Some(&old)));
         if !causes.is_empty() {

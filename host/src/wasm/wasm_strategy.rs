@@ -127,6 +127,7 @@ impl WasmStrategy {
         Ok(Admission {
             field_errors: resp.field_errors.into_iter().map(field_error).collect(),
             warnings: resp.warnings,
+            refusal: None,
         })
     }
 }

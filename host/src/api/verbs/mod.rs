@@ -116,7 +116,7 @@ async fn run(
         )?;
         let format = Format::parse(header(parts, hyper::header::ACCEPT), query);
         return if res.def().create_only {
-            review::create(&res, request, format)
+            review::create(state, &res, request, format)
         } else {
             review::token(state, &res, request, format).await
         };

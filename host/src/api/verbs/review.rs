@@ -11,6 +11,7 @@ use crate::api::response::{self, Body};
 use crate::api::state::AppState;
 use crate::api::status::Status;
 use crate::authentication::service_account::{token_request, TokenRequestError};
+use crate::authorization::review as access;
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Error as RegistryError, Target};
 use crate::storage::GetOptions;
@@ -61,11 +62,38 @@ pub(crate) async fn token(
 /// # Errors
 /// 400/422 for a malformed review.
 pub(crate) fn create(
+    state: &AppState,
     res: &Resolved,
     review: Value,
     format: Format,
 ) -> Result<Response<Body>, Status> {
     let def = res.def();
+    let (authorizer, rules) = (&*state.reviews.authorizer, &*state.reviews.rules);
+    let user = &*res.user;
+    let asked = match (def.group.as_str(), def.plural.as_str()) {
+        ("authorization.k8s.io", "subjectaccessreviews") => {
+            Some(access::subject_access_review(authorizer, review.clone()))
+        }
+        ("authorization.k8s.io", "localsubjectaccessreviews") => {
+            let ns = res.path.namespace.as_deref().unwrap_or_default();
+            Some(access::local_subject_access_review(
+                authorizer,
+                ns,
+                review.clone(),
+            ))
+        }
+        ("authorization.k8s.io", "selfsubjectaccessreviews") => Some(
+            access::self_subject_access_review(authorizer, user, review.clone()),
+        ),
+        ("authorization.k8s.io", "selfsubjectrulesreviews") => Some(
+            access::self_subject_rules_review(rules, user, review.clone()),
+        ),
+        _ => None,
+    };
+    if let Some(answer) = asked {
+        let answer = answer.map_err(|e| Status::from(&e))?;
+        return Ok(response::object(201, &answer, &[], format.protobuf));
+    }
     let mut answer = match (def.group.as_str(), def.plural.as_str()) {
         ("authentication.k8s.io", "selfsubjectreviews") => json!({
             "kind": "SelfSubjectReview",

@@ -39,6 +39,7 @@ pub fn definition() -> ResourceDefinition {
             priority,
             json_path: path.into(),
             count_paths: Vec::new(),
+            template: String::new(),
         };
     ResourceDefinition {
         group: GROUP.into(),
@@ -196,6 +197,7 @@ fn admit(obj: &Value) -> Admission {
     Admission {
         field_errors: ModuleSpec::from_object(obj).err().unwrap_or_default(),
         warnings: vec![],
+        refusal: None,
     }
 }
 

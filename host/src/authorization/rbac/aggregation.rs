@@ -1,0 +1,295 @@
+//! ClusterRole aggregation (Kubernetes' clusterrole-aggregation controller): a ClusterRole with
+//! `aggregationRule.clusterRoleSelectors` gets as `rules` the union of the rules of every other
+//! ClusterRole a selector matches, written back into the stored object whenever they differ.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use futures::StreamExt as _;
+use serde_json::{json, Value};
+
+use super::policy::{rules_of, PolicyRule, GROUP};
+use crate::registry::{Registry, RequestScope, UpdateFn};
+use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::strategy::UserInfo;
+
+/// The field manager aggregated rules are written under.
+pub const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
+
+/// Whether the `metav1.LabelSelector` `selector` matches `labels`: every matchLabels pair and
+/// every matchExpressions requirement holds (an empty selector matches everything).
+pub fn selector_matches(selector: &Value, labels: &BTreeMap<String, String>) -> bool {
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+    let labels_hold = match_labels.into_iter().flatten().all(|(k, v)| {
+        v.as_str()
+            .is_some_and(|v| labels.get(k).map(String::as_str) == Some(v))
+    });
+    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+    labels_hold
+        && expressions.into_iter().flatten().all(|e| {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|vs| vs.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let value = labels.get(key).map(String::as_str);
+            match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" => value.is_some_and(|v| values.contains(&v)),
+                "NotIn" => !value.is_some_and(|v| values.contains(&v)),
+                "Exists" => value.is_some(),
+                "DoesNotExist" => value.is_none(),
+                _ => false,
+            }
+        })
+}
+
+/// What the controller knows of one ClusterRole.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterRoleView {
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// Its aggregation selectors (`None`: not aggregated).
+    pub selectors: Option<Vec<Value>>,
+    /// Its rules.
+    pub rules: Vec<PolicyRule>,
+}
+
+impl ClusterRoleView {
+    /// Reads a stored ClusterRole.
+    pub fn from_object(obj: &Value) -> Self {
+        let labels = obj
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let selectors = obj
+            .get("aggregationRule")
+            .filter(|v| !v.is_null())
+            .map(|a| {
+                a.get("clusterRoleSelectors")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            });
+        Self {
+            labels,
+            selectors,
+            rules: rules_of(obj),
+        }
+    }
+}
+
+/// The rules the aggregated role `name` should have: for each selector in turn, the rules of the
+/// other matching roles in name order, each rule once.
+pub fn aggregated_rules(
+    name: &str,
+    selectors: &[Value],
+    roles: &BTreeMap<String, ClusterRoleView>,
+) -> Vec<PolicyRule> {
+    let mut rules: Vec<PolicyRule> = Vec::new();
+    for selector in selectors {
+        for (other, view) in roles {
+            if other == name || !selector_matches(selector, &view.labels) {
+                continue;
+            }
+            for rule in &view.rules {
+                if !rules.contains(rule) {
+                    rules.push(rule.clone());
+                }
+            }
+        }
+    }
+    rules
+}
+
+/// The aggregated roles whose rules differ from what their selectors gather: (name, rules).
+pub fn stale_roles(roles: &BTreeMap<String, ClusterRoleView>) -> Vec<(String, Vec<PolicyRule>)> {
+    roles
+        .iter()
+        .filter_map(|(name, view)| {
+            let selectors = view.selectors.as_ref()?;
+            let wanted = aggregated_rules(name, selectors, roles);
+            (wanted != view.rules).then(|| (name.clone(), wanted))
+        })
+        .collect()
+}
+
+/// Follows ClusterRoles through the registry's informer and keeps aggregated ones current, until
+/// the registry is dropped.
+pub fn start(registry: &Arc<Registry>) {
+    let Some(served) = registry.resolve(GROUP, "v1", "clusterroles") else {
+        return;
+    };
+    let weak: Weak<Registry> = Arc::downgrade(registry);
+    tokio::spawn(async move {
+        let mut events = Box::pin(informer(
+            served.store.storage().clone(),
+            served.def.key_prefix(),
+            InformerConfig::default(),
+        ));
+        let mut roles: BTreeMap<String, ClusterRoleView> = BTreeMap::new();
+        let mut listing: BTreeMap<String, ClusterRoleView> = BTreeMap::new();
+        let mut listed = false;
+        while let Some(event) = events.next().await {
+            if weak.strong_count() == 0 {
+                return;
+            }
+            let name = |obj: &Value| {
+                obj.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            match event {
+                InformerEvent::Init => listing.clear(),
+                InformerEvent::InitApply(obj) => {
+                    listing.insert(name(&obj), ClusterRoleView::from_object(&obj));
+                }
+                InformerEvent::InitDone { .. } => {
+                    roles = std::mem::take(&mut listing);
+                    listed = true;
+                }
+                InformerEvent::Apply(obj) => {
+                    roles.insert(name(&obj), ClusterRoleView::from_object(&obj));
+                }
+                InformerEvent::Delete(obj) => {
+                    roles.remove(&name(&obj));
+                }
+                InformerEvent::Progress(_) => continue,
+            }
+            if !listed {
+                continue;
+            }
+            for (name, rules) in stale_roles(&roles) {
+                write_rules(&served, &name, rules).await;
+            }
+        }
+    });
+}
+
+/// Writes `rules` into the ClusterRole `name` as the server (so no escalation check applies).
+async fn write_rules(served: &crate::registry::ServedResource, name: &str, rules: Vec<PolicyRule>) {
+    let scope = RequestScope {
+        version: "v1".into(),
+        request_id: "clusterrole-aggregation".into(),
+        field_manager: FIELD_MANAGER.into(),
+        user: Arc::new(UserInfo::server()),
+        ..RequestScope::default()
+    };
+    let rules = json!(rules);
+    let update: UpdateFn = Arc::new(move |current: Option<&Value>| {
+        let mut obj = current.cloned().unwrap_or(Value::Null);
+        if let Some(map) = obj.as_object_mut() {
+            map.insert("rules".into(), rules.clone());
+        }
+        Ok(obj)
+    });
+    match served.store.update(&scope, name, update).await {
+        Ok(_) => tracing::info!(clusterrole = %name, "aggregated rules updated"),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => {
+            tracing::warn!(clusterrole = %name, error = %e, "could not write aggregated rules")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(labels: &[(&str, &str)], selectors: Option<Value>, rules: &[&str]) -> ClusterRoleView {
+        ClusterRoleView {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            selectors: selectors.map(|s| s.as_array().unwrap().clone()),
+            rules: rules
+                .iter()
+                .map(|r| PolicyRule {
+                    verbs: vec!["get".into()],
+                    api_groups: vec!["".into()],
+                    resources: vec![r.to_string()],
+                    ..PolicyRule::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn selectors_match_labels_and_expressions() {
+        let labels: BTreeMap<String, String> = [("tier".to_string(), "web".to_string())]
+            .into_iter()
+            .collect();
+        assert!(selector_matches(&json!({}), &labels));
+        assert!(selector_matches(
+            &json!({"matchLabels": {"tier": "web"}}),
+            &labels
+        ));
+        assert!(!selector_matches(
+            &json!({"matchLabels": {"tier": "db"}}),
+            &labels
+        ));
+        let expr = |op: &str, values: Value| json!({"matchExpressions": [{"key": "tier", "operator": op, "values": values}]});
+        assert!(selector_matches(&expr("In", json!(["a", "web"])), &labels));
+        assert!(!selector_matches(&expr("NotIn", json!(["web"])), &labels));
+        assert!(selector_matches(&expr("Exists", json!([])), &labels));
+        assert!(!selector_matches(&expr("DoesNotExist", json!([])), &labels));
+        assert!(!selector_matches(&expr("Bogus", json!([])), &labels));
+    }
+
+    #[test]
+    fn aggregated_roles_gather_the_rules_of_matching_roles_in_chains() {
+        let to_admin = json!([{"matchLabels": {"aggregate-to-admin": "true"}}]);
+        let to_edit = json!([{"matchLabels": {"aggregate-to-edit": "true"}}]);
+        let mut roles = BTreeMap::new();
+        roles.insert("admin".to_string(), view(&[], Some(to_admin), &[]));
+        roles.insert(
+            "edit".to_string(),
+            view(&[("aggregate-to-admin", "true")], Some(to_edit), &[]),
+        );
+        roles.insert(
+            "a-to-edit".to_string(),
+            view(
+                &[("aggregate-to-edit", "true")],
+                None,
+                &["secrets", "configmaps"],
+            ),
+        );
+        roles.insert(
+            "b-to-admin".to_string(),
+            view(
+                &[("aggregate-to-admin", "true")],
+                None,
+                &["roles", "secrets"],
+            ),
+        );
+        roles.insert("other".to_string(), view(&[], None, &["leases"]));
+        // First pass: edit gathers its role; admin gathers what edit has so far (nothing).
+        let stale = stale_roles(&roles);
+        let names: Vec<&str> = stale.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["admin", "edit"]);
+        for (name, rules) in stale {
+            roles.get_mut(&name).unwrap().rules = rules;
+        }
+        // Second pass: admin now sees edit's rules too, each once; then nothing is stale.
+        for (name, rules) in stale_roles(&roles) {
+            roles.get_mut(&name).unwrap().rules = rules;
+        }
+        let resources = |name: &str| -> Vec<String> {
+            roles[name]
+                .rules
+                .iter()
+                .map(|r| r.resources[0].clone())
+                .collect()
+        };
+        assert_eq!(resources("edit"), ["secrets", "configmaps"]);
+        assert_eq!(resources("admin"), ["roles", "secrets", "configmaps"]);
+        assert!(stale_roles(&roles).is_empty());
+    }
+}
