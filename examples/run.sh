@@ -2,7 +2,9 @@
 # Sets up the machine, builds the example strategies to wasm, and runs the server on the embedded
 # store in ./data, on 127.0.0.1:8080, with those strategies loaded from target/example-strategies
 # (hot-reloaded: copy a new .wasm there and it is swapped in). Extra arguments go to strategy-host
-# (see `strategy-host --help`).
+# (see `strategy-host --help`). The server listens on https://127.0.0.1:8080 and writes an admin
+# kubeconfig to data/admin.kubeconfig (export KUBECONFIG=$PWD/data/admin.kubeconfig); pass
+# --dev-mode for plain HTTP with no authentication (loopback only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -215,9 +215,30 @@ impl Reply {
 
 thread_local! {
     /// One agent per thread, so its connections are kept alive across calls.
-    static AGENT: ureq::Agent = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(30))
-        .build();
+    static AGENT: ureq::Agent = match client_identity().ca_file.as_deref() {
+        Some(ca) => secure::https_agent(std::path::Path::new(ca), None)
+            .expect("STRATEGY_HOST_CA_FILE names a readable PEM CA"),
+        None => ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(30))
+            .build(),
+    };
+}
+
+/// What the load tools talk to a secure server with: `STRATEGY_HOST_CA_FILE` (the CA to
+/// trust) and `STRATEGY_HOST_TOKEN` (a bearer token sent with every request), read once.
+struct ClientIdentity {
+    ca_file: Option<String>,
+    authorization: Option<String>,
+}
+
+fn client_identity() -> &'static ClientIdentity {
+    static IDENTITY: std::sync::OnceLock<ClientIdentity> = std::sync::OnceLock::new();
+    IDENTITY.get_or_init(|| ClientIdentity {
+        ca_file: std::env::var("STRATEGY_HOST_CA_FILE").ok(),
+        authorization: std::env::var("STRATEGY_HOST_TOKEN")
+            .ok()
+            .map(|t| format!("Bearer {t}")),
+    })
 }
 
 fn agent() -> ureq::Agent {
@@ -242,6 +263,9 @@ fn send(
     }
     for (h, v) in headers {
         req = req.set(h, v);
+    }
+    if let Some(authorization) = &client_identity().authorization {
+        req = req.set("Authorization", authorization);
     }
     let result = match body {
         Some(b) => req.send_bytes(b),

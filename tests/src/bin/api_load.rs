@@ -9,6 +9,9 @@
 //! the wasm module or, on `native-host`, the same code compiled in; leases: the built-in
 //! `coordination.k8s.io` Lease). `--mode renew` is a leader-election renewal as client-go does
 //! it: each client GETs its own Lease and PUTs it back with a new `renewTime`.
+//!
+//! Against a secure server (`https://`), set `STRATEGY_HOST_CA_FILE` to the CA to trust and
+//! `STRATEGY_HOST_TOKEN` to a bearer token every request carries.
 
 use std::time::{Duration, Instant};
 
