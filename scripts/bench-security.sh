@@ -18,8 +18,15 @@ for i in $(seq 100); do
     sleep 0.2
 done
 kubectl="kubectl --kubeconfig $work/secure/admin.kubeconfig"
-$kubectl create clusterrole widget-bench --verb='*' \
-    --resource=widgets.example.com,customresourcedefinitions.apiextensions.k8s.io >/dev/null
+# As a manifest: `kubectl create clusterrole` would look up widgets, which api-load defines later.
+$kubectl create -f - >/dev/null <<'YAML'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: widget-bench}
+rules:
+- {apiGroups: [example.com], resources: [widgets], verbs: ["*"]}
+- {apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], verbs: ["*"]}
+YAML
 $kubectl create clusterrolebinding widget-bench --clusterrole=widget-bench --group=benchers >/dev/null
 sleep 1
 for c in 16 64; do
