@@ -207,6 +207,19 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// Reads a response, whatever its code.
+    ///
+    /// # Errors
+    /// The body cannot be read.
+    pub fn read(resp: ureq::Response) -> anyhow::Result<Self> {
+        Ok(Reply {
+            code: resp.status(),
+            warnings: resp.all("warning").iter().map(|s| s.to_string()).collect(),
+            content_type: resp.header("content-type").unwrap_or("").to_string(),
+            body: resp.into_string()?,
+        })
+    }
+
     /// The body as JSON (`Null` when it is not JSON).
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
@@ -286,15 +299,7 @@ pub fn call_with(
     body: Option<&[u8]>,
     headers: &[(&str, &str)],
 ) -> anyhow::Result<Reply> {
-    let resp = send(method, url, body, headers)?;
-    let warnings = resp.all("warning").iter().map(|s| s.to_string()).collect();
-    let content_type = resp.header("content-type").unwrap_or("").to_string();
-    Ok(Reply {
-        code: resp.status(),
-        warnings,
-        content_type,
-        body: resp.into_string()?,
-    })
+    Reply::read(send(method, url, body, headers)?)
 }
 
 /// A response read as bytes (for binary bodies such as Kubernetes protobuf).
@@ -470,8 +475,13 @@ pub fn kubectl_with(
         .arg("--cache-dir")
         .arg(cache_dir.join("cache"))
         .args(args)
-        .env("KUBECONFIG", &kubeconfig)
-        .stdout(Stdio::piped())
+        .env("KUBECONFIG", &kubeconfig);
+    run_kubectl(cmd, stdin)
+}
+
+/// Runs a prepared kubectl command, feeding it `stdin`; answers (success, stdout, stderr).
+fn run_kubectl(mut cmd: Command, stdin: Option<&str>) -> anyhow::Result<(bool, String, String)> {
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .stdin(if stdin.is_some() {
             Stdio::piped()

@@ -108,30 +108,8 @@ impl SecureFixture {
                 }
             }
         }
-        cmd.args(args)
-            .stdin(if stdin.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = cmd.spawn().expect("kubectl runs");
-        if let Some(input) = stdin {
-            use std::io::Write as _;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(input.as_bytes())
-                .expect("write stdin");
-        }
-        let out = child.wait_with_output().expect("kubectl finishes");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        cmd.args(args);
+        crate::run_kubectl(cmd, stdin).expect("kubectl runs")
     }
 
     /// kubectl as `who`, which must succeed; its stdout.
@@ -187,16 +165,10 @@ impl SecureFixture {
                 .send_string(&b.to_string()),
             None => req.call(),
         };
-        let resp = match result {
-            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => return Err(e.into()),
-        };
-        Ok(Reply {
-            code: resp.status(),
-            warnings: resp.all("warning").iter().map(|s| s.to_string()).collect(),
-            content_type: resp.header("content-type").unwrap_or("").to_string(),
-            body: resp.into_string()?,
-        })
+        match result {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => Reply::read(r),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Sends a request with a raw `Authorization` header value.
@@ -209,20 +181,14 @@ impl SecureFixture {
         authorization: &str,
     ) -> anyhow::Result<Reply> {
         let agent = https_agent(&self.ca_file(), None)?;
-        let resp = match agent
+        match agent
             .get(&self.host.url(path))
             .set("Authorization", authorization)
             .call()
         {
-            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => return Err(e.into()),
-        };
-        Ok(Reply {
-            code: resp.status(),
-            warnings: Vec::new(),
-            content_type: resp.header("content-type").unwrap_or("").to_string(),
-            body: resp.into_string()?,
-        })
+            Ok(r) | Err(ureq::Error::Status(_, r)) => Reply::read(r),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Signs a client certificate for `user` in `group` with the server's generated CA

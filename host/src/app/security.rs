@@ -101,50 +101,48 @@ pub(super) fn secure(
     rbac: Arc<RbacAuthorizer>,
 ) -> anyhow::Result<Secured> {
     let s = &config.security;
-    let accounts = Arc::new(RegistryAccounts(registry.clone()));
-    let max_expiration = s.service_account_max_token_expiration;
-    if config.dev_mode {
+    let (pki, signing_key, public_keys) = if config.dev_mode {
         check_development_mode(config.listen)?;
         // Tokens still work for trying clients out; the key lives only as long as the process.
         let key = rcgen::KeyPair::generate().context("generating a ServiceAccount key")?;
-        let tokens = ServiceAccountTokens::new(
-            s.service_account_issuer.clone(),
-            s.api_audiences.clone(),
-            max_expiration,
-            &key.serialize_pem(),
-            &[key.public_key_pem()],
-            accounts,
-        )
-        .map_err(anyhow::Error::msg)?;
-        return Ok(Secured {
-            security: Security::Development,
-            tls: None,
-            tokens: Arc::new(tokens),
-            pki: None,
-            reviews: Reviews::always_allow(),
-        });
-    }
-    let pki = pki::load_or_generate(&config.pki_flags(), &config.data_dir, config.listen)
-        .context("preparing the server's certificates and keys")?;
-    let tls = TlsServing::new(&pki).map_err(anyhow::Error::msg)?;
+        (None, key.serialize_pem(), vec![key.public_key_pem()])
+    } else {
+        let pki = pki::load_or_generate(&config.pki_flags(), &config.data_dir, config.listen)
+            .context("preparing the server's certificates and keys")?;
+        let (signing, public) = (
+            pki.service_account_key_pem.clone(),
+            pki.service_account_public_pems.clone(),
+        );
+        (Some(pki), signing, public)
+    };
     let tokens = Arc::new(
         ServiceAccountTokens::new(
             s.service_account_issuer.clone(),
             s.api_audiences.clone(),
-            max_expiration,
-            &pki.service_account_key_pem,
-            &pki.service_account_public_pems,
-            accounts,
+            s.service_account_max_token_expiration,
+            &signing_key,
+            &public_keys,
+            Arc::new(RegistryAccounts(registry.clone())),
         )
         .map_err(anyhow::Error::msg)?,
     );
+    let Some(pki) = pki else {
+        return Ok(Secured {
+            security: Security::Development,
+            tls: None,
+            tokens,
+            pki: None,
+            reviews: Reviews::always_allow(),
+        });
+    };
+    let tls = TlsServing::new(&pki).map_err(anyhow::Error::msg)?;
     let mut authenticators: Vec<Box<dyn Authenticator>> = vec![Box::new(X509Authenticator)];
     if let Some(path) = &s.token_auth_file {
         let file = TokenFile::read(path).map_err(anyhow::Error::msg)?;
         tracing::info!(path = %path.display(), users = file.len(), "static tokens loaded");
         authenticators.push(Box::new(file));
     }
-    authenticators.push(Box::new(SharedTokens(tokens.clone())));
+    authenticators.push(Box::new(tokens.clone()));
     let reviews = match s.authorization_mode {
         AuthorizationMode::Rbac => Reviews {
             authorizer: Arc::new(with_privileged_groups(rbac.clone())),
@@ -167,19 +165,6 @@ pub(super) fn secure(
         pki: Some(pki),
         reviews,
     })
-}
-
-/// The chain holds authenticators by value; TokenRequest needs the same tokens.
-struct SharedTokens(Arc<ServiceAccountTokens>);
-
-#[async_trait]
-impl Authenticator for SharedTokens {
-    async fn authenticate(
-        &self,
-        credentials: &crate::authentication::Credentials<'_>,
-    ) -> crate::authentication::Outcome {
-        self.0.authenticate(credentials).await
-    }
 }
 
 /// Writes the admin kubeconfig for the bound address and says how to use it.

@@ -50,6 +50,14 @@ pub trait Authenticator: Send + Sync {
     async fn authenticate(&self, credentials: &Credentials<'_>) -> Outcome;
 }
 
+/// A shared authenticator (the ServiceAccount tokens TokenRequest also signs with).
+#[async_trait]
+impl<A: Authenticator + ?Sized> Authenticator for std::sync::Arc<A> {
+    async fn authenticate(&self, credentials: &Credentials<'_>) -> Outcome {
+        (**self).authenticate(credentials).await
+    }
+}
+
 /// The authenticators in order, and whether a request without credentials is anonymous.
 pub struct AuthenticatorChain {
     authenticators: Vec<Box<dyn Authenticator>>,

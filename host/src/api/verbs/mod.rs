@@ -91,21 +91,21 @@ async fn run(
         .unwrap_or_default();
     let mut res = Resolved::resolve(&state.registry, user, path, verb, uri_path)?;
     res.audit = AuditContext::of(&parts.extensions);
-    let Some(verb) = verb else {
-        return Err(Status::method_not_allowed(format!(
+    let not_allowed = || {
+        Status::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({} {uri_path})",
             parts.method
-        )));
+        ))
+    };
+    let Some(verb) = verb else {
+        return Err(not_allowed());
     };
     let content_type = header(parts, hyper::header::CONTENT_TYPE);
     // Creates that store nothing: a ServiceAccount's token, the reviews.
     let asks = res.def().create_only || res.path.subresource.as_deref() == Some("token");
     if asks {
         if verb != Verb::Create {
-            return Err(Status::method_not_allowed(format!(
-                "the server does not allow this method on the requested resource ({} {uri_path})",
-                parts.method
-            )));
+            return Err(not_allowed());
         }
         let bytes = read_body(incoming, state.max_body_bytes).await?;
         let (request, _) = body::decode_object_in(

@@ -70,37 +70,26 @@ pub(crate) fn create(
     let def = res.def();
     let (authorizer, rules) = (&*state.reviews.authorizer, &*state.reviews.rules);
     let user = &*res.user;
-    let asked = match (def.group.as_str(), def.plural.as_str()) {
-        ("authorization.k8s.io", "subjectaccessreviews") => {
-            Some(access::subject_access_review(authorizer, review.clone()))
-        }
-        ("authorization.k8s.io", "localsubjectaccessreviews") => {
-            let ns = res.path.namespace.as_deref().unwrap_or_default();
-            Some(access::local_subject_access_review(
-                authorizer,
-                ns,
-                review.clone(),
-            ))
-        }
-        ("authorization.k8s.io", "selfsubjectaccessreviews") => Some(
-            access::self_subject_access_review(authorizer, user, review.clone()),
-        ),
-        ("authorization.k8s.io", "selfsubjectrulesreviews") => Some(
-            access::self_subject_rules_review(rules, user, review.clone()),
-        ),
-        _ => None,
-    };
-    if let Some(answer) = asked {
-        let answer = answer.map_err(|e| Status::from(&e))?;
-        return Ok(response::object(201, &answer, &[], format.protobuf));
-    }
-    let mut answer = match (def.group.as_str(), def.plural.as_str()) {
-        ("authentication.k8s.io", "selfsubjectreviews") => json!({
+    let answer = match (def.group.as_str(), def.plural.as_str()) {
+        ("authentication.k8s.io", "selfsubjectreviews") => Ok(json!({
             "kind": "SelfSubjectReview",
             "apiVersion": "authentication.k8s.io/v1",
             "metadata": {"creationTimestamp": now_rfc3339()},
-            "status": {"userInfo": res.user.as_ref()},
-        }),
+            "status": {"userInfo": user},
+        })),
+        ("authorization.k8s.io", "subjectaccessreviews") => {
+            access::subject_access_review(authorizer, review)
+        }
+        ("authorization.k8s.io", "localsubjectaccessreviews") => {
+            let ns = res.path.namespace.as_deref().unwrap_or_default();
+            access::local_subject_access_review(authorizer, ns, review)
+        }
+        ("authorization.k8s.io", "selfsubjectaccessreviews") => {
+            access::self_subject_access_review(authorizer, user, review)
+        }
+        ("authorization.k8s.io", "selfsubjectrulesreviews") => {
+            access::self_subject_rules_review(rules, user, review)
+        }
         _ => {
             return Err(Status::not_found(format!(
                 "the server could not find the requested resource ({})",
@@ -108,8 +97,6 @@ pub(crate) fn create(
             )))
         }
     };
-    if answer["apiVersion"].is_null() {
-        answer["apiVersion"] = review["apiVersion"].clone();
-    }
+    let answer = answer.map_err(|e| Status::from(&e))?;
     Ok(response::object(201, &answer, &[], format.protobuf))
 }

@@ -177,17 +177,7 @@ pub fn confirm_no_escalation(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rule(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> PolicyRule {
-        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
-        PolicyRule {
-            verbs: v(verbs),
-            api_groups: v(groups),
-            resources: v(resources),
-            resource_names: v(names),
-            non_resource_urls: vec![],
-        }
-    }
+    use crate::authorization::rbac::policy::tests::rule;
 
     #[test]
     fn stars_cover_everything() {

@@ -263,10 +263,16 @@ impl PolicyRule {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn rule(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> PolicyRule {
+    /// A resource rule from string slices (shared with the escalation tests).
+    pub(crate) fn rule(
+        verbs: &[&str],
+        groups: &[&str],
+        resources: &[&str],
+        names: &[&str],
+    ) -> PolicyRule {
         let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
         PolicyRule {
             verbs: v(verbs),
