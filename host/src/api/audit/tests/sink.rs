@@ -49,13 +49,19 @@ fn lines_are_flushed_without_waiting_for_shutdown() {
     drop(sink);
 }
 
-/// A writer that waits until the test lets it go.
-struct Stuck(mpsc::Receiver<()>, Buffer);
+/// A writer that says when a write begins, then waits until the test lets it go (or, so a
+/// failing test can never hang, a minute passes).
+struct Stuck {
+    entered: mpsc::Sender<()>,
+    gate: mpsc::Receiver<()>,
+    out: Buffer,
+}
 
 impl Write for Stuck {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let _ = self.0.recv();
-        self.1.write(buf)
+        let _ = self.entered.send(());
+        let _ = self.gate.recv_timeout(Duration::from_secs(60));
+        self.out.write(buf)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -66,23 +72,43 @@ impl Write for Stuck {
 #[test]
 fn a_full_queue_drops_events_instead_of_blocking() {
     let (release, gate) = mpsc::channel();
+    let (entered, writing) = mpsc::channel();
     let out = Buffer::default();
-    let sink = Sink::with_writer(Box::new(Stuck(gate, out.clone())), 2);
+    let stuck = Stuck {
+        entered,
+        gate,
+        out: out.clone(),
+    };
+    let sink = Sink::with_writer(Box::new(stuck), 2);
+    // The first event reaches the writer, which blocks writing it out; only then is the
+    // queue's size all that stands between the caller and the disk.
+    sink.process(event(0));
+    writing
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the writer never began writing");
     let started = Instant::now();
-    for n in 0..100 {
+    for n in 1..100 {
         sink.process(event(n));
     }
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "process waited on the writer"
-    );
+    let waited = started.elapsed();
     let lost = sink.metrics().errors.get();
-    // The writer holds at most one event (stuck writing it) and the queue two.
-    assert!(lost >= 97, "only {lost} dropped");
-    assert_eq!(sink.metrics().events.get(), 100);
+    let events = sink.metrics().events.get();
+    // Let the writer go before asserting, so a failure cannot leave the sink's drop waiting.
     drop(release);
     drop(sink);
-    assert_eq!(out.events().len() as u64, 100 - lost);
+    assert!(
+        waited < Duration::from_secs(1),
+        "process waited {waited:?} on the writer"
+    );
+    // The writer holds the first event and the queue two more: the other 97 are dropped.
+    assert_eq!(lost, 97);
+    assert_eq!(events, 100);
+    let ids: Vec<String> = out
+        .events()
+        .iter()
+        .map(|e| e["auditID"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["id-0", "id-1", "id-2"]);
 }
 
 #[test]
