@@ -97,7 +97,7 @@ async fn workload(stores: &[Arc<dyn Storage>], phase: &str, duration: Duration) 
                     ..Default::default()
                 };
                 match storage.get_list("/widgets/ns", list).await {
-                    Ok(list) if list.items.iter().any(|o| o["metadata"]["name"] == name) => {}
+                    Ok(list) if list.items.iter().any(|o| o.name() == Some(name.as_str())) => {}
                     Ok(_) => fail("get_list", &"the list misses the object just written"),
                     Err(e) => fail("get_list", &e),
                 }
@@ -177,7 +177,7 @@ async fn wait_for_added(watch: &mut WatchStream, name: &str) {
             .expect("the watch delivers in time")
             .expect("the watch is still open");
         match event {
-            WatchEvent::Added(o) if o["metadata"]["name"] == name => return,
+            WatchEvent::Added(o) if o.name() == Some(name) => return,
             WatchEvent::Error(e) => panic!("the watch failed: {e}"),
             _ => {}
         }

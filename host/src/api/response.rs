@@ -5,12 +5,15 @@
 use std::convert::Infallible;
 
 use bytes::Bytes;
+use futures::StreamExt as _;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt as _, Full};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
 use hyper::Response;
 use serde_json::Value;
 
 use super::status::Status;
+use crate::registry::ListPage;
 
 /// The body of every response.
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -72,6 +75,41 @@ pub(crate) fn object(
         }
     }
     json(code, value, warnings)
+}
+
+/// The most list JSON one chunk of a streamed list carries before it is handed to the
+/// connection (items are never split).
+const LIST_CHUNK: usize = 64 * 1024;
+
+/// A 200 JSON list, written item by item while the client reads (as Kubernetes streams list
+/// encoding since 1.34): the items' shared bytes are copied into chunks of about
+/// [`LIST_CHUNK`] as the connection asks for more, so concurrent lists hold no whole body.
+pub(crate) fn json_list(page: ListPage) -> Response<Body> {
+    let head = Bytes::from(page.json_head());
+    let chunks = futures::stream::unfold(Some((page, 0)), |state| async move {
+        let (page, next) = state?;
+        if next >= page.items.len() {
+            return Some((Bytes::from_static(ListPage::JSON_TAIL), None));
+        }
+        let mut chunk = Vec::with_capacity(LIST_CHUNK + 1024);
+        let mut i = next;
+        while i < page.items.len() && chunk.len() < LIST_CHUNK {
+            if i > 0 {
+                chunk.push(b',');
+            }
+            chunk.extend_from_slice(&page.items[i].json());
+            i += 1;
+        }
+        Some((Bytes::from(chunk), Some((page, i))))
+    });
+    let body = futures::stream::once(async move { head })
+        .chain(chunks)
+        .map(|b| Ok::<_, Infallible>(Frame::data(b)));
+    Response::builder()
+        .status(200)
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(BodyExt::boxed(StreamBody::new(body)))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
 /// A plain-text reply.

@@ -86,7 +86,7 @@ pub(crate) async fn serve(
                     WatchEvent::Bookmark(o)
                     | WatchEvent::Added(o)
                     | WatchEvent::Modified(o)
-                    | WatchEvent::Deleted(o) => o.value().clone(),
+                    | WatchEvent::Deleted(o) => o.to_value(),
                 };
                 // An object without a protobuf form ends the stream; the client relists.
                 let Some(bytes) = protobuf_frame(event.type_name(), &object) else {
@@ -107,7 +107,7 @@ pub(crate) async fn serve(
                     let t = super::table::table(
                         store.definition(),
                         &scope.version,
-                        std::slice::from_ref(o.value()),
+                        &[o.to_value()],
                         meta,
                         &format.include_object,
                         first_table,

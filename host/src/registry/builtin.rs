@@ -114,12 +114,7 @@ impl Strategy for CrdStrategy {
             .await
             .map_err(|e| failed(e.to_string()))?;
         for item in list.items {
-            let name = item
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let ns = item.pointer("/metadata/namespace").and_then(Value::as_str);
-            let key = def.object_key(ns, name);
+            let key = def.object_key(item.namespace(), item.name().unwrap_or_default());
             if let Err(e) = self
                 .base
                 .delete(&key, &Preconditions::none(), accept_any_deletion(), None)
@@ -185,11 +180,7 @@ impl Strategy for NamespaceStrategy {
                 .await
                 .map_err(|e| failed(e.to_string()))?;
             for item in list.items {
-                let name = item
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let key = r.def.object_key(Some(ns), name);
+                let key = r.def.object_key(Some(ns), item.name().unwrap_or_default());
                 match storage
                     .delete(&key, &Preconditions::none(), accept_any_deletion(), None)
                     .await

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::error::{Error, Result};
 use super::store::{Outcome, RegistryStore, RequestScope};
-use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut, now_rfc3339};
+use super::system_fields::{finalizers, is_being_deleted, metadata_mut, now_rfc3339};
 use crate::storage::{accept_any_deletion, ListOptions, Preconditions};
 
 /// The parts of a `DeleteOptions` body the registry honours (decoded, and refused when
@@ -143,11 +143,11 @@ impl RegistryStore {
         let listed = self.list(scope, list).await?;
         let mut deleted = Vec::new();
         let mut warnings = Vec::new();
-        for item in listed["items"].as_array().cloned().unwrap_or_default() {
-            let name = meta_str(&item, "name").unwrap_or("").to_string();
+        for item in &listed.items {
+            let name = item.name().unwrap_or_default().to_string();
             let mut item_scope = scope.clone();
             if self.def.namespaced {
-                item_scope.namespace = meta_str(&item, "namespace").map(String::from);
+                item_scope.namespace = item.namespace().map(String::from);
             }
             match self.delete(&item_scope, &name, opts).await {
                 Ok(o) => {
@@ -161,7 +161,7 @@ impl RegistryStore {
         let object = json!({
             "apiVersion": self.def.api_version(&scope.version),
             "kind": self.def.list_kind,
-            "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]},
+            "metadata": {"resourceVersion": listed.resource_version.to_string()},
             "items": deleted,
         });
         Ok(Outcome {

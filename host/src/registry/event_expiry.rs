@@ -68,23 +68,17 @@ async fn sweep(events: &super::ServedResource, ttl: Duration) -> crate::storage:
         .await?;
     let now = SystemTime::now();
     for event in list.items {
-        let expired = last_written(&event)
+        let expired = last_written(&event.to_value())
             .and_then(|t| now.duration_since(t).ok())
             .is_some_and(|age| age >= ttl);
         if !expired {
             continue;
         }
-        let (Some(ns), Some(name), Some(rv)) = (
-            event.pointer("/metadata/namespace").and_then(Value::as_str),
-            event.pointer("/metadata/name").and_then(Value::as_str),
-            event
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str),
-        ) else {
+        let (Some(ns), Some(name)) = (event.namespace(), event.name()) else {
             continue;
         };
         let preconditions = Preconditions {
-            resource_version: Some(rv.to_string()),
+            resource_version: Some(event.revision().to_string()),
             ..Preconditions::none()
         };
         let key = events.def.object_key(Some(ns), name);

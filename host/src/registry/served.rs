@@ -282,13 +282,13 @@ impl Registry {
                 let revision = event.revision();
                 match event {
                     InformerEvent::Init => listing.clear(),
-                    InformerEvent::InitApply(crd) => listing.push(crd),
+                    InformerEvent::InitApply(crd) => listing.push(crd.to_value()),
                     InformerEvent::InitDone { .. } => {
                         this.replace_all(&std::mem::take(&mut listing));
                         this.synced.send_replace(true);
                     }
-                    InformerEvent::Apply(crd) => this.apply_crd(&crd),
-                    InformerEvent::Delete(crd) => this.remove_crd(&crd),
+                    InformerEvent::Apply(crd) => this.apply_crd(&crd.to_value()),
+                    InformerEvent::Delete(crd) => this.remove_crd(&crd.to_value()),
                     InformerEvent::Progress(_) => {}
                 }
                 if let Some(r) = revision {

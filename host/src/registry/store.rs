@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::definition::ResourceDefinition;
 use super::error::{Error, Result, Target};
 use super::fieldmanager;
+use super::list::ListPage;
 use futures::StreamExt as _;
 
 use crate::storage::{
@@ -277,7 +278,7 @@ impl RegistryStore {
     ///
     /// # Errors
     /// Storage errors (bad options → BadRequest, compacted → Expired).
-    pub async fn list(&self, scope: &RequestScope, mut opts: ListOptions) -> Result<Value> {
+    pub async fn list(&self, scope: &RequestScope, mut opts: ListOptions) -> Result<ListPage> {
         opts.recursive = true;
         let key = self.def.collection_key(scope.namespace.as_deref());
         let list = self
@@ -288,26 +289,23 @@ impl RegistryStore {
         Ok(self.list_object(list, &scope.version))
     }
 
-    /// Renders a storage list as a Kubernetes list object.
-    pub fn list_object(&self, list: ObjectList, version: &str) -> Value {
-        let items: Vec<Value> = list
+    /// A storage list as a Kubernetes list at `version`: items already at that version are
+    /// shared as they are, the others converted.
+    pub fn list_object(&self, list: ObjectList, version: &str) -> ListPage {
+        let api_version = self.def.api_version(version);
+        let items = list
             .items
             .into_iter()
-            .map(|o| self.to_version(o, version))
+            .map(|o| self.shared_at_version(o, version, &api_version))
             .collect();
-        let mut metadata = json!({"resourceVersion": list.resource_version.to_string()});
-        if let Some(c) = list.continue_token {
-            metadata["continue"] = Value::String(c);
+        ListPage {
+            api_version,
+            kind: self.def.list_kind.clone(),
+            resource_version: list.resource_version,
+            continue_token: list.continue_token,
+            remaining_item_count: list.remaining_item_count,
+            items,
         }
-        if let Some(n) = list.remaining_item_count {
-            metadata["remainingItemCount"] = Value::from(n);
-        }
-        json!({
-            "apiVersion": self.def.api_version(version),
-            "kind": self.def.list_kind,
-            "metadata": metadata,
-            "items": items,
-        })
     }
 
     /// Watches the collection (selectors in `opts` narrow it, e.g. to one name), with every
@@ -354,8 +352,8 @@ impl RegistryStore {
         version: &str,
         api_version: &str,
     ) -> Arc<SharedObject> {
-        let stamped = obj.get("apiVersion").and_then(Value::as_str) == Some(api_version)
-            && obj.get("kind").and_then(Value::as_str) == Some(self.def.kind.as_str());
+        let stamped =
+            obj.api_version() == Some(api_version) && obj.kind() == Some(self.def.kind.as_str());
         if stamped {
             return obj;
         }

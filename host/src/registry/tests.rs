@@ -299,9 +299,9 @@ async fn watch_events_come_at_the_requested_version_with_kubernetes_bookmarks() 
     for w in [&mut at_v1, &mut at_v2] {
         match w.next().await.unwrap() {
             crate::storage::WatchEvent::Bookmark(b) => {
-                assert_eq!(b["kind"], "Thing");
+                assert_eq!(b.kind(), Some("Thing"));
                 assert_eq!(
-                    b["metadata"]["annotations"]["k8s.io/initial-events-end"],
+                    b.to_value()["metadata"]["annotations"]["k8s.io/initial-events-end"],
                     "true"
                 );
             }
@@ -310,8 +310,14 @@ async fn watch_events_come_at_the_requested_version_with_kubernetes_bookmarks() 
     }
     let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing", "metadata": {"name": "a"}, "spec": {"size": 1}});
     things.store.create(&scope("v1"), obj).await.unwrap();
-    assert_eq!(next_added(&mut at_v1).await["apiVersion"], "test.io/v1");
-    assert_eq!(next_added(&mut at_v2).await["apiVersion"], "test.io/v2");
+    assert_eq!(
+        next_added(&mut at_v1).await.api_version(),
+        Some("test.io/v1")
+    );
+    assert_eq!(
+        next_added(&mut at_v2).await.api_version(),
+        Some("test.io/v2")
+    );
 }
 
 /// The next ADDED object of `w`, checking that later bookmarks are not annotated.
@@ -321,9 +327,7 @@ async fn next_added(w: &mut crate::storage::WatchStream) -> Arc<crate::storage::
         match w.next().await.unwrap() {
             crate::storage::WatchEvent::Added(o) => return o,
             crate::storage::WatchEvent::Bookmark(b) => assert!(
-                b.get("metadata")
-                    .and_then(|m| m.get("annotations"))
-                    .is_none(),
+                b.to_value()["metadata"].get("annotations").is_none(),
                 "only the first bookmark is annotated"
             ),
             other => panic!("{other:?}"),

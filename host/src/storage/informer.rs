@@ -13,11 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt as _};
-use serde_json::Value;
 
 use super::options::ListOptions;
-use super::versioner::object_resource_version;
-use super::watch::{WatchEvent, WatchStream};
+use super::watch::{SharedObject, WatchEvent, WatchStream};
 use super::Storage;
 
 /// What a consumer of the informer sees.
@@ -26,16 +24,16 @@ pub enum InformerEvent {
     /// A (re)list begins: the objects up to the next `InitDone` replace everything known.
     Init,
     /// One object of the list.
-    InitApply(Value),
+    InitApply(Arc<SharedObject>),
     /// The list is complete and consistent at `revision`; watch events follow.
     InitDone {
         /// The revision the list was read at.
         revision: u64,
     },
     /// An object was created or changed.
-    Apply(Value),
+    Apply(Arc<SharedObject>),
     /// An object was deleted (its resourceVersion is the deletion's revision).
-    Delete(Value),
+    Delete(Arc<SharedObject>),
     /// Nothing changed under the prefix, but the store reached `revision` (a bookmark).
     Progress(u64),
 }
@@ -44,7 +42,7 @@ impl InformerEvent {
     /// The revision the event brings the follower to, when it carries one.
     pub fn revision(&self) -> Option<u64> {
         match self {
-            Self::Apply(o) | Self::Delete(o) => object_resource_version(o).ok().flatten(),
+            Self::Apply(o) | Self::Delete(o) => Some(o.revision()),
             Self::InitDone { revision } | Self::Progress(revision) => Some(*revision),
             Self::Init | Self::InitApply(_) => None,
         }
@@ -192,9 +190,9 @@ impl Informer {
                         self.backoff.reset();
                         self.pending.push_back(match event {
                             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                                InformerEvent::Apply(o.into_value())
+                                InformerEvent::Apply(o)
                             }
-                            WatchEvent::Deleted(o) => InformerEvent::Delete(o.into_value()),
+                            WatchEvent::Deleted(o) => InformerEvent::Delete(o),
                             WatchEvent::Bookmark(b) => InformerEvent::Progress(b.revision()),
                             WatchEvent::Error(_) => unreachable!("matched above"),
                         });
@@ -273,7 +271,7 @@ mod tests {
         let mut names = Vec::new();
         let revision = loop {
             match next(&mut events).await {
-                InformerEvent::InitApply(o) => names.push(o["metadata"]["name"].clone()),
+                InformerEvent::InitApply(o) => names.push(o.to_value()["metadata"]["name"].clone()),
                 InformerEvent::InitDone { revision } => break revision,
                 other => panic!("{other:?}"),
             }
@@ -297,8 +295,8 @@ mod tests {
                 other => seen.push(other),
             }
         }
-        assert!(matches!(&seen[0], InformerEvent::Apply(o) if o["metadata"]["name"] == "c"));
-        assert_eq!(seen[1], InformerEvent::Delete(deleted));
+        assert!(matches!(&seen[0], InformerEvent::Apply(o) if o.name() == Some("c")));
+        assert!(matches!(&seen[1], InformerEvent::Delete(o) if o.to_value() == deleted));
     }
 
     #[test]

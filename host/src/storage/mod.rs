@@ -9,7 +9,8 @@
 //! - `instrumented.rs`: a store that times every call of the store it wraps;
 //! - `testing/` (feature `testing`): the conformance suite every implementation passes.
 //!
-//! Objects are JSON values; watch events carry them shared ([`SharedObject`]). Keys are
+//! Objects are JSON values on the write path; lists and watch events carry them shared, as
+//! their serialized bytes ([`SharedObject`]). Keys are
 //! `/{group}/{plural}/{namespace}/{name}` (no namespace segment for cluster-scoped resources);
 //! each store joins them under its own prefix (`/registry`).
 //! A resourceVersion is the store revision of an object's last write.
@@ -22,6 +23,7 @@ pub mod etcd3;
 pub mod informer;
 pub mod instrumented;
 pub mod key;
+pub mod object;
 pub mod options;
 pub mod predicate;
 #[cfg(any(test, feature = "testing"))]

@@ -1,8 +1,11 @@
 //! Options of storage calls: preconditions, get and list options, and the list result.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::error::{Result, StorageError};
+use super::object::SharedObject;
 use super::predicate::SelectionPredicate;
 use super::versioner::{object_resource_version, object_uid, parse_resource_version};
 
@@ -110,8 +113,9 @@ impl ListOptions {
 /// One page of a list.
 #[derive(Debug, Clone, Default)]
 pub struct ObjectList {
-    /// The objects, in key order, each stamped with its resourceVersion.
-    pub items: Vec<Value>,
+    /// The objects, in key order, each stamped with its resourceVersion, shared as they are
+    /// held (a cache's list copies no object).
+    pub items: Vec<Arc<SharedObject>>,
     /// The revision the list is consistent at.
     pub resource_version: u64,
     /// A token for the next page, when there is one.

@@ -10,6 +10,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::error::{Result, StorageError};
+use super::object::SharedObject;
 
 /// The fields every resource can be selected by.
 pub const DEFAULT_SELECTABLE_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
@@ -26,8 +27,7 @@ enum LabelRequirement {
 }
 
 impl LabelRequirement {
-    fn matches(&self, labels: Option<&serde_json::Map<String, Value>>) -> bool {
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    fn matches<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         match self {
             Self::Equals(k, v) => get(k) == Some(v.as_str()),
             Self::NotEquals(k, v) => get(k) != Some(v.as_str()),
@@ -81,7 +81,16 @@ impl LabelSelector {
     /// True when `obj`'s `metadata.labels` satisfy every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
         let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
-        self.requirements.iter().all(|r| r.matches(labels))
+        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        self.requirements.iter().all(|r| r.matches(get))
+    }
+
+    /// True when a shared object's labels satisfy every requirement (read from its head,
+    /// without parsing the object).
+    pub fn matches_object(&self, obj: &SharedObject) -> bool {
+        self.requirements
+            .iter()
+            .all(|r| r.matches(|k| obj.label(k)))
     }
 }
 
@@ -271,17 +280,22 @@ impl FieldSelector {
 
     /// True when every requirement holds on `obj` (a missing field reads as `""`).
     pub fn matches(&self, obj: &Value) -> bool {
+        self.requirements
+            .iter()
+            .all(|r| r.holds(&field_text(obj, &r.field)))
+    }
+
+    /// True when every requirement holds on a shared object: `metadata.name` and
+    /// `metadata.namespace` come from its head; any other field parses the object once.
+    pub fn matches_object(&self, obj: &SharedObject) -> bool {
+        let mut parsed: Option<Value> = None;
         self.requirements.iter().all(|r| {
-            let actual = r
-                .field
-                .split('.')
-                .try_fold(obj, |v, seg| v.get(seg))
-                .map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .unwrap_or_default();
-            (actual == r.value) != r.negated
+            let actual = match r.field.as_str() {
+                "metadata.name" => obj.name().unwrap_or_default().to_string(),
+                "metadata.namespace" => obj.namespace().unwrap_or_default().to_string(),
+                field => field_text(parsed.get_or_insert_with(|| obj.to_value()), field),
+            };
+            r.holds(&actual)
         })
     }
 }
@@ -290,6 +304,24 @@ impl fmt::Display for FieldSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.source)
     }
+}
+
+impl FieldRequirement {
+    fn holds(&self, actual: &str) -> bool {
+        (actual == self.value) != self.negated
+    }
+}
+
+/// The text of a dotted field path (`""` when missing; non-strings as JSON).
+fn field_text(obj: &Value, field: &str) -> String {
+    field
+        .split('.')
+        .try_fold(obj, |v, seg| v.get(seg))
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
 }
 
 /// Which objects a list or watch wants: both selectors must match.
@@ -310,6 +342,11 @@ impl SelectionPredicate {
     /// True when `obj` is selected.
     pub fn matches(&self, obj: &Value) -> bool {
         self.label.matches(obj) && self.field.matches(obj)
+    }
+
+    /// True when a shared object is selected (see [`FieldSelector::matches_object`]).
+    pub fn matches_object(&self, obj: &SharedObject) -> bool {
+        self.is_everything() || (self.label.matches_object(obj) && self.field.matches_object(obj))
     }
 }
 
@@ -386,5 +423,37 @@ mod tests {
             .unwrap_err()
             .is_bad_request());
         assert!(FieldSelector::name_equals("a").matches(&o));
+    }
+
+    #[test]
+    fn shared_objects_are_selected_as_their_trees_are() {
+        let objects = [
+            json!({"metadata": {"name": "a", "namespace": "ns", "labels": {"app": "web", "tier": "b"}}, "spec": {"x": 1}}),
+            json!({"metadata": {"name": "b", "labels": {"app": "db"}}, "spec": {"x": "1"}}),
+            json!({"metadata": {"name": "c", "namespace": "other"}}),
+        ];
+        let selectable = ["metadata.name", "metadata.namespace", "spec.x"];
+        let selectors = [
+            ("", ""),
+            ("app=web", ""),
+            ("app in (web, db),!legacy", "metadata.namespace!=other"),
+            ("tier notin (a)", "metadata.name=b"),
+            ("", "spec.x=1"),
+            ("", "metadata.namespace="),
+        ];
+        for (label, field) in selectors {
+            let predicate = SelectionPredicate {
+                label: LabelSelector::parse(label).unwrap(),
+                field: FieldSelector::parse(field, &selectable).unwrap(),
+            };
+            for o in &objects {
+                let shared = SharedObject::new(o.clone());
+                assert_eq!(
+                    predicate.matches_object(&shared),
+                    predicate.matches(o),
+                    "{label:?} {field:?} on {o}"
+                );
+            }
+        }
     }
 }

@@ -2,81 +2,14 @@
 //! committed change into the event a filtered watcher sees.
 
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use bytes::Bytes;
 use futures::Stream;
 use serde_json::Value;
 
 use super::error::StorageError;
+pub use super::object::SharedObject;
 use super::predicate::SelectionPredicate;
-
-/// An object shared by every reader and watcher that sees it, stamped with its
-/// resourceVersion. Its JSON encoding is computed at most once, on first use, and shared from
-/// then on, so one event fans out to any number of watchers without a copy.
-#[derive(Debug)]
-pub struct SharedObject {
-    value: Value,
-    revision: u64,
-    json: OnceLock<Bytes>,
-}
-
-impl SharedObject {
-    /// Wraps an object.
-    pub fn new(value: Value) -> Self {
-        let revision = super::versioner::object_resource_version(&value)
-            .ok()
-            .flatten()
-            .unwrap_or(0);
-        Self {
-            value,
-            revision,
-            json: OnceLock::new(),
-        }
-    }
-
-    /// The object.
-    pub fn value(&self) -> &Value {
-        &self.value
-    }
-
-    /// The object, copied only when another holder shares it.
-    pub fn into_value(self: Arc<Self>) -> Value {
-        Arc::try_unwrap(self).map_or_else(|shared| shared.value.clone(), |own| own.value)
-    }
-
-    /// The object as compact JSON, serialized once and shared by every caller.
-    pub fn json(&self) -> Bytes {
-        self.json
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default()))
-            .clone()
-    }
-
-    /// The object's resourceVersion (0 when missing).
-    pub fn revision(&self) -> u64 {
-        self.revision
-    }
-}
-
-impl std::ops::Deref for SharedObject {
-    type Target = Value;
-
-    fn deref(&self) -> &Value {
-        &self.value
-    }
-}
-
-impl std::fmt::Display for SharedObject {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.value.fmt(f)
-    }
-}
-
-impl PartialEq for SharedObject {
-    fn eq(&self, other: &Self) -> bool {
-        self.value == other.value
-    }
-}
 
 /// One event of a watch, the one type from the stores to the client: stores and the cacher
 /// produce it, the registry brings its objects to the request's version, the api frames it.
@@ -175,36 +108,33 @@ pub struct Change {
     /// The revision of the change.
     pub revision: u64,
     /// The object before the change, if it existed.
-    pub previous: Option<Value>,
+    pub previous: Option<Arc<SharedObject>>,
     /// The object after the change; `None` for a delete.
-    pub current: Option<Value>,
+    pub current: Option<Arc<SharedObject>>,
 }
 
 impl Change {
     /// The event a watcher with `predicate` sees for this change, if any: a change that makes an
-    /// object match is ADDED to that watcher, one that makes it stop matching is DELETED.
+    /// object match is ADDED to that watcher, one that makes it stop matching is DELETED (with
+    /// the last state stamped with the change's revision).
     pub fn to_event(&self, predicate: &SelectionPredicate) -> Option<WatchEvent> {
-        let prev_matches = self.previous.as_ref().is_some_and(|p| predicate.matches(p));
+        let matches = |o: &Arc<SharedObject>| predicate.matches_object(o);
+        let prev_matches = self.previous.as_ref().is_some_and(matches);
+        let tombstone = || {
+            let previous = self.previous.as_ref()?;
+            Some(WatchEvent::Deleted(Arc::new(
+                previous.at_revision(self.revision),
+            )))
+        };
         match &self.current {
-            Some(cur) => {
-                let cur_matches = predicate.matches(cur);
-                match (prev_matches, cur_matches) {
-                    (_, true) if self.previous.is_none() => Some(WatchEvent::added(cur.clone())),
-                    (true, true) => Some(WatchEvent::modified(cur.clone())),
-                    (false, true) => Some(WatchEvent::added(cur.clone())),
-                    (true, false) => {
-                        let mut gone = self.previous.clone().unwrap_or(Value::Null);
-                        super::versioner::set_object_resource_version(&mut gone, self.revision);
-                        Some(WatchEvent::deleted(gone))
-                    }
-                    (false, false) => None,
-                }
-            }
-            None if prev_matches => {
-                let mut gone = self.previous.clone().unwrap_or(Value::Null);
-                super::versioner::set_object_resource_version(&mut gone, self.revision);
-                Some(WatchEvent::deleted(gone))
-            }
+            Some(cur) => match (prev_matches, matches(cur)) {
+                (_, true) if self.previous.is_none() => Some(WatchEvent::Added(cur.clone())),
+                (true, true) => Some(WatchEvent::Modified(cur.clone())),
+                (false, true) => Some(WatchEvent::Added(cur.clone())),
+                (true, false) => tombstone(),
+                (false, false) => None,
+            },
+            None if prev_matches => tombstone(),
             None => None,
         }
     }
@@ -222,21 +152,24 @@ mod tests {
             label: LabelSelector::parse("a=1").unwrap(),
             ..Default::default()
         };
-        let on = json!({"metadata": {"labels": {"a": "1"}, "resourceVersion": "2"}});
-        let off = json!({"metadata": {"labels": {"a": "0"}, "resourceVersion": "3"}});
+        let shared = |v| Some(Arc::new(SharedObject::new(v)));
+        let on = shared(json!({"metadata": {"labels": {"a": "1"}, "resourceVersion": "2"}}));
+        let off = shared(json!({"metadata": {"labels": {"a": "0"}, "resourceVersion": "3"}}));
         let c = Change {
             revision: 3,
-            previous: Some(on.clone()),
-            current: Some(off.clone()),
+            previous: on.clone(),
+            current: off.clone(),
         };
         match c.to_event(&pred) {
-            Some(WatchEvent::Deleted(o)) => assert_eq!(o["metadata"]["resourceVersion"], "3"),
+            Some(WatchEvent::Deleted(o)) => {
+                assert_eq!(o.to_value()["metadata"]["resourceVersion"], "3");
+            }
             other => panic!("{other:?}"),
         }
         let c = Change {
             revision: 4,
-            previous: Some(off),
-            current: Some(on),
+            previous: off,
+            current: on,
         };
         assert!(matches!(c.to_event(&pred), Some(WatchEvent::Added(_))));
     }

@@ -107,7 +107,7 @@ impl HostApi for RegistryHostApi {
             .runtime
             .block_on(r.store.list(&scope, opts))
             .map_err(|e| e.to_string())?;
-        Ok(list["items"].as_array().cloned().unwrap_or_default())
+        Ok(list.item_values())
     }
 
     fn apply(&self, caller: &CallerInfo, depth: u32, object: Value) -> Result<Value, String> {

@@ -283,7 +283,7 @@ async fn fan_out(args: &Args, store: &Etcd3Store) -> anyhow::Result<()> {
                 if let WatchEvent::Added(o) | WatchEvent::Modified(o) = &event {
                     count += 1;
                     if sampled {
-                        let name = o.value()["metadata"]["name"].as_str().unwrap_or_default();
+                        let name = o.name().unwrap_or_default();
                         let at = epoch.elapsed().as_nanos() as u64;
                         delivered.push((name.to_string(), at));
                     }

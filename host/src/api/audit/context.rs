@@ -94,6 +94,18 @@ impl AuditContext {
         }
     }
 
+    /// Records the object `obj` makes, at `RequestResponse` only (for responses that hold no
+    /// tree of their own, such as a list written from shared bytes).
+    pub(crate) fn log_response_object_with(&self, obj: impl FnOnce() -> Value) {
+        if self
+            .0
+            .as_ref()
+            .is_some_and(|shared| shared.level >= Level::RequestResponse)
+        {
+            self.log_response_object(&obj());
+        }
+    }
+
     /// Records the object a response carries, at `RequestResponse`.
     pub(crate) fn log_response_object(&self, obj: &Value) {
         let Some(shared) = &self.0 else { return };

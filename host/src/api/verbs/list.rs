@@ -25,18 +25,21 @@ pub(crate) async fn list(
         .await
         .map_err(|e| Status::from(&e))?;
     if format.as_table {
-        let items = list["items"].as_array().cloned().unwrap_or_default();
         let t = table::table(
             res.def(),
             &scope.version,
-            &items,
-            list["metadata"].clone(),
+            &list.item_values(),
+            list.metadata(),
             format.include_object.as_str(),
             true,
         );
         res.audit.log_response_object(&t);
         return Ok(response::json(200, &t, &[]));
     }
-    res.audit.log_response_object(&list);
-    Ok(response::object(200, &list, &[], format.protobuf))
+    res.audit.log_response_object_with(|| list.to_value());
+    if format.protobuf {
+        // Protobuf lists are encoded from a tree (built-in kinds only).
+        return Ok(response::object(200, &list.to_value(), &[], true));
+    }
+    Ok(response::json_list(list))
 }

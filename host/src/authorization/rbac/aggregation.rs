@@ -148,6 +148,7 @@ pub fn start(registry: &Arc<Registry>) {
             match event {
                 InformerEvent::Init => listing.clear(),
                 InformerEvent::InitApply(obj) => {
+                    let obj = obj.to_value();
                     listing.insert(name(&obj), ClusterRoleView::from_object(&obj));
                 }
                 InformerEvent::InitDone { .. } => {
@@ -155,10 +156,11 @@ pub fn start(registry: &Arc<Registry>) {
                     listed = true;
                 }
                 InformerEvent::Apply(obj) => {
+                    let obj = obj.to_value();
                     roles.insert(name(&obj), ClusterRoleView::from_object(&obj));
                 }
                 InformerEvent::Delete(obj) => {
-                    roles.remove(&name(&obj));
+                    roles.remove(&name(&obj.to_value()));
                 }
                 InformerEvent::Progress(_) => continue,
             }

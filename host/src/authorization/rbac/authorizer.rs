@@ -104,7 +104,7 @@ impl RbacAuthorizer {
                     }
                     InformerEvent::InitApply(obj) => {
                         let i = pending(&mut listing);
-                        listing[i].1.push(obj);
+                        listing[i].1.push(obj.to_value());
                     }
                     InformerEvent::InitDone { .. } => {
                         let i = pending(&mut listing);
@@ -114,8 +114,8 @@ impl RbacAuthorizer {
                             this.synced.send_replace(listed.len());
                         }
                     }
-                    InformerEvent::Apply(obj) => this.write().apply(kind, &obj),
-                    InformerEvent::Delete(obj) => this.write().delete(kind, &obj),
+                    InformerEvent::Apply(obj) => this.write().apply(kind, &obj.to_value()),
+                    InformerEvent::Delete(obj) => this.write().delete(kind, &obj.to_value()),
                     InformerEvent::Progress(_) => {}
                 }
             }

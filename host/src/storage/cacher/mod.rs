@@ -46,7 +46,7 @@ use tokio::task::JoinHandle;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::options::{GetOptions, ListOptions, ObjectList, Preconditions};
 use crate::storage::versioner::object_resource_version;
-use crate::storage::watch::WatchStream;
+use crate::storage::watch::{SharedObject as CachedObject, WatchStream};
 use crate::storage::{key, Storage, TryUpdate, ValidateDeletion};
 
 pub use cache_watcher::SharedWatchStream;
@@ -243,10 +243,9 @@ const PROGRESS_REQUEST_SPACING: Duration = Duration::from_millis(2);
 const PROGRESS_REQUEST_RETRY: Duration = Duration::from_millis(20);
 
 /// The key an object is filed under in the cache of `prefix`.
-pub(crate) fn object_key(prefix: &str, obj: &Value) -> Option<String> {
-    let meta = obj.get("metadata")?;
-    let name = meta.get("name")?.as_str().filter(|n| !n.is_empty())?;
-    match meta.get("namespace").and_then(Value::as_str) {
+pub(crate) fn object_key(prefix: &str, obj: &CachedObject) -> Option<String> {
+    let name = obj.name().filter(|n| !n.is_empty())?;
+    match obj.namespace() {
         Some(ns) if !ns.is_empty() => Some(format!("{prefix}/{ns}/{name}")),
         _ => Some(format!("{prefix}/{name}")),
     }
@@ -395,9 +394,7 @@ impl Cacher {
             return None;
         }
         match self.route(key, false) {
-            Ok(Route::Cache(Scope::Key(k))) => {
-                self.shared.read().get(&k).map(|o| o.value().clone())
-            }
+            Ok(Route::Cache(Scope::Key(k))) => self.shared.read().get(&k).map(|o| o.to_value()),
             _ => None,
         }
     }

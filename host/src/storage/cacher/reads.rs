@@ -96,7 +96,7 @@ impl Cacher {
         }
         let found = self.shared.read().get(cache_key);
         match found {
-            Some(obj) => Ok(Some(obj.value().clone())),
+            Some(obj) => Ok(Some(obj.to_value())),
             None if opts.ignore_not_found => Ok(None),
             None => Err(StorageError::not_found(key)),
         }
@@ -167,7 +167,7 @@ impl Cacher {
     }
 }
 
-/// A page read under the cache's lock; its objects are copied out after the lock is released.
+/// A page read under the cache's lock: its objects shared, not copied.
 struct CachedPage {
     items: Vec<Arc<CachedObject>>,
     revision: u64,
@@ -179,7 +179,7 @@ impl CachedPage {
     fn into_list(self, list_prefix: &str) -> ObjectList {
         let remaining_item_count = self.last_key.as_ref().and(self.remaining);
         ObjectList {
-            items: self.items.iter().map(|o| o.value().clone()).collect(),
+            items: self.items,
             resource_version: self.revision,
             continue_token: self.last_key.map(|last| {
                 ContinueToken::encode(self.revision, list_prefix, &format!("{last}\0"))

@@ -11,14 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use serde_json::Value;
 
 use super::dispatcher::Dispatcher;
-use super::watch_cache::Incoming;
+use super::watch_cache::{CachedObject, Incoming};
 use super::Shared;
 use crate::storage::error::StorageError;
 use crate::storage::informer::{informer, InformerConfig, InformerEvent};
-use crate::storage::versioner::object_resource_version;
 
 /// The task that fills the cache and dispatches its events.
 pub(crate) struct Reflector {
@@ -27,7 +25,7 @@ pub(crate) struct Reflector {
     /// Whether a list has completed before (a later one is a relist).
     listed: bool,
     /// The objects of the list in progress.
-    listing: Vec<(String, Value)>,
+    listing: Vec<(String, Arc<CachedObject>)>,
 }
 
 impl Reflector {
@@ -122,14 +120,13 @@ impl Reflector {
     }
 
     /// Applies one change to the cache and hands it to the watchers.
-    async fn apply(&mut self, object: Value, deleted: bool) {
+    async fn apply(&mut self, object: Arc<CachedObject>, deleted: bool) {
         let Some(key) = super::object_key(&self.shared.prefix, &object) else {
             skip_unkeyed(&self.shared.prefix, &object);
             // The revision still happened: move past it.
-            if let Ok(Some(revision)) = object_resource_version(&object) {
-                if self.shared.write().bookmark(revision) {
-                    self.shared.revision.send_replace(revision);
-                }
+            let revision = object.revision();
+            if self.shared.write().bookmark(revision) {
+                self.shared.revision.send_replace(revision);
             }
             return;
         };
@@ -149,7 +146,7 @@ impl Reflector {
     }
 }
 
-fn skip_unkeyed(prefix: &str, obj: &Value) {
+fn skip_unkeyed(prefix: &str, obj: &CachedObject) {
     let err = StorageError::Internal("object without metadata.name".into());
     tracing::warn!(%prefix, error = %err, object = %obj, "cacher skipped an object it cannot key");
 }

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::storage::predicate::SelectionPredicate;
-use crate::storage::versioner::{object_resource_version, set_object_resource_version};
 
 /// What a watch or a list covers: one key, or every key under a prefix (ending in `/`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,13 +62,11 @@ impl CacheEvent {
     pub(crate) fn tombstone(&self) -> Arc<CachedObject> {
         self.tombstone
             .get_or_init(|| {
-                let mut gone = self
-                    .previous
-                    .as_ref()
-                    .map(|p| p.value().clone())
-                    .unwrap_or(Value::Null);
-                set_object_resource_version(&mut gone, self.revision);
-                Arc::new(CachedObject::new(gone))
+                let gone = match &self.previous {
+                    Some(previous) => previous.at_revision(self.revision),
+                    None => CachedObject::new(Value::Null).at_revision(self.revision),
+                };
+                Arc::new(gone)
             })
             .clone()
     }
@@ -81,7 +78,7 @@ impl CacheEvent {
         predicate: &SelectionPredicate,
     ) -> Option<(EventKind, Arc<CachedObject>)> {
         let everything = predicate.is_everything();
-        let matches = |o: &Arc<CachedObject>| everything || predicate.matches(o.value());
+        let matches = |o: &Arc<CachedObject>| everything || predicate.matches_object(o);
         let prev_matches = self.previous.as_ref().is_some_and(matches);
         match &self.current {
             Some(cur) => match (prev_matches, matches(cur)) {
@@ -101,9 +98,15 @@ impl CacheEvent {
 #[derive(Debug)]
 pub(crate) enum Incoming {
     /// The object was created or changed.
-    Put { key: String, object: Value },
+    Put {
+        key: String,
+        object: Arc<CachedObject>,
+    },
     /// The object was deleted; it carries the deletion's revision.
-    Delete { key: String, object: Value },
+    Delete {
+        key: String,
+        object: Arc<CachedObject>,
+    },
 }
 
 /// How the window of recent events is sized.
@@ -193,11 +196,8 @@ impl WatchCache {
     }
 
     /// Replaces everything with a fresh list at `revision`; the window restarts empty there.
-    pub(crate) fn replace(&mut self, objects: Vec<(String, Value)>, revision: u64) {
-        self.objects = objects
-            .into_iter()
-            .map(|(k, v)| (k, Arc::new(CachedObject::new(v))))
-            .collect();
+    pub(crate) fn replace(&mut self, objects: Vec<(String, Arc<CachedObject>)>, revision: u64) {
+        self.objects = objects.into_iter().collect();
         self.window.clear();
         self.capacity = self.bounds.lower;
         self.window_start = revision;
@@ -221,11 +221,10 @@ impl WatchCache {
             Incoming::Put { key, object } => (key, object, false),
             Incoming::Delete { key, object } => (key, object, true),
         };
-        let revision = object_resource_version(&object).ok().flatten()?;
-        if revision <= self.revision {
+        let revision = object.revision();
+        if revision == 0 || revision <= self.revision {
             return None;
         }
-        let object = Arc::new(CachedObject::new(object));
         let (previous, current) = if deleted {
             let previous = self.objects.remove(&key);
             (previous, None)
@@ -334,7 +333,7 @@ impl WatchCache {
             Scope::Key(k) => {
                 page.items.extend(
                     self.get(k)
-                        .filter(|o| everything || predicate.matches(o.value())),
+                        .filter(|o| everything || predicate.matches_object(o)),
                 );
                 return page;
             }
@@ -349,7 +348,7 @@ impl WatchCache {
             .range::<str, _>((Bound::Included(from), Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix.as_str()));
         for (key, obj) in range.by_ref() {
-            if everything || predicate.matches(obj.value()) {
+            if everything || predicate.matches_object(obj) {
                 page.items.push(obj.clone());
                 if limit > 0 && page.items.len() as u64 >= limit {
                     page.more_after = Some(key.clone());

@@ -25,7 +25,7 @@ enum Start {
     /// A list read from the store below at a revision, as ADDED events, then the changes
     /// after that revision.
     Listed {
-        items: Vec<serde_json::Value>,
+        items: Vec<Arc<CachedObject>>,
         revision: u64,
     },
 }
@@ -142,11 +142,7 @@ impl Cacher {
             }
             Start::After(revision) | Start::Listed { revision, .. } => {
                 if let Start::Listed { items, .. } = start {
-                    initial.extend(
-                        items
-                            .into_iter()
-                            .map(|v| WatchEvent::Added(Arc::new(CachedObject::new(v)))),
-                    );
+                    initial.extend(items.into_iter().map(WatchEvent::Added));
                 }
                 let events = cache.events_after(revision, &scope).ok_or_else(|| {
                     StorageError::compacted(revision, cache.window_start().saturating_sub(1))

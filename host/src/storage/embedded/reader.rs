@@ -1,14 +1,15 @@
 //! Reads over one redb snapshot: a key's latest state, a page of a list at the latest or a past
 //! revision, a count, and a chunk of the revision log turned into watch changes.
 
+use std::sync::Arc;
+
 use redb::ReadTransaction;
-use serde_json::Value;
 
 use super::schema::{db_err, decode_version, range_end, read_revisions, HISTORY, LATEST, LOG};
 use crate::storage::error::{Result, StorageError};
+use crate::storage::object::SharedObject;
 use crate::storage::predicate::SelectionPredicate;
 use crate::storage::txn::RawValue;
-use crate::storage::versioner::decode_from_storage;
 use crate::storage::watch::Change;
 
 /// Which keys an operation covers: one key, or every key under a prefix ending in `/`.
@@ -46,7 +47,7 @@ impl KeyFilter {
 #[derive(Debug, Default)]
 pub(crate) struct Page {
     /// The matching objects, in key order, stamped with their mod_revision.
-    pub items: Vec<Value>,
+    pub items: Vec<Arc<SharedObject>>,
     /// Where the next page starts, when keys remain after this one.
     pub next_key: Option<String>,
     /// How many live keys remain after this page (only when asked to count).
@@ -116,8 +117,8 @@ impl<'a> PageBuilder<'a> {
             *self.page.remaining.get_or_insert(0) += 1;
             return Ok(true);
         }
-        let obj = decode_from_storage(key, data, revision)?;
-        if self.req.predicate.matches(&obj) {
+        let obj = Arc::new(SharedObject::from_stored(key, data, revision)?);
+        if self.req.predicate.matches_object(&obj) {
             self.page.items.push(obj);
         }
         self.last_key = Some(key.to_string());
@@ -288,7 +289,7 @@ fn change_at(
         .map_err(|e| db_err("read history", e))?
         .ok_or_else(|| StorageError::Internal(format!("history of {key} lacks revision {rev}")))?;
     let current = decode_version(current.value())?
-        .map(|data| decode_from_storage(key, data, rev))
+        .map(|data| SharedObject::from_stored(key, data, rev).map(Arc::new))
         .transpose()?;
     let previous = match history
         .range((key, 0u64)..(key, rev))
@@ -299,7 +300,7 @@ fn change_at(
             let (k, v) = entry.map_err(|e| db_err("read history", e))?;
             let prev_rev = k.value().1;
             decode_version(v.value())?
-                .map(|data| decode_from_storage(key, data, prev_rev))
+                .map(|data| SharedObject::from_stored(key, data, prev_rev).map(Arc::new))
                 .transpose()?
         }
         None => None,

@@ -96,7 +96,7 @@ async fn data_survives_reopen_with_the_same_revisions() {
     let list = store.get_list("/w", exact(3)).await.unwrap();
     assert_eq!(list.resource_version, 3);
     assert_eq!(list.items.len(), 2);
-    assert_eq!(list.items[1]["metadata"]["labels"]["l"], "1");
+    assert_eq!(list.items[1].label("l"), Some("1"));
     // The next write continues the revision sequence.
     let d = store.create("/w/d", obj("d", "1")).await.unwrap();
     assert_eq!(rv(&d), rev_before + 1);
@@ -143,7 +143,8 @@ async fn compaction_expires_old_revisions_but_keeps_the_compacted_one() {
     let err = store.get_list("/w", exact(at - 1)).await.unwrap_err();
     assert!(err.is_expired(), "{err}");
     let list = store.get_list("/w", exact(at)).await.unwrap();
-    assert_eq!(list.items, vec![a2.clone()]);
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].to_value(), a2);
     let opts = ListOptions {
         resource_version: (at - 1).to_string(),
         recursive: true,
@@ -160,7 +161,7 @@ async fn compaction_expires_old_revisions_but_keeps_the_compacted_one() {
     };
     let mut w = store.watch("/w", opts).await.unwrap();
     match next(&mut w).await {
-        WatchEvent::Modified(o) => assert_eq!(o.value(), &a3),
+        WatchEvent::Modified(o) => assert_eq!(o.to_value(), a3),
         other => panic!("{other:?}"),
     }
     // Compacting backwards does nothing; beyond the current revision is refused.
@@ -235,7 +236,7 @@ async fn a_lagging_watcher_catches_up_from_disk_without_gaps() {
     let mut seen = Vec::new();
     while seen.len() < n as usize {
         match next(&mut w).await {
-            WatchEvent::Added(o) => seen.push(rv(&o)),
+            WatchEvent::Added(o) => seen.push(rv(&o.to_value())),
             other => panic!("{other:?}"),
         }
     }
@@ -272,7 +273,7 @@ async fn pages_stay_consistent_and_selective_limits_find_sparse_matches() {
     };
     let page = store.get_list("/w", selective).await.unwrap();
     assert_eq!(page.items.len(), 1);
-    assert_eq!(page.items[0]["metadata"]["name"], "o17");
+    assert_eq!(page.items[0].name(), Some("o17"));
 
     let mut opts = ListOptions {
         recursive: true,
@@ -291,8 +292,8 @@ async fn pages_stay_consistent_and_selective_limits_find_sparse_matches() {
         let page = store.get_list("/w", opts.clone()).await.unwrap();
         assert_eq!(page.resource_version, first.resource_version);
         for item in &page.items {
-            assert_ne!(item["metadata"]["labels"]["l"], "changed");
-            names.push(item["metadata"]["name"].as_str().unwrap().to_string());
+            assert_ne!(item.label("l"), Some("changed"));
+            names.push(item.name().unwrap().to_string());
         }
         match page.continue_token {
             Some(t) => opts.continue_token = Some(t),
@@ -326,7 +327,7 @@ async fn idle_watchers_get_bookmarks_and_future_revisions_wait() {
     store.create("/w/b", obj("b", "1")).await.unwrap();
     let c = store.create("/w/c", obj("c", "1")).await.unwrap();
     match next(&mut w).await {
-        WatchEvent::Added(o) => assert_eq!(o.value(), &c),
+        WatchEvent::Added(o) => assert_eq!(o.to_value(), c),
         other => panic!("{other:?}"),
     }
 }

@@ -163,7 +163,7 @@ impl Watcher {
             .await?;
             at = Some(rev);
             for item in page.items {
-                send(tx, WatchEvent::added(item)).await?;
+                send(tx, WatchEvent::Added(item)).await?;
             }
             match page.next_key {
                 Some(next) => start_key = Some(next),

@@ -13,8 +13,8 @@ use super::compactor;
 use super::schema::{db_err, COMPACTED_REVISION, CURRENT_REVISION};
 use super::tables::Tables;
 use crate::storage::error::{Result, StorageError};
+use crate::storage::object::SharedObject;
 use crate::storage::txn::{CasOutcome, RawValue};
-use crate::storage::versioner::decode_from_storage;
 use crate::storage::watch::Change;
 
 /// The most requests one transaction takes.
@@ -74,12 +74,12 @@ impl CommittedChange {
         let previous = self
             .previous
             .as_ref()
-            .map(|p| decode_from_storage(&self.key, &p.data, p.mod_revision))
+            .map(|p| SharedObject::from_stored(&self.key, &p.data, p.mod_revision).map(Arc::new))
             .transpose()?;
         let current = self
             .current
             .as_ref()
-            .map(|d| decode_from_storage(&self.key, d, self.revision))
+            .map(|d| SharedObject::from_stored(&self.key, d, self.revision).map(Arc::new))
             .transpose()?;
         Ok(Change {
             revision: self.revision,

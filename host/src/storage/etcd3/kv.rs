@@ -5,11 +5,13 @@ use async_trait::async_trait;
 use etcd_client::{Client, Compare, CompareOp, DeleteOptions, GetOptions as EtcdGet, Txn, TxnOp};
 use etcd_client::{KeyValue, KvClient, TxnOpResponse, TxnResponse, WatchClient, WatchOptions};
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key;
+use crate::storage::object::SharedObject;
 use crate::storage::options::GetOptions;
 use crate::storage::txn::{CasOutcome, CasStore, RawValue};
 use crate::storage::versioner::{decode_from_storage, parse_resource_version};
@@ -142,6 +144,16 @@ fn raw_value(found: &KeyValue) -> RawValue {
         data: found.value().to_vec(),
         mod_revision: from_etcd_revision(found.mod_revision()),
     }
+}
+
+/// A stored object as shared bytes stamped with its mod_revision (no tree parsed).
+pub(super) fn shared_kv(full_key: &str, found: &KeyValue) -> Result<Arc<SharedObject>> {
+    SharedObject::from_stored(
+        full_key,
+        found.value(),
+        from_etcd_revision(found.mod_revision()),
+    )
+    .map(Arc::new)
 }
 
 /// Decodes a stored object and stamps it with its mod_revision.

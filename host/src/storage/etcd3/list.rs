@@ -4,7 +4,7 @@
 use etcd_client::GetOptions as EtcdGet;
 
 use super::errors::{is_compacted, is_future_revision};
-use super::kv::{decode_kv, kv};
+use super::kv::{kv, shared_kv};
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::continue_token::ContinueToken;
 use crate::storage::error::{Result, StorageError};
@@ -76,9 +76,9 @@ impl Etcd3Store {
             for found in &kvs {
                 consumed += 1;
                 let found_key = String::from_utf8_lossy(found.key()).into_owned();
-                let obj = decode_kv(&found_key, found)?;
+                let obj = shared_kv(&found_key, found)?;
                 last_key = Some(found_key);
-                if opts.predicate.matches(&obj) {
+                if opts.predicate.matches_object(&obj) {
                     out.items.push(obj);
                     if limit > 0 && out.items.len() as u64 >= limit {
                         break;

@@ -175,7 +175,7 @@ async fn watch_resumes_across_restart_without_loss_or_duplicates() {
     let mut watch = store.watch("/w", opts).await.unwrap();
     let before = set_n(&store, "/w/ns/a", 1).await;
     match next_change(&mut watch).await {
-        WatchEvent::Modified(o) => assert_eq!(o.value(), &before),
+        WatchEvent::Modified(o) => assert_eq!(o.to_value(), before),
         other => panic!("{other:?}"),
     }
     etcd.stop();
@@ -209,12 +209,12 @@ async fn watch_resumes_across_restart_without_loss_or_duplicates() {
     let created = store.create("/w/ns/b", widget("b", "y")).await.unwrap();
     for want in &expected {
         match next_change(&mut watch).await {
-            WatchEvent::Modified(o) => assert_eq!(o.value(), want),
+            WatchEvent::Modified(o) => assert_eq!(&o.to_value(), want),
             other => panic!("{other:?}"),
         }
     }
     match next_change(&mut watch).await {
-        WatchEvent::Added(o) => assert_eq!(o.value(), &created),
+        WatchEvent::Added(o) => assert_eq!(o.to_value(), created),
         other => panic!("{other:?}"),
     }
     // Nothing else is pending (no duplicates).
@@ -282,7 +282,7 @@ async fn selective_paged_list_finds_the_one_match() {
     };
     let page = store.get_list("/w", opts).await.unwrap();
     assert_eq!(page.items.len(), 1);
-    assert_eq!(page.items[0]["metadata"]["name"], "w0250");
+    assert_eq!(page.items[0].name(), Some("w0250"));
     // Plain paging: three pages of 100 at one revision, with remaining counts.
     let mut token = None;
     let mut seen = 0;
@@ -489,7 +489,7 @@ async fn dropping_a_watch_cancels_it_in_etcd() {
     // A watch nobody reads does not hold up the others.
     let created = store.create("/w/ns/a", widget("a", "x")).await.unwrap();
     match next_change(&mut watches[2]).await {
-        WatchEvent::Added(o) => assert_eq!(o.value(), &created),
+        WatchEvent::Added(o) => assert_eq!(o.to_value(), created),
         other => panic!("{other:?}"),
     }
     assert_eq!(etcd_watchers(&etcd), before + 3);

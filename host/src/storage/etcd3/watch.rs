@@ -20,7 +20,7 @@ use tokio::sync::broadcast;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
-use super::kv::{decode_kv, watch_client};
+use super::kv::{shared_kv, watch_client};
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key;
@@ -87,7 +87,7 @@ impl Etcd3Store {
                 };
                 let state = self.list(key, initial).await?;
                 for obj in state.items {
-                    let _ = tx.send(WatchEvent::added(obj));
+                    let _ = tx.send(WatchEvent::Added(obj));
                 }
                 state.resource_version + 1
             }
@@ -283,11 +283,11 @@ fn to_change(event: &Event) -> Result<Option<Change>> {
     let revision = from_etcd_revision(kv.mod_revision());
     let previous = event
         .prev_kv()
-        .map(|prev| decode_kv(&key, prev))
+        .map(|prev| shared_kv(&key, prev))
         .transpose()?;
     let change = match event.event_type() {
         EventType::Put => {
-            let current = decode_kv(&key, kv)?;
+            let current = shared_kv(&key, kv)?;
             let previous = if kv.create_revision() == kv.mod_revision() {
                 None
             } else {

@@ -68,13 +68,13 @@ impl Follower {
             tokio::select! {
                 event = events.next() => match event {
                     Some(InformerEvent::Init) => listing.clear(),
-                    Some(InformerEvent::InitApply(o)) => listing.push(o),
+                    Some(InformerEvent::InitApply(o)) => listing.push(o.to_value()),
                     Some(InformerEvent::InitDone { .. }) => {
                         let listed = std::mem::take(&mut listing);
                         self.replace_all(&resource, &listed).await;
                     }
-                    Some(InformerEvent::Apply(o)) => self.offer(&resource, &o).await,
-                    Some(InformerEvent::Delete(o)) => self.remove(&name_of(&o)),
+                    Some(InformerEvent::Apply(o)) => self.offer(&resource, &o.to_value()).await,
+                    Some(InformerEvent::Delete(o)) => self.remove(&name_of(&o.to_value())),
                     Some(InformerEvent::Progress(_)) => {}
                     None => return,
                 },

@@ -104,7 +104,7 @@ async fn relists_after_the_store_below_compacted_its_revision() {
     };
     let list = cacher.get_list(PREFIX, opts).await.unwrap();
     assert_eq!(list.items.len(), 2);
-    assert_eq!(list.items[0]["spec"]["size"], 9);
+    assert_eq!(list.items[0].to_value()["spec"]["size"], 9);
     assert_eq!(list.resource_version, now);
 }
 
@@ -339,8 +339,8 @@ async fn randomized_writers_and_watchers_see_exactly_the_committed_history() {
             let obj = event.object().unwrap().clone();
             let r = event.revision().unwrap();
             assert_eq!(
-                history.get(&r).map(|o| &o["metadata"]["name"]),
-                Some(&obj["metadata"]["name"])
+                history.get(&r).and_then(|o| o["metadata"]["name"].as_str()),
+                obj.name()
             );
             got.push(r);
         }

@@ -1,0 +1,322 @@
+//! The shared object: one stored object as its serialized JSON plus the few fields selection
+//! needs, held once and shared by the watch cache, lists and every watcher.
+//!
+//! Why bytes and not a parsed tree: a `serde_json::Value` of a 1 KiB object takes about ten
+//! times its size, and every list or watch event would serialize it again. Here the bytes are
+//! made once (read from the store, or serialized once after a write) and written to every
+//! client as they are; a tree is parsed only where a caller needs one.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::error::{Result, StorageError};
+
+/// An object shared by every reader and watcher that sees it, stamped with its
+/// resourceVersion: its compact JSON and what selection reads (name, namespace, labels, kind).
+#[derive(Debug)]
+pub struct SharedObject {
+    json: Bytes,
+    revision: u64,
+    head: Head,
+}
+
+/// What is read from an object without parsing all of it.
+#[derive(Debug, Default)]
+struct Head {
+    api_version: Option<Box<str>>,
+    kind: Option<Box<str>>,
+    name: Option<Box<str>>,
+    namespace: Option<Box<str>>,
+    /// The labels, sorted by key.
+    labels: Box<[(Box<str>, Box<str>)]>,
+}
+
+/// The top level of an object, its members left unparsed (keys sorted, as `serde_json::Map`
+/// orders them).
+type Members<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
+
+/// The metadata fields selection reads; the rest is skipped unparsed.
+#[derive(Deserialize, Default)]
+struct MetadataHead<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    namespace: Option<Cow<'a, str>>,
+    #[serde(borrow, default, rename = "resourceVersion")]
+    resource_version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    labels: Option<BTreeMap<Cow<'a, str>, Option<Cow<'a, str>>>>,
+}
+
+impl SharedObject {
+    /// Wraps an object (serializing it once).
+    pub fn new(value: Value) -> Self {
+        let json = serde_json::to_vec(&value).unwrap_or_default();
+        Self::from_json(Bytes::from(json)).unwrap_or_else(|_| Self {
+            json: Bytes::from_static(b"null"),
+            revision: 0,
+            head: Head::default(),
+        })
+    }
+
+    /// An object from its JSON encoding, which must be a JSON object.
+    ///
+    /// # Errors
+    /// `Internal` when the bytes are not a JSON object.
+    pub fn from_json(json: Bytes) -> Result<Self> {
+        let members: Members<'_> = serde_json::from_slice(&json).map_err(corrupt)?;
+        let (head, revision) = read_head(&members)?;
+        Ok(Self {
+            revision: revision.unwrap_or(0),
+            head,
+            json,
+        })
+    }
+
+    /// An object as a store holds it (without a resourceVersion), stamped with `revision`
+    /// in its bytes.
+    ///
+    /// # Errors
+    /// `Internal` naming `key` when the stored bytes are not a JSON object (a corrupt store).
+    pub fn from_stored(key: &str, data: &[u8], revision: u64) -> Result<Self> {
+        let corrupt_at =
+            |e: serde_json::Error| StorageError::Internal(format!("corrupt object at {key}: {e}"));
+        let members: Members<'_> = serde_json::from_slice(data).map_err(corrupt_at)?;
+        let (head, _) = read_head(&members)?;
+        let json = stamp(&members, revision).map_err(corrupt_at)?;
+        Ok(Self {
+            json: Bytes::from(json),
+            revision,
+            head,
+        })
+    }
+
+    /// The same object stamped with another resourceVersion (what a DELETED event carries:
+    /// the last state at the deletion's revision).
+    pub fn at_revision(&self, revision: u64) -> Self {
+        if revision == self.revision {
+            return self.clone_shallow();
+        }
+        let stamped = serde_json::from_slice::<Members<'_>>(&self.json)
+            .and_then(|members| stamp(&members, revision));
+        match stamped {
+            Ok(json) => Self {
+                json: Bytes::from(json),
+                revision,
+                head: self.head.clone(),
+            },
+            // Not an object (cannot happen for what a store holds): keep the bytes.
+            Err(_) => Self {
+                revision,
+                ..self.clone_shallow()
+            },
+        }
+    }
+
+    fn clone_shallow(&self) -> Self {
+        Self {
+            json: self.json.clone(),
+            revision: self.revision,
+            head: self.head.clone(),
+        }
+    }
+
+    /// The object as compact JSON, shared (no copy).
+    pub fn json(&self) -> Bytes {
+        self.json.clone()
+    }
+
+    /// The object parsed into a tree (a fresh one per call: the shared form is the bytes).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
+
+    /// The object parsed into a tree.
+    pub fn into_value(self: Arc<Self>) -> Value {
+        self.to_value()
+    }
+
+    /// The object's resourceVersion (0 when missing).
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// `metadata.name`, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.head.name.as_deref()
+    }
+
+    /// `metadata.namespace`, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.head.namespace.as_deref()
+    }
+
+    /// `apiVersion`, if any.
+    pub fn api_version(&self) -> Option<&str> {
+        self.head.api_version.as_deref()
+    }
+
+    /// `kind`, if any.
+    pub fn kind(&self) -> Option<&str> {
+        self.head.kind.as_deref()
+    }
+
+    /// The value of label `key`, if set.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        let labels = &self.head.labels;
+        labels
+            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+            .ok()
+            .map(|i| labels[i].1.as_ref())
+    }
+
+    /// Bytes held for this object (its JSON and its head), for memory accounting.
+    pub fn size(&self) -> usize {
+        let strings = [
+            &self.head.api_version,
+            &self.head.kind,
+            &self.head.name,
+            &self.head.namespace,
+        ];
+        self.json.len()
+            + strings
+                .iter()
+                .map(|s| s.as_ref().map_or(0, |s| s.len()))
+                .sum::<usize>()
+            + self
+                .head
+                .labels
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+}
+
+impl Clone for Head {
+    fn clone(&self) -> Self {
+        Self {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            labels: self.labels.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for SharedObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.json))
+    }
+}
+
+impl PartialEq for SharedObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.json == other.json || self.to_value() == other.to_value()
+    }
+}
+
+fn corrupt(e: serde_json::Error) -> StorageError {
+    StorageError::Internal(format!("not a JSON object: {e}"))
+}
+
+/// Reads the head and the resourceVersion from an object's members.
+fn read_head(members: &Members<'_>) -> Result<(Head, Option<u64>)> {
+    let text = |name: &str| -> Option<Box<str>> {
+        members
+            .get(name)
+            .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
+            .map(|s| s.into())
+    };
+    let metadata: MetadataHead<'_> = match members.get("metadata") {
+        Some(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+        None => MetadataHead::default(),
+    };
+    let revision = metadata
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse::<u64>().ok());
+    let head = Head {
+        api_version: text("apiVersion"),
+        kind: text("kind"),
+        name: metadata.name.map(Into::into),
+        namespace: metadata.namespace.map(Into::into),
+        labels: metadata
+            .labels
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.into(), v?.into())))
+            .collect(),
+    };
+    Ok((head, revision))
+}
+
+/// The object's JSON with `metadata.resourceVersion` set to `revision` (metadata created when
+/// missing); every other member is copied as it is, unparsed.
+fn stamp(members: &Members<'_>, revision: u64) -> serde_json::Result<Vec<u8>> {
+    let mut metadata: Members<'_> = match members.get("metadata") {
+        Some(raw) => serde_json::from_str(raw.get())?,
+        None => Members::new(),
+    };
+    let rv = RawValue::from_string(format!("\"{revision}\""))?;
+    metadata.insert(Cow::Borrowed("resourceVersion"), &rv);
+    let metadata = serde_json::value::to_raw_value(&metadata)?;
+    let mut top = members.clone();
+    top.insert(Cow::Borrowed("metadata"), &metadata);
+    serde_json::to_vec(&top)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stored_bytes_are_stamped_and_read_without_a_tree() {
+        let stored = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "ns", "labels": {"app": "web", "a\"b": "x"}},
+            "data": {"k": "v\u{e9}\n"},
+        });
+        let bytes = serde_json::to_vec(&stored).unwrap();
+        let obj = SharedObject::from_stored("/k", &bytes, 42).unwrap();
+        assert_eq!(obj.revision(), 42);
+        assert_eq!(obj.name(), Some("a"));
+        assert_eq!(obj.namespace(), Some("ns"));
+        assert_eq!(obj.kind(), Some("ConfigMap"));
+        assert_eq!(obj.api_version(), Some("v1"));
+        assert_eq!(obj.label("app"), Some("web"));
+        assert_eq!(obj.label("a\"b"), Some("x"));
+        assert_eq!(obj.label("nope"), None);
+        let mut expected = stored.clone();
+        expected["metadata"]["resourceVersion"] = json!("42");
+        assert_eq!(obj.to_value(), expected);
+        // The bytes are what serde_json would write for the stamped tree.
+        assert_eq!(obj.json(), serde_json::to_vec(&expected).unwrap());
+
+        let gone = obj.at_revision(50);
+        assert_eq!(gone.revision(), 50);
+        assert_eq!(gone.to_value()["metadata"]["resourceVersion"], "50");
+        assert_eq!(gone.label("app"), Some("web"));
+    }
+
+    #[test]
+    fn objects_without_metadata_get_one_and_garbage_is_refused() {
+        let obj = SharedObject::from_stored("/k", br#"{"spec":{}}"#, 3).unwrap();
+        assert_eq!(
+            obj.to_value(),
+            json!({"metadata": {"resourceVersion": "3"}, "spec": {}})
+        );
+        let err = SharedObject::from_stored("/bad", b"[1]", 3).unwrap_err();
+        assert!(err.to_string().contains("corrupt object at /bad"), "{err}");
+        assert!(SharedObject::from_stored("/bad", b"{", 3).is_err());
+        let new = SharedObject::new(json!({"metadata": {"resourceVersion": "7"}}));
+        assert_eq!(new.revision(), 7);
+    }
+}
