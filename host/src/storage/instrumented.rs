@@ -154,6 +154,10 @@ impl Storage for Instrumented {
     async fn request_watch_progress(&self) -> Result<bool> {
         self.inner.request_watch_progress().await
     }
+
+    async fn unchanged_since(&self, key: &str, revision: u64, count: u64) -> Result<Option<u64>> {
+        self.inner.unchanged_since(key, revision, count).await
+    }
 }
 
 #[cfg(test)]

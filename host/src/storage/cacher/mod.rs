@@ -24,6 +24,7 @@
 
 mod budget;
 mod cache_watcher;
+mod consistency;
 mod dispatcher;
 mod reads;
 mod ready;
@@ -52,6 +53,7 @@ use crate::storage::{key, Storage, TryUpdate, ValidateDeletion};
 pub use cache_watcher::SharedWatchStream;
 
 use cache_watcher::CacheWatcher;
+use consistency::Consistency;
 use dispatcher::Dispatcher;
 use ready::Ready;
 use reflector::Reflector;
@@ -78,8 +80,9 @@ pub struct CacherConfig {
     pub not_older_than_timeout: Duration,
     /// How long a consistent read waits for the cache to reach the store's current revision
     /// before reading from the store below instead (default 250 ms). The cache catches up
-    /// with writes to its own prefix within milliseconds; revisions from other prefixes only
-    /// reach it with the store's progress notifications.
+    /// with writes to its own prefix within milliseconds; revisions from other prefixes reach
+    /// it with the store's progress notifications or, where the store cannot send them in
+    /// order, with a proof that the prefix did not change (see `consistency.rs`).
     pub consistent_read_timeout: Duration,
     /// How long a watch waits for a cache that is not ready before failing (default 3 s).
     pub ready_timeout: Duration,
@@ -155,10 +158,8 @@ pub(crate) struct Shared {
     ready: Ready,
     metrics: Arc<Metrics>,
     registrations: mpsc::UnboundedSender<CacheWatcher>,
-    /// When a progress request last went to the store below (coalesces concurrent readers).
-    last_progress_request: std::sync::Mutex<Option<std::time::Instant>>,
-    /// Whether the store below answers progress requests (learnt from the first one).
-    progress_supported: std::sync::atomic::AtomicBool,
+    /// How consistent reads learn the cache is current.
+    consistency: Consistency,
 }
 
 impl Shared {
@@ -179,68 +180,7 @@ impl Shared {
         let reached = tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await;
         matches!(reached, Ok(Ok(_)))
     }
-
-    /// Waits until the cache reaches `revision`, a revision the store below has reached, asking
-    /// the store's watches to report their progress meanwhile: the store's revision may have
-    /// moved only through writes outside this prefix, which no event of ours would show.
-    async fn wait_for_store_revision(&self, revision: u64, timeout: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if *self.revision.borrow() >= revision {
-                return true;
-            }
-            if !self.request_progress().await {
-                // The store below cannot say when we are current: read it instead of waiting.
-                return false;
-            }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            if self
-                .wait_for_revision(revision, left.min(PROGRESS_REQUEST_RETRY))
-                .await
-            {
-                return true;
-            }
-        }
-    }
-
-    /// Sends a progress request below, unless one went out very recently; false when the
-    /// store below cannot answer progress requests in order.
-    async fn request_progress(&self) -> bool {
-        if !self.progress_supported.load(Ordering::Relaxed) {
-            return false;
-        }
-        {
-            let mut last = self
-                .last_progress_request
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let now = std::time::Instant::now();
-            if last.is_some_and(|t| now.duration_since(t) < PROGRESS_REQUEST_SPACING) {
-                return true;
-            }
-            *last = Some(now);
-        }
-        match self.below.request_watch_progress().await {
-            Ok(supported) => {
-                self.progress_supported.store(supported, Ordering::Relaxed);
-                supported
-            }
-            Err(e) => {
-                tracing::debug!(prefix = %self.prefix, error = %e, "progress request failed");
-                false
-            }
-        }
-    }
 }
-
-/// Concurrent consistent reads share progress requests sent this close together.
-const PROGRESS_REQUEST_SPACING: Duration = Duration::from_millis(2);
-/// A consistent read still waiting after this asks for progress again (the answer may have
-/// predated its revision).
-const PROGRESS_REQUEST_RETRY: Duration = Duration::from_millis(20);
 
 /// The key an object is filed under in the cache of `prefix`.
 pub(crate) fn object_key(prefix: &str, obj: &CachedObject) -> Option<String> {
@@ -317,8 +257,7 @@ impl Cacher {
             ready: Ready::new(),
             metrics: metrics.clone(),
             registrations,
-            last_progress_request: std::sync::Mutex::new(None),
-            progress_supported: std::sync::atomic::AtomicBool::new(true),
+            consistency: Consistency::default(),
             config,
         });
         let dispatcher = Dispatcher::new(registered, shared.config.bookmark_interval, metrics);

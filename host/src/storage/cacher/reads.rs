@@ -49,12 +49,7 @@ impl Cacher {
                 }
             }
             None => {
-                let current = self.shared.below.current_revision().await?;
-                if self
-                    .shared
-                    .wait_for_store_revision(current, config.consistent_read_timeout)
-                    .await
-                {
+                if self.shared.catch_up_for_consistent_read().await {
                     Ok(Freshness::Cache)
                 } else {
                     self.shared

@@ -67,12 +67,7 @@ impl Cacher {
             (Some(_), _) => Start::CurrentState,
             (None, _) => {
                 // Consistent: the state at the store's current revision or later.
-                let current = self.shared.below.current_revision().await?;
-                if self
-                    .shared
-                    .wait_for_store_revision(current, config.consistent_read_timeout)
-                    .await
-                {
+                if self.shared.catch_up_for_consistent_read().await {
                     Start::CurrentState
                 } else {
                     self.shared

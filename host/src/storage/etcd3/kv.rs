@@ -100,6 +100,8 @@ impl Etcd3Store {
 
     /// `Storage::current_revision`: the header of a count-only read of one key.
     pub(super) async fn read_current_revision(&self) -> Result<u64> {
+        // A linearizable read of one key (the prefix itself, never an object's key): its
+        // header carries the current revision, and etcd looks up one key, not a range.
         let resp = self
             .read(|client| {
                 let prefix = self.inner.prefix.clone();
@@ -110,6 +112,47 @@ impl Etcd3Store {
             })
             .await?;
         header_revision(resp.header())
+    }
+
+    /// `Storage::unchanged_since` in one read-only transaction: if every key under the
+    /// prefix has a mod_revision ≤ `revision` (etcd compares a whole range), count them. Its
+    /// answer is a few bytes whatever the prefix holds.
+    pub(super) async fn prove_unchanged_since(
+        &self,
+        key: &str,
+        revision: u64,
+        count: u64,
+    ) -> Result<Option<u64>> {
+        let prefix = key::recursive_prefix(&self.full_key(key)?);
+        let end = key::prefix_range_end(&prefix);
+        let unchanged = Compare::mod_revision(
+            prefix.clone(),
+            CompareOp::Less,
+            to_etcd_revision(revision.saturating_add(1))?,
+        )
+        .with_range(end.clone());
+        let count_keys = TxnOp::get(
+            prefix,
+            Some(EtcdGet::new().with_range(end).with_count_only()),
+        );
+        let txn = Txn::new().when([unchanged]).and_then([count_keys]);
+        let resp = self
+            .read(|client| {
+                let txn = txn.clone();
+                async move { kv(&client).txn(txn).await }
+            })
+            .await?;
+        if !resp.succeeded() {
+            return Ok(None);
+        }
+        let counted = resp.op_responses().into_iter().find_map(|op| match op {
+            TxnOpResponse::Get(get) => Some(from_etcd_revision(get.count())),
+            _ => None,
+        });
+        if counted != Some(count) {
+            return Ok(None);
+        }
+        header_revision(resp.header()).map(Some)
     }
 
     /// Runs a transaction "if `compare` then `then` else get `full_key`".

@@ -160,7 +160,7 @@ impl Etcd3Store {
             tracing::info!(
                 version = version.as_deref().unwrap_or("unknown"),
                 "etcd answers progress requests out of order before 3.4.31/3.5.13: \
-                 consistent reads from a cache will read etcd instead"
+                 consistent reads prove a cache current with one transaction instead"
             );
         }
         Ok(Self {
@@ -291,6 +291,10 @@ impl Storage for Etcd3Store {
 
     async fn current_revision(&self) -> Result<u64> {
         self.read_current_revision().await
+    }
+
+    async fn unchanged_since(&self, key: &str, revision: u64, count: u64) -> Result<Option<u64>> {
+        self.prove_unchanged_since(key, revision, count).await
     }
 
     async fn request_watch_progress(&self) -> Result<bool> {

@@ -376,4 +376,5 @@ async fn bookmarks_and_initial_events() {
     }
 }
 
+mod consistency;
 mod recovery;

@@ -1,0 +1,124 @@
+//! Consistent reads over an etcd that cannot report progress in order (Debian's 3.4.23): the
+//! cache proves itself current with one small transaction instead of listing etcd.
+
+use super::*;
+use crate::storage::etcd3::testing::EtcdServer;
+use crate::storage::etcd3::{Etcd3Config, Etcd3Store};
+
+/// Names in the cache, in order.
+fn names(list: &crate::storage::ObjectList) -> Vec<String> {
+    list.items
+        .iter()
+        .map(|o| o.name().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .expect("etcd");
+    let below = Arc::new(
+        Etcd3Store::connect(Etcd3Config::new(vec![etcd.endpoint()]))
+            .await
+            .unwrap(),
+    );
+    let config = CacherConfig {
+        read_your_writes: false,
+        ..Default::default()
+    };
+    let cacher = cacher_over(below.clone(), config).await;
+    for name in ["a", "b", "c"] {
+        below
+            .create(&key("ns", name), object("ns", name))
+            .await
+            .unwrap();
+    }
+    // The first consistent read learns that this etcd cannot report progress (one revision
+    // read); from then on only proofs go out.
+    cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
+    let ranges_before = etcd.grpc_calls_handled("Range");
+    let mut last_other = 0;
+    for round in 0..20 {
+        // Writes elsewhere move etcd's revision; no event of this prefix shows it.
+        let other = format!("/other.io/things/ns/t{round}");
+        last_other = rv(&below.create(&other, object("ns", "t")).await.unwrap());
+        let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
+        assert_eq!(names(&list), ["a", "b", "c"], "round {round}");
+        assert!(
+            list.resource_version >= last_other,
+            "a consistent list is at etcd's revision: {} < {last_other}",
+            list.resource_version
+        );
+    }
+    let stats = cacher.stats();
+    assert_eq!(stats.consistent_read_fallbacks, 0, "{stats:?}");
+    assert_eq!(stats.delegated_reads, 0, "{stats:?}");
+    assert!(stats.revision >= last_other);
+    // The proofs are transactions: not one range read of the prefix reached etcd.
+    assert_eq!(etcd.grpc_calls_handled("Range"), ranges_before);
+
+    // Writes under the prefix behind the cacher's back are never missed, deletes included.
+    for i in 0..15 {
+        let written = update(&*below, &key("ns", "a"), 100 + i).await;
+        let got = cacher
+            .get(&key("ns", "a"), GetOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(got, Some(written), "consistent get after update {i}");
+        let name = format!("n{i:02}");
+        below
+            .create(&key("ns", &name), object("ns", &name))
+            .await
+            .unwrap();
+        let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
+        assert!(names(&list).contains(&name), "create {name} missed");
+        below
+            .delete(
+                &key("ns", &name),
+                &Preconditions::none(),
+                accept_any_deletion(),
+                None,
+            )
+            .await
+            .unwrap();
+        let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
+        assert!(!names(&list).contains(&name), "delete of {name} missed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_consistent_reads_share_proofs() {
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .unwrap()
+        .expect("etcd");
+    let below = Arc::new(
+        Etcd3Store::connect(Etcd3Config::new(vec![etcd.endpoint()]))
+            .await
+            .unwrap(),
+    );
+    let cacher = cacher_over(below.clone(), CacherConfig::default()).await;
+    below
+        .create(&key("ns", "a"), object("ns", "a"))
+        .await
+        .unwrap();
+    cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
+    let txns_before = etcd.grpc_calls_handled("Txn");
+    let reads = 200;
+    let lists = (0..reads).map(|_| {
+        let cacher = cacher.clone();
+        tokio::spawn(async move { cacher.get_list(PREFIX, watch_opts("")).await.unwrap() })
+    });
+    for list in futures::future::join_all(lists).await {
+        assert_eq!(list.unwrap().items.len(), 1);
+    }
+    let proofs = etcd.grpc_calls_handled("Txn") - txns_before;
+    assert!(proofs >= 1, "the reads were not proven at all");
+    assert!(
+        proofs < reads / 2,
+        "{reads} concurrent reads sent {proofs} proofs: they should share them"
+    );
+    assert_eq!(cacher.stats().consistent_read_fallbacks, 0);
+}
