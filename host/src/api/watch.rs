@@ -1,7 +1,7 @@
 //! Watch streams over HTTP: frames the registry's events (already at the request's version) as
 //! length-prefixed Kubernetes protobuf frames when the client prefers them (built-in kinds), or as
-//! `application/json` lines, `{"type","object"}` around the shared object's bytes, each flushed
-//! as its own chunk; an ERROR event carries a `Status` and ends the stream; the stream also ends
+//! `application/json` lines, `{"type","object"}` around the shared object's bytes (which every
+//! watcher of the same version is sent without a copy); an ERROR event carries a `Status` and ends the stream; the stream also ends
 //! at `timeoutSeconds` and when the server shuts down.
 
 use std::time::Duration;
@@ -42,7 +42,7 @@ pub(crate) async fn serve(
     format: WatchFormat,
     mut shutdown: watch::Receiver<bool>,
 ) -> Response<Body> {
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let (tx, rx) = mpsc::channel::<Out>(64);
     let opened = store.watch(&scope, opts).await;
     let mut events = match opened {
         Ok(events) => Some(events),
@@ -54,9 +54,9 @@ pub(crate) async fn serve(
             }
             let error = status.to_json();
             let first = if format.protobuf {
-                protobuf_frame("ERROR", &error)
+                protobuf_frame("ERROR", &error).map(Out::Whole)
             } else {
-                Some(frame("ERROR", error.to_string().as_bytes()))
+                Some(Out::Line("ERROR", Bytes::from(error.to_string())))
             };
             if let Some(first) = first {
                 let _ = tx.try_send(first);
@@ -92,7 +92,7 @@ pub(crate) async fn serve(
                 let Some(bytes) = protobuf_frame(event.type_name(), &object) else {
                     break;
                 };
-                if tx.send(bytes).await.is_err() || last {
+                if tx.send(Out::Whole(bytes)).await.is_err() || last {
                     break;
                 }
                 continue;
@@ -115,15 +115,16 @@ pub(crate) async fn serve(
                     first_table = false;
                     Bytes::from(t.to_string())
                 }
-                // The shared object's bytes, encoded once for every watcher.
+                // The shared object's bytes, encoded once for every watcher and never copied.
                 WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o.json(),
             };
-            if tx.send(frame(event.type_name(), &object)).await.is_err() || last {
+            if tx.send(Out::Line(event.type_name(), object)).await.is_err() || last {
                 break;
             }
         }
     });
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx)
+        .flat_map(|out| futures::stream::iter(out.into_chunks()))
         .map(|b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
     let content_type = if format.protobuf {
         PROTOBUF_WATCH
@@ -160,13 +161,36 @@ fn protobuf_frame(kind: &str, object: &serde_json::Value) -> Option<Bytes> {
     }
 }
 
-/// One `{"type":..,"object":..}` line around an object already encoded.
-fn frame(kind: &str, object: &[u8]) -> Bytes {
-    let mut line = Vec::with_capacity(object.len() + kind.len() + 24);
-    line.extend_from_slice(b"{\"type\":\"");
-    line.extend_from_slice(kind.as_bytes());
-    line.extend_from_slice(b"\",\"object\":");
-    line.extend_from_slice(object);
-    line.extend_from_slice(b"}\n");
-    Bytes::from(line)
+/// What the watch task hands the connection.
+enum Out {
+    /// A frame written as it is (protobuf).
+    Whole(Bytes),
+    /// A JSON line `{"type":KIND,"object":OBJECT}` around an object already encoded: written
+    /// as three chunks, so the object's shared bytes go to every watcher without a copy.
+    Line(&'static str, Bytes),
+}
+
+impl Out {
+    fn into_chunks(self) -> impl Iterator<Item = Bytes> {
+        let chunks = match self {
+            Self::Whole(bytes) => [Some(bytes), None, None],
+            Self::Line(kind, object) => [
+                Some(line_start(kind)),
+                Some(object),
+                Some(Bytes::from_static(b"}\n")),
+            ],
+        };
+        chunks.into_iter().flatten()
+    }
+}
+
+/// `{"type":"KIND","object":` for each event type.
+fn line_start(kind: &'static str) -> Bytes {
+    Bytes::from_static(match kind {
+        "ADDED" => br#"{"type":"ADDED","object":"#,
+        "MODIFIED" => br#"{"type":"MODIFIED","object":"#,
+        "DELETED" => br#"{"type":"DELETED","object":"#,
+        "BOOKMARK" => br#"{"type":"BOOKMARK","object":"#,
+        _ => br#"{"type":"ERROR","object":"#,
+    })
 }
