@@ -56,6 +56,11 @@ pub struct EmbeddedConfig {
     /// How often history is compacted automatically (default 5 minutes); `None` never
     /// compacts automatically.
     pub compaction_interval: Option<Duration>,
+    /// The most memory the database's page cache takes (default 64 MiB). The watch cache
+    /// above the store already holds every current object, so the store's cache needs only
+    /// the pages its writes and the rarer direct reads touch (redb's own default is 1 GiB,
+    /// which would double a server's memory).
+    pub page_cache_bytes: usize,
 }
 
 impl EmbeddedConfig {
@@ -65,6 +70,7 @@ impl EmbeddedConfig {
             data_dir: data_dir.into(),
             prefix: "/registry".to_string(),
             compaction_interval: Some(Duration::from_secs(5 * 60)),
+            page_cache_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -148,14 +154,17 @@ fn open_inner(config: EmbeddedConfig) -> Result<Inner> {
         ))
     })?;
     let path = dir.join(DB_FILE);
-    let db = Database::create(&path).map_err(|e| match e {
-        DatabaseError::DatabaseAlreadyOpen => StorageError::Unavailable(format!(
-            "the data directory {} is in use: {} is locked by another process or store",
-            dir.display(),
-            path.display()
-        )),
-        other => StorageError::Unavailable(format!("cannot open {}: {other}", path.display())),
-    })?;
+    let db = Database::builder()
+        .set_cache_size(config.page_cache_bytes)
+        .create(&path)
+        .map_err(|e| match e {
+            DatabaseError::DatabaseAlreadyOpen => StorageError::Unavailable(format!(
+                "the data directory {} is in use: {} is locked by another process or store",
+                dir.display(),
+                path.display()
+            )),
+            other => StorageError::Unavailable(format!("cannot open {}: {other}", path.display())),
+        })?;
     let txn = db
         .begin_write()
         .map_err(|e| schema::db_err("initialize", e))?;
