@@ -28,18 +28,21 @@ etcd_url=http://127.0.0.1:23791
 etcd --data-dir "$work/etcd" --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
     --listen-peer-urls http://127.0.0.1:23801 --quota-backend-bytes 8589934592 >"$work/etcd.log" 2>&1 &
 for _ in $(seq 100); do curl -sf "$etcd_url/health" >/dev/null && break; sleep 0.1; done
-# Servers log to files: their development-mode banners would break up the figures.
-RUST_LOG=warn "$bin"/strategy-host --dev-mode --listen 127.0.0.1:18183 --etcd-servers "$etcd_url" \
-    >"$work/server-etcd.log" 2>&1 &
-pid_etcd=$!
-RUST_LOG=warn "$bin"/strategy-host --dev-mode --listen 127.0.0.1:18184 --data-dir "$work/embedded" \
-    >"$work/server-embedded.log" 2>&1 &
-pid_embedded=$!
-for port in 18183 18184; do
+declare -A server pid
+# start_server NAME PORT STORE-ARGS...: a development-mode server (logging to a file: its banner
+# would break up the figures), waited for until ready.
+start_server() {
+    local name=$1 port=$2
+    shift 2
+    RUST_LOG=warn "$bin"/strategy-host --dev-mode --listen "127.0.0.1:$port" "$@" \
+        >>"$work/server-$name.log" 2>&1 &
+    pid[$name]=$!
+    server[$name]=http://127.0.0.1:$port
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
-done
-declare -A server=([etcd]=http://127.0.0.1:18183 [embedded]=http://127.0.0.1:18184)
-declare -A pid=([etcd]=$pid_etcd [embedded]=$pid_embedded)
+}
+stop_server() { kill "${pid[$1]}"; wait "${pid[$1]}" 2>/dev/null || true; }
+start_server etcd 18183 --etcd-servers "$etcd_url"
+start_server embedded 18184 --data-dir "$work/embedded"
 
 results="$work/results.tsv"
 printf 'figure\tstore\tapi\traw etcd\tapi/etcd\n' >"$results"
@@ -53,6 +56,7 @@ summary() {
         local s
         s="$(field delivered "$line")/$(field expected "$line") events, p50 $(field p50_send "$line") p99 $(field p99_send "$line") from send"
         [[ $line == *bytes/watcher=* ]] && s+=", $(field bytes/watcher "$line") B/idle watcher"
+        [[ $line == *rss_end_kb=* ]] && s+=", RSS $(field rss_after_kb "$line")->$(field rss_end_kb "$line") kB over the writes"
         echo "$s"
     elif [[ $line == *mode=seed* ]]; then
         echo "$(field objects "$line") objects, $(field list_bytes "$line") B JSON, RSS $(field rss_before_kb "$line")->$(field rss_after_kb "$line") kB, growth/JSON $(field growth_over_json "$line")"
@@ -93,28 +97,30 @@ for c in $clients; do
             --baseline-etcd "$etcd_url"
     done
 done
-# One etcd fan-out baseline is enough: it is the same etcd for both stores.
-for store in etcd embedded; do
-    baseline=()
-    [ $store = etcd ] && baseline=(--baseline-etcd "$etcd_url")
-    run "watch: $watchers watchers, $write_rate writes/s" $store --mode watch --watchers "$watchers" \
-        --rate "$write_rate" --seconds "$watch_seconds" --server-pid "${pid[$store]}" "${baseline[@]}"
-done
 for c in $clients; do
     for store in etcd embedded; do
         run "create, $c clients" $store --mode create --concurrency "$c" --seconds "$seconds" \
             --baseline-etcd "$etcd_url"
     done
 done
+# The fan-out on fresh servers, so idle watchers' memory is not hidden in what earlier figures
+# left allocated. One etcd fan-out baseline is enough: it is the same etcd for both stores.
+stop_server etcd
+stop_server embedded
+start_server etcd 18183 --etcd-servers "$etcd_url"
+start_server embedded 18184 --data-dir "$work/embedded-watch"
+for store in etcd embedded; do
+    baseline=()
+    [ $store = etcd ] && baseline=(--baseline-etcd "$etcd_url")
+    run "watch: $watchers watchers, $write_rate writes/s" $store --mode watch --watchers "$watchers" \
+        --rate "$write_rate" --seconds "$watch_seconds" --server-pid "${pid[$store]}" "${baseline[@]}"
+done
+stop_server etcd
+stop_server embedded
 # Memory on a fresh embedded server, so nothing but the seeded objects is held.
-RUST_LOG=warn "$bin"/strategy-host --dev-mode --listen 127.0.0.1:18185 --data-dir "$work/memory" \
-    >"$work/server-memory.log" 2>&1 &
-pid[memory]=$!
-server[memory]=http://127.0.0.1:18185
-for _ in $(seq 100); do curl -sf http://127.0.0.1:18185/readyz >/dev/null && break; sleep 0.1; done
+start_server memory 18185 --data-dir "$work/memory"
 run "memory: $memory_objects objects" memory --mode seed --objects "$memory_objects" \
     --server-pid "${pid[memory]}"
-
 echo
 echo "Summary (api-load; latencies in ms; memory figure on a fresh embedded server):"
 column -t -s $'\t' "$results"

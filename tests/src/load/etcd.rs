@@ -173,7 +173,8 @@ async fn one(
     i: u64,
     value: &[u8],
 ) -> anyhow::Result<u64> {
-    let mut kv = client.kv_client();
+    // A range of 10,000 1 KiB values is past the client's 4 MiB default answer size.
+    let mut kv = client.kv_client().max_decoding_message_size(usize::MAX);
     let hot = format!("{root}/hot-{worker}");
     match op {
         EtcdOp::Create => {

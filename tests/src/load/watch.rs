@@ -66,7 +66,8 @@ pub struct WatchFigure {
     pub write_secs: f64,
     /// Events received over all watchers.
     pub delivered: u64,
-    /// Events that should have been: acknowledged writes times open watchers.
+    /// Events that should have been: writes attempted (a failed write may still have been
+    /// committed) times open watchers.
     pub expected: u64,
     /// Watches the server ended before the run did.
     pub closed_early: u64,
@@ -79,6 +80,9 @@ pub struct WatchFigure {
     pub rss_before_kb: Option<u64>,
     /// The same once they were open and idle, kB.
     pub rss_after_kb: Option<u64>,
+    /// The same after the writes were delivered (or given up on), before the watches closed:
+    /// what events queued for slow watchers cost.
+    pub rss_end_kb: Option<u64>,
 }
 
 impl WatchFigure {
@@ -107,6 +111,9 @@ impl WatchFigure {
         if let (Some(before), Some(after)) = (self.rss_before_kb, self.rss_after_kb) {
             let per = after.saturating_sub(before) as f64 * 1024.0 / self.opened.max(1) as f64;
             s += &format!(" rss_before_kb={before} rss_after_kb={after} bytes/watcher={per:.0}");
+        }
+        if let Some(end) = self.rss_end_kb {
+            s += &format!(" rss_end_kb={end}");
         }
         s
     }
@@ -342,9 +349,10 @@ async fn wait_open(tally: &Tally, watchers: usize, began: Instant) -> anyhow::Re
 /// Acknowledgement times of the writes, keyed by their send timestamps.
 type Acks = HashMap<u64, u64>;
 
-/// Calls `write(i, sent)` at `cfg.rate` for `cfg.seconds` (at most 64 in flight, so a slow
-/// server shows as a lower achieved rate rather than a pile of tasks); answers writes
-/// acknowledged, failed, the seconds taken and each acknowledgement's time.
+/// Calls `write(i, sent)` at `cfg.rate` for `cfg.seconds` (at most 64 in flight, and none
+/// started after the time is up, so a slow server shows as a lower achieved rate rather than a
+/// pile of tasks or a longer run); answers writes acknowledged, failed, the seconds taken and
+/// each acknowledgement's time.
 async fn write_at_rate<F, Fut>(cfg: &FanOut, write: F) -> (u64, u64, f64, Acks)
 where
     F: Fn(u64, u64) -> Fut,
@@ -356,12 +364,16 @@ where
     let acks: Arc<Mutex<Acks>> = Arc::default();
     let errors = Arc::new(AtomicU64::new(0));
     let began = Instant::now();
+    let deadline = began + Duration::from_secs_f64(cfg.seconds);
     let mut writes = Vec::new();
     for i in 0..total {
         ticker.tick().await;
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
             break;
         };
+        if Instant::now() >= deadline {
+            break;
+        }
         let sent = unix_nanos();
         let (acks, errors, write) = (acks.clone(), errors.clone(), write(i, sent));
         writes.push(tokio::spawn(async move {
@@ -402,7 +414,7 @@ async fn finish(
     (rss_before_kb, rss_after_kb): (Option<u64>, Option<u64>),
 ) -> WatchFigure {
     let opened = tally.opened.load(Ordering::Relaxed);
-    let expected = writes * opened;
+    let expected = (writes + write_errors) * opened;
     let (mut last, mut still_since, draining) = (0, Instant::now(), Instant::now());
     loop {
         let delivered = tally.delivered.load(Ordering::Relaxed);
@@ -418,6 +430,7 @@ async fn finish(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let closed_early = tally.closed.load(Ordering::Relaxed);
+    let rss_end_kb = cfg.server_pid.and_then(rss_kb);
     for t in &tasks {
         t.abort();
     }
@@ -443,5 +456,6 @@ async fn finish(
         from_ack,
         rss_before_kb,
         rss_after_kb,
+        rss_end_kb,
     }
 }
