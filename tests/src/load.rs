@@ -1,6 +1,12 @@
-//! A steady load of creates against a running host, recorded request by request, to watch a
-//! behaviour change (a strategy swapped in or out) land while traffic flows, and to prove no
-//! request failed across it.
+//! Load against a running host: a steady create load recorded request by request (here), to
+//! watch a behaviour change (a strategy swapped in or out) land while traffic flows and prove no
+//! request failed across it; and the parts api-load builds its figures from (the submodules).
+
+pub mod etcd;
+pub mod figures;
+pub mod h2;
+pub mod resources;
+pub mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,304 +1,470 @@
-//! `api-load`: a load tool for a running strategy-host. Creates the example Widget CRD if it is
-//! missing, then runs `create` (POST new Widgets), `get` (GET existing ones; `cached-get` at
-//! resourceVersion=0), `update` (a merge PATCH) or `apply` (server-side apply of the whole object
-//! with the same change) from N concurrent clients for a fixed time, optionally paced to a total rate, and
-//! prints operations per second and p50/p90/p99 latency.
+//! `api-load`: the one load tool for the API's performance figures, each printed beside a raw
+//! etcd baseline run in the same invocation when `--baseline-etcd` is given.
 //!
-//! `api-load --server http://127.0.0.1:8080 --mode create --concurrency 16 --seconds 10 [--rate 1000]
-//! [--resource widgets|deployments|leases]` (deployments: the example Deployment, whose strategy is
-//! the wasm module or, on `native-host`, the same code compiled in; leases: the built-in
-//! `coordination.k8s.io` Lease). `--mode renew` is a leader-election renewal as client-go does
-//! it: each client GETs its own Lease and PUTs it back with a new `renewTime`.
+//! Modes (`--mode`), each from `--concurrency N` clients for `--seconds S` (optionally paced to
+//! a total `--rate R`), printing operations per second and p50/p90/p99 latency:
+//! - `create` POSTs new objects; `get` GETs existing ones (`cached-get` at resourceVersion=0);
+//!   `update` merge-PATCHes them, `apply` server-side applies the same change; `renew` is a
+//!   leader-election renewal as client-go does it (GET the Lease, PUT it with a new renewTime).
+//! - `list` GETs the whole collection (resourceVersion=0, or with `--consistent` none), after
+//!   seeding `--objects N` objects of `--object-size` bytes if there are fewer; also bytes/list.
+//! - `watch` opens `--watchers W` watches over HTTP/2 (`--streams-per-connection` each), then
+//!   patches at `--rate` writes/s for `--seconds`, each write stamping its send time in an
+//!   annotation; prints delivered/expected and delivery latency from send and from the write's
+//!   acknowledgement, and with `--server-pid` the server's resident memory before and after
+//!   the watches opened.
+//! - `seed` creates `--objects` objects and reports the server's resident memory beside their
+//!   JSON size (one list's bytes).
+//!
+//! `--resource widgets|deployments|configmaps|leases|gateways|gateways-norules` picks the kind.
+//! `--baseline-etcd URL` (or `auto`: a private etcd on free loopback ports) then runs the same
+//! operation on etcd with etcd-client at the same concurrency — create: a create-if-absent txn;
+//! get/cached-get: a linearizable get; list: a range over as many values; update/apply/renew:
+//! get then a compare-revision put; watch: etcd watches of a prefix at the same write rate — and
+//! prints its line and the ratio API/etcd.
 //!
 //! Against a secure server (`https://`), set `STRATEGY_HOST_CA_FILE` to the CA to trust and
 //! `STRATEGY_HOST_TOKEN` to a bearer token every request carries.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use serde_json::json;
-use strategy_host_e2e::{call, deployment, deployment_crd, widget, widget_crd};
+use clap::Parser;
+use serde::de::IgnoredAny;
+use strategy_host_e2e::load::etcd::{EtcdBaseline, EtcdOp};
+use strategy_host_e2e::load::figures::{ratio_line, rss_kb, Throughput};
+use strategy_host_e2e::load::resources::{change, lease, merge, Resource};
+use strategy_host_e2e::load::watch::{self, FanOut};
+use strategy_host_e2e::{call, call_with};
 
+#[derive(Parser, Debug, Clone)]
+#[command(about = "Load tool for a running strategy-host, with a raw etcd baseline")]
 struct Args {
+    /// The server, `http://host:port` or `https://…`.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
     server: String,
+    /// create, get, cached-get, update, apply, renew, list, watch or seed.
+    #[arg(long, default_value = "create")]
     mode: String,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 16)]
     concurrency: usize,
-    seconds: u64,
+    /// Seconds of load (of writing, in watch mode).
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Total requests per second (writes per second in watch mode; 100 unless given).
+    #[arg(long)]
     rate: Option<f64>,
+    /// The kind: widgets, deployments, configmaps, leases, gateways, gateways-norules.
+    #[arg(long, default_value = "widgets")]
     resource: String,
-}
-
-fn parse_args() -> anyhow::Result<Args> {
-    let mut args = Args {
-        server: "http://127.0.0.1:8080".into(),
-        mode: "create".into(),
-        concurrency: 16,
-        seconds: 10,
-        rate: None,
-        resource: "widgets".into(),
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--server" => args.server = value,
-            "--mode" => args.mode = value,
-            "--concurrency" => args.concurrency = value.parse()?,
-            "--seconds" => args.seconds = value.parse()?,
-            "--rate" => args.rate = Some(value.parse()?),
-            "--resource" => args.resource = value,
-            other => bail!("unknown flag {other}"),
-        }
-    }
-    Ok(args)
-}
-
-/// A Gateway with three listeners (each of its listener rules has something to check).
-fn gateway(name: &str, api_version: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": api_version, "kind": "Gateway",
-        "metadata": {"name": name},
-        "spec": {
-            "gatewayClassName": "example",
-            "listeners": [
-                {"name": "http", "protocol": "HTTP", "port": 80, "hostname": "shop.example.com"},
-                {"name": "https", "protocol": "HTTPS", "port": 443, "hostname": "shop.example.com",
-                 "tls": {"mode": "Terminate", "certificateRefs": [{"name": "shop-cert"}]}},
-                {"name": "tcp", "protocol": "TCP", "port": 5432},
-            ],
-        },
-    })
-}
-
-/// A ConfigMap of about 1 KiB of JSON.
-fn config_map(name: &str, counter: u64) -> serde_json::Value {
-    let mut cm = json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "labels": {"app": "web", "team": "storefront"}},
-        "data": {"counter": counter.to_string(), "LOG_LEVEL": "info", "FEATURE_FLAGS": "checkout-v2,search-suggest"},
-    });
-    let len = cm.to_string().len();
-    cm["data"]["padding"] = json!("x".repeat(1024usize.saturating_sub(len + 14)));
-    cm
-}
-
-/// The change the `update` mode patches (and `apply` applies) on its `i`-th call.
-fn change(resource: &str, i: u64) -> serde_json::Value {
-    match resource {
-        "configmaps" => json!({"data": {"counter": (i % 50).to_string()}}),
-        _ => json!({"spec": {"size": 1 + (i % 50)}}),
-    }
-}
-
-/// A JSON merge patch (RFC 7386) of `patch` into `doc`.
-fn merge(doc: &mut serde_json::Value, patch: &serde_json::Value) {
-    match (doc, patch) {
-        (serde_json::Value::Object(d), serde_json::Value::Object(p)) => {
-            for (k, v) in p {
-                merge(d.entry(k.clone()).or_insert(serde_json::Value::Null), v);
-            }
-        }
-        (d, p) => *d = p.clone(),
-    }
-}
-
-/// A leader-election Lease held by `name`, renewed for the `renewal`-th time.
-fn lease(name: &str, renewal: u64) -> serde_json::Value {
-    json!({
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": name},
-        "spec": {
-            "holderIdentity": "controller-0", "leaseDurationSeconds": 15,
-            "acquireTime": "2026-01-01T00:00:00.000000Z",
-            "renewTime": format!("2026-01-01T00:{:02}:{:02}.{:06}Z", renewal / 60 % 60, renewal % 60, renewal % 1_000_000),
-            "leaseTransitions": 0,
-        },
-    })
+    /// list/seed: objects the collection should hold; watch: objects the writes cycle over.
+    #[arg(long, default_value_t = 100)]
+    objects: usize,
+    /// Bytes of JSON per seeded object (and per baseline value).
+    #[arg(long, default_value_t = 1024)]
+    object_size: usize,
+    /// list: read from storage (no resourceVersion) rather than the watch cache (rv=0).
+    #[arg(long)]
+    consistent: bool,
+    /// watch: watches to open.
+    #[arg(long, default_value_t = 1000)]
+    watchers: usize,
+    /// watch: watches per HTTP/2 connection (the server allows 200 streams on one).
+    #[arg(long, default_value_t = 190)]
+    streams_per_connection: usize,
+    /// The server's process id, to read its resident memory from /proc.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Run the same operation against this etcd (`http://host:port`, or `auto` to start one).
+    #[arg(long)]
+    baseline_etcd: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
-    let args = parse_args()?;
-    let crds = format!(
-        "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        args.server
+    let args = Args::parse();
+    let resource = Resource::named(&args.resource)?;
+    let base = format!("{}{}", args.server, resource.path);
+    define(&args, &resource, &base)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let head = format!(
+        "resource={} mode={} concurrency={}",
+        args.resource, args.mode, args.concurrency
     );
-    let (crd, path, object): (_, _, fn(&str) -> serde_json::Value) = match args.resource.as_str() {
-        "widgets" => (
-            widget_crd(),
-            "/apis/example.com/v1/namespaces/default/widgets",
-            |name| widget(name, 1),
-        ),
-        "deployments" => (
-            deployment_crd(),
-            "/apis/apps.example.com/v1/namespaces/default/deployments",
-            |name| deployment(name, "web"),
-        ),
-        "configmaps" => (
-            serde_json::Value::Null,
-            "/api/v1/namespaces/default/configmaps",
-            |name| config_map(name, 0),
-        ),
-        // Gateway API's Gateway (its CRD loaded beforehand, e.g. by scripts/bench-cel.sh), with
-        // its CEL rules, and the same CRD with its rules removed under another group.
-        "gateways" => (
-            serde_json::Value::Null,
-            "/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways",
-            |name| gateway(name, "gateway.networking.k8s.io/v1"),
-        ),
-        "gateways-norules" => (
-            serde_json::Value::Null,
-            "/apis/norules.gateway.example.com/v1/namespaces/default/gateways",
-            |name| gateway(name, "norules.gateway.example.com/v1"),
-        ),
-        "leases" => (
-            serde_json::Value::Null,
-            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
-            |name| lease(name, 0),
-        ),
-        other => bail!("unknown resource {other} (widgets, deployments, configmaps, gateways, gateways-norules or leases)"),
-    };
-    let r = if crd.is_null() {
-        // A built-in kind: nothing to define.
-        strategy_host_e2e::Reply {
-            code: 201,
-            warnings: Vec::new(),
-            content_type: String::new(),
-            body: String::new(),
+    match args.mode.as_str() {
+        "watch" => {
+            let cfg = FanOut {
+                watchers: args.watchers,
+                streams_per_connection: args.streams_per_connection,
+                rate: args.rate.unwrap_or(100.0),
+                seconds: args.seconds,
+                sampled: 100,
+                server_pid: args.server_pid,
+            };
+            seed(&args, &resource, &base, args.objects, true)?;
+            let names: Vec<String> = (0..args.objects.max(1)).map(seed_name).collect();
+            let rv = list_summary(&format!("{base}?resourceVersion=0"))?.resource_version;
+            let api =
+                runtime.block_on(watch::api(&args.server, resource.path, &names, &rv, &cfg))?;
+            println!("resource={} mode=watch {}", args.resource, api.fields());
+            if let Some(url) = &args.baseline_etcd {
+                let etcd = runtime.block_on(async {
+                    let baseline = EtcdBaseline::connect(url).await?;
+                    let value = resource.sized_object("baseline", args.object_size);
+                    let cfg = FanOut {
+                        server_pid: None,
+                        ..cfg.clone()
+                    };
+                    watch::etcd(&baseline, &value, args.objects, &cfg).await
+                })?;
+                println!("etcd op=watch {}", etcd.fields());
+                println!("{}", watch::ratio_line(&api, &etcd));
+            }
+            return Ok(());
         }
-    } else {
-        call("POST", &crds, Some(&crd))?
-    };
-    if r.code != 201 && r.code != 409 {
-        bail!(
-            "creating the {} CRD answered {}: {}",
-            args.resource,
-            r.code,
-            r.body
-        );
+        "seed" => return seed_figure(&args, &resource, &base),
+        "list" => seed(&args, &resource, &base, args.objects, false)?,
+        "create" => {}
+        _ => {
+            // The objects the other modes read and change: one per client, and at least 100.
+            let run = format!("{:x}", std::process::id());
+            for i in 0..args.concurrency.max(100) {
+                let r = call(
+                    "POST",
+                    &base,
+                    Some(&resource.object(&format!("seed-{run}-{i}"))),
+                )?;
+                if r.code != 201 {
+                    bail!("seeding answered {}: {}", r.code, r.body);
+                }
+            }
+        }
     }
-    let run = format!("{:x}", std::process::id());
-    let base = format!("{}{path}", args.server);
+    let api = run_clients(&args, &resource, &base)?;
+    let rss = args
+        .server_pid
+        .and_then(rss_kb)
+        .map_or(String::new(), |kb| format!(" server_rss_kb={kb}"));
+    println!("{head} {}{rss}", api.fields());
+    if let Some(url) = &args.baseline_etcd {
+        let op = match args.mode.as_str() {
+            "create" => EtcdOp::Create,
+            "get" | "cached-get" => EtcdOp::Get,
+            "list" => EtcdOp::Range,
+            _ => EtcdOp::Update,
+        };
+        let etcd = runtime.block_on(async {
+            let baseline = EtcdBaseline::connect(url).await?;
+            let value = serde_json::to_vec(&resource.sized_object("baseline", args.object_size))?;
+            let prefix = EtcdBaseline::list_prefix(args.objects, &value);
+            if op == EtcdOp::Range {
+                baseline.seed(&prefix, args.objects, &value).await?;
+            }
+            baseline
+                .measure(op, args.concurrency, args.seconds, Arc::new(value), &prefix)
+                .await
+        })?;
+        println!(
+            "etcd op={op:?} concurrency={} {}",
+            args.concurrency,
+            etcd.fields()
+        );
+        println!("{}", ratio_line(&api, &etcd));
+    }
+    Ok(())
+}
+
+/// Creates the kind's CustomResourceDefinition if it has one and waits until it is served.
+fn define(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<()> {
+    if let Some(crd) = &resource.crd {
+        let crds = format!(
+            "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            args.server
+        );
+        let r = call("POST", &crds, Some(crd))?;
+        if r.code != 201 && r.code != 409 {
+            bail!(
+                "creating the {} CRD answered {}: {}",
+                resource.name,
+                r.code,
+                r.body
+            );
+        }
+    }
     // A new definition is served once the registry's watch sees it.
     let ready = Instant::now() + Duration::from_secs(10);
-    while call("GET", &format!("{base}?limit=1"), None)?.code != 200 {
+    loop {
+        match call("GET", &format!("{base}?limit=1"), None)?.code {
+            200 => break,
+            code @ (401 | 403) => {
+                bail!("{base} answered {code}: is STRATEGY_HOST_TOKEN set and allowed?")
+            }
+            _ => {}
+        }
         if Instant::now() > ready {
             bail!("{base} is not served");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let seeds = args.concurrency.max(100);
-    if args.mode != "create" {
-        for i in 0..seeds {
-            call("POST", &base, Some(&object(&format!("seed-{run}-{i}"))))?;
-        }
+    Ok(())
+}
+
+/// The name of the `i`-th object `list`, `watch` and `seed` create.
+fn seed_name(i: usize) -> String {
+    format!("load-{i:06}")
+}
+
+/// Creates `load-000000…` up to `count` objects of the object size, from 16 clients, unless the
+/// collection already holds that many (`always`: create them whatever it holds, as watch mode
+/// patches them by name); an object already there is left as it is.
+fn seed(
+    args: &Args,
+    resource: &Resource,
+    base: &str,
+    count: usize,
+    always: bool,
+) -> anyhow::Result<()> {
+    if !always && list_summary(&format!("{base}?resourceVersion=0"))?.items >= count {
+        return Ok(());
     }
-    let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    let clients = 16;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..clients)
+            .map(|c| {
+                s.spawn(move || -> anyhow::Result<()> {
+                    for i in (c..count).step_by(clients) {
+                        let object = resource.sized_object(&seed_name(i), args.object_size);
+                        let r = call("POST", base, Some(&object))?;
+                        if r.code != 201 && r.code != 409 {
+                            bail!("seeding answered {}: {}", r.code, r.body);
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().map_err(|_| anyhow::anyhow!("a seeder panicked"))?)
+    })
+}
+
+/// What a list answered, read as it streamed in: its resourceVersion and item count.
+struct ListSummary {
+    resource_version: String,
+    items: usize,
+}
+
+/// Lists `url` without holding the body: serde walks the stream and keeps only the count.
+fn list_summary(url: &str) -> anyhow::Result<ListSummary> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "resourceVersion", default)]
+        resource_version: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct List {
+        metadata: Meta,
+        #[serde(default)]
+        items: Vec<IgnoredAny>,
+    }
+    let resp = list_agent::get(url)?;
+    if resp.status() != 200 {
+        bail!("listing {url} answered {}", resp.status());
+    }
+    let list: List = serde_json::from_reader(std::io::BufReader::new(resp.into_reader()))
+        .context("reading the list")?;
+    Ok(ListSummary {
+        resource_version: list.metadata.resource_version,
+        items: list.items.len(),
+    })
+}
+
+/// Seeds `--objects` objects and prints the server's resident memory beside their JSON size.
+fn seed_figure(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<()> {
+    let before = args.server_pid.and_then(rss_kb);
+    let began = Instant::now();
+    seed(args, resource, base, args.objects, false)?;
+    let seeding = began.elapsed();
+    // Give the watch cache time to take the last writes in before memory is read.
+    std::thread::sleep(Duration::from_secs(2));
+    let after = args.server_pid.and_then(rss_kb);
+    let (code, list_bytes) = list_agent::read(&format!("{base}?resourceVersion=0"))?;
+    if code != 200 {
+        bail!("listing answered {code}");
+    }
+    let items = list_summary(&format!("{base}?resourceVersion=0"))?.items;
+    let mut line = format!(
+        "resource={} mode=seed objects={items} seed_s={:.1} list_bytes={list_bytes}",
+        args.resource,
+        seeding.as_secs_f64()
+    );
+    if let (Some(before), Some(after)) = (before, after) {
+        // Growth over JSON size is the figure: what holding one byte of objects costs.
+        line += &format!(
+            " rss_before_kb={before} rss_after_kb={after} growth_over_json={:.2}",
+            (after.saturating_sub(before) * 1024) as f64 / list_bytes.max(1) as f64
+        );
+    }
+    println!("{line}");
+    Ok(())
+}
+
+/// Runs the mode from `--concurrency` threads (one HTTP/1.1 connection each) for `--seconds`.
+fn run_clients(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<Throughput> {
+    let run = format!("{:x}", std::process::id());
+    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
     let interval = args
         .rate
         .map(|r| Duration::from_secs_f64(args.concurrency as f64 / r));
-    let workers: Vec<_> = (0..args.concurrency)
-        .map(|w| {
-            let (base, mode, run, resource) = (
-                base.clone(),
-                args.mode.clone(),
-                run.clone(),
-                args.resource.clone(),
-            );
-            std::thread::spawn(move || -> anyhow::Result<(Vec<Duration>, u64)> {
-                let mut latencies = Vec::new();
-                let mut errors = 0;
-                let mut next = Instant::now()
-                    + interval.map_or(Duration::ZERO, |i| i.mul_f64(w as f64 / 16.0));
-                let mut i = 0u64;
-                while Instant::now() < deadline {
-                    if let Some(iv) = interval {
-                        if let Some(wait) = next.checked_duration_since(Instant::now()) {
-                            std::thread::sleep(wait);
+    let list_url = if args.consistent {
+        base.to_owned()
+    } else {
+        format!("{base}?resourceVersion=0")
+    };
+    let began = Instant::now();
+    let results = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..args.concurrency)
+            .map(|w| {
+                let (run, list_url) = (&run, &list_url);
+                s.spawn(move || -> anyhow::Result<(Vec<Duration>, u64, u64)> {
+                    let (mut latencies, mut errors, mut bytes) = (Vec::new(), 0, 0);
+                    let mut next = Instant::now()
+                        + interval.map_or(Duration::ZERO, |i| i.mul_f64(w as f64 / 16.0));
+                    let mut i = 0u64;
+                    while Instant::now() < deadline {
+                        if let Some(iv) = interval {
+                            if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                                std::thread::sleep(wait);
+                            }
+                            next += iv;
                         }
-                        next += iv;
+                        let start = Instant::now();
+                        let code = if args.mode == "list" {
+                            let (code, n) = list_agent::read(list_url)?;
+                            bytes += n;
+                            code
+                        } else {
+                            one(args, resource, base, run, w, i)?
+                        };
+                        latencies.push(start.elapsed());
+                        if code >= 300 {
+                            errors += 1;
+                        }
+                        i += 1;
                     }
-                    let start = Instant::now();
-                    let code = match mode.as_str() {
-                        "create" => {
-                            call("POST", &base, Some(&object(&format!("l-{run}-{w}-{i}"))))?.code
-                        }
-                        "get" => call("GET", &format!("{base}/seed-{run}-{}", i % 100), None)?.code,
-                        "cached-get" => {
-                            call(
-                                "GET",
-                                &format!("{base}/seed-{run}-{}?resourceVersion=0", i % 100),
-                                None,
-                            )?
-                            .code
-                        }
-                        "update" => {
-                            let body = change(&resource, i);
-                            strategy_host_e2e::call_with(
-                                "PATCH",
-                                &format!("{base}/seed-{run}-{}", (i + w as u64) % 100),
-                                Some(body.to_string().as_bytes()),
-                                &[("Content-Type", "application/merge-patch+json")],
-                            )?
-                            .code
-                        }
-                        "apply" => {
-                            // The whole configuration, as a client applies its manifest, with
-                            // the same change the update mode patches.
-                            let name = format!("seed-{run}-{}", (i + w as u64) % 100);
-                            let mut body = object(&name);
-                            merge(&mut body, &change(&resource, i));
-                            strategy_host_e2e::call_with(
-                                "PATCH",
-                                &format!("{base}/{name}?fieldManager=api-load&force=true"),
-                                Some(body.to_string().as_bytes()),
-                                &[("Content-Type", "application/apply-patch+yaml")],
-                            )?
-                            .code
-                        }
-                        "renew" => {
-                            let url = format!("{base}/seed-{run}-{w}");
-                            let mut held = call("GET", &url, None)?.json();
-                            held["spec"] = lease("", i)["spec"].clone();
-                            call("PUT", &url, Some(&held))?.code
-                        }
-                        other => bail!("unknown mode {other}"),
-                    };
-                    latencies.push(start.elapsed());
-                    if code >= 300 {
-                        errors += 1;
-                    }
-                    i += 1;
-                }
-                Ok((latencies, errors))
+                    Ok((latencies, errors, bytes))
+                })
             })
-        })
-        .collect();
-    let mut all = Vec::new();
-    let mut errors = 0;
-    for w in workers {
-        let (l, e) = w
-            .join()
-            .map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().map_err(|_| anyhow::anyhow!("a worker panicked"))?)
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
+    let (mut all, mut errors, mut bytes) = (Vec::new(), 0, 0);
+    for (l, e, b) in results {
         all.extend(l);
         errors += e;
+        bytes += b;
     }
-    all.sort();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
-    println!(
-        "resource={} mode={} concurrency={} ops={} errors={} ops/s={:.0} p50={:.2}ms p90={:.2}ms p99={:.2}ms",
-        args.resource,
-        args.mode,
-        args.concurrency,
-        all.len(),
+    Ok(Throughput::from_samples(
+        all,
         errors,
-        all.len() as f64 / args.seconds as f64,
-        pct(0.50).as_secs_f64() * 1e3,
-        pct(0.90).as_secs_f64() * 1e3,
-        pct(0.99).as_secs_f64() * 1e3,
-    );
-    Ok(())
+        bytes,
+        began.elapsed(),
+    ))
+}
+
+/// One request of a single-object mode by client `w` on its `i`-th turn; its status code.
+fn one(
+    args: &Args,
+    resource: &Resource,
+    base: &str,
+    run: &str,
+    w: usize,
+    i: u64,
+) -> anyhow::Result<u16> {
+    Ok(match args.mode.as_str() {
+        "create" => {
+            call(
+                "POST",
+                base,
+                Some(&resource.object(&format!("l-{run}-{w}-{i}"))),
+            )?
+            .code
+        }
+        "get" => call("GET", &format!("{base}/seed-{run}-{}", i % 100), None)?.code,
+        "cached-get" => {
+            let url = format!("{base}/seed-{run}-{}?resourceVersion=0", i % 100);
+            call("GET", &url, None)?.code
+        }
+        "update" => {
+            let body = change(&resource.name, i);
+            call_with(
+                "PATCH",
+                &format!("{base}/seed-{run}-{}", (i + w as u64) % 100),
+                Some(body.to_string().as_bytes()),
+                &[("Content-Type", "application/merge-patch+json")],
+            )?
+            .code
+        }
+        "apply" => {
+            // The whole configuration, as a client applies its manifest, with the same change
+            // the update mode patches.
+            let name = format!("seed-{run}-{}", (i + w as u64) % 100);
+            let mut body = resource.object(&name);
+            merge(&mut body, &change(&resource.name, i));
+            call_with(
+                "PATCH",
+                &format!("{base}/{name}?fieldManager=api-load&force=true"),
+                Some(body.to_string().as_bytes()),
+                &[("Content-Type", "application/apply-patch+yaml")],
+            )?
+            .code
+        }
+        "renew" => {
+            let url = format!("{base}/seed-{run}-{w}");
+            let mut held = call("GET", &url, None)?.json();
+            held["spec"] = lease("", i)["spec"].clone();
+            call("PUT", &url, Some(&held))?.code
+        }
+        other => bail!("unknown mode {other}"),
+    })
+}
+
+/// GETs of whole collections, read as a stream and counted rather than held (a list of 10,000
+/// objects is over 10 MB, past what the shared client reads into a string).
+mod list_agent {
+    use std::time::Duration;
+
+    thread_local! {
+        /// One agent per client thread, so its connection is kept alive across lists.
+        static AGENT: ureq::Agent = match std::env::var("STRATEGY_HOST_CA_FILE") {
+            Ok(ca) => strategy_host_e2e::secure::https_agent(std::path::Path::new(&ca), None)
+                .expect("STRATEGY_HOST_CA_FILE names a readable PEM CA"),
+            Err(_) => ureq::AgentBuilder::new().timeout(Duration::from_secs(120)).build(),
+        };
+    }
+
+    /// Sends the GET; the response whatever its code, its body unread.
+    pub fn get(url: &str) -> anyhow::Result<ureq::Response> {
+        let mut req = AGENT.with(|a| a.get(url));
+        if let Ok(token) = std::env::var("STRATEGY_HOST_TOKEN") {
+            req = req.set("Authorization", &format!("Bearer {token}"));
+        }
+        match req.call() {
+            Ok(resp) | Err(ureq::Error::Status(_, resp)) => Ok(resp),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// GETs `url` and reads the body to its end; the status and how many bytes it had.
+    pub fn read(url: &str) -> anyhow::Result<(u16, u64)> {
+        let resp = get(url)?;
+        let code = resp.status();
+        let bytes = std::io::copy(&mut resp.into_reader(), &mut std::io::sink())?;
+        Ok((code, bytes))
+    }
 }
