@@ -10,11 +10,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo build --release --target wasm32-unknown-unknown \
     -p strategy-deployment -p strategy-configmap -p strategy-project
-mkdir -p target/example-strategies
+# Cargo's output directory (CARGO_TARGET_DIR when set).
+target=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target/example-strategies"
 for s in deployment configmap project; do
     # Write then rename, so the directory watcher never sees a half-written module.
-    cp "target/wasm32-unknown-unknown/release/strategy_${s}.wasm" "target/example-strategies/.${s}.tmp"
-    mv "target/example-strategies/.${s}.tmp" "target/example-strategies/strategy_${s}.wasm"
+    cp "$target/wasm32-unknown-unknown/release/strategy_${s}.wasm" "$target/example-strategies/.${s}.tmp"
+    mv "$target/example-strategies/.${s}.tmp" "$target/example-strategies/strategy_${s}.wasm"
 done
 exec cargo run --release -p strategy-host --bin strategy-host -- \
-    --strategy-dir target/example-strategies "$@"
+    --strategy-dir "$target/example-strategies" "$@"
