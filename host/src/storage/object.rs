@@ -19,7 +19,7 @@ use super::error::{Result, StorageError};
 
 /// An object shared by every reader and watcher that sees it, stamped with its
 /// resourceVersion: its compact JSON and what selection reads (name, namespace, labels, kind).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SharedObject {
     json: Bytes,
     revision: u64,
@@ -27,7 +27,7 @@ pub struct SharedObject {
 }
 
 /// What is read from an object without parsing all of it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Head {
     api_version: Option<Box<str>>,
     kind: Option<Box<str>>,
@@ -71,7 +71,7 @@ impl SharedObject {
     /// `Internal` when the bytes are not a JSON object.
     pub fn from_json(json: Bytes) -> Result<Self> {
         let members: Members<'_> = serde_json::from_slice(&json).map_err(corrupt)?;
-        let (head, revision) = read_head(&members)?;
+        let (head, revision) = read_head(&members);
         Ok(Self {
             revision: revision.unwrap_or(0),
             head,
@@ -88,7 +88,7 @@ impl SharedObject {
         let corrupt_at =
             |e: serde_json::Error| StorageError::Internal(format!("corrupt object at {key}: {e}"));
         let members: Members<'_> = serde_json::from_slice(data).map_err(corrupt_at)?;
-        let (head, _) = read_head(&members)?;
+        let (head, _) = read_head(&members);
         let json = stamp(&members, revision).map_err(corrupt_at)?;
         Ok(Self {
             json: Bytes::from(json),
@@ -101,7 +101,7 @@ impl SharedObject {
     /// the last state at the deletion's revision).
     pub fn at_revision(&self, revision: u64) -> Self {
         if revision == self.revision {
-            return self.clone_shallow();
+            return self.clone();
         }
         let stamped = serde_json::from_slice::<Members<'_>>(&self.json)
             .and_then(|members| stamp(&members, revision));
@@ -114,16 +114,8 @@ impl SharedObject {
             // Not an object (cannot happen for what a store holds): keep the bytes.
             Err(_) => Self {
                 revision,
-                ..self.clone_shallow()
+                ..self.clone()
             },
-        }
-    }
-
-    fn clone_shallow(&self) -> Self {
-        Self {
-            json: self.json.clone(),
-            revision: self.revision,
-            head: self.head.clone(),
         }
     }
 
@@ -175,39 +167,6 @@ impl SharedObject {
             .ok()
             .map(|i| labels[i].1.as_ref())
     }
-
-    /// Bytes held for this object (its JSON and its head), for memory accounting.
-    pub fn size(&self) -> usize {
-        let strings = [
-            &self.head.api_version,
-            &self.head.kind,
-            &self.head.name,
-            &self.head.namespace,
-        ];
-        self.json.len()
-            + strings
-                .iter()
-                .map(|s| s.as_ref().map_or(0, |s| s.len()))
-                .sum::<usize>()
-            + self
-                .head
-                .labels
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
-    }
-}
-
-impl Clone for Head {
-    fn clone(&self) -> Self {
-        Self {
-            api_version: self.api_version.clone(),
-            kind: self.kind.clone(),
-            name: self.name.clone(),
-            namespace: self.namespace.clone(),
-            labels: self.labels.clone(),
-        }
-    }
 }
 
 impl std::fmt::Display for SharedObject {
@@ -227,7 +186,7 @@ fn corrupt(e: serde_json::Error) -> StorageError {
 }
 
 /// Reads the head and the resourceVersion from an object's members.
-fn read_head(members: &Members<'_>) -> Result<(Head, Option<u64>)> {
+fn read_head(members: &Members<'_>) -> (Head, Option<u64>) {
     let text = |name: &str| -> Option<Box<str>> {
         members
             .get(name)
@@ -254,7 +213,7 @@ fn read_head(members: &Members<'_>) -> Result<(Head, Option<u64>)> {
             .filter_map(|(k, v)| Some((k.into(), v?.into())))
             .collect(),
     };
-    Ok((head, revision))
+    (head, revision)
 }
 
 /// The object's JSON with `metadata.resourceVersion` set to `revision` (metadata created when

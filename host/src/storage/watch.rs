@@ -5,7 +5,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::Stream;
-use serde_json::Value;
 
 use super::error::StorageError;
 pub use super::object::SharedObject;
@@ -31,21 +30,6 @@ pub enum WatchEvent {
 }
 
 impl WatchEvent {
-    /// An ADDED event.
-    pub fn added(obj: Value) -> Self {
-        Self::Added(Arc::new(SharedObject::new(obj)))
-    }
-
-    /// A MODIFIED event.
-    pub fn modified(obj: Value) -> Self {
-        Self::Modified(Arc::new(SharedObject::new(obj)))
-    }
-
-    /// A DELETED event.
-    pub fn deleted(obj: Value) -> Self {
-        Self::Deleted(Arc::new(SharedObject::new(obj)))
-    }
-
     /// A BOOKMARK at `revision`.
     pub fn bookmark(revision: u64) -> Self {
         let marker = serde_json::json!({"metadata": {"resourceVersion": revision.to_string()}});

@@ -13,17 +13,21 @@ fn names(list: &crate::storage::ObjectList) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
+/// A private etcd and a store on it.
+async fn etcd_store() -> (EtcdServer, Arc<Etcd3Store>) {
     let etcd = tokio::task::spawn_blocking(EtcdServer::start)
         .await
         .unwrap()
         .expect("etcd");
-    let below = Arc::new(
-        Etcd3Store::connect(Etcd3Config::new(vec![etcd.endpoint()]))
-            .await
-            .unwrap(),
-    );
+    let below = Etcd3Store::connect(Etcd3Config::new(vec![etcd.endpoint()]))
+        .await
+        .unwrap();
+    (etcd, Arc::new(below))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
+    let (etcd, below) = etcd_store().await;
     let config = CacherConfig {
         read_your_writes: false,
         ..Default::default()
@@ -90,15 +94,7 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_consistent_reads_share_proofs() {
-    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .expect("etcd");
-    let below = Arc::new(
-        Etcd3Store::connect(Etcd3Config::new(vec![etcd.endpoint()]))
-            .await
-            .unwrap(),
-    );
+    let (etcd, below) = etcd_store().await;
     let cacher = cacher_over(below.clone(), CacherConfig::default()).await;
     below
         .create(&key("ns", "a"), object("ns", "a"))
