@@ -4,19 +4,22 @@
 # run: both servers on the embedded store, api-load alternating between them cell by cell.
 #
 #   bash scripts/bench-wasm-vs-native.sh [SECONDS_PER_CELL] [ROUNDS]
+#
+# Honours CARGO_TARGET_DIR (default ./target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
 rounds=${2:-2}
+target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p strategy-host --bin strategy-host -p strategy-host-e2e --bin native-host --bin api-load
 cargo build --release -q --target wasm32-unknown-unknown -p strategy-deployment
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/strategies"
-cp target/wasm32-unknown-unknown/release/strategy_deployment.wasm "$work/strategies/"
-RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18181 --data-dir "$work/wasm" \
+cp "$target"/wasm32-unknown-unknown/release/strategy_deployment.wasm "$work/strategies/"
+RUST_LOG=warn "$target"/release/strategy-host --dev-mode --listen 127.0.0.1:18181 --data-dir "$work/wasm" \
     --strategy-dir "$work/strategies" &
-RUST_LOG=warn target/release/native-host --dev-mode --listen 127.0.0.1:18182 --data-dir "$work/native" &
+RUST_LOG=warn "$target"/release/native-host --dev-mode --listen 127.0.0.1:18182 --data-dir "$work/native" &
 for port in 18181 18182; do
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 done
@@ -24,7 +27,7 @@ for round in $(seq "$rounds"); do
     for c in 16 64; do
         for side in wasm:18181 native:18182; do
             printf '%s round=%s ' "${side%%:*}" "$round"
-            target/release/api-load --server "http://127.0.0.1:${side##*:}" --resource deployments \
+            "$target"/release/api-load --server "http://127.0.0.1:${side##*:}" --resource deployments \
                 --mode create --concurrency "$c" --seconds "$seconds"
         done
     done

@@ -1,8 +1,9 @@
 //! One strategy call on a 1 KiB Deployment: a fresh instance, then prepare_for_create, validate,
 //! warnings and canonicalize (the registry's create phase), through the wasm runtime.
 //!
-//! `cargo bench -p strategy-host --bench strategy_call` prints criterion's estimate and then the
-//! p50/p99 of a plain timing loop.
+//! `cargo bench -p strategy-host --bench strategy_call` prints criterion's estimates and then the
+//! p50/p99 of plain timing loops: on the calling thread (`StrategyModule::call`) and as the
+//! registry calls it from an async task (`Strategy::before_create`, JSON in and out included).
 
 use std::time::{Duration, Instant};
 
@@ -94,18 +95,39 @@ fn bench(c: &mut Criterion) {
         },
     );
 
-    // Percentiles of the calling-thread path.
-    let mut samples: Vec<Duration> = (0..20_000)
+    let calling_thread: Vec<Duration> = (0..SAMPLES)
         .map(|_| {
             let t = Instant::now();
             call();
             t.elapsed()
         })
         .collect();
+    report("calling thread", calling_thread);
+    // On a runtime worker, as the registry's request tasks call it.
+    let from_task = tokio.spawn(async move {
+        let mut samples = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            let mut o = obj.clone();
+            let t = Instant::now();
+            strategy.before_create(&ctx, &mut o).await.unwrap();
+            samples.push(t.elapsed());
+        }
+        samples
+    });
+    report(
+        "Strategy::before_create",
+        tokio.block_on(from_task).unwrap(),
+    );
+}
+
+const SAMPLES: usize = 20_000;
+
+/// Prints the p50 and p99 of `samples`.
+fn report(path: &str, mut samples: Vec<Duration>) {
     samples.sort();
     let p = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
     println!(
-        "wasm create phase, 1 KiB object: p50 {:?}  p99 {:?}  (n = {})",
+        "wasm create phase, 1 KiB object ({path}): p50 {:?}  p99 {:?}  (n = {})",
         p(0.50),
         p(0.99),
         samples.len()

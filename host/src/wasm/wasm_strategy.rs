@@ -1,5 +1,5 @@
 //! `WasmStrategy`: the registry's `Strategy` trait implemented by calls into a loaded module, each
-//! on a fresh instance on a blocking thread, failures turned into `StrategyError`s and counted.
+//! on a fresh instance, failures turned into `StrategyError`s and counted.
 
 use std::sync::Arc;
 
@@ -29,10 +29,9 @@ const UPDATE_OPS: &[Operation] = &[
 
 /// A loaded module as a registry [`Strategy`].
 ///
-/// Why blocking threads: a call runs synchronously under `spawn_blocking`, so a guest that loops
-/// occupies a blocking-pool thread (until its deadline traps it, 100 ms by default) and never an
-/// async worker; wasmtime's async mode with epoch yields would also free the worker, but adds a
-/// fiber per call and still spends worker time on the loop in 1 ms slices.
+/// A call starts on the calling async worker and is moved to a blocking thread if it runs into
+/// its first epoch tick (1–2 ms), so a looping guest spends its deadline (100 ms by default) on a
+/// blocking-pool thread, not a worker; see `runtime::placement` for why.
 #[derive(Debug, Clone)]
 pub struct WasmStrategy {
     module: Arc<StrategyModule>,
@@ -74,22 +73,14 @@ impl WasmStrategy {
             in_after_hook,
             depth: ctx.hook_depth,
         };
-        let (runtime, module) = (self.runtime.clone(), self.module.clone());
-        let result = tokio::task::spawn_blocking(move || {
-            let mut session = module.session(&runtime, opts)?;
-            session.call(&request)
-        })
-        .await
-        .unwrap_or_else(|e| {
-            Err(CallFailure::new(
-                FailureKind::Host,
-                format!("the call's worker failed: {e}"),
-            ))
-        })
-        .and_then(|resp| match resp.error.is_empty() {
-            true => Ok(resp),
-            false => Err(CallFailure::new(FailureKind::Guest, resp.error)),
-        });
+        let result = self
+            .module
+            .call_from_task(&self.runtime, opts, request)
+            .await
+            .and_then(|resp| match resp.error.is_empty() {
+                true => Ok(resp),
+                false => Err(CallFailure::new(FailureKind::Guest, resp.error)),
+            });
         counters.record_call(started.elapsed().as_secs_f64());
         result.map_err(|failure| {
             counters.record_failure(failure.kind, in_after_hook);

@@ -1,5 +1,6 @@
-//! The one wasmtime `Engine` (pooling allocator with kept-resident memories, epoch interruption)
-//! with its 1 ms epoch ticker, and the `Runtime` handle everything else shares.
+//! The one wasmtime `Engine` (pooling allocator with kept-resident memories, epoch interruption,
+//! fiber stacks for async entry points) with its 1 ms epoch ticker, and the `Runtime` handle
+//! everything else shares.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +17,11 @@ use super::host_functions::{self, CallState, HostApi, NoHostApi};
 use super::limits::EPOCH_TICK;
 use super::metrics::Metrics;
 use super::module_cache::ModuleCache;
+
+/// Stack the guest's wasm frames may use.
+const MAX_WASM_STACK: usize = 1 << 20;
+/// Stack left on a call's fiber for host functions (tokio's default thread stack).
+const HOST_STACK: usize = 2 << 20;
 
 /// The runtime's limits and knobs.
 #[derive(Debug, Clone)]
@@ -101,6 +107,9 @@ impl Runtime {
         pool.total_core_instances(config.max_instances)
             .total_memories(config.max_instances)
             .total_tables(config.max_instances)
+            // Every session runs on a fiber stack (async entry points, see `placement`), one per
+            // live instance.
+            .total_stacks(config.max_instances)
             .max_memories_per_module(1)
             .max_tables_per_module(4)
             .max_memory_size(config.memory_limit)
@@ -119,7 +128,10 @@ impl Runtime {
             // initialised (a call touches few of their entries) and resident (no refault).
             .memory_init_cow(false)
             .table_lazy_init(true)
-            .max_wasm_stack(1 << 20)
+            .max_wasm_stack(MAX_WASM_STACK)
+            // Host functions run on the fiber's stack beyond the guest's share: give them what a
+            // tokio blocking thread has (an `apply` nests a whole registry write in there).
+            .async_stack_size(MAX_WASM_STACK + HOST_STACK)
             .parallel_compilation(true);
         let engine = Engine::new(&wasm).map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let linker = host_functions::linker(&engine).map_err(|e| anyhow::anyhow!("{e:#}"))?;

@@ -32,9 +32,9 @@ pub struct CallerInfo {
 /// What the host functions reach: reads from the cacher and writes through the registry. The
 /// registry supplies it with [`super::Runtime::set_host_api`].
 ///
-/// Methods are called on a blocking thread (calls run under `spawn_blocking`), never on an async
-/// worker, so they may block, e.g. with `tokio::runtime::Handle::block_on`. Errors go back to the
-/// guest as strings.
+/// Methods are called on a blocking thread (calls of modules granted `get`, `list` or `apply`
+/// run on tokio's blocking pool from their start), never on an async worker, so they may block,
+/// e.g. with `tokio::runtime::Handle::block_on`. Errors go back to the guest as strings.
 pub trait HostApi: Send + Sync + 'static {
     /// One object, or `None` when it does not exist.
     fn get(
@@ -103,6 +103,9 @@ pub(crate) struct CallState {
     pub(crate) grants: Grants,
     /// Whether the phase is an After hook (the only place `apply` works).
     pub(crate) in_after_hook: bool,
+    /// The session is still on the async worker it started on and yields at its next epoch
+    /// deadline (cleared when it does); see `instance::Session::new`.
+    pub(crate) on_worker: bool,
     pub(crate) depth: u32,
     pub(crate) max_depth: u32,
     pub(crate) output_limit: usize,
@@ -112,24 +115,27 @@ pub(crate) struct CallState {
     pub(crate) metrics: Arc<Metrics>,
 }
 
-/// The linker every module is pre-linked against.
+/// The linker every module is pre-linked against. `get`, `list` and `apply` are async host
+/// functions only because they hand their answer to the guest through its `alloc` export, and
+/// a session runs on wasmtime's async entry points (see `placement`), where re-entering the
+/// guest must be async too; they still run on a blocking thread and block there.
 pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     linker.func_wrap(abi::HOST_MODULE, "log", log)?;
-    linker.func_wrap(
+    linker.func_wrap_async(
         abi::HOST_MODULE,
         "get",
-        |c: Caller<'_, CallState>, p: i32, l: i32| host_call(c, p, l, get),
+        |c: Caller<'_, CallState>, (p, l): (i32, i32)| Box::new(host_call(c, p, l, get)),
     )?;
-    linker.func_wrap(
+    linker.func_wrap_async(
         abi::HOST_MODULE,
         "list",
-        |c: Caller<'_, CallState>, p: i32, l: i32| host_call(c, p, l, list),
+        |c: Caller<'_, CallState>, (p, l): (i32, i32)| Box::new(host_call(c, p, l, list)),
     )?;
-    linker.func_wrap(
+    linker.func_wrap_async(
         abi::HOST_MODULE,
         "apply",
-        |c: Caller<'_, CallState>, p: i32, l: i32| host_call(c, p, l, apply),
+        |c: Caller<'_, CallState>, (p, l): (i32, i32)| Box::new(host_call(c, p, l, apply)),
     )?;
     Ok(linker)
 }
@@ -176,19 +182,19 @@ fn read_guest(
 }
 
 /// Copies `bytes` into a buffer from the guest's `alloc` and returns it packed.
-fn write_guest(caller: &mut Caller<'_, CallState>, bytes: &[u8]) -> wasmtime::Result<i64> {
+async fn write_guest(caller: &mut Caller<'_, CallState>, bytes: &[u8]) -> wasmtime::Result<i64> {
     let alloc = match caller.get_export("alloc") {
         Some(Extern::Func(f)) => f.typed::<i32, i32>(&caller)?,
         _ => wasmtime::bail!("module has no alloc export"),
     };
-    let ptr = alloc.call(&mut *caller, bytes.len() as i32)?;
+    let ptr = alloc.call_async(&mut *caller, bytes.len() as i32).await?;
     memory(caller)?.write(&mut *caller, ptr as u32 as usize, bytes)?;
     Ok(abi::pack(ptr as u32, bytes.len() as u32))
 }
 
 type Handler<Req, Resp> = fn(&CallState, Req) -> Resp;
 
-fn host_call<Req: Message + Default, Resp: Message + HasError>(
+async fn host_call<Req: Message + Default, Resp: Message + HasError>(
     mut caller: Caller<'_, CallState>,
     ptr: i32,
     len: i32,
@@ -218,7 +224,7 @@ fn host_call<Req: Message + Default, Resp: Message + HasError>(
         ))
         .encode_to_vec();
     }
-    write_guest(&mut caller, &out)
+    write_guest(&mut caller, &out).await
 }
 
 trait HasError: Default {

@@ -1,8 +1,14 @@
 //! One call session: a fresh instance (from the module's `InstancePre`) in a store with the call's
 //! limits, serving every step of one registry phase, then dropped.
+//!
+//! Sessions are driven through wasmtime's async entry points (each guest call runs on a fiber)
+//! so that a session started on an async worker can yield at its first epoch tick and be moved
+//! to a blocking thread (see `placement`); elsewhere the same futures complete in one poll.
 
 use prost::Message;
-use wasmtime::{Instance, InstancePre, Memory, Store, Trap, TypedFunc};
+use wasmtime::{
+    Instance, InstancePre, Memory, Store, StoreContextMut, Trap, TypedFunc, UpdateDeadline,
+};
 
 use super::abi;
 use super::engine::Runtime;
@@ -18,24 +24,33 @@ pub(crate) struct SessionOptions {
     pub(crate) depth: u32,
 }
 
-/// A live instance with its exports.
+/// Epoch ticks a session started on an async worker may run there before it yields: between
+/// one and two milliseconds, far beyond a normal call (~10 µs), so only a runaway guest (or a
+/// stalled machine) leaves the worker.
+const TICKS_ON_WORKER: u64 = 2;
+
+/// A live instance with the exports every request uses (`manifest` is looked up when asked
+/// for: only loading calls it, and each lookup costs a fraction of a microsecond).
 pub(crate) struct Session {
     store: Store<CallState>,
+    instance: Instance,
     memory: Memory,
     alloc: TypedFunc<i32, i32>,
-    dealloc: TypedFunc<(i32, i32), ()>,
-    manifest: TypedFunc<(), i64>,
     call: TypedFunc<(i32, i32), i64>,
 }
 
 impl Session {
     /// Instantiates the pre-linked module `pre` (whose manifest grants `grants`) with the
-    /// runtime's limits.
-    pub(crate) fn new(
+    /// runtime's limits. `on_worker`: the session starts on an async worker, and yields once at
+    /// its first epoch tick so that its driver can move it to a blocking thread (see
+    /// `placement`); only for modules that import no host function but `log`, which never
+    /// re-enters the guest (a yield inside a synchronous re-entry would be an error).
+    pub(crate) async fn new(
         runtime: &Runtime,
         pre: &InstancePre<CallState>,
         grants: Grants,
         opts: SessionOptions,
+        on_worker: bool,
     ) -> Result<Self, CallFailure> {
         let rt = &runtime.inner;
         let deadline = Deadline::after(rt.config.call_deadline);
@@ -45,6 +60,7 @@ impl Session {
             caller: opts.caller,
             grants,
             in_after_hook: opts.in_after_hook,
+            on_worker,
             depth: opts.depth,
             max_depth: rt.config.max_apply_depth,
             output_limit: rt.config.output_limit,
@@ -54,53 +70,80 @@ impl Session {
         };
         let mut store = Store::new(&rt.engine, state);
         store.limiter(|s| &mut s.limits);
-        store.set_epoch_deadline(deadline.ticks());
-        store.epoch_deadline_trap();
+        let ticks = deadline.ticks();
+        store.set_epoch_deadline(match on_worker {
+            true => ticks.min(TICKS_ON_WORKER),
+            false => ticks,
+        });
+        store.epoch_deadline_callback(on_epoch_deadline);
         let instance = pre
-            .instantiate(&mut store)
+            .instantiate_async(&mut store)
+            .await
             .map_err(|e| classify(&store, e, "instantiation"))?;
-        let exports = Exports::of(&mut store, &instance)
-            .map_err(|e| CallFailure::new(FailureKind::BadOutput, format!("{e:#}")))?;
+        let exports = |store: &mut Store<CallState>| -> wasmtime::Result<_> {
+            let memory = instance
+                .get_memory(&mut *store, "memory")
+                .ok_or_else(|| wasmtime::format_err!("no memory export"))?;
+            let alloc = instance.get_typed_func(&mut *store, "alloc")?;
+            let call = instance.get_typed_func(&mut *store, "call")?;
+            Ok((memory, alloc, call))
+        };
+        let (memory, alloc, call) = exports(&mut store).map_err(bad_export)?;
         Ok(Self {
             store,
-            memory: exports.0,
-            alloc: exports.1,
-            dealloc: exports.2,
-            manifest: exports.3,
-            call: exports.4,
+            instance,
+            memory,
+            alloc,
+            call,
         })
     }
 
     /// Calls the `manifest` export.
-    pub(crate) fn manifest(&mut self) -> Result<Vec<u8>, CallFailure> {
-        let packed = self
-            .manifest
-            .call(&mut self.store, ())
+    pub(crate) async fn manifest(&mut self) -> Result<Vec<u8>, CallFailure> {
+        let manifest = self
+            .instance
+            .get_typed_func::<(), i64>(&mut self.store, "manifest")
+            .map_err(bad_export)?;
+        let packed = manifest
+            .call_async(&mut self.store, ())
+            .await
             .map_err(|e| classify(&self.store, e, "manifest"))?;
-        self.take_output(packed)
+        self.output(packed).map(<[u8]>::to_vec)
     }
 
     /// Sends one request to the `call` entry point and decodes the response.
-    pub(crate) fn call(&mut self, request: &abi::Request) -> Result<abi::Response, CallFailure> {
-        let bytes = request.encode_to_vec();
+    pub(crate) async fn call(
+        &mut self,
+        request: &abi::Request,
+    ) -> Result<abi::Response, CallFailure> {
+        // Encoded straight into the guest's buffer, and decoded straight out of its answer: a
+        // copy each way less than going through host vectors.
+        let len = request.encoded_len();
         let ptr = self
             .alloc
-            .call(&mut self.store, bytes.len() as i32)
+            .call_async(&mut self.store, len as i32)
+            .await
             .map_err(|e| classify(&self.store, e, "alloc"))?;
-        self.memory
-            .write(&mut self.store, ptr as u32 as usize, &bytes)
-            .map_err(|_| {
-                CallFailure::new(
-                    FailureKind::BadOutput,
-                    "alloc returned a buffer outside linear memory",
-                )
-            })?;
+        let start = ptr as u32 as usize;
+        let buffer = self
+            .memory
+            .data_mut(&mut self.store)
+            .get_mut(start..start + len);
+        let mut buffer = buffer.ok_or_else(|| {
+            CallFailure::new(
+                FailureKind::BadOutput,
+                "alloc returned a buffer outside linear memory",
+            )
+        })?;
+        request
+            .encode(&mut buffer)
+            .expect("the buffer has the encoded length");
         let packed = self
             .call
-            .call(&mut self.store, (ptr, bytes.len() as i32))
+            .call_async(&mut self.store, (ptr, len as i32))
+            .await
             .map_err(|e| classify(&self.store, e, "call"))?;
-        let out = self.take_output(packed)?;
-        abi::Response::decode(out.as_slice()).map_err(|e| {
+        abi::Response::decode(self.output(packed)?).map_err(|e| {
             CallFailure::new(
                 FailureKind::BadOutput,
                 format!("the response did not decode: {e}"),
@@ -108,8 +151,10 @@ impl Session {
         })
     }
 
-    /// Copies a packed output buffer out of linear memory (within the output cap) and frees it.
-    fn take_output(&mut self, packed: i64) -> Result<Vec<u8>, CallFailure> {
+    /// A packed output buffer in linear memory (within the output cap). The buffer is not handed
+    /// back with `dealloc`: the instance and its memory go at the end of the session, and freeing
+    /// would cost a guest call per request.
+    fn output(&self, packed: i64) -> Result<&[u8], CallFailure> {
         let (ptr, len) = abi::unpack(packed);
         let limit = self.store.data().output_limit;
         if len as usize > limit {
@@ -119,45 +164,37 @@ impl Session {
             ));
         }
         let data = self.memory.data(&self.store);
-        let out = data
-            .get(ptr as usize..ptr as usize + len as usize)
+        data.get(ptr as usize..ptr as usize + len as usize)
             .ok_or_else(|| {
                 CallFailure::new(
                     FailureKind::BadOutput,
                     "the response points outside linear memory",
                 )
-            })?
-            .to_vec();
-        self.dealloc
-            .call(&mut self.store, (ptr as i32, len as i32))
-            .map_err(|e| classify(&self.store, e, "dealloc"))?;
-        Ok(out)
+            })
     }
 }
 
-type ExportSet = (
-    Memory,
-    TypedFunc<i32, i32>,
-    TypedFunc<(i32, i32), ()>,
-    TypedFunc<(), i64>,
-    TypedFunc<(i32, i32), i64>,
-);
+/// An export the shape check at load vouched for is missing or mistyped.
+fn bad_export(e: wasmtime::Error) -> CallFailure {
+    CallFailure::new(FailureKind::BadOutput, format!("{e:#}"))
+}
 
-struct Exports;
-
-impl Exports {
-    fn of(store: &mut Store<CallState>, instance: &Instance) -> wasmtime::Result<ExportSet> {
-        let memory = instance
-            .get_memory(&mut *store, "memory")
-            .ok_or_else(|| wasmtime::format_err!("no memory export"))?;
-        Ok((
-            memory,
-            instance.get_typed_func(&mut *store, "alloc")?,
-            instance.get_typed_func(&mut *store, "dealloc")?,
-            instance.get_typed_func(&mut *store, "manifest")?,
-            instance.get_typed_func(&mut *store, "call")?,
-        ))
+/// What a store does when the engine's epoch reaches its deadline: past the call's wall-clock
+/// deadline the guest traps (`Trap::Interrupt`); on an async worker it yields, once, for its
+/// driver to move it off the worker; otherwise it runs on until the deadline (which host
+/// functions push back by the time spent in them).
+fn on_epoch_deadline(
+    mut store: StoreContextMut<'_, CallState>,
+) -> wasmtime::Result<UpdateDeadline> {
+    let state = store.data_mut();
+    if state.deadline.passed() {
+        return Ok(UpdateDeadline::Interrupt);
     }
+    let ticks = state.deadline.ticks();
+    Ok(match std::mem::take(&mut state.on_worker) {
+        true => UpdateDeadline::Yield(ticks),
+        false => UpdateDeadline::Continue(ticks),
+    })
 }
 
 /// Names why a wasm call failed.

@@ -79,6 +79,11 @@ impl Deadline {
         }
     }
 
+    /// Whether the deadline has come.
+    pub(crate) fn passed(&self) -> bool {
+        Instant::now() >= self.at
+    }
+
     /// Ticks from now until the deadline, rounded up, plus one because the current tick may be
     /// almost over.
     pub(crate) fn ticks(&self) -> u64 {

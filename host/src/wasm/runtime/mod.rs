@@ -14,6 +14,7 @@ mod manifest;
 mod metrics;
 mod module;
 mod module_cache;
+mod placement;
 
 pub use engine::{Runtime, RuntimeConfig};
 pub use error::{one_line, CallFailure, Error, FailureKind, Result};

@@ -2,6 +2,7 @@
 //! pre-linked as an `InstancePre`, and proven by one instantiation that reads its manifest.
 
 use std::fmt;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use wasmtime::InstancePre;
@@ -12,6 +13,7 @@ use super::error::{Error, Result};
 use super::host_functions::{CallState, CallerInfo};
 use super::instance::{Session, SessionOptions};
 use super::manifest::{self, ModuleManifest};
+use super::placement;
 use crate::strategy::ResourceInfo;
 
 /// A loaded, checked strategy module.
@@ -90,19 +92,19 @@ impl StrategyModule {
             in_after_hook: false,
             depth: 0,
         };
-        let mut session = loaded.session(runtime, opts).map_err(Error::LoadCall)?;
-        let raw = session.manifest().map_err(Error::LoadCall)?;
+        let session = placement::block_here(loaded.session(runtime, opts, false));
+        let mut session = session.map_err(Error::LoadCall)?;
+        let raw = placement::block_here(session.manifest()).map_err(Error::LoadCall)?;
         let decoded = <abi::Manifest as prost::Message>::decode(raw.as_slice())
             .map_err(|e| Error::Manifest(format!("did not decode: {e}")))?;
         let manifest = ModuleManifest::from_abi(decoded)?;
         manifest.check_grants(&module)?;
         let mut ask = |op: Op| -> Result<bool> {
-            let resp = session
-                .call(&abi::Request {
-                    context: None,
-                    operation: Some(op),
-                })
-                .map_err(Error::LoadCall)?;
+            let request = abi::Request {
+                context: None,
+                operation: Some(op),
+            };
+            let resp = placement::block_here(session.call(&request)).map_err(Error::LoadCall)?;
             if !resp.error.is_empty() {
                 return Err(Error::Manifest(format!(
                     "module answered with an error: {}",
@@ -166,16 +168,42 @@ impl StrategyModule {
             in_after_hook: false,
             depth: 0,
         };
-        self.session(runtime, opts)?.call(request)
+        let session = self.session(runtime, opts, false);
+        placement::block_here(async { session.await?.call(request).await })
+    }
+
+    /// Sends one request to a fresh instance of the module from an async task: started right
+    /// here on the worker and moved to a blocking thread if it runs into its first epoch tick,
+    /// or run on a blocking thread from the start when the module may block in a host function
+    /// (see [`placement`]).
+    pub(crate) async fn call_from_task(
+        self: &Arc<Self>,
+        runtime: &Runtime,
+        opts: SessionOptions,
+        request: abi::Request,
+    ) -> std::result::Result<abi::Response, super::CallFailure> {
+        let grants = &self.manifest.grants;
+        let may_block = grants.get || grants.list || grants.apply;
+        let (module, runtime) = (self.clone(), runtime.clone());
+        let session = Box::pin(async move {
+            let session = module.session(&runtime, opts, !may_block);
+            session.await?.call(&request).await
+        });
+        match may_block {
+            true => placement::on_blocking_thread(session).await,
+            false => placement::inline_first(session).await,
+        }
     }
 
     /// A fresh instance of the module with `runtime`'s limits, serving every step of one
-    /// registry phase.
-    pub(crate) fn session(
+    /// registry phase; `on_worker` as for `Session::new`.
+    async fn session(
         &self,
         runtime: &Runtime,
         opts: SessionOptions,
+        on_worker: bool,
     ) -> std::result::Result<Session, super::CallFailure> {
-        Session::new(runtime, &self.pre, self.manifest.grants.clone(), opts)
+        let grants = self.manifest.grants.clone();
+        Session::new(runtime, &self.pre, grants, opts, on_worker).await
     }
 }
