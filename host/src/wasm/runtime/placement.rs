@@ -3,7 +3,8 @@
 //!
 //! Why not always a blocking thread: handing a ~10 µs call to another thread and waking the
 //! caller back costs about as much as the call again (strategy_call bench, two cores:
-//! `Strategy::before_create` p50 26–55 µs under `spawn_blocking`, 19 µs started here). Why that is still safe: a session started on a worker yields at its first epoch tick
+//! `Strategy::before_create` p50 26–55 µs under `spawn_blocking`, 19 µs started here). Why that
+//! is still safe: a session started on a worker yields at its first epoch tick
 //! (`instance::TICKS_ON_WORKER`, 1–2 ms), and its future, which owns the store, is moved to a
 //! blocking thread to run on to its deadline there; so a looping guest holds a worker for one
 //! slice at most. Modules that may block in host functions (`get`, `list`, `apply`) never start
