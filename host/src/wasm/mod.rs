@@ -9,6 +9,7 @@
 
 mod host_api;
 mod module_table;
+pub mod rollout;
 pub mod runtime;
 pub mod sources;
 mod wasm_strategy;

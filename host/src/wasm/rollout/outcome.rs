@@ -1,0 +1,297 @@
+//! What one version of a strategy did with one object in one phase (its admission, the object
+//! after it, or its failure, and how long it took), and where two such outcomes differ — the
+//! one comparison shadow evaluation, replay and `strategy-host module diff` all use.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::strategy::{Admission, Refusal, Strategy, StrategyContext, StrategyError};
+
+/// The write phase a strategy was asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// `before_create`.
+    Create,
+    /// `before_update` (from an old object to a new one).
+    Update,
+    /// `before_delete`.
+    Delete,
+}
+
+impl Verb {
+    /// The name shown in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+/// One version's answer for one object in one phase.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The admission, or why the call failed.
+    pub result: Result<Admission, StrategyError>,
+    /// The object after the phase (create and update; what the strategy defaulted or rewrote).
+    pub object: Option<Value>,
+    /// Wall time of the call.
+    pub latency: Duration,
+}
+
+impl Outcome {
+    /// Whether the version refused the write (field errors or a refusal).
+    pub fn rejects(&self) -> bool {
+        matches!(&self.result, Ok(a) if !a.field_errors.is_empty() || a.refusal.is_some())
+    }
+
+    /// Why the version refused the write, one line per cause.
+    pub fn causes(&self) -> Vec<String> {
+        let Ok(a) = &self.result else {
+            return Vec::new();
+        };
+        let mut causes: Vec<String> = a
+            .field_errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.detail))
+            .collect();
+        match &a.refusal {
+            Some(Refusal::Forbidden(m)) => causes.push(format!("forbidden: {m}")),
+            Some(Refusal::NotFound {
+                group,
+                plural,
+                name,
+            }) => causes.push(format!("not found: {plural}.{group} {name:?}")),
+            None => {}
+        }
+        causes
+    }
+
+    /// The warnings the version returned.
+    pub fn warnings(&self) -> &[String] {
+        match &self.result {
+            Ok(a) => &a.warnings,
+            Err(_) => &[],
+        }
+    }
+}
+
+/// Runs one phase of `strategy` on its own copy of `object` (`old` for updates) and records the
+/// outcome. The call is the one a request makes; nothing is written.
+pub async fn evaluate(
+    strategy: &dyn Strategy,
+    ctx: &StrategyContext,
+    verb: Verb,
+    mut object: Value,
+    old: Option<&Value>,
+) -> Outcome {
+    let started = Instant::now();
+    let result = match (verb, old) {
+        (Verb::Create, _) => strategy.before_create(ctx, &mut object).await,
+        (Verb::Update, Some(old)) => strategy.before_update(ctx, &mut object, old).await,
+        (Verb::Update, None) => {
+            strategy
+                .before_update(ctx, &mut object.clone(), &object)
+                .await
+        }
+        (Verb::Delete, _) => strategy.before_delete(ctx, &object).await,
+    };
+    let latency = started.elapsed();
+    Outcome {
+        result,
+        object: (verb != Verb::Delete).then_some(object),
+        latency,
+    }
+}
+
+/// How a candidate's outcome differs from the version in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DifferenceKind {
+    /// The candidate refuses a write the version in force admits.
+    Rejects,
+    /// The candidate admits a write the version in force refuses.
+    Admits,
+    /// Both refuse, for different causes.
+    RejectsDifferently,
+    /// Both admit, but the objects after the phase differ.
+    Changes,
+    /// The warnings differ.
+    Warnings,
+    /// The candidate's call failed (deadline, memory, trap, bad output).
+    Fails,
+}
+
+impl DifferenceKind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [DifferenceKind; 6] = [
+        Self::Rejects,
+        Self::Admits,
+        Self::RejectsDifferently,
+        Self::Changes,
+        Self::Warnings,
+        Self::Fails,
+    ];
+
+    /// The name in status, `/debug/strategies` and metrics labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rejects => "rejects",
+            Self::Admits => "admits",
+            Self::RejectsDifferently => "rejectsDifferently",
+            Self::Changes => "changes",
+            Self::Warnings => "warnings",
+            Self::Fails => "fails",
+        }
+    }
+}
+
+/// One difference, with what differed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Difference {
+    /// What kind of difference.
+    pub kind: DifferenceKind,
+    /// The details: the candidate's causes, a JSON patch from the in-force object to the
+    /// candidate's, both sets of warnings, or the failure.
+    pub detail: Value,
+}
+
+/// Where `candidate` differs from `in_force` for the same input. A failure of the version in
+/// force is not the candidate's difference: only the candidate's own failure is reported.
+pub fn differences(in_force: &Outcome, candidate: &Outcome) -> Vec<Difference> {
+    let mut out = Vec::new();
+    if let Err(e) = &candidate.result {
+        out.push(Difference {
+            kind: DifferenceKind::Fails,
+            detail: json!({"reason": e.reason}),
+        });
+        return out;
+    }
+    if in_force.result.is_err() {
+        return out;
+    }
+    match (in_force.rejects(), candidate.rejects()) {
+        (false, true) => out.push(Difference {
+            kind: DifferenceKind::Rejects,
+            detail: json!({"causes": candidate.causes()}),
+        }),
+        (true, false) => out.push(Difference {
+            kind: DifferenceKind::Admits,
+            detail: json!({"inForceCauses": in_force.causes()}),
+        }),
+        (true, true) if in_force.causes() != candidate.causes() => out.push(Difference {
+            kind: DifferenceKind::RejectsDifferently,
+            detail: json!({"inForceCauses": in_force.causes(), "causes": candidate.causes()}),
+        }),
+        (false, false) => {
+            if let (Some(a), Some(b)) = (&in_force.object, &candidate.object) {
+                if a != b {
+                    let patch = json_patch::diff(a, b);
+                    out.push(Difference {
+                        kind: DifferenceKind::Changes,
+                        detail: json!({"patch": patch}),
+                    });
+                }
+            }
+        }
+        (true, true) => {}
+    }
+    if in_force.warnings() != candidate.warnings() {
+        out.push(Difference {
+            kind: DifferenceKind::Warnings,
+            detail: json!({"inForce": in_force.warnings(), "candidate": candidate.warnings()}),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::strategy::{FieldError, FieldErrorKind};
+
+    fn admitted(object: Value, warnings: &[&str]) -> Outcome {
+        Outcome {
+            result: Ok(Admission {
+                warnings: warnings.iter().map(|w| w.to_string()).collect(),
+                ..Admission::default()
+            }),
+            object: Some(object),
+            latency: Duration::ZERO,
+        }
+    }
+
+    fn rejected(field: &str) -> Outcome {
+        Outcome {
+            result: Ok(Admission {
+                field_errors: vec![FieldError {
+                    kind: FieldErrorKind::Invalid,
+                    field: field.into(),
+                    detail: "no".into(),
+                }],
+                ..Admission::default()
+            }),
+            object: Some(json!({})),
+            latency: Duration::ZERO,
+        }
+    }
+
+    fn kinds(d: &[Difference]) -> Vec<DifferenceKind> {
+        d.iter().map(|d| d.kind).collect()
+    }
+
+    #[test]
+    fn same_outcomes_do_not_differ() {
+        let a = admitted(json!({"a": 1}), &["w"]);
+        assert!(differences(&a, &a.clone()).is_empty());
+        assert!(differences(&rejected("x"), &rejected("x")).is_empty());
+    }
+
+    #[test]
+    fn rejections_admissions_and_their_causes() {
+        let ok = admitted(json!({}), &[]);
+        let d = differences(&ok, &rejected("spec.x"));
+        assert_eq!(kinds(&d), [DifferenceKind::Rejects]);
+        assert_eq!(d[0].detail, json!({"causes": ["spec.x: no"]}));
+        assert_eq!(
+            kinds(&differences(&rejected("a"), &ok)),
+            [DifferenceKind::Admits]
+        );
+        assert_eq!(
+            kinds(&differences(&rejected("a"), &rejected("b"))),
+            [DifferenceKind::RejectsDifferently]
+        );
+    }
+
+    #[test]
+    fn a_changed_object_is_a_json_patch_and_warnings_are_compared() {
+        let a = admitted(json!({"spec": {"replicas": 1}}), &[]);
+        let b = admitted(json!({"spec": {"replicas": 2}, "x": true}), &["careful"]);
+        let d = differences(&a, &b);
+        assert_eq!(
+            kinds(&d),
+            [DifferenceKind::Changes, DifferenceKind::Warnings]
+        );
+        let patch: json_patch::Patch =
+            serde_json::from_value(d[0].detail["patch"].clone()).unwrap();
+        let mut patched = a.object.clone().unwrap();
+        json_patch::patch(&mut patched, &patch).unwrap();
+        assert_eq!(Some(patched), b.object);
+    }
+
+    #[test]
+    fn only_the_candidates_failure_counts() {
+        let failed = Outcome {
+            result: Err(StrategyError {
+                module: "m".into(),
+                reason: "deadline".into(),
+            }),
+            object: None,
+            latency: Duration::ZERO,
+        };
+        let ok = admitted(json!({}), &[]);
+        assert_eq!(kinds(&differences(&ok, &failed)), [DifferenceKind::Fails]);
+        assert!(differences(&failed, &ok).is_empty());
+    }
+}
