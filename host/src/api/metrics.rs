@@ -19,7 +19,7 @@ use super::route::{Route, Verb};
 use crate::registry::Registry;
 use crate::storage::instrumented::StorageMetrics;
 use crate::storage::key::resource_of;
-use crate::wasm::{ModuleState, ModuleTable};
+use crate::wasm::ModuleTable;
 
 /// The labels of `apiserver_request_total`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -167,6 +167,7 @@ impl ServerMetrics {
         metrics.register_collector(Box::new(WatchCaches(Arc::downgrade(registry))));
         storage.register(&mut metrics);
         modules.runtime().metrics().register(&mut metrics);
+        modules.rollout_metrics().register(&mut metrics);
         metrics.register_collector(Box::new(ModuleStates(Arc::downgrade(modules))));
         Self {
             registry: metrics,
@@ -322,14 +323,6 @@ impl Collector for WatchCaches {
 #[derive(Debug)]
 struct ModuleStates(Weak<ModuleTable>);
 
-fn state_label(s: ModuleState) -> &'static str {
-    match s {
-        ModuleState::Active => "Active",
-        ModuleState::Rejected => "Rejected",
-        ModuleState::Unloaded => "Unloaded",
-    }
-}
-
 impl Collector for ModuleStates {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let Some(modules) = self.0.upgrade() else {
@@ -344,7 +337,7 @@ impl Collector for ModuleStates {
         for s in modules.statuses() {
             let labels = vec![
                 ("source", s.source.clone()),
-                ("state", state_label(s.state).to_string()),
+                ("state", s.state.as_str().to_string()),
                 ("digest", s.digest.clone()),
             ];
             ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;

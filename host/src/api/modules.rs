@@ -1,4 +1,5 @@
-//! `/debug/strategies`: every module source's latest version, state and reason, as JSON, so
+//! `/debug/strategies`: every module source's latest version, state and reason (and the report
+//! of a version staged beside it), as JSON, so
 //! every swap and refusal can be checked without reading the log (their counters and states
 //! are in `/metrics`, see `metrics.rs`).
 
@@ -7,21 +8,13 @@ use std::time::UNIX_EPOCH;
 use serde_json::{json, Value};
 
 use super::health::Reply;
-use crate::wasm::{ModuleState, ModuleStatus, ModuleTable};
-
-fn state_label(s: ModuleState) -> &'static str {
-    match s {
-        ModuleState::Active => "Active",
-        ModuleState::Rejected => "Rejected",
-        ModuleState::Unloaded => "Unloaded",
-    }
-}
+use crate::wasm::{ModuleStatus, ModuleTable};
 
 fn status_json(s: &ModuleStatus) -> Value {
     json!({
         "source": s.source,
         "module": s.module,
-        "state": state_label(s.state),
+        "state": s.state.as_str(),
         "digest": s.digest,
         "digestInForce": s.digest_in_force,
         "reason": s.reason,
@@ -30,6 +23,7 @@ fn status_json(s: &ModuleStatus) -> Value {
             "namespaced": r.namespaced,
         })).collect::<Vec<_>>(),
         "updatedUnixSeconds": s.updated.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        "rollout": s.staged.as_ref().map(|v| v.to_json()),
     })
 }
 

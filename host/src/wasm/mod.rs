@@ -11,6 +11,7 @@ mod host_api;
 mod module_table;
 pub mod rollout;
 pub mod runtime;
+mod slot;
 pub mod sources;
 mod wasm_strategy;
 

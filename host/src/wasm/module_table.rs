@@ -8,17 +8,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
-use arc_swap::ArcSwapOption;
-use async_trait::async_trait;
-use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::runtime::{digest, Error, Result, Runtime, StrategyModule};
+use super::rollout::{RolloutMetrics, RolloutMode, RolloutSpec, StagedVersion};
+use super::runtime::{digest, CallerInfo, Error, Result, Runtime, StrategyModule};
+use super::slot::{Binding, InForce, Slot, SlotStrategy};
 use super::wasm_strategy::WasmStrategy;
-use crate::strategy::{
-    Admission, DefaultStrategy, ResourceInfo, Strategy, StrategyContext, StrategyError,
-    StrategyResolver,
-};
+use crate::strategy::{ResourceInfo, Strategy, StrategyContext, StrategyResolver, UserInfo};
 
 /// Whether a source's latest version serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +25,20 @@ pub enum ModuleState {
     Rejected,
     /// The source was removed; its resources fell back to the default strategy.
     Unloaded,
+    /// No version of the source serves; one is staged (shadow or canary, see `staged`).
+    Staged,
+}
+
+impl ModuleState {
+    /// The name shown in status, `/debug/strategies` and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "Active",
+            Self::Rejected => "Rejected",
+            Self::Unloaded => "Unloaded",
+            Self::Staged => "Staged",
+        }
+    }
 }
 
 /// What happened to a source's latest version (shown over the API and in logs).
@@ -50,6 +60,8 @@ pub struct ModuleStatus {
     pub resources: Vec<ResourceInfo>,
     /// When this status was recorded.
     pub updated: SystemTime,
+    /// A version staged beside the one in force (shadow or canary), with its live report.
+    pub staged: Option<Arc<StagedVersion>>,
 }
 
 /// A check the registry can install: may this module serve this resource?
@@ -57,27 +69,35 @@ pub type ResourceCheck = Arc<dyn Fn(&ResourceInfo) -> Result<(), String> + Send 
 
 type Key = (String, String);
 
-struct Binding {
-    source: String,
-    strategy: WasmStrategy,
-}
-
-struct Slot {
-    name: String,
-    current: ArcSwapOption<Binding>,
-}
-
 struct Source {
     module: Arc<StrategyModule>,
     keys: Vec<Key>,
+}
+
+/// Every source's version in force, staged version and status; one lock, which serialises
+/// swaps.
+#[derive(Default)]
+struct Sources {
+    in_force: BTreeMap<String, Source>,
+    statuses: BTreeMap<String, ModuleStatus>,
+    staged: BTreeMap<String, (Arc<StagedVersion>, Vec<Key>)>,
+}
+
+fn keys_of(module: &StrategyModule) -> Vec<Key> {
+    module
+        .manifest()
+        .resources
+        .iter()
+        .map(|r| key(&r.group, &r.kind))
+        .collect()
 }
 
 /// The active module of every resource, and the status of every source.
 pub struct ModuleTable {
     runtime: Runtime,
     slots: RwLock<HashMap<Key, Arc<Slot>>>,
-    /// Sources and statuses; holding it serialises swaps.
-    sources: Mutex<(BTreeMap<String, Source>, BTreeMap<String, ModuleStatus>)>,
+    sources: Mutex<Sources>,
+    rollout_metrics: Arc<RolloutMetrics>,
     resource_check: RwLock<Option<ResourceCheck>>,
     events: broadcast::Sender<ModuleStatus>,
 }
@@ -106,9 +126,15 @@ impl ModuleTable {
             runtime,
             slots: RwLock::default(),
             sources: Mutex::default(),
+            rollout_metrics: Arc::default(),
             resource_check: RwLock::default(),
             events: broadcast::channel(64).0,
         }
+    }
+
+    /// The Prometheus series of staged versions (registered beside the runtime's).
+    pub fn rollout_metrics(&self) -> &RolloutMetrics {
+        &self.rollout_metrics
     }
 
     /// The runtime modules are loaded into.
@@ -119,10 +145,7 @@ impl ModuleTable {
     /// The strategy of a resource, for the registry to hold: it calls whichever module is active
     /// for (group, kind) at the time of each call, or the default strategy when none is.
     pub fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy> {
-        Arc::new(SlotStrategy {
-            slot: self.slot(&key(group, kind)),
-            fallback: DefaultStrategy,
-        })
+        Arc::new(SlotStrategy(self.slot(&key(group, kind))))
     }
 
     /// The module active for a resource, if any.
@@ -153,7 +176,7 @@ impl ModuleTable {
         self.sources
             .lock()
             .expect("sources")
-            .1
+            .statuses
             .values()
             .cloned()
             .collect()
@@ -161,7 +184,12 @@ impl ModuleTable {
 
     /// The status of one source.
     pub fn status(&self, source: &str) -> Option<ModuleStatus> {
-        self.sources.lock().expect("sources").1.get(source).cloned()
+        self.sources
+            .lock()
+            .expect("sources")
+            .statuses
+            .get(source)
+            .cloned()
     }
 
     fn slot(&self, k: &Key) -> Arc<Slot> {
@@ -171,12 +199,7 @@ impl ModuleTable {
         let mut slots = self.slots.write().expect("slots");
         slots
             .entry(k.clone())
-            .or_insert_with(|| {
-                Arc::new(Slot {
-                    name: format!("wasm:{}/{}", k.0, k.1),
-                    current: ArcSwapOption::empty(),
-                })
-            })
+            .or_insert_with(|| Arc::new(Slot::new(format!("wasm:{}/{}", k.0, k.1))))
             .clone()
     }
 
@@ -207,42 +230,20 @@ impl ModuleTable {
         let offered = digest(bytes);
         if let Some(current) = self.current_of(source) {
             if current.digest() == offered {
+                // Promoting the version in force ends any staging beside it.
+                self.unstage(source);
                 return Ok(current);
             }
         }
-        let loaded = StrategyModule::load(&self.runtime, bytes)
-            .and_then(|m| check(&m).map(|()| m).map_err(Error::Resource))
-            .map(Arc::new);
+        let loaded = self.compile(bytes, check);
         let mut guard = self.sources.lock().expect("sources");
-        let (sources, statuses) = &mut *guard;
-        let module = match loaded.and_then(|m| self.check_resources(sources, source, m)) {
-            Ok(m) => m,
-            Err(e) => {
-                let previous = sources.get(source).map(|s| s.module.clone());
-                tracing::warn!(source, digest = %offered, in_force = ?previous.as_ref().map(|m| m.digest()), "strategy module refused: {e}");
-                let status = ModuleStatus {
-                    source: source.to_owned(),
-                    module: previous.as_ref().map(|m| m.name().to_owned()),
-                    digest: offered,
-                    digest_in_force: previous.as_ref().map(|m| m.digest().to_owned()),
-                    state: ModuleState::Rejected,
-                    reason: Some(e.to_string()),
-                    resources: previous
-                        .map(|m| m.manifest().resources.clone())
-                        .unwrap_or_default(),
-                    updated: SystemTime::now(),
-                };
-                statuses.insert(source.to_owned(), status.clone());
-                let _ = self.events.send(status);
-                return Err(e);
-            }
-        };
-        let keys: Vec<Key> = module
-            .manifest()
-            .resources
-            .iter()
-            .map(|r| key(&r.group, &r.kind))
-            .collect();
+        let module = self.admit(&mut guard, source, &offered, loaded)?;
+        let Sources {
+            in_force: sources,
+            statuses,
+            staged,
+        } = &mut *guard;
+        let keys = keys_of(&module);
         let binding = Arc::new(Binding {
             source: source.to_owned(),
             strategy: WasmStrategy::new(self.runtime.clone(), module.clone()),
@@ -258,6 +259,8 @@ impl ModuleTable {
                 slot.current.store(Some(binding.clone()));
             }
         }
+        // The swap is the promotion: whatever was staged for this source is done.
+        self.clear_staged(staged, source);
         let previous = sources.insert(
             source.to_owned(),
             Source {
@@ -287,20 +290,281 @@ impl ModuleTable {
             reason: None,
             resources: module.manifest().resources.clone(),
             updated: SystemTime::now(),
+            staged: None,
         };
         statuses.insert(source.to_owned(), status.clone());
         let _ = self.events.send(status);
         Ok(module)
     }
 
+    /// Offers a new version from `source` under `rollout`: `Active` is [`ModuleTable::load_checked`]
+    /// (the atomic swap); `Shadow` and `Canary` stage it beside the version in force (which keeps
+    /// serving) after the same checks, replay it over the stored objects of its resources, and
+    /// report in the source's status. Offering the staged version again with the same rollout
+    /// keeps it (and its counts); `rolled_back` stages a version that was already rolled back
+    /// (the reason recorded elsewhere), so it never serves again. Blocking (compiles).
+    ///
+    /// # Errors
+    ///
+    /// Why the version was refused (also recorded in the source's status and logged).
+    pub fn stage(
+        &self,
+        source: &str,
+        bytes: &[u8],
+        rollout: &RolloutSpec,
+        rolled_back: Option<String>,
+        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), String>,
+    ) -> Result<Arc<StrategyModule>> {
+        if rollout.mode == RolloutMode::Active {
+            return self.load_checked(source, bytes, check);
+        }
+        let offered = digest(bytes);
+        if let Some(current) = self.current_of(source) {
+            if current.digest() == offered {
+                self.unstage(source);
+                return Ok(current);
+            }
+        }
+        if let Some(s) = self.staged(source) {
+            if s.digest() == offered && s.spec() == rollout {
+                return Ok(s.module().clone());
+            }
+        }
+        let loaded = self.compile(bytes, check);
+        let mut guard = self.sources.lock().expect("sources");
+        let module = self.admit(&mut guard, source, &offered, loaded)?;
+        let Sources {
+            in_force,
+            statuses,
+            staged,
+        } = &mut *guard;
+        let version = Arc::new(StagedVersion::new(
+            source,
+            *rollout,
+            WasmStrategy::new(self.runtime.clone(), module.clone()),
+            self.rollout_metrics.clone(),
+            rolled_back,
+        ));
+        let mut status = match (statuses.get(source), in_force.get(source)) {
+            (Some(s), Some(_)) => s.clone(),
+            _ => ModuleStatus {
+                source: source.to_owned(),
+                module: Some(module.name().to_owned()),
+                digest: offered.clone(),
+                digest_in_force: None,
+                state: ModuleState::Staged,
+                reason: None,
+                resources: Vec::new(),
+                updated: SystemTime::now(),
+                staged: None,
+            },
+        };
+        let events = self.events.clone();
+        let template = status.clone();
+        version.on_rollback(Box::new(move |v| {
+            let mut status = template.clone();
+            status.staged = Some(v);
+            status.updated = SystemTime::now();
+            let _ = events.send(status);
+        }));
+        self.clear_staged(staged, source);
+        let keys = keys_of(&module);
+        for k in &keys {
+            self.slot(k).staged.store(Some(version.clone()));
+        }
+        staged.insert(source.to_owned(), (version.clone(), keys.clone()));
+        tracing::info!(
+            source,
+            module = module.name(),
+            digest = module.digest(),
+            mode = rollout.mode.as_str(),
+            in_force = ?in_force.get(source).map(|s| s.module.digest()),
+            resources = ?keys,
+            "strategy module staged beside the version in force"
+        );
+        status.staged = Some(version.clone());
+        status.updated = SystemTime::now();
+        statuses.insert(source.to_owned(), status.clone());
+        let _ = self.events.send(status);
+        drop(guard);
+        if version.is_live() {
+            self.start_replay(&version, &keys);
+        }
+        Ok(module)
+    }
+
+    /// Compiles and checks a version (outside the table's lock: compiling takes a while).
+    fn compile(
+        &self,
+        bytes: &[u8],
+        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), String>,
+    ) -> Result<Arc<StrategyModule>> {
+        StrategyModule::load(&self.runtime, bytes)
+            .and_then(|m| check(&m).map(|()| m).map_err(Error::Resource))
+            .map(Arc::new)
+    }
+
+    /// Checks a compiled version's resources against the other sources; a refusal is recorded
+    /// in the source's status (the version in force, if any, keeps serving) and logged.
+    fn admit(
+        &self,
+        guard: &mut Sources,
+        source: &str,
+        offered: &str,
+        loaded: Result<Arc<StrategyModule>>,
+    ) -> Result<Arc<StrategyModule>> {
+        let e = match loaded.and_then(|m| self.check_resources(&guard.in_force, source, m)) {
+            Ok(m) => return Ok(m),
+            Err(e) => e,
+        };
+        let previous = guard.in_force.get(source).map(|s| s.module.clone());
+        tracing::warn!(source, digest = %offered, in_force = ?previous.as_ref().map(|m| m.digest()), "strategy module refused: {e}");
+        let status = ModuleStatus {
+            source: source.to_owned(),
+            module: previous.as_ref().map(|m| m.name().to_owned()),
+            digest: offered.to_owned(),
+            digest_in_force: previous.as_ref().map(|m| m.digest().to_owned()),
+            state: ModuleState::Rejected,
+            reason: Some(e.to_string()),
+            resources: previous
+                .map(|m| m.manifest().resources.clone())
+                .unwrap_or_default(),
+            updated: SystemTime::now(),
+            staged: self.staged_in(guard, source),
+        };
+        guard.statuses.insert(source.to_owned(), status.clone());
+        let _ = self.events.send(status);
+        Err(e)
+    }
+
+    fn staged_in(&self, guard: &Sources, source: &str) -> Option<Arc<StagedVersion>> {
+        guard.staged.get(source).map(|(v, _)| v.clone())
+    }
+
+    /// The version staged for `source`, if any.
+    pub fn staged(&self, source: &str) -> Option<Arc<StagedVersion>> {
+        let guard = self.sources.lock().expect("sources");
+        self.staged_in(&guard, source)
+    }
+
+    /// Ends the staging of `source`'s candidate, if any (its slots stop calling it).
+    fn unstage(&self, source: &str) {
+        let mut guard = self.sources.lock().expect("sources");
+        let Sources {
+            statuses, staged, ..
+        } = &mut *guard;
+        if self.clear_staged(staged, source) {
+            if let Some(status) = statuses.get_mut(source) {
+                status.staged = None;
+                status.updated = SystemTime::now();
+                let _ = self.events.send(status.clone());
+            }
+        }
+    }
+
+    fn clear_staged(
+        &self,
+        staged: &mut BTreeMap<String, (Arc<StagedVersion>, Vec<Key>)>,
+        source: &str,
+    ) -> bool {
+        let Some((version, keys)) = staged.remove(source) else {
+            return false;
+        };
+        for k in &keys {
+            let slot = self.slot(k);
+            let held = slot
+                .staged
+                .load()
+                .as_ref()
+                .is_some_and(|v| Arc::ptr_eq(v, &version));
+            if held {
+                slot.staged.store(None);
+            }
+        }
+        true
+    }
+
+    /// Replays a staged version over the stored objects of its resources, on a task of its own
+    /// (the objects are read through the host API, so through each resource's cache). Waits up to
+    /// a minute for the registry to install the host API (a directory module staged at start).
+    fn start_replay(&self, version: &Arc<StagedVersion>, keys: &[Key]) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let resources: Vec<(ResourceInfo, Arc<Slot>)> = version
+            .module()
+            .manifest()
+            .resources
+            .iter()
+            .filter(|r| keys.contains(&key(&r.group, &r.kind)))
+            .map(|r| (r.clone(), self.slot(&key(&r.group, &r.kind))))
+            .collect();
+        let (runtime, version) = (self.runtime.clone(), version.clone());
+        handle.spawn(async move {
+            let report = version.report().clone();
+            report.set_replay("Running", 0);
+            let mut replayed = 0;
+            for (resource, slot) in resources {
+                let caller = CallerInfo {
+                    module: version.module().name().to_owned(),
+                    request_id: "strategy-rollout-replay".into(),
+                    resource: resource.clone(),
+                    dry_run: true,
+                };
+                let mut listed = Err(String::new());
+                for _ in 0..120 {
+                    let (api, caller, r) = (runtime.host_api(), caller.clone(), resource.clone());
+                    listed = tokio::task::spawn_blocking(move || {
+                        api.list(&caller, &r.group, &r.plural, "", "")
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()));
+                    if listed.is_ok() || !version.is_live() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                let objects = match listed {
+                    Ok(objects) => objects,
+                    Err(e) => {
+                        tracing::warn!(source = ?version, resource = %resource.plural, "replay could not list stored objects: {e}");
+                        report.set_replay("Failed", replayed);
+                        return;
+                    }
+                };
+                let ctx = StrategyContext {
+                    resource,
+                    dry_run: true,
+                    request_id: "strategy-rollout-replay".into(),
+                    hook_depth: 0,
+                    user: Arc::new(UserInfo {
+                        username: "system:strategy-host:replay".into(),
+                        groups: vec!["system:authenticated".into()],
+                        ..UserInfo::default()
+                    }),
+                };
+                let in_force: &dyn Strategy = &InForce(slot);
+                version.replay(in_force, &ctx, &objects).await;
+                replayed += objects.len() as u64;
+            }
+            report.set_replay("Done", replayed);
+            tracing::info!(source = ?version, objects = replayed, "staged strategy module replayed over the stored objects");
+        });
+    }
+
     /// Removes `source`'s module: its resources fall back to the default strategy. Returns
     /// whether the source had a module.
     pub fn unload(&self, source: &str) -> bool {
         let mut guard = self.sources.lock().expect("sources");
-        let (sources, statuses) = &mut *guard;
+        let Sources {
+            in_force: sources,
+            statuses,
+            staged,
+        } = &mut *guard;
+        let had_staged = self.clear_staged(staged, source);
         let Some(removed) = sources.remove(source) else {
             statuses.remove(source);
-            return false;
+            return had_staged;
         };
         for k in &removed.keys {
             self.release(sources, k, source);
@@ -320,6 +584,7 @@ impl ModuleTable {
             reason: None,
             resources: Vec::new(),
             updated: SystemTime::now(),
+            staged: None,
         };
         statuses.insert(source.to_owned(), status.clone());
         let _ = self.events.send(status);
@@ -330,7 +595,7 @@ impl ModuleTable {
         self.sources
             .lock()
             .expect("sources")
-            .0
+            .in_force
             .get(source)
             .map(|s| s.module.clone())
     }
@@ -388,84 +653,6 @@ impl ModuleTable {
             }
         }
         Ok(module)
-    }
-}
-
-/// The registry's handle on a slot: each call goes to the module active at that moment.
-struct SlotStrategy {
-    slot: Arc<Slot>,
-    fallback: DefaultStrategy,
-}
-
-macro_rules! delegate {
-    ($self:ident, $method:ident($($arg:expr),*)) => {{
-        match $self.slot.current.load_full() {
-            Some(b) => b.strategy.$method($($arg),*).await,
-            None => $self.fallback.$method($($arg),*).await,
-        }
-    }};
-}
-
-#[async_trait]
-impl Strategy for SlotStrategy {
-    fn name(&self) -> &str {
-        &self.slot.name
-    }
-
-    async fn before_create(
-        &self,
-        ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
-        delegate!(self, before_create(ctx, obj))
-    }
-
-    async fn before_update(
-        &self,
-        ctx: &StrategyContext,
-        new: &mut Value,
-        old: &Value,
-    ) -> Result<Admission, StrategyError> {
-        delegate!(self, before_update(ctx, new, old))
-    }
-
-    async fn before_delete(
-        &self,
-        ctx: &StrategyContext,
-        obj: &Value,
-    ) -> Result<Admission, StrategyError> {
-        delegate!(self, before_delete(ctx, obj))
-    }
-
-    fn allow_create_on_update(&self) -> bool {
-        match self.slot.current.load().as_ref() {
-            Some(b) => b.strategy.allow_create_on_update(),
-            None => self.fallback.allow_create_on_update(),
-        }
-    }
-
-    fn allow_unconditional_update(&self) -> bool {
-        match self.slot.current.load().as_ref() {
-            Some(b) => b.strategy.allow_unconditional_update(),
-            None => self.fallback.allow_unconditional_update(),
-        }
-    }
-
-    async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
-        delegate!(self, after_create(ctx, obj))
-    }
-
-    async fn after_update(
-        &self,
-        ctx: &StrategyContext,
-        new: &Value,
-        old: &Value,
-    ) -> Result<(), StrategyError> {
-        delegate!(self, after_update(ctx, new, old))
-    }
-
-    async fn after_delete(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
-        delegate!(self, after_delete(ctx, obj))
     }
 }
 

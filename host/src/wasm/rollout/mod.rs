@@ -4,12 +4,15 @@
 //! objects, before it is promoted with the atomic swap.
 //!
 //! [`spec`] decodes `spec.rollout`; [`outcome`] runs one phase and compares two versions'
-//! outcomes (also used by `strategy-host module test|diff`); [`report`] counts the differences.
+//! outcomes (also used by `strategy-host module test|diff`); [`report`] counts the differences;
+//! [`staged`] is the staged version itself, which the module table's slots hold.
 
 pub mod outcome;
 pub mod report;
 pub mod spec;
+pub mod staged;
 
 pub use outcome::{differences, evaluate, Difference, DifferenceKind, Outcome, Verb};
 pub use report::{Origin, RolloutMetrics, RolloutReport};
 pub use spec::{RollbackThresholds, RolloutMode, RolloutSpec};
+pub use staged::{object_ref, RollbackNotice, StagedVersion};

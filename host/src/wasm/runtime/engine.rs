@@ -177,4 +177,10 @@ impl Runtime {
     pub fn set_host_api(&self, api: Arc<dyn HostApi>) {
         self.inner.host_api.store(Arc::new(api));
     }
+
+    /// What `get`, `list` and `apply` reach now (e.g. for the host's own reads on a module's
+    /// behalf, such as a staged version's replay over stored objects).
+    pub fn host_api(&self) -> Arc<dyn HostApi> {
+        self.inner.host_api.load_full().as_ref().clone()
+    }
 }

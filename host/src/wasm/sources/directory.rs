@@ -1,5 +1,9 @@
 //! Hot reload from a watched directory: every `*.wasm` in it is a source (`dir:<file name>`);
-//! writing one offers a new version to the table, deleting one unloads it.
+//! writing one offers a new version to the table, deleting one unloads it. A sidecar
+//! `<name>.rollout.json` beside `<name>.wasm` holds its rollout (`{"mode": "Shadow"}`, or
+//! `{"mode": "Canary", "weight": 10}`; the same fields as a `StrategyModule`'s `spec.rollout`):
+//! while it says Shadow or Canary, a new `<name>.wasm` is staged beside the version in force
+//! instead of replacing it; writing `{"mode": "Active"}` (or removing the sidecar) promotes it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -10,6 +14,7 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 
+use crate::wasm::rollout::RolloutSpec;
 use crate::wasm::ModuleTable;
 
 /// How long the watcher waits for a burst of events about a file to settle.
@@ -39,6 +44,39 @@ fn is_module(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "wasm")
 }
 
+/// The suffix of a module's rollout sidecar.
+const ROLLOUT_SUFFIX: &str = ".rollout.json";
+
+/// The module a changed path is about: the path itself, or the `.wasm` of a rollout sidecar.
+fn module_of(path: &Path) -> Option<PathBuf> {
+    if is_module(path) {
+        return Some(path.to_owned());
+    }
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(ROLLOUT_SUFFIX)?;
+    Some(path.with_file_name(format!("{stem}.wasm")))
+}
+
+/// The rollout in a module's sidecar (Active when there is none).
+fn rollout_of(module: &Path) -> Result<RolloutSpec, String> {
+    let stem = module.file_stem().unwrap_or_default().to_string_lossy();
+    let sidecar = module.with_file_name(format!("{stem}{ROLLOUT_SUFFIX}"));
+    let text = match std::fs::read_to_string(&sidecar) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RolloutSpec::default()),
+        Err(e) => return Err(format!("{}: {e}", sidecar.display())),
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar.display()))?;
+    RolloutSpec::from_json(Some(&value), "rollout").map_err(|errors| {
+        let causes: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.detail))
+            .collect();
+        format!("{}: {}", sidecar.display(), causes.join("; "))
+    })
+}
+
 impl DirectoryWatcher {
     /// Loads every `*.wasm` in `dir` (blocking; a refused file is logged and recorded, not
     /// fatal), then watches `dir` for changes on a thread of its own.
@@ -52,7 +90,7 @@ impl DirectoryWatcher {
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
                 Ok(event) => {
-                    for path in event.paths.into_iter().filter(|p| is_module(p)) {
+                    for path in event.paths.iter().filter_map(|p| module_of(p)) {
                         let _ = tx.send(path);
                     }
                 }
@@ -97,10 +135,18 @@ fn run(table: Arc<ModuleTable>, rx: mpsc::Receiver<PathBuf>) {
 fn sync(table: &ModuleTable, path: &Path) {
     let source = source_name(path);
     match std::fs::read(path) {
-        Ok(bytes) => {
+        Ok(bytes) => match rollout_of(path) {
             // Refusals are logged and recorded by the table.
-            let _ = table.load(&source, &bytes);
-        }
+            Ok(rollout) => {
+                let _ = table.stage(&source, &bytes, &rollout, None, &|_| Ok(()));
+            }
+            Err(e) => {
+                tracing::warn!(
+                    source,
+                    "rollout sidecar refused; the module is left as it is: {e}"
+                )
+            }
+        },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             table.unload(&source);
         }

@@ -11,6 +11,7 @@ use crate::registry::definition::{PrinterColumn, ResourceDefinition, VersionDefi
 use crate::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
+use crate::wasm::rollout::RolloutSpec;
 use crate::wasm::runtime::digest;
 
 /// The API group of the host's own kinds.
@@ -71,7 +72,25 @@ pub fn definition() -> ResourceDefinition {
                                 }
                             },
                             "module": {"type": "string", "format": "byte", "description": "The wasm module, base64-encoded."},
-                            "digest": {"type": "string", "description": "Optional sha256:<hex> of the module; when set it must match."}
+                            "digest": {"type": "string", "description": "Optional sha256:<hex> of the module; when set it must match."},
+                            "rollout": {
+                                "type": "object",
+                                "description": "How a new version is brought in: Active (the default) swaps it in at once; Shadow runs it beside the version in force and only reports where it differs; Canary serves a share of requests and rolls back by itself.",
+                                "properties": {
+                                    "mode": {"type": "string", "enum": ["Active", "Shadow", "Canary"]},
+                                    "weight": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Canary: the percentage of requests it serves (default 10)."},
+                                    "rollback": {
+                                        "type": "object",
+                                        "description": "Canary: when the host rolls it back.",
+                                        "properties": {
+                                            "maxFailureRatio": {"type": "number", "description": "Failed calls over its last calls above which it is rolled back (default 0.05)."},
+                                            "minRequests": {"type": "integer", "description": "Calls made before it is judged (default 20)."},
+                                            "maxLatencyMilliseconds": {"type": "number", "description": "p99 call latency above which it is rolled back (default 50)."},
+                                            "window": {"type": "integer", "description": "How many of its latest calls it is judged on (default 200)."}
+                                        }
+                                    }
+                                }
+                            }
                         }
                     },
                     "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
@@ -92,7 +111,20 @@ pub fn definition() -> ResourceDefinition {
                     ".spec.resource.group",
                     "The bound group",
                 ),
-                column("Phase", "string", 0, ".status.phase", "Active or Rejected"),
+                column(
+                    "Phase",
+                    "string",
+                    0,
+                    ".status.phase",
+                    "Active, Staged or Rejected",
+                ),
+                column(
+                    "Rollout",
+                    "string",
+                    0,
+                    ".status.rollout.state",
+                    "Shadowing, Canary or RolledBack",
+                ),
                 column("Module", "string", 0, ".status.module", "The module's name"),
                 column(
                     "Digest",
@@ -112,7 +144,7 @@ pub fn definition() -> ResourceDefinition {
 }
 
 /// The spec of a `StrategyModule`, decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModuleSpec {
     /// The bound resource's group.
     pub group: String,
@@ -122,6 +154,8 @@ pub struct ModuleSpec {
     pub bytes: Vec<u8>,
     /// Their SHA-256, in hex.
     pub digest: String,
+    /// How the version is brought in (`spec.rollout`).
+    pub rollout: RolloutSpec,
 }
 
 impl ModuleSpec {
@@ -175,12 +209,18 @@ impl ModuleSpec {
                 ),
             });
         }
+        let rollout = RolloutSpec::from_json(obj.pointer("/spec/rollout"), "spec.rollout")
+            .unwrap_or_else(|e| {
+                errors.extend(e);
+                RolloutSpec::default()
+            });
         if errors.is_empty() {
             Ok(Self {
                 group: group.into(),
                 kind: kind.into(),
                 bytes,
                 digest: actual,
+                rollout,
             })
         } else {
             Err(errors)
@@ -260,5 +300,18 @@ mod tests {
         let errors = ModuleSpec::from_object(&object("not base64!", None)).unwrap_err();
         assert_eq!(errors[0].field, "spec.module");
         assert_eq!(errors[0].kind, FieldErrorKind::Invalid);
+    }
+
+    #[test]
+    fn the_rollout_decodes_and_a_bad_one_is_a_field_error() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
+        let mut obj = object(&b64, None);
+        obj["spec"]["rollout"] = json!({"mode": "Canary", "weight": 30});
+        let spec = ModuleSpec::from_object(&obj).unwrap();
+        assert_eq!(spec.rollout.mode, crate::wasm::rollout::RolloutMode::Canary);
+        assert_eq!(spec.rollout.weight_percent, 30);
+        obj["spec"]["rollout"] = json!({"mode": "Sideways"});
+        let errors = ModuleSpec::from_object(&obj).unwrap_err();
+        assert_eq!(errors[0].field, "spec.rollout.mode");
     }
 }

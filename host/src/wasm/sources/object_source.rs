@@ -37,9 +37,27 @@ pub fn start(table: Arc<ModuleTable>, registry: &Arc<Registry>) {
 struct Follower {
     table: Arc<ModuleTable>,
     registry: Weak<Registry>,
-    /// Object name → (digest, group, kind) last offered to the table, so the status writes this
-    /// follower makes (which come back as MODIFIED events) do not reload anything.
-    seen: HashMap<String, (String, String, String)>,
+    /// Object name → (digest, group, kind, rollout) last offered to the table, so the status
+    /// writes this follower makes (which come back as MODIFIED events) do not reload anything.
+    seen: HashMap<String, (String, String, String, String)>,
+}
+
+/// How often the status of an object with a staged version is brought up to date with its
+/// report (each replica writes its own counts; a write happens only when something changed).
+const REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// This replica's name in `status.rollout.replicas`: host name and process id, so replicas on one
+/// machine are told apart.
+fn replica_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let host = std::fs::read_to_string("/etc/hostname")
+            .ok()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        format!("{host}-{}", std::process::id())
+    })
 }
 
 fn name_of(obj: &Value) -> String {
@@ -60,6 +78,8 @@ impl Follower {
             InformerConfig::default(),
         ));
         let mut table_events = self.table.subscribe();
+        let mut report_tick = tokio::time::interval(REPORT_INTERVAL);
+        report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut listing = Vec::new();
         loop {
             if self.registry.strong_count() == 0 {
@@ -89,6 +109,7 @@ impl Follower {
                         self.retry_rejected(&resource).await;
                     }
                 }
+                _ = report_tick.tick() => self.report_staged(&resource).await,
             }
         }
     }
@@ -167,14 +188,27 @@ impl Follower {
                 rejected_status(obj, &reason)
             }
             Ok(spec) => {
-                let offered = (spec.digest.clone(), spec.group.clone(), spec.kind.clone());
+                let rolled_back = rolled_back_here(obj, &spec.digest);
+                if let (Some(reason), Some(staged)) = (&rolled_back, self.table.staged(&source)) {
+                    // Another replica (or this one before a restart) rolled this canary back.
+                    if staged.digest() == spec.digest {
+                        staged.halt(reason);
+                    }
+                }
+                let offered = (
+                    spec.digest.clone(),
+                    spec.group.clone(),
+                    spec.kind.clone(),
+                    format!("{:?}", spec.rollout),
+                );
                 if self.seen.get(&name) != Some(&offered) {
                     self.seen.insert(name.clone(), offered);
                     let table = self.table.clone();
                     let src = source.clone();
                     let loaded = tokio::task::spawn_blocking(move || {
-                        table
-                            .load_checked(&src, &spec.bytes, &|m| binds(m, &spec.group, &spec.kind))
+                        table.stage(&src, &spec.bytes, &spec.rollout, rolled_back, &|m| {
+                            binds(m, &spec.group, &spec.kind)
+                        })
                     })
                     .await;
                     if let Err(e) = loaded {
@@ -187,7 +221,30 @@ impl Follower {
                 }
             }
         };
-        if let Err(e) = write_status(resource, &name, status).await {
+        self.write(resource, &name, status).await;
+    }
+
+    /// Writes the status of every object whose version is staged (its report moves with traffic).
+    async fn report_staged(&mut self, resource: &ServedResource) {
+        let names: Vec<String> = self.seen.keys().cloned().collect();
+        for name in names {
+            let Some(status) = self.table.status(&source_name(&name)) else {
+                continue;
+            };
+            if status.staged.is_none() {
+                continue;
+            }
+            let scope = status_scope();
+            let opts = crate::storage::GetOptions::default();
+            if let Ok(obj) = resource.store.get(&scope, &name, opts).await {
+                self.write(resource, &name, status_of(&obj, &status)).await;
+            }
+        }
+    }
+
+    async fn write(&self, resource: &ServedResource, name: &str, status: Value) {
+        let source = source_name(name);
+        if let Err(e) = write_status(resource, name, status).await {
             if !e.is_not_found() {
                 tracing::warn!(source, error = %e, "could not write a strategy module's status");
             }
@@ -243,6 +300,11 @@ fn status_of(obj: &Value, s: &ModuleStatus) -> Value {
         ),
         ModuleState::Rejected => ("Rejected", "Rejected", s.reason.clone().unwrap_or_default()),
         ModuleState::Unloaded => ("Unloaded", "Unloaded", "the module was unloaded".to_owned()),
+        ModuleState::Staged => (
+            "Staged",
+            "Staged",
+            "no version serves yet; one is staged (see rollout)".to_owned(),
+        ),
     };
     let mut status = json!({
         "phase": phase,
@@ -260,7 +322,78 @@ fn status_of(obj: &Value, s: &ModuleStatus) -> Value {
     if let Some(r) = &s.reason {
         status["reason"] = json!(r);
     }
+    if let Some(v) = &s.staged {
+        let mut rollout = v.to_json();
+        let mine =
+            json!({"requests": rollout["requests"].take(), "canary": rollout["canary"].take()});
+        rollout["replicas"] = json!({ replica_id(): mine });
+        status["rollout"] = rollout;
+    }
     status
+}
+
+/// The reason recorded in the object's status when its canary version `digest` was rolled back.
+fn rolled_back_here(obj: &Value, digest: &str) -> Option<String> {
+    let rollout = obj.pointer("/status/rollout")?;
+    let same = rollout["candidateDigest"].as_str() == Some(&format!("sha256:{digest}"));
+    (same && rollout["state"] == "RolledBack")
+        .then(|| rollout["reason"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Folds the other replicas' entries of the stored `status.rollout` into this replica's
+/// `status.rollout` (same candidate only), sums their request counts into `requests` and
+/// `canary`, and keeps a rollback any replica recorded.
+fn merge_replicas(stored: Option<&Value>, status: &mut Value) {
+    let Some(rollout) = status.get_mut("rollout") else {
+        return;
+    };
+    let stored = stored
+        .and_then(|s| s.get("rollout"))
+        .filter(|r| r["candidateDigest"] == rollout["candidateDigest"]);
+    if let Some(stored) = stored {
+        if let Some(others) = stored["replicas"].as_object() {
+            for (id, entry) in others {
+                if id != replica_id() {
+                    rollout["replicas"][id] = entry.clone();
+                }
+            }
+        }
+        if stored["state"] == "RolledBack" && rollout["state"] != "RolledBack" {
+            rollout["state"] = json!("RolledBack");
+            rollout["reason"] = stored["reason"].clone();
+        }
+    }
+    let entries: Vec<Value> = rollout["replicas"]
+        .as_object()
+        .map(|m| m.values().cloned().collect())
+        .unwrap_or_default();
+    for part in ["requests", "canary"] {
+        let mut total = Value::Null;
+        for e in &entries {
+            add_counts(&mut total, &e[part]);
+        }
+        rollout[part] = total;
+    }
+}
+
+/// Adds the numbers of `more` into `total`, member by member (objects recursively; a member
+/// that is not a whole number is taken from the first replica that has one).
+fn add_counts(total: &mut Value, more: &Value) {
+    match (total, more) {
+        (_, Value::Null) => {}
+        (t @ Value::Null, m) => *t = m.clone(),
+        (Value::Object(t), Value::Object(m)) => {
+            for (k, v) in m {
+                add_counts(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (t @ Value::Number(_), Value::Number(m)) => {
+            if let (Some(a), Some(b)) = (t.as_u64(), m.as_u64()) {
+                *t = json!(a + b);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn rejected_status(obj: &Value, reason: &str) -> Value {
@@ -272,30 +405,39 @@ fn rejected_status(obj: &Value, reason: &str) -> Value {
     })
 }
 
-/// Writes `status` unless the object already has it (so replicas agreeing write once).
-async fn write_status(
-    resource: &ServedResource,
-    name: &str,
-    status: Value,
-) -> crate::registry::Result<()> {
-    let scope = RequestScope {
+fn status_scope() -> RequestScope {
+    RequestScope {
         version: VERSION.into(),
         request_id: "strategy-module-status".into(),
         field_manager: "strategy-host".into(),
         subresource: Some("status".into()),
         ..Default::default()
-    };
+    }
+}
+
+/// Writes `status` (with the other replicas' rollout entries folded in) unless the object
+/// already has it (so replicas agreeing write once).
+async fn write_status(
+    resource: &ServedResource,
+    name: &str,
+    status: Value,
+) -> crate::registry::Result<()> {
+    let scope = status_scope();
     let current = resource
         .store
         .get(&scope, name, crate::storage::GetOptions::default())
         .await?;
-    if current.get("status") == Some(&status) {
+    let mut merged = status.clone();
+    merge_replicas(current.get("status"), &mut merged);
+    if current.get("status") == Some(&merged) {
         return Ok(());
     }
     let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
         let mut next = current.cloned().unwrap_or(Value::Null);
         if next.is_object() {
-            next["status"] = status.clone();
+            let mut status = status.clone();
+            merge_replicas(next.get("status"), &mut status);
+            next["status"] = status;
         }
         Ok(next)
     });

@@ -1,0 +1,188 @@
+//! One resource's slot in the module table — the binding in force and the staged version, each
+//! swapped atomically — and the `Strategy` the registry holds for it, which calls whatever is in
+//! force at each call, runs a shadow beside it, or hands a canary its share.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwapOption;
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::rollout::{Outcome, RolloutMode, StagedVersion, Verb};
+use super::wasm_strategy::WasmStrategy;
+use crate::strategy::{Admission, DefaultStrategy, Strategy, StrategyContext, StrategyError};
+
+/// A module version bound to a slot, and the source it came from.
+pub(crate) struct Binding {
+    pub(crate) source: String,
+    pub(crate) strategy: WasmStrategy,
+}
+
+/// One resource's (group, kind) slot.
+pub(crate) struct Slot {
+    pub(crate) name: String,
+    /// The version in force (`None`: the default strategy).
+    pub(crate) current: ArcSwapOption<Binding>,
+    /// A version staged beside it (shadow or canary).
+    pub(crate) staged: ArcSwapOption<StagedVersion>,
+}
+
+impl Slot {
+    pub(crate) fn new(name: String) -> Self {
+        Self {
+            name,
+            current: ArcSwapOption::empty(),
+            staged: ArcSwapOption::empty(),
+        }
+    }
+
+    fn live_staged(&self) -> Option<Arc<StagedVersion>> {
+        self.staged.load_full().filter(|s| s.is_live())
+    }
+}
+
+/// What is in force in a slot, without any staged version: the strategy replay compares with.
+pub(crate) struct InForce(pub(crate) Arc<Slot>);
+
+macro_rules! in_force {
+    ($slot:expr, $method:ident($($arg:expr),*)) => {{
+        match $slot.current.load_full() {
+            Some(b) => b.strategy.$method($($arg),*).await,
+            None => DefaultStrategy.$method($($arg),*).await,
+        }
+    }};
+}
+
+#[async_trait]
+impl Strategy for InForce {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    async fn before_create(
+        &self,
+        ctx: &StrategyContext,
+        obj: &mut Value,
+    ) -> Result<Admission, StrategyError> {
+        in_force!(self.0, before_create(ctx, obj))
+    }
+
+    async fn before_update(
+        &self,
+        ctx: &StrategyContext,
+        new: &mut Value,
+        old: &Value,
+    ) -> Result<Admission, StrategyError> {
+        in_force!(self.0, before_update(ctx, new, old))
+    }
+
+    async fn before_delete(
+        &self,
+        ctx: &StrategyContext,
+        obj: &Value,
+    ) -> Result<Admission, StrategyError> {
+        in_force!(self.0, before_delete(ctx, obj))
+    }
+}
+
+/// The registry's handle on a slot.
+pub(crate) struct SlotStrategy(pub(crate) Arc<Slot>);
+
+/// A before-write phase through the slot: the canary's share goes to the staged version (its
+/// failures and latency judged), everything else to the version in force, with a shadow run
+/// after it when one is staged. `input`/`old` build the shadow's copies (before the live call
+/// changes anything), `after` the object after the live call. Staged versions' After hooks never
+/// run: a shadow must not act, and a canary's hooks wait for its promotion.
+macro_rules! phase {
+    ($self:ident, $ctx:ident, $verb:expr, $method:ident($($arg:expr),*),
+     input: $input:expr, old: $old:expr, after: $after:expr) => {{
+        match $self.0.live_staged() {
+            Some(s) if s.serves_this_request() => {
+                let started = Instant::now();
+                let result = s.strategy().$method($($arg),*).await;
+                s.record_canary_call(result.is_err(), started.elapsed());
+                result
+            }
+            Some(s) if s.mode() == RolloutMode::Shadow => {
+                let (input, old) = ($input, $old);
+                let started = Instant::now();
+                let result = in_force!($self.0, $method($($arg),*));
+                let outcome = Outcome {
+                    result: result.clone(),
+                    object: $after,
+                    latency: started.elapsed(),
+                };
+                s.shadow($ctx, $verb, input, old, outcome);
+                result
+            }
+            _ => in_force!($self.0, $method($($arg),*)),
+        }
+    }};
+}
+
+#[async_trait]
+impl Strategy for SlotStrategy {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    async fn before_create(
+        &self,
+        ctx: &StrategyContext,
+        obj: &mut Value,
+    ) -> Result<Admission, StrategyError> {
+        phase!(self, ctx, Verb::Create, before_create(ctx, obj),
+            input: obj.clone(), old: None, after: Some(obj.clone()))
+    }
+
+    async fn before_update(
+        &self,
+        ctx: &StrategyContext,
+        new: &mut Value,
+        old: &Value,
+    ) -> Result<Admission, StrategyError> {
+        phase!(self, ctx, Verb::Update, before_update(ctx, new, old),
+            input: new.clone(), old: Some(old.clone()), after: Some(new.clone()))
+    }
+
+    async fn before_delete(
+        &self,
+        ctx: &StrategyContext,
+        obj: &Value,
+    ) -> Result<Admission, StrategyError> {
+        phase!(self, ctx, Verb::Delete, before_delete(ctx, obj),
+            input: obj.clone(), old: None, after: None)
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        match self.0.current.load().as_ref() {
+            Some(b) => b.strategy.allow_create_on_update(),
+            None => DefaultStrategy.allow_create_on_update(),
+        }
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        match self.0.current.load().as_ref() {
+            Some(b) => b.strategy.allow_unconditional_update(),
+            None => DefaultStrategy.allow_unconditional_update(),
+        }
+    }
+
+    async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
+        in_force!(self.0, after_create(ctx, obj))
+    }
+
+    async fn after_update(
+        &self,
+        ctx: &StrategyContext,
+        new: &Value,
+        old: &Value,
+    ) -> Result<(), StrategyError> {
+        in_force!(self.0, after_update(ctx, new, old))
+    }
+
+    async fn after_delete(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
+        in_force!(self.0, after_delete(ctx, obj))
+    }
+}
