@@ -270,12 +270,10 @@ impl StagedVersion {
         }
         if self.spec.mode == RolloutMode::Canary {
             let w = self.canary.lock().expect("canary");
-            out["canary"] = json!({
-                "weightPercent": self.spec.weight_percent,
-                "served": w.served,
-                "failed": w.failed,
-                "p99Microseconds": w.p99().map(|d| d.as_micros() as u64),
-            });
+            out["weightPercent"] = json!(self.spec.weight_percent);
+            out["canary"] = json!({"served": w.served, "failed": w.failed});
+            out["latency"]["canary"] =
+                json!({"p99Microseconds": w.p99().map(|d| d.as_micros() as u64)});
         }
         out
     }

@@ -324,13 +324,27 @@ fn status_of(obj: &Value, s: &ModuleStatus) -> Value {
     }
     if let Some(v) = &s.staged {
         let mut rollout = v.to_json();
-        let mine =
-            json!({"requests": rollout["requests"].take(), "canary": rollout["canary"].take()});
+        // What this replica saw goes under its name; the rest is the same on every replica.
+        let mine: serde_json::Map<String, Value> = rollout
+            .as_object_mut()
+            .map(|r| {
+                PER_REPLICA
+                    .iter()
+                    .filter_map(|k| r.remove(*k).map(|v| (k.to_string(), v)))
+                    .collect()
+            })
+            .unwrap_or_default();
         rollout["replicas"] = json!({ replica_id(): mine });
         status["rollout"] = rollout;
     }
     status
 }
+
+/// The members of a staged version's report each replica records for itself.
+const PER_REPLICA: [&str; 5] = ["requests", "replay", "canary", "latency", "samples"];
+
+/// How many differences `status.rollout.samples` shows, over all replicas.
+const STATUS_SAMPLES: usize = 20;
 
 /// The reason recorded in the object's status when its canary version `digest` was rolled back.
 fn rolled_back_here(obj: &Value, digest: &str) -> Option<String> {
@@ -341,8 +355,10 @@ fn rolled_back_here(obj: &Value, digest: &str) -> Option<String> {
 }
 
 /// Folds the other replicas' entries of the stored `status.rollout` into this replica's
-/// `status.rollout` (same candidate only), sums their request counts into `requests` and
-/// `canary`, and keeps a rollback any replica recorded.
+/// `status.rollout` (same candidate only) and derives what every replica agrees on, so replicas
+/// with the same view write nothing: `requests` and `canary` summed over replicas, `replay` and
+/// `samples` from the replicas in name order (a replay is the same on each), and a rollback any
+/// replica recorded.
 fn merge_replicas(stored: Option<&Value>, status: &mut Value) {
     let Some(rollout) = status.get_mut("rollout") else {
         return;
@@ -363,6 +379,7 @@ fn merge_replicas(stored: Option<&Value>, status: &mut Value) {
             rollout["reason"] = stored["reason"].clone();
         }
     }
+    // A map keeps its keys sorted: replicas in name order.
     let entries: Vec<Value> = rollout["replicas"]
         .as_object()
         .map(|m| m.values().cloned().collect())
@@ -372,8 +389,26 @@ fn merge_replicas(stored: Option<&Value>, status: &mut Value) {
         for e in &entries {
             add_counts(&mut total, &e[part]);
         }
-        rollout[part] = total;
+        if !total.is_null() {
+            rollout[part] = total;
+        }
     }
+    let replay = entries
+        .iter()
+        .map(|e| &e["replay"])
+        .find(|r| r["state"] == "Done")
+        .or_else(|| entries.first().map(|e| &e["replay"]));
+    if let Some(replay) = replay.cloned() {
+        rollout["replay"] = replay;
+    }
+    let samples: Vec<Value> = entries
+        .iter()
+        .filter_map(|e| e["samples"].as_array())
+        .flatten()
+        .take(STATUS_SAMPLES)
+        .cloned()
+        .collect();
+    rollout["samples"] = json!(samples);
 }
 
 /// Adds the numbers of `more` into `total`, member by member (objects recursively; a member
@@ -442,4 +477,52 @@ async fn write_status(
         Ok(next)
     });
     resource.store.update(&scope, name, input).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(rejects: u64, replay: &str) -> Value {
+        json!({"requests": {"evaluated": rejects * 2, "differences": {"rejects": rejects}},
+               "replay": {"state": replay, "objects": 3},
+               "samples": [{"object": format!("o{rejects}")}]})
+    }
+
+    #[test]
+    fn replicas_are_summed_and_a_rollback_sticks() {
+        let stored = json!({"rollout": {
+            "candidateDigest": "sha256:1", "state": "RolledBack", "reason": "too slow",
+            "replicas": {"other-1": entry(7, "Done")}
+        }});
+        let mut mine = json!({"rollout": {
+            "candidateDigest": "sha256:1", "state": "Canary",
+            "replicas": {replica_id(): entry(10, "Running")}
+        }});
+        merge_replicas(Some(&stored), &mut mine);
+        let r = &mine["rollout"];
+        assert_eq!(r["requests"]["differences"]["rejects"], 17);
+        assert_eq!(r["requests"]["evaluated"], 34);
+        assert_eq!(r["replicas"].as_object().unwrap().len(), 2);
+        assert_eq!(r["replay"]["state"], "Done");
+        assert_eq!(r["samples"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            (r["state"].as_str(), r["reason"].as_str()),
+            (Some("RolledBack"), Some("too slow"))
+        );
+        // Merging the result again changes nothing: replicas agreeing do not write.
+        let again = mine.clone();
+        merge_replicas(Some(&again), &mut mine);
+        assert_eq!(mine, again);
+    }
+
+    #[test]
+    fn another_candidates_entries_are_not_merged() {
+        let stored = json!({"rollout": {"candidateDigest": "sha256:old",
+            "replicas": {"other-1": entry(7, "Done")}}});
+        let mut mine = json!({"rollout": {"candidateDigest": "sha256:new",
+            "replicas": {replica_id(): entry(1, "Done")}}});
+        merge_replicas(Some(&stored), &mut mine);
+        assert_eq!(mine["rollout"]["requests"]["differences"]["rejects"], 1);
+    }
 }
