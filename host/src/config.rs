@@ -15,7 +15,13 @@ use crate::storage::etcd3::{Etcd3Config, TlsFiles};
 /// with a certificate generated into ./data/pki and an admin kubeconfig in
 /// ./data/admin.kubeconfig.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "strategy-host", version, about, long_about = None)]
+#[command(
+    name = "strategy-host",
+    version,
+    about,
+    long_about = None,
+    after_help = "To test a strategy module on objects from files, without a server: strategy-host module --help"
+)]
 pub struct Config {
     /// Address and port to serve HTTPS on (plain HTTP with --dev-mode).
     #[arg(long, env = "STRATEGY_HOST_LISTEN", default_value = "127.0.0.1:8080")]

@@ -16,12 +16,14 @@
 //!   `Strategy` that calls a module;
 //! - [`registry`]: one generic store per served resource, driving its strategy around storage;
 //! - [`strategy`]: the contract between the registry and whatever supplies behaviour;
-//! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store.
+//! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store;
+//! - [`cli`]: `strategy-host module test|diff`, running a module's phases on objects from files.
 
 mod api;
 pub mod app;
 pub mod authentication;
 pub mod authorization;
+pub mod cli;
 pub mod config;
 pub mod pki;
 pub mod registry;

@@ -13,14 +13,20 @@ const STRATEGIES: &[(&str, &str)] = &[
 ];
 
 /// (crate name, constant name) of the test programs built beside them: strategies that exist to
-/// misbehave in a way a WAT fixture could not easily (e.g. a hook applying its own kind).
-const TEST_PROGRAMS: &[(&str, &str)] = &[("strategy-replicator", "REPLICATOR")];
+/// misbehave in a way a WAT fixture could not easily (e.g. a hook applying its own kind), or to
+/// be a second version of an example (`strategy-configmap-strict`).
+const TEST_PROGRAMS: &[(&str, &str)] = &[
+    ("strategy-replicator", "REPLICATOR"),
+    ("strategy-configmap-strict", "CONFIGMAP_STRICT"),
+];
 
 /// The module the host embeds (built again here so tests can load it into tables of their own).
-/// It links the ConfigMap example's rules without its exports, so it builds in a cargo
-/// invocation of its own: built together, cargo would unify the example's features and link
-/// two sets of entry points.
 const EMBEDDED: (&str, &str) = ("strategy-builtin", "BUILTIN");
+
+/// The crates that link the ConfigMap example's rules without its exports. They build in a cargo
+/// invocation of their own: built together with the example, cargo would unify its features and
+/// link two sets of entry points.
+const WITHOUT_EXAMPLE_EXPORTS: &[&str] = &["strategy-builtin", "strategy-configmap-strict"];
 
 fn main() {
     let root = strategy_wasm_build::workspace_root(2);
@@ -29,18 +35,33 @@ fn main() {
         .iter()
         .chain(TEST_PROGRAMS)
         .map(|(krate, _)| *krate)
+        .filter(|krate| !WITHOUT_EXAMPLE_EXPORTS.contains(krate))
         .collect();
     strategy_wasm_build::rerun_if_changed(&root, &crates);
-    strategy_wasm_build::rerun_if_changed(&root, &[EMBEDDED.0]);
-    let files = strategy_wasm_build::build(&root, &crates);
-    let embedded = strategy_wasm_build::build(&root, &[EMBEDDED.0]);
+    strategy_wasm_build::rerun_if_changed(&root, WITHOUT_EXAMPLE_EXPORTS);
+    // (crate name, its `.wasm`) of everything built, from the two invocations.
+    let built: Vec<(&str, PathBuf)> = crates
+        .iter()
+        .copied()
+        .zip(strategy_wasm_build::build(&root, &crates))
+        .chain(
+            WITHOUT_EXAMPLE_EXPORTS
+                .iter()
+                .copied()
+                .zip(strategy_wasm_build::build(&root, WITHOUT_EXAMPLE_EXPORTS)),
+        )
+        .collect();
+    let file = |krate: &str| {
+        let (_, file) = built.iter().find(|(k, _)| *k == krate).unwrap();
+        file.clone()
+    };
 
     let mut consts = String::new();
     let mut all = String::from(
         "/// Every example strategy: (crate name, path of its `.wasm`).\npub const ALL: &[(&str, &str)] = &[\n",
     );
-    for ((krate, name), file) in STRATEGIES.iter().chain(TEST_PROGRAMS).zip(files) {
-        let path = file.display().to_string();
+    for (krate, name) in STRATEGIES.iter().chain(TEST_PROGRAMS) {
+        let path = file(krate).display().to_string();
         writeln!(
             consts,
             "/// The `.wasm` of `{krate}`.\npub const {name}: &str = {path:?};"
@@ -55,7 +76,7 @@ fn main() {
         "/// The `.wasm` of `{}` (the built-in kinds' module).\npub const {}: &str = {:?};",
         EMBEDDED.0,
         EMBEDDED.1,
-        embedded[0].display().to_string()
+        file(EMBEDDED.0).display().to_string()
     )
     .unwrap();
     all.push_str("];\n");

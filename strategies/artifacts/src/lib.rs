@@ -1,7 +1,8 @@
 //! The test programs of Strategy Host: the example strategies of `strategies/`, compiled to
 //! `wasm32-unknown-unknown` by this crate's build script (one constant per strategy naming its
 //! `.wasm` file; `ALL` lists the examples), the Rust test programs beside them
-//! (`strategies/replicator`: a hook that applies its own kind, or whatever the object names), the
+//! (`strategies/replicator`: a hook that applies its own kind, or whatever the object names;
+//! `strategies/configmap-strict`: a stricter second version of the ConfigMap example), the
 //! hostile modules of `hostile/` (WAT), and the well-behaved WAT fixtures of `fixtures/` (a module
 //! echoing the requests it is sent, to see what the host tells a module of a given ABI version),
 //! for tests and benchmarks.
