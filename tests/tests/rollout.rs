@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use strategy_host::storage::etcd3::testing::EtcdServer;
-use strategy_host_e2e::{call, get, HostProcess};
+use strategy_host_e2e::{call, call_with, get, HostProcess};
 
 const CONFIGMAPS: &str = "/apis/example.com/v1/namespaces/default/configmaps";
 const MODULES: &str = "/apis/strategyhost.io/v1alpha1/strategymodules";
@@ -75,15 +75,18 @@ fn start_with_in_force(host: &HostProcess) {
     });
 }
 
-/// Replaces the module object's spec (keeping its resourceVersion current).
+/// Changes the module object's spec the way `kubectl patch --type merge` does (the server
+/// writes the object's status meanwhile, so a read-modify-write would conflict).
 fn stage(host: &HostProcess, wasm: &str, rollout: Value) {
-    let url = host.url(&format!("{MODULES}/configmaps"));
-    let (_, current) = get(&url).unwrap();
-    let current: Value = serde_json::from_str(&current).unwrap();
-    let mut next = module_object(wasm, Some(rollout));
-    next["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-    let (code, body) = send(host, "PUT", &format!("{MODULES}/configmaps"), &next);
-    assert_eq!(code, 200, "{body}");
+    let patch = json!({"spec": {"module": bytes(wasm), "rollout": rollout}});
+    let r = call_with(
+        "PATCH",
+        &host.url(&format!("{MODULES}/configmaps")),
+        Some(patch.to_string().as_bytes()),
+        &[("Content-Type", "application/merge-patch+json")],
+    )
+    .unwrap();
+    assert_eq!(r.code, 200, "{}", r.body);
 }
 
 fn rollout_status(host: &HostProcess) -> Value {
