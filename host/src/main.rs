@@ -15,11 +15,12 @@ async fn main() -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                // The test runner reports modules' failures itself; their own log lines help
+                // The test runner reports modules' failures itself; their own log lines (target
+                // `strategy`; a target directive matches by prefix, hence `strategy_host`) help
                 // their authors.
                 .unwrap_or_else(|_| {
                     if module {
-                        "error,strategy=info"
+                        "error,strategy_host=error,strategy=info"
                     } else {
                         "info"
                     }
