@@ -227,12 +227,6 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
     let mut rows = Vec::new();
     for case in &cases {
         let (in_force, candidate) = (old.run(case).await?, new.run(case).await?);
-        // A rollout counts every failure of the candidate; for a diff, both versions failing
-        // the same way is agreement.
-        if matches!((&in_force.result, &candidate.result), (Err(a), Err(b)) if a.reason == b.reason)
-        {
-            continue;
-        }
         for d in differences(&in_force, &candidate) {
             rows.push(DiffRow::new(case, d));
         }

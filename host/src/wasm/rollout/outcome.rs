@@ -92,9 +92,8 @@ pub async fn evaluate(
         (Verb::Create, _) => strategy.before_create(ctx, &mut object).await,
         (Verb::Update, Some(old)) => strategy.before_update(ctx, &mut object, old).await,
         (Verb::Update, None) => {
-            strategy
-                .before_update(ctx, &mut object.clone(), &object)
-                .await
+            let old = object.clone();
+            strategy.before_update(ctx, &mut object, &old).await
         }
         (Verb::Delete, _) => strategy.before_delete(ctx, &object).await,
     };
@@ -158,10 +157,14 @@ pub struct Difference {
 }
 
 /// Where `candidate` differs from `in_force` for the same input. A failure of the version in
-/// force is not the candidate's difference: only the candidate's own failure is reported.
+/// force is not the candidate's difference: only the candidate's own failure is reported, and
+/// not when the version in force failed for the same reason (both trap on the same input).
 pub fn differences(in_force: &Outcome, candidate: &Outcome) -> Vec<Difference> {
     let mut out = Vec::new();
     if let Err(e) = &candidate.result {
+        if matches!(&in_force.result, Err(f) if f.reason == e.reason) {
+            return out;
+        }
         out.push(Difference {
             kind: DifferenceKind::Fails,
             detail: json!({"reason": e.reason}),
@@ -280,6 +283,45 @@ mod tests {
         assert_eq!(Some(patched), b.object);
     }
 
+    /// A strategy that stamps an annotation in every phase.
+    struct Stamps;
+
+    #[async_trait::async_trait]
+    impl Strategy for Stamps {
+        fn name(&self) -> &str {
+            "stamps"
+        }
+
+        async fn before_update(
+            &self,
+            _: &StrategyContext,
+            new: &mut Value,
+            _: &Value,
+        ) -> Result<Admission, StrategyError> {
+            new["stamped"] = json!(true);
+            Ok(Admission::default())
+        }
+    }
+
+    #[tokio::test]
+    async fn an_update_onto_itself_keeps_what_the_strategy_rewrote() {
+        let ctx = StrategyContext {
+            resource: crate::strategy::ResourceInfo {
+                group: "g".into(),
+                version: "v1".into(),
+                kind: "K".into(),
+                plural: "ks".into(),
+                namespaced: true,
+            },
+            dry_run: true,
+            request_id: String::new(),
+            hook_depth: 0,
+            user: Default::default(),
+        };
+        let out = evaluate(&Stamps, &ctx, Verb::Update, json!({"a": 1}), None).await;
+        assert_eq!(out.object, Some(json!({"a": 1, "stamped": true})));
+    }
+
     #[test]
     fn only_the_candidates_failure_counts() {
         let failed = Outcome {
@@ -293,5 +335,6 @@ mod tests {
         let ok = admitted(json!({}), &[]);
         assert_eq!(kinds(&differences(&ok, &failed)), [DifferenceKind::Fails]);
         assert!(differences(&failed, &ok).is_empty());
+        assert!(differences(&failed, &failed.clone()).is_empty());
     }
 }
