@@ -228,12 +228,8 @@ impl ModuleTable {
         check: &dyn Fn(&StrategyModule) -> std::result::Result<(), String>,
     ) -> Result<Arc<StrategyModule>> {
         let offered = digest(bytes);
-        if let Some(current) = self.current_of(source) {
-            if current.digest() == offered {
-                // Promoting the version in force ends any staging beside it.
-                self.unstage(source);
-                return Ok(current);
-            }
+        if let Some(current) = self.keep_in_force(source, &offered) {
+            return Ok(current);
         }
         let loaded = self.compile(bytes, check);
         let mut guard = self.sources.lock().expect("sources");
@@ -319,11 +315,8 @@ impl ModuleTable {
             return self.load_checked(source, bytes, check);
         }
         let offered = digest(bytes);
-        if let Some(current) = self.current_of(source) {
-            if current.digest() == offered {
-                self.unstage(source);
-                return Ok(current);
-            }
+        if let Some(current) = self.keep_in_force(source, &offered) {
+            return Ok(current);
         }
         if let Some(s) = self.staged(source) {
             if s.digest() == offered && s.spec() == rollout {
@@ -589,6 +582,14 @@ impl ModuleTable {
         statuses.insert(source.to_owned(), status.clone());
         let _ = self.events.send(status);
         true
+    }
+
+    /// The version in force of `source` when it is the one `offered` (digest), after ending any
+    /// staging beside it: offering (or promoting) the version in force changes nothing else.
+    fn keep_in_force(&self, source: &str, offered: &str) -> Option<Arc<StrategyModule>> {
+        let current = self.current_of(source).filter(|c| c.digest() == offered)?;
+        self.unstage(source);
+        Some(current)
     }
 
     fn current_of(&self, source: &str) -> Option<Arc<StrategyModule>> {

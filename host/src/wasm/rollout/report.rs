@@ -22,6 +22,17 @@ const SAMPLES: usize = 20;
 /// How many latencies per version the percentiles are taken over (the newest).
 const LATENCY_WINDOW: usize = 2048;
 
+/// The `p` quantile (nearest rank) of `latencies`; `None` when there are none.
+pub fn percentile(latencies: impl Iterator<Item = Duration>, p: f64) -> Option<Duration> {
+    let mut v: Vec<Duration> = latencies.collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let i = ((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1;
+    Some(v[i])
+}
+
 /// Where an evaluation came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -324,13 +335,7 @@ impl RolloutReport {
     /// The report as JSON (status and `/debug/strategies`).
     pub fn to_json(&self) -> Value {
         let percentile = |window: &VecDeque<Duration>, p: f64| -> Value {
-            if window.is_empty() {
-                return Value::Null;
-            }
-            let mut v: Vec<Duration> = window.iter().copied().collect();
-            v.sort_unstable();
-            let i = ((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1;
-            json!(v[i].as_micros() as u64)
+            json!(percentile(window.iter().copied(), p).map(|d| d.as_micros() as u64))
         };
         let latency = {
             let windows = self.latency.lock().expect("latency");

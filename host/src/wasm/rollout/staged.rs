@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use super::outcome::{evaluate, Outcome, Verb};
-use super::report::{Origin, RolloutMetrics, RolloutReport};
+use super::report::{percentile, Origin, RolloutMetrics, RolloutReport};
 use super::spec::{RolloutMode, RolloutSpec};
 use crate::strategy::{Strategy, StrategyContext};
 use crate::wasm::runtime::StrategyModule;
@@ -35,13 +35,7 @@ struct CanaryWindow {
 
 impl CanaryWindow {
     fn p99(&self) -> Option<Duration> {
-        let mut v: Vec<Duration> = self.recent.iter().map(|(_, d)| *d).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_unstable();
-        let i = ((v.len() as f64 * 0.99).ceil() as usize).clamp(1, v.len()) - 1;
-        Some(v[i])
+        percentile(self.recent.iter().map(|(_, d)| *d), 0.99)
     }
 }
 

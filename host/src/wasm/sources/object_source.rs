@@ -177,7 +177,7 @@ impl Follower {
     async fn offer(&mut self, resource: &ServedResource, obj: &Value) {
         let name = name_of(obj);
         let source = source_name(&name);
-        let status = match ModuleSpec::from_object(obj) {
+        match ModuleSpec::from_object(obj) {
             Err(errors) => {
                 // Admission refuses such specs; one stored before that rule is reported, not loaded.
                 let reason = errors
@@ -185,7 +185,8 @@ impl Follower {
                     .map(|e| format!("{}: {}", e.field, e.detail))
                     .collect::<Vec<_>>()
                     .join("; ");
-                rejected_status(obj, &reason)
+                self.write(resource, &name, |current| rejected_status(current, &reason))
+                    .await;
             }
             Ok(spec) => {
                 let rolled_back = rolled_back_here(obj, &spec.digest);
@@ -215,13 +216,12 @@ impl Follower {
                         tracing::error!(source, "loading a strategy module panicked: {e}");
                     }
                 }
-                match self.table.status(&source) {
-                    Some(s) => status_of(obj, &s),
-                    None => return,
+                if let Some(s) = self.table.status(&source) {
+                    self.write(resource, &name, |current| status_of(current, &s))
+                        .await;
                 }
             }
-        };
-        self.write(resource, &name, status).await;
+        }
     }
 
     /// Writes the status of every object whose version is staged (its report moves with traffic).
@@ -231,20 +231,22 @@ impl Follower {
             let Some(status) = self.table.status(&source_name(&name)) else {
                 continue;
             };
-            if status.staged.is_none() {
-                continue;
-            }
-            let scope = status_scope();
-            let opts = crate::storage::GetOptions::default();
-            if let Ok(obj) = resource.store.get(&scope, &name, opts).await {
-                self.write(resource, &name, status_of(&obj, &status)).await;
+            if status.staged.is_some() {
+                self.write(resource, &name, |current| status_of(current, &status))
+                    .await;
             }
         }
     }
 
-    async fn write(&self, resource: &ServedResource, name: &str, status: Value) {
+    /// Writes the status `status_for` makes of the object as stored now (see [`write_status`]).
+    async fn write(
+        &self,
+        resource: &ServedResource,
+        name: &str,
+        status_for: impl Fn(&Value) -> Value,
+    ) {
         let source = source_name(name);
-        if let Err(e) = write_status(resource, name, status).await {
+        if let Err(e) = write_status(resource, name, status_for).await {
             if !e.is_not_found() {
                 tracing::warn!(source, error = %e, "could not write a strategy module's status");
             }
@@ -450,18 +452,20 @@ fn status_scope() -> RequestScope {
     }
 }
 
-/// Writes `status` (with the other replicas' rollout entries folded in) unless the object
-/// already has it (so replicas agreeing write once).
+/// Reads the object once, makes its status with `status_for`, and writes it (with the other
+/// replicas' rollout entries folded in) unless the object already has it (so replicas agreeing
+/// write once).
 async fn write_status(
     resource: &ServedResource,
     name: &str,
-    status: Value,
+    status_for: impl Fn(&Value) -> Value,
 ) -> crate::registry::Result<()> {
     let scope = status_scope();
     let current = resource
         .store
         .get(&scope, name, crate::storage::GetOptions::default())
         .await?;
+    let status = status_for(&current);
     let mut merged = status.clone();
     merge_replicas(current.get("status"), &mut merged);
     if current.get("status") == Some(&merged) {
