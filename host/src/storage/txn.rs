@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use super::error::{Result, StorageError};
 use super::options::Preconditions;
-use super::versioner::{decode_from_storage, encode_for_storage, object_resource_version};
+use super::versioner::{
+    decode_from_storage, encode_for_storage, object_resource_version, set_object_resource_version,
+};
 use super::{TryUpdate, ValidateDeletion};
 
 /// A key's stored bytes and the revisions that describe them.
@@ -61,9 +63,9 @@ impl State {
     }
 
     /// Builds a state from a cached object; `None` when the object lacks a usable revision.
-    fn from_cached(full_key: &str, cached: Value) -> Option<Self> {
+    fn from_cached(full_key: &str, mut cached: Value) -> Option<Self> {
         let mod_revision = object_resource_version(&cached).ok().flatten()?;
-        let data = encode_for_storage(full_key, &cached).ok()?;
+        let data = encode_for_storage(full_key, &mut cached).ok()?;
         Some(Self {
             object: cached,
             data,
@@ -84,7 +86,7 @@ async fn read_state(store: &dyn CasStore, full_key: &str) -> Result<Option<State
 ///
 /// # Errors
 /// `InvalidObject` when `obj` carries a resourceVersion; `AlreadyExists`.
-pub async fn create(store: &dyn CasStore, full_key: &str, obj: Value) -> Result<Value> {
+pub async fn create(store: &dyn CasStore, full_key: &str, mut obj: Value) -> Result<Value> {
     if object_resource_version(&obj)
         .map_err(|e| StorageError::invalid_object(full_key, e.to_string()))?
         .is_some()
@@ -94,9 +96,9 @@ pub async fn create(store: &dyn CasStore, full_key: &str, obj: Value) -> Result<
             "resourceVersion should not be set on objects to be created",
         ));
     }
-    let data = encode_for_storage(full_key, &obj)?;
-    match store.put_if(full_key, data.clone(), 0).await? {
-        CasOutcome::Committed(rev) => decode_from_storage(full_key, &data, rev),
+    let data = encode_for_storage(full_key, &mut obj)?;
+    match store.put_if(full_key, data, 0).await? {
+        CasOutcome::Committed(rev) => Ok(committed(obj, rev)),
         CasOutcome::Stale(_) => Err(StorageError::already_exists(full_key)),
     }
 }
@@ -143,11 +145,11 @@ pub async fn guaranteed_update(
             None if ignore_not_found => None,
             None => retry_if_stale!(StorageError::not_found(full_key)),
         };
-        let updated = match try_update(current).await {
+        let mut updated = match try_update(current).await {
             Ok(v) => v,
             Err(e) => retry_if_stale!(StorageError::Aborted(e)),
         };
-        let data = encode_for_storage(full_key, &updated)?;
+        let data = encode_for_storage(full_key, &mut updated)?;
         if let Some(s) = &state {
             if s.data == data {
                 if !is_current {
@@ -159,8 +161,8 @@ pub async fn guaranteed_update(
             }
         }
         let expected = state.as_ref().map_or(0, |s| s.mod_revision);
-        match store.put_if(full_key, data.clone(), expected).await? {
-            CasOutcome::Committed(rev) => return decode_from_storage(full_key, &data, rev),
+        match store.put_if(full_key, data, expected).await? {
+            CasOutcome::Committed(rev) => return Ok(committed(updated, rev)),
             CasOutcome::Stale(fresh) => {
                 state = fresh
                     .map(|raw| State::from_raw(full_key, raw))
@@ -169,6 +171,13 @@ pub async fn guaranteed_update(
             }
         }
     }
+}
+
+/// The object a write committed, stamped with the revision of that write: the object itself, as
+/// its stored bytes decode to the same tree (no need to parse them back).
+fn committed(mut obj: Value, revision: u64) -> Value {
+    set_object_resource_version(&mut obj, revision);
+    obj
 }
 
 /// The shared delete loop (see `Storage::delete`).

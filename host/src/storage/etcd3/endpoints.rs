@@ -36,7 +36,8 @@ pub(super) struct Endpoints {
 /// One member: its URL, its own client, and whether it is in rotation.
 struct Member {
     url: String,
-    client: Client,
+    /// Shared with each request (an `etcd_client::Client` clone copies a dozen service clients).
+    client: Arc<Client>,
     health: Mutex<Health>,
 }
 
@@ -53,7 +54,7 @@ pub(super) struct Picked {
     /// The member's position, to report the outcome with.
     pub index: usize,
     /// The member's client.
-    pub client: Client,
+    pub client: Arc<Client>,
 }
 
 impl Endpoints {
@@ -71,7 +72,7 @@ impl Endpoints {
         for url in &config.endpoints {
             members.push(Arc::new(Member {
                 url: url.clone(),
-                client: build_client(config, url).await?,
+                client: Arc::new(build_client(config, url).await?),
                 health: Mutex::new(Health {
                     up: true,
                     outage: 0,

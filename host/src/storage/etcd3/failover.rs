@@ -10,6 +10,7 @@
 
 use std::error::Error as _;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::Client;
@@ -124,7 +125,7 @@ pub(super) async fn run<T, F, Fut>(
     mut op: F,
 ) -> Result<T>
 where
-    F: FnMut(Client) -> Fut,
+    F: FnMut(Arc<Client>) -> Fut,
     Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
 {
     let began = Instant::now();
@@ -177,7 +178,7 @@ impl Etcd3Store {
     /// one when it fails.
     pub(super) async fn read<T, F, Fut>(&self, op: F) -> Result<T>
     where
-        F: FnMut(Client) -> Fut,
+        F: FnMut(Arc<Client>) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         run(
@@ -193,7 +194,7 @@ impl Etcd3Store {
     /// apply it.
     pub(super) async fn write<T, F, Fut>(&self, op: F) -> Result<T>
     where
-        F: FnMut(Client) -> Fut,
+        F: FnMut(Arc<Client>) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         run(

@@ -38,7 +38,7 @@ impl Etcd3Store {
     /// cancellation of a watch at revision 1. Only meaningful once something was compacted.
     pub(super) async fn compacted_revision(&self) -> Result<u64> {
         let wait = self.request_timeout().min(Duration::from_secs(2));
-        let probe = |client: Client| {
+        let probe = |client: Arc<Client>| {
             let prefix = self.inner.prefix.clone();
             async move {
                 let mut client = watch_client(&client);
