@@ -303,18 +303,37 @@ fn every_error_is_a_status() {
 fn too_many_requests_answer_429() {
     let (host, _dir) = start(&["--max-requests-inflight", "1"]);
     let url = host.url(&format!("{W}?resourceVersion=99999999"));
-    // Requests that wait for a future revision hold their slot; concurrent ones are refused.
-    let slow = std::thread::spawn({
-        let url = url.clone();
-        move || call("GET", &url, None).unwrap()
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    assert_status(
-        &call("GET", &host.url(W), None).unwrap(),
-        429,
-        "TooManyRequests",
-    );
-    assert_eq!(slow.join().unwrap().code, 504);
+    // A request that waits for a future revision holds the one slot (until it times out, 504);
+    // concurrent ones are refused. Probe until one is: a fixed pause raced a loaded machine,
+    // where the waiting request had not arrived yet. A probe holding the slot just as the
+    // waiting request arrives gets that one refused instead: then try again.
+    for _attempt in 0..5 {
+        let slow = std::thread::spawn({
+            let url = url.clone();
+            move || call("GET", &url, None).unwrap()
+        });
+        let refused = loop {
+            let probe = call("GET", &host.url(W), None).unwrap();
+            if probe.code == 429 {
+                break Some(probe);
+            }
+            if slow.is_finished() {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let slow = slow.join().unwrap();
+        match refused {
+            Some(probe) => {
+                assert_status(&probe, 429, "TooManyRequests");
+                assert_eq!(slow.code, 504, "{}", slow.body);
+                break;
+            }
+            None => {
+                assert_status(&slow, 429, "TooManyRequests");
+            }
+        }
+    }
     assert_eq!(call("GET", &host.url(W), None).unwrap().code, 200);
 }
 
