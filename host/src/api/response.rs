@@ -6,7 +6,7 @@ use std::convert::Infallible;
 
 use bytes::Bytes;
 use futures::StreamExt as _;
-use http_body_util::combinators::BoxBody;
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::Response;
@@ -16,11 +16,11 @@ use super::status::Status;
 use crate::registry::ListPage;
 
 /// The body of every response.
-pub(crate) type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// A whole body.
 pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).boxed()
+    Full::new(bytes.into()).boxed_unsync()
 }
 
 /// Formats one warning as Kubernetes' `299 - "text"`.
@@ -108,7 +108,7 @@ pub(crate) fn json_list(page: ListPage) -> Response<Body> {
     Response::builder()
         .status(200)
         .header(hyper::header::CONTENT_TYPE, "application/json")
-        .body(BodyExt::boxed(StreamBody::new(body)))
+        .body(BodyExt::boxed_unsync(StreamBody::new(body)))
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 

@@ -117,11 +117,18 @@ fn service(
     Request<Incoming>,
     Response = Response<Body>,
     Error = Infallible,
-    Future = impl std::future::Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
+    Future = futures::future::BoxFuture<'static, Result<Response<Body>, Infallible>>,
 > {
     hyper::service::service_fn(move |req| {
         let (state, identity) = (state.clone(), identity.clone());
-        async move { Ok::<_, Infallible>(guarded(req, state, peer, &identity).await) }
+        // Boxed: hyper keeps each HTTP/2 stream's task for as long as its response body
+        // streams, and a task is as large as the future it was spawned with. Unboxed, every
+        // open watch kept the whole request handler's state (~8 KiB) after it had answered.
+        let handled: futures::future::BoxFuture<'static, _> =
+            Box::pin(
+                async move { Ok::<_, Infallible>(guarded(req, state, peer, &identity).await) },
+            );
+        handled
     })
 }
 

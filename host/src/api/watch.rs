@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use hyper::Response;
 use serde_json::json;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::response::Body;
 use super::status::Status;
@@ -33,7 +33,10 @@ pub(crate) struct WatchFormat {
     pub protobuf: bool,
 }
 
-/// Serves a watch on `store` (selectors in `opts`).
+/// Serves a watch on `store` (selectors in `opts`). The response body is the registry's event
+/// stream itself, rendered as the connection asks for more: no task or buffer of its own per
+/// watch (the cache watcher's buffer is the only one), and a client that goes away drops the
+/// stream and with it the cache watcher.
 pub(crate) async fn serve(
     store: RegistryStore,
     scope: RequestScope,
@@ -42,10 +45,8 @@ pub(crate) async fn serve(
     format: WatchFormat,
     mut shutdown: watch::Receiver<bool>,
 ) -> Response<Body> {
-    let (tx, rx) = mpsc::channel::<Out>(64);
-    let opened = store.watch(&scope, opts).await;
-    let mut events = match opened {
-        Ok(events) => Some(events),
+    let (opening_error, events) = match store.watch(&scope, opts).await {
+        Ok(events) => (None, Some(events)),
         Err(e) => {
             let status = Status::from(&e);
             // An expired resourceVersion is reported in-stream, as Kubernetes does.
@@ -58,75 +59,31 @@ pub(crate) async fn serve(
             } else {
                 Some(Out::Line("ERROR", Bytes::from(error.to_string())))
             };
-            if let Some(first) = first {
-                let _ = tx.try_send(first);
-            }
-            None
+            (first, None)
         }
     };
     let deadline =
         tokio::time::Instant::now() + timeout.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
-    tokio::spawn(async move {
-        let Some(events) = events.as_mut() else {
-            return;
-        };
-        let mut first_table = true;
-        loop {
-            let event = tokio::select! {
-                e = events.next() => e,
-                () = tokio::time::sleep_until(deadline) => None,
-                _ = shutdown.changed() => None,
-                () = tx.closed() => None,
-            };
-            let Some(event) = event else { break };
-            let last = matches!(event, WatchEvent::Error(_));
-            if format.protobuf {
-                let object = match &event {
-                    WatchEvent::Error(e) => Status::from(&**e).to_json(),
-                    WatchEvent::Bookmark(o)
-                    | WatchEvent::Added(o)
-                    | WatchEvent::Modified(o)
-                    | WatchEvent::Deleted(o) => o.to_value(),
-                };
-                // An object without a protobuf form ends the stream; the client relists.
-                let Some(bytes) = protobuf_frame(event.type_name(), &object) else {
-                    break;
-                };
-                if tx.send(Out::Whole(bytes)).await.is_err() || last {
-                    break;
-                }
-                continue;
-            }
-            let object = match &event {
-                WatchEvent::Error(e) => Bytes::from(Status::from(&**e).to_json().to_string()),
-                WatchEvent::Bookmark(o) => o.json(),
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
-                    if format.table =>
-                {
-                    let meta = json!({"resourceVersion": o.revision().to_string()});
-                    let t = super::table::table(
-                        store.definition(),
-                        &scope.version,
-                        &[o.to_value()],
-                        meta,
-                        &format.include_object,
-                        first_table,
-                    );
-                    first_table = false;
-                    Bytes::from(t.to_string())
-                }
-                // The shared object's bytes, encoded once for every watcher and never copied.
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o.json(),
-            };
-            if tx.send(Out::Line(event.type_name(), object)).await.is_err() || last {
-                break;
-            }
+    let ends = async move {
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => {}
+            _ = shutdown.changed() => {}
         }
-    });
-    let stream = tokio_stream::wrappers::ReceiverStream::new(rx)
+    };
+    let mut render = Renderer {
+        store,
+        scope,
+        format,
+        first_table: true,
+    };
+    let protobuf = render.format.protobuf;
+    let events = rendered(events, move |event| render.event(event));
+    let stream = futures::stream::iter(opening_error)
+        .chain(events)
+        .take_until(Box::pin(ends))
         .flat_map(|out| futures::stream::iter(out.into_chunks()))
         .map(|b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
-    let content_type = if format.protobuf {
+    let content_type = if protobuf {
         PROTOBUF_WATCH
     } else {
         "application/json"
@@ -135,8 +92,72 @@ pub(crate) async fn serve(
         .status(200)
         .header(hyper::header::CONTENT_TYPE, content_type)
         .header(hyper::header::CACHE_CONTROL, "no-cache, private")
-        .body(BodyExt::boxed(StreamBody::new(stream)))
+        .body(BodyExt::boxed_unsync(StreamBody::new(stream)))
         .unwrap_or_else(|_| Response::new(super::response::full(Bytes::new())))
+}
+
+/// `events` through `render`, which gives each event's frame and whether it is the last (an
+/// ERROR): the stream ends right after that one, and at an event `render` cannot render (an
+/// object without a protobuf form: the client relists).
+fn rendered<S, F>(events: Option<S>, render: F) -> impl futures::Stream<Item = Out>
+where
+    S: futures::Stream<Item = WatchEvent> + Unpin,
+    F: FnMut(&WatchEvent) -> Option<(Out, bool)>,
+{
+    futures::stream::unfold(events.map(|events| (events, render)), |state| async move {
+        let (mut events, mut render) = state?;
+        let event = events.next().await?;
+        let (out, last) = render(&event)?;
+        Some((out, (!last).then_some((events, render))))
+    })
+}
+
+/// Renders one watch's events in its format.
+struct Renderer {
+    store: RegistryStore,
+    scope: RequestScope,
+    format: WatchFormat,
+    /// The first Table event carries the column definitions.
+    first_table: bool,
+}
+
+impl Renderer {
+    /// The event's frame and whether it is the stream's last, or `None` when it cannot be
+    /// rendered (an object without a protobuf form: the stream ends and the client relists).
+    fn event(&mut self, event: &WatchEvent) -> Option<(Out, bool)> {
+        let last = matches!(event, WatchEvent::Error(_));
+        if self.format.protobuf {
+            let object = match event {
+                WatchEvent::Error(e) => Status::from(&**e).to_json(),
+                WatchEvent::Bookmark(o)
+                | WatchEvent::Added(o)
+                | WatchEvent::Modified(o)
+                | WatchEvent::Deleted(o) => o.to_value(),
+            };
+            return protobuf_frame(event.type_name(), &object).map(|b| (Out::Whole(b), last));
+        }
+        let object = match event {
+            WatchEvent::Error(e) => Bytes::from(Status::from(&**e).to_json().to_string()),
+            WatchEvent::Bookmark(o) => o.json(),
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
+                if self.format.table =>
+            {
+                let meta = json!({"resourceVersion": o.revision().to_string()});
+                let t = super::table::table(
+                    self.store.definition(),
+                    &self.scope.version,
+                    &[o.to_value()],
+                    meta,
+                    &self.format.include_object,
+                    std::mem::take(&mut self.first_table),
+                );
+                Bytes::from(t.to_string())
+            }
+            // The shared object's bytes, encoded once for every watcher and never copied.
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o.json(),
+        };
+        Some((Out::Line(event.type_name(), object), last))
+    }
 }
 
 /// The content type of a protobuf watch stream.
@@ -161,7 +182,7 @@ fn protobuf_frame(kind: &str, object: &serde_json::Value) -> Option<Bytes> {
     }
 }
 
-/// What the watch task hands the connection.
+/// One rendered event, as the connection is handed it.
 enum Out {
     /// A frame written as it is (protobuf).
     Whole(Bytes),
@@ -193,4 +214,62 @@ fn line_start(kind: &'static str) -> Bytes {
         "BOOKMARK" => br#"{"type":"BOOKMARK","object":"#,
         _ => br#"{"type":"ERROR","object":"#,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::StorageError;
+
+    /// Renders every event as a frame of its type name; `unrenderable` names one it cannot.
+    fn by_type(unrenderable: &'static str) -> impl FnMut(&WatchEvent) -> Option<(Out, bool)> {
+        move |event| {
+            let kind = event.type_name();
+            (kind != unrenderable).then(|| {
+                let last = matches!(event, WatchEvent::Error(_));
+                (Out::Whole(Bytes::from_static(kind.as_bytes())), last)
+            })
+        }
+    }
+
+    /// The frames of `events` (a stream that never ends after them: the watch stays open).
+    async fn frames(events: Vec<WatchEvent>, unrenderable: &'static str) -> Vec<Bytes> {
+        let open = futures::stream::iter(events).chain(futures::stream::pending());
+        let stream = rendered(Some(open), by_type(unrenderable))
+            .flat_map(|out| futures::stream::iter(out.into_chunks()));
+        tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())
+            .await
+            .expect("the stream ends by itself")
+    }
+
+    #[tokio::test]
+    async fn an_error_event_is_sent_and_ends_the_stream_at_once() {
+        let events = vec![
+            WatchEvent::bookmark(1),
+            WatchEvent::error(StorageError::Internal("gone".into())),
+            WatchEvent::bookmark(2),
+        ];
+        assert_eq!(frames(events, "").await, ["BOOKMARK", "ERROR"]);
+    }
+
+    #[tokio::test]
+    async fn an_event_without_a_rendering_ends_the_stream_unsent() {
+        let events = vec![
+            WatchEvent::bookmark(1),
+            WatchEvent::error(StorageError::Internal("x".into())),
+        ];
+        assert_eq!(frames(events, "ERROR").await, ["BOOKMARK"]);
+    }
+
+    #[test]
+    fn a_json_line_is_its_three_chunks() {
+        let chunks: Vec<Bytes> = Out::Line("ADDED", Bytes::from_static(b"{}"))
+            .into_chunks()
+            .collect();
+        assert_eq!(
+            chunks.concat(),
+            br#"{"type":"ADDED","object":{}}
+"#
+        );
+    }
 }

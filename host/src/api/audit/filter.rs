@@ -212,7 +212,7 @@ impl RequestAudit {
                 let _ = &done;
                 frame
             })
-            .boxed();
+            .boxed_unsync();
     }
 }
 
