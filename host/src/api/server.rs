@@ -65,6 +65,7 @@ pub(crate) async fn serve(
                         continue;
                     }
                 };
+                prepare(&stream, peer);
                 let state = state.clone();
                 let (builder, tls, watcher) = (builder.clone(), tls.clone(), graceful.watcher());
                 tokio::spawn(async move {
@@ -106,6 +107,16 @@ pub(crate) async fn serve(
         tracing::warn!("grace period over; closing the remaining connections");
     }
     Ok(())
+}
+
+/// Sets up an accepted connection: `TCP_NODELAY`, as Go's servers (Kubernetes') do. Without
+/// it Nagle's algorithm holds a small write (an HTTP/2 frame, a watch event) while an earlier
+/// one is unacknowledged, and the peer's delayed ACK makes that a 40 ms stall: seen as a 44 ms
+/// p99 on cached GETs over one HTTP/2 connection.
+fn prepare(stream: &tokio::net::TcpStream, peer: SocketAddr) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
+    }
 }
 
 /// The hyper service of one connection.
@@ -322,5 +333,27 @@ async fn dispatch(
             req.method()
         ))),
         Route::NotFound => not_found(&path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn accepted_connections_send_small_writes_at_once() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::net::TcpStream::connect(addr);
+        let ((accepted, peer), _client) =
+            tokio::join!(async { listener.accept().await.unwrap() }, async {
+                client.await.unwrap()
+            });
+        assert!(
+            !accepted.nodelay().unwrap(),
+            "the default is Nagle's algorithm"
+        );
+        prepare(&accepted, peer);
+        assert!(accepted.nodelay().unwrap());
     }
 }
