@@ -35,13 +35,21 @@ pub(crate) fn warning_header(text: &str) -> String {
 
 /// A JSON reply with warnings.
 pub(crate) fn json(code: u16, value: &Value, warnings: &[String]) -> Response<Body> {
+    json_bytes(
+        code,
+        serde_json::to_vec(value).unwrap_or_default(),
+        warnings,
+    )
+}
+
+/// A JSON reply whose body is already encoded (a shared object's bytes).
+pub(crate) fn json_bytes(code: u16, body: impl Into<Bytes>, warnings: &[String]) -> Response<Body> {
     let mut builder = Response::builder()
         .status(code)
         .header(hyper::header::CONTENT_TYPE, "application/json");
     for w in warnings {
         builder = builder.header("Warning", warning_header(w));
     }
-    let body = serde_json::to_vec(value).unwrap_or_default();
     builder
         .body(full(body))
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))

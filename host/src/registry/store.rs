@@ -274,6 +274,28 @@ impl RegistryStore {
         Ok(self.to_version(obj, &scope.version))
     }
 
+    /// [`RegistryStore::get`] as shared bytes, for a response that forwards the object: the
+    /// stored object itself when it is already at the request's version.
+    ///
+    /// # Errors
+    /// As [`RegistryStore::get`].
+    pub async fn get_shared(
+        &self,
+        scope: &RequestScope,
+        name: &str,
+        opts: GetOptions,
+    ) -> Result<Arc<SharedObject>> {
+        let target = self.target(name);
+        let obj = self
+            .storage
+            .get_shared(&self.key(scope, name), opts)
+            .await
+            .map_err(|e| Error::storage(e, &target))?
+            .ok_or_else(|| Error::NotFound(target.into()))?;
+        let api_version = self.def.api_version(&scope.version);
+        Ok(self.shared_at_version(obj, &scope.version, &api_version))
+    }
+
     /// Lists objects (one page) as a `{Kind}List`.
     ///
     /// # Errors

@@ -11,7 +11,7 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 
 use super::{
-    GetOptions, ListOptions, ObjectList, Preconditions, Result, Storage, TryUpdate,
+    GetOptions, ListOptions, ObjectList, Preconditions, Result, SharedObject, Storage, TryUpdate,
     ValidateDeletion, WatchStream,
 };
 
@@ -106,6 +106,13 @@ impl Storage for Instrumented {
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
         let started = Instant::now();
         let out = self.inner.get(key, opts).await;
+        self.metrics.observe("get", key, started);
+        out
+    }
+
+    async fn get_shared(&self, key: &str, opts: GetOptions) -> Result<Option<Arc<SharedObject>>> {
+        let started = Instant::now();
+        let out = self.inner.get_shared(key, opts).await;
         self.metrics.observe("get", key, started);
         out
     }

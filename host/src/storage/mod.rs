@@ -32,6 +32,8 @@ pub mod txn;
 pub mod versioner;
 pub mod watch;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -97,6 +99,19 @@ pub trait Storage: Send + Sync + 'static {
     /// `NotFound` unless `opts.ignore_not_found`; `TooLargeResourceVersion` when a minimum
     /// resourceVersion is newer than the store.
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>>;
+
+    /// [`Storage::get`] as shared bytes, for a read that only forwards the object (a GET's
+    /// response): a store that holds objects as [`SharedObject`]s hands over its own, with no
+    /// tree parsed or serialized. By default, the tree `get` reads, wrapped.
+    ///
+    /// # Errors
+    /// As [`Storage::get`].
+    async fn get_shared(&self, key: &str, opts: GetOptions) -> Result<Option<Arc<SharedObject>>> {
+        Ok(self
+            .get(key, opts)
+            .await?
+            .map(|obj| Arc::new(SharedObject::new(obj))))
+    }
 
     /// Lists the objects at `key` (recursively under it when `opts.recursive`).
     ///

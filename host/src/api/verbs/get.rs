@@ -19,6 +19,16 @@ pub(crate) async fn get(
     format: Format,
 ) -> Result<Response<Body>, Status> {
     let scope = res.read_scope();
+    if !format.as_table && !format.protobuf {
+        // JSON as it is held: the shared object's bytes, no tree parsed or serialized.
+        let obj = res
+            .store()
+            .get_shared(&scope, res.name(), params.options())
+            .await
+            .map_err(|e| Status::from(&e))?;
+        res.audit.log_response_object_with(|| obj.to_value());
+        return Ok(response::json_bytes(200, obj.json(), &[]));
+    }
     let obj = res
         .store()
         .get(&scope, res.name(), params.options())

@@ -78,20 +78,21 @@ impl Cacher {
         self.shared.below.get_list(key, opts).await
     }
 
-    /// `get` of `cache_key` (the normalized `key`) from the cache.
+    /// `get` of `cache_key` (the normalized `key`) from the cache, shared as it is held; from
+    /// the store below when the cache cannot be fresh enough in time.
     pub(super) async fn get_cached(
         &self,
         key: &str,
         cache_key: &str,
         opts: GetOptions,
-    ) -> Result<Option<Value>> {
+    ) -> Result<Option<Arc<CachedObject>>> {
         let rv = parse_resource_version(&opts.resource_version)?;
         if let Freshness::Below = self.await_fresh(rv).await? {
-            return self.shared.below.get(key, opts).await;
+            return self.shared.below.get_shared(key, opts).await;
         }
         let found = self.shared.read().get(cache_key);
         match found {
-            Some(obj) => Ok(Some(obj.to_value())),
+            Some(obj) => Ok(Some(obj)),
             None if opts.ignore_not_found => Ok(None),
             None => Err(StorageError::not_found(key)),
         }
