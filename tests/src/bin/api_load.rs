@@ -34,6 +34,7 @@ use clap::Parser;
 use serde::de::IgnoredAny;
 use strategy_host_e2e::load::etcd::{EtcdBaseline, EtcdOp};
 use strategy_host_e2e::load::figures::{ratio_line, rss_kb, Throughput};
+use strategy_host_e2e::load::h2::H2Client;
 use strategy_host_e2e::load::resources::{change, lease, merge, Resource};
 use strategy_host_e2e::load::watch::{self, FanOut};
 use strategy_host_e2e::{call, call_with};
@@ -80,6 +81,14 @@ struct Args {
     /// Run the same operation against this etcd (`http://host:port`, or `auto` to start one).
     #[arg(long)]
     baseline_etcd: Option<String>,
+    /// create/get/cached-get/update: the clients are tasks multiplexed over `--connections`
+    /// HTTP/2 connections (as client-go and the etcd baseline's gRPC talk), instead of a
+    /// thread and an HTTP/1.1 connection each.
+    #[arg(long)]
+    http2: bool,
+    /// With `--http2`: the connections the clients share.
+    #[arg(long, default_value_t = 1)]
+    connections: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -141,7 +150,11 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
-    let api = run_clients(&args, &resource, &base)?;
+    let api = if args.http2 {
+        runtime.block_on(run_h2_clients(&args, &resource))?
+    } else {
+        run_clients(&args, &resource, &base)?
+    };
     let rss = args
         .server_pid
         .and_then(rss_kb)
@@ -386,52 +399,128 @@ fn one(
     w: usize,
     i: u64,
 ) -> anyhow::Result<u16> {
-    Ok(match args.mode.as_str() {
-        "create" => {
-            call(
+    if args.mode == "renew" {
+        let url = format!("{base}/seed-{run}-{w}");
+        let mut held = call("GET", &url, None)?.json();
+        held["spec"] = lease("", i)["spec"].clone();
+        return Ok(call("PUT", &url, Some(&held))?.code);
+    }
+    let request = Planned::of(args, resource, run, w, i)?;
+    let content_type = request.body.as_ref().map(|(_, t)| ("Content-Type", *t));
+    Ok(call_with(
+        request.method,
+        &format!("{base}{}", request.path),
+        request.body.as_ref().map(|(b, _)| b.as_slice()),
+        content_type.as_slice(),
+    )?
+    .code)
+}
+
+/// One request of a single-object mode: what any client sends for it.
+struct Planned {
+    method: &'static str,
+    /// Below the collection's path: `""` or `/name?query`.
+    path: String,
+    /// The body and its content type.
+    body: Option<(Vec<u8>, &'static str)>,
+}
+
+impl Planned {
+    /// Client `w`'s `i`-th request of `args.mode` (`run` names this invocation's objects).
+    fn of(args: &Args, resource: &Resource, run: &str, w: usize, i: u64) -> anyhow::Result<Self> {
+        let json = |v: &serde_json::Value| Some((v.to_string().into_bytes(), "application/json"));
+        let (method, path, body) = match args.mode.as_str() {
+            "create" => (
                 "POST",
-                base,
-                Some(&resource.object(&format!("l-{run}-{w}-{i}"))),
-            )?
-            .code
-        }
-        "get" => call("GET", &format!("{base}/seed-{run}-{}", i % 100), None)?.code,
-        "cached-get" => {
-            let url = format!("{base}/seed-{run}-{}?resourceVersion=0", i % 100);
-            call("GET", &url, None)?.code
-        }
-        "update" => {
-            let body = change(&resource.name, i);
-            call_with(
+                String::new(),
+                json(&resource.object(&format!("l-{run}-{w}-{i}"))),
+            ),
+            "get" => ("GET", format!("/seed-{run}-{}", i % 100), None),
+            "cached-get" => (
+                "GET",
+                format!("/seed-{run}-{}?resourceVersion=0", i % 100),
+                None,
+            ),
+            "update" => (
                 "PATCH",
-                &format!("{base}/seed-{run}-{}", (i + w as u64) % 100),
-                Some(body.to_string().as_bytes()),
-                &[("Content-Type", "application/merge-patch+json")],
-            )?
-            .code
-        }
-        "apply" => {
-            // The whole configuration, as a client applies its manifest, with the same change
-            // the update mode patches.
-            let name = format!("seed-{run}-{}", (i + w as u64) % 100);
-            let mut body = resource.object(&name);
-            merge(&mut body, &change(&resource.name, i));
-            call_with(
-                "PATCH",
-                &format!("{base}/{name}?fieldManager=api-load&force=true"),
-                Some(body.to_string().as_bytes()),
-                &[("Content-Type", "application/apply-patch+yaml")],
-            )?
-            .code
-        }
-        "renew" => {
-            let url = format!("{base}/seed-{run}-{w}");
-            let mut held = call("GET", &url, None)?.json();
-            held["spec"] = lease("", i)["spec"].clone();
-            call("PUT", &url, Some(&held))?.code
-        }
-        other => bail!("unknown mode {other}"),
-    })
+                format!("/seed-{run}-{}", (i + w as u64) % 100),
+                Some((
+                    change(&resource.name, i).to_string().into_bytes(),
+                    "application/merge-patch+json",
+                )),
+            ),
+            "apply" => {
+                // The whole configuration, as a client applies its manifest, with the same
+                // change the update mode patches.
+                let name = format!("seed-{run}-{}", (i + w as u64) % 100);
+                let mut body = resource.object(&name);
+                merge(&mut body, &change(&resource.name, i));
+                (
+                    "PATCH",
+                    format!("/{name}?fieldManager=api-load&force=true"),
+                    Some((
+                        body.to_string().into_bytes(),
+                        "application/apply-patch+yaml",
+                    )),
+                )
+            }
+            other => bail!("unknown mode {other}"),
+        };
+        Ok(Planned { method, path, body })
+    }
+}
+
+/// Runs the mode from `--concurrency` tasks over `--connections` HTTP/2 connections for
+/// `--seconds` (paced as `run_clients` is).
+async fn run_h2_clients(args: &Args, resource: &Resource) -> anyhow::Result<Throughput> {
+    if !matches!(
+        args.mode.as_str(),
+        "create" | "get" | "cached-get" | "update" | "apply"
+    ) {
+        bail!("--http2 serves create, get, cached-get, update and apply");
+    }
+    let client = H2Client::connect(&args.server, args.connections).await?;
+    let run = format!("{:x}", std::process::id());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(args.seconds);
+    let interval = args
+        .rate
+        .map(|r| Duration::from_secs_f64(args.concurrency as f64 / r));
+    let began = Instant::now();
+    let tasks: Vec<_> = (0..args.concurrency)
+        .map(|w| {
+            let (client, args, resource, run) =
+                (client.clone(), args.clone(), resource.clone(), run.clone());
+            tokio::spawn(async move {
+                let (mut latencies, mut errors) = (Vec::new(), 0u64);
+                let mut next = tokio::time::Instant::now()
+                    + interval.map_or(Duration::ZERO, |i| i.mul_f64(w as f64 / 16.0));
+                let mut i = 0u64;
+                while tokio::time::Instant::now() < deadline {
+                    if let Some(iv) = interval {
+                        tokio::time::sleep_until(next).await;
+                        next += iv;
+                    }
+                    let request = Planned::of(&args, &resource, &run, w, i)?;
+                    let path = format!("{}{}", resource.path, request.path);
+                    let start = Instant::now();
+                    let (code, _) = client.call(request.method, &path, request.body).await?;
+                    latencies.push(start.elapsed());
+                    if code >= 300 {
+                        errors += 1;
+                    }
+                    i += 1;
+                }
+                anyhow::Ok((latencies, errors))
+            })
+        })
+        .collect();
+    let (mut all, mut errors) = (Vec::new(), 0);
+    for task in tasks {
+        let (latencies, e) = task.await??;
+        all.extend(latencies);
+        errors += e;
+    }
+    Ok(Throughput::from_samples(all, errors, 0, began.elapsed()))
 }
 
 /// GETs of whole collections, read as a stream and counted rather than held (a list of 10,000

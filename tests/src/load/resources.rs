@@ -16,6 +16,7 @@ pub const SENT_ANNOTATION: &str = "bench.strategy-host.io/sent-nanos";
 const PADDING_ANNOTATION: &str = "bench.strategy-host.io/padding";
 
 /// One kind api-load can drive.
+#[derive(Clone)]
 pub struct Resource {
     /// The name on the command line (`widgets`, `configmaps`, …).
     pub name: String,
