@@ -55,6 +55,7 @@ if [ ! -f "$tools/js/node_modules/@kubernetes/client-node/dist/index.js" ]; then
 fi
 # The official Python client (pip `kubernetes`), for its end-to-end test (tests/python/client.py).
 if [ ! -d "$tools/python/kubernetes" ]; then
-    python3 -m pip install --quiet --disable-pip-version-check --target "$tools/python" kubernetes
+    python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
+        --root-user-action=ignore --target "$tools/python" kubernetes
 fi
 echo "setup: ok (kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"
