@@ -389,23 +389,20 @@ impl Storage for Cacher {
     }
 
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
-        match self.route(key, false)? {
+        let found = match self.route(key, false)? {
             Route::Cache(Scope::Key(k)) if self.is_ready() => {
-                let found = self.get_cached(key, &k, opts).await?;
-                Ok(found.map(|obj| obj.to_value()))
+                self.get_cached(key, &k, opts).await?
             }
-            Route::Cache(_) => self.delegate_get(key, opts).await,
-            Route::Below => self.shared.below.get(key, opts).await,
-        }
+            Route::Cache(_) => self.delegate_get(key, opts).await?,
+            Route::Below => return self.shared.below.get(key, opts).await,
+        };
+        Ok(found.map(|obj| obj.to_value()))
     }
 
     async fn get_shared(&self, key: &str, opts: GetOptions) -> Result<Option<Arc<CachedObject>>> {
         match self.route(key, false)? {
             Route::Cache(Scope::Key(k)) if self.is_ready() => self.get_cached(key, &k, opts).await,
-            Route::Cache(_) => Ok(self
-                .delegate_get(key, opts)
-                .await?
-                .map(|obj| Arc::new(CachedObject::new(obj)))),
+            Route::Cache(_) => self.delegate_get(key, opts).await,
             Route::Below => self.shared.below.get_shared(key, opts).await,
         }
     }

@@ -7,8 +7,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::watch_cache::{CachedObject, Scope};
 use super::Cacher;
 use crate::storage::continue_token::ContinueToken;
@@ -62,12 +60,16 @@ impl Cacher {
         }
     }
 
-    pub(super) async fn delegate_get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
+    pub(super) async fn delegate_get(
+        &self,
+        key: &str,
+        opts: GetOptions,
+    ) -> Result<Option<Arc<CachedObject>>> {
         self.shared
             .metrics
             .delegated_reads
             .fetch_add(1, Ordering::Relaxed);
-        self.shared.below.get(key, opts).await
+        self.shared.below.get_shared(key, opts).await
     }
 
     pub(super) async fn delegate_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList> {

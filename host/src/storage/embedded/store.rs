@@ -1,6 +1,8 @@
 //! `Storage` and `CasStore` for the embedded store: key preparation, resourceVersion rules, and
 //! the shared create/update/delete loops over the writer's compare-and-swap.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -14,7 +16,7 @@ use crate::storage::key::{prepare_key, recursive_prefix};
 use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList, Preconditions};
 use crate::storage::txn::{self, CasOutcome, CasStore, RawValue};
 use crate::storage::versioner::{decode_from_storage, parse_resource_version};
-use crate::storage::watch::WatchStream;
+use crate::storage::watch::{SharedObject, WatchStream};
 use crate::storage::{Storage, TryUpdate, ValidateDeletion};
 
 /// The largest object the store accepts, in bytes.
@@ -34,6 +36,30 @@ impl EmbeddedStore {
         } else {
             (KeyFilter::Exact(full.clone()), full)
         })
+    }
+
+    /// `Storage::get` and `Storage::get_shared`: the latest state, which must be at least as
+    /// fresh as a given revision, made by `read` from the key, its stored bytes and revision.
+    async fn get_object<T: Send + 'static>(
+        &self,
+        key: &str,
+        opts: GetOptions,
+        read: fn(&str, &[u8], u64) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let full = self.full_key(key)?;
+        let min = parse_resource_version(&opts.resource_version)?;
+        with_snapshot(self.inner.db.clone(), move |txn| {
+            let (current, _) = read_revisions(txn)?;
+            if let Some(requested) = min.filter(|&r| r > current) {
+                return Err(StorageError::TooLargeResourceVersion { requested, current });
+            }
+            match reader::read_latest(txn, &full)? {
+                Some(raw) => read(&full, &raw.data, raw.mod_revision).map(Some),
+                None if opts.ignore_not_found => Ok(None),
+                None => Err(StorageError::not_found(full)),
+            }
+        })
+        .await
     }
 }
 
@@ -81,20 +107,14 @@ impl Storage for EmbeddedStore {
     }
 
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
-        let full = self.full_key(key)?;
-        let min = parse_resource_version(&opts.resource_version)?;
-        with_snapshot(self.inner.db.clone(), move |txn| {
-            let (current, _) = read_revisions(txn)?;
-            if let Some(requested) = min.filter(|&r| r > current) {
-                return Err(StorageError::TooLargeResourceVersion { requested, current });
-            }
-            match reader::read_latest(txn, &full)? {
-                Some(raw) => decode_from_storage(&full, &raw.data, raw.mod_revision).map(Some),
-                None if opts.ignore_not_found => Ok(None),
-                None => Err(StorageError::not_found(full)),
-            }
-        })
-        .await
+        self.get_object(key, opts, decode_from_storage).await
+    }
+
+    async fn get_shared(&self, key: &str, opts: GetOptions) -> Result<Option<Arc<SharedObject>>> {
+        let shared = |key: &str, data: &[u8], revision: u64| {
+            SharedObject::from_stored(key, data, revision).map(Arc::new)
+        };
+        self.get_object(key, opts, shared).await
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList> {

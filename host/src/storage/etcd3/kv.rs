@@ -62,8 +62,14 @@ impl Etcd3Store {
         }
     }
 
-    /// `Storage::get`: the latest state, which must be at least as fresh as a given revision.
-    pub(super) async fn get_object(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
+    /// `Storage::get` and `Storage::get_shared`: the latest state, which must be at least as
+    /// fresh as a given revision, made by `read` from the key and its stored value.
+    pub(super) async fn get_object<T>(
+        &self,
+        key: &str,
+        opts: GetOptions,
+        read: fn(&str, &KeyValue) -> Result<T>,
+    ) -> Result<Option<T>> {
         let full_key = self.full_key(key)?;
         let min_revision = parse_resource_version(&opts.resource_version)?;
         let mut resp = self
@@ -77,7 +83,7 @@ impl Etcd3Store {
             return Err(StorageError::TooLargeResourceVersion { requested, current });
         }
         match resp.take_kvs().into_iter().next() {
-            Some(found) => decode_kv(&full_key, &found).map(Some),
+            Some(found) => read(&full_key, &found).map(Some),
             None if opts.ignore_not_found => Ok(None),
             None => Err(StorageError::not_found(full_key)),
         }

@@ -56,7 +56,7 @@ use serde_json::Value;
 
 use crate::storage::error::{Result, StorageError};
 use crate::storage::options::{GetOptions, ListOptions, ObjectList, Preconditions};
-use crate::storage::watch::WatchStream;
+use crate::storage::watch::{SharedObject, WatchStream};
 use crate::storage::{key, txn, Storage, TryUpdate, ValidateDeletion};
 
 /// PEM files for a TLS connection to etcd (`--etcd-cafile`, `--etcd-certfile`,
@@ -258,7 +258,11 @@ impl Storage for Etcd3Store {
     }
 
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
-        self.get_object(key, opts).await
+        self.get_object(key, opts, kv::decode_kv).await
+    }
+
+    async fn get_shared(&self, key: &str, opts: GetOptions) -> Result<Option<Arc<SharedObject>>> {
+        self.get_object(key, opts, kv::shared_kv).await
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList> {

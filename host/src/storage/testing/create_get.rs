@@ -108,6 +108,50 @@ pub(super) async fn run_get_not_found(s: TestStore) {
     assert!(get(store, &key("ns", "missing")).await.unwrap().is_none());
 }
 
+/// get_shared answers what get answers, as shared bytes: the object (the same tree once
+/// parsed, with its revision), nothing or NotFound for a missing key, and the same refusals.
+pub(super) async fn run_get_shared_is_get(s: TestStore) {
+    let store = &*s.storage;
+    store
+        .create(&key("ns", "a"), object("ns", "a"))
+        .await
+        .unwrap();
+    let updated = update_size(store, &key("ns", "a"), 2).await;
+    for asked in [String::new(), "0".to_string(), rv(&updated).to_string()] {
+        let opts = GetOptions {
+            resource_version: asked.clone(),
+            ..Default::default()
+        };
+        let shared = store
+            .get_shared(&key("ns", "a"), opts)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(shared.to_value(), updated, "get_shared at {asked:?}");
+        assert_eq!(shared.revision(), rv(&updated));
+    }
+    let ignore = GetOptions {
+        ignore_not_found: true,
+        ..Default::default()
+    };
+    assert!(store
+        .get_shared(&key("ns", "missing"), ignore)
+        .await
+        .unwrap()
+        .is_none());
+    let err = store
+        .get_shared(&key("ns", "missing"), GetOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    let future = GetOptions {
+        resource_version: (store.current_revision().await.unwrap() + 1_000_000).to_string(),
+        ..Default::default()
+    };
+    let err = store.get_shared(&key("ns", "a"), future).await.unwrap_err();
+    assert!(err.is_too_large_resource_version(), "{err}");
+}
+
 /// Empty keys and keys with `.` or `..` segments are refused by every operation.
 pub(super) async fn run_key_validation(s: TestStore) {
     let store = &*s.storage;

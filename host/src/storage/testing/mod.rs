@@ -74,6 +74,7 @@ fn cases() -> Vec<(&'static str, Case, Isolation)> {
         create_get::run_create_with_resource_version_rejected,
         create_get::run_get_resource_versions,
         create_get::run_get_not_found,
+        create_get::run_get_shared_is_get,
         create_get::run_key_validation,
         delete::run_delete_unconditional,
         delete::run_delete_preconditions,
