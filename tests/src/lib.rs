@@ -160,6 +160,33 @@ impl Drop for HostProcess {
     }
 }
 
+/// Runs another client's script against `host` — `program script BASE_URL`, with `env` — and
+/// reads the one JSON object it prints of what it saw.
+///
+/// # Panics
+/// When the script cannot start, fails (its output is shown) or prints no JSON.
+pub fn run_client_script(
+    host: &HostProcess,
+    program: &str,
+    script: &std::path::Path,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> serde_json::Value {
+    let out = Command::new(program)
+        .arg(script)
+        .arg(&host.base_url)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{program} {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
 /// Runs the binary to completion with `args` and returns its exit status and stderr.
 pub fn run_to_exit(args: &[&str]) -> anyhow::Result<(ExitStatus, String)> {
     let out = Command::new(host_binary()?)

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use strategy_host_e2e::HostProcess;
+use strategy_host_e2e::{run_client_script, HostProcess};
 
 #[test]
 fn the_javascript_client_creates_applies_and_leases() {
@@ -18,19 +18,12 @@ fn the_javascript_client_creates_applies_and_leases() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data").display().to_string();
     let host = HostProcess::start(&["--data-dir", &data]).unwrap();
-    let out = std::process::Command::new("node")
-        .arg(root.join("tests/js/client.mjs"))
-        .arg(&host.base_url)
-        .env("K8S_CLIENT_NODE", &client)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let seen = run_client_script(
+        &host,
+        "node",
+        &root.join("tests/js/client.mjs"),
+        &[("K8S_CLIENT_NODE", client.as_os_str())],
     );
-    let seen: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(seen["created"], "js");
     assert_eq!(seen["applied"], serde_json::json!({"a": "1", "b": "2"}));
     assert!(

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use strategy_host_e2e::HostProcess;
+use strategy_host_e2e::{run_client_script, HostProcess};
 
 #[test]
 fn the_python_client_creates_gets_lists_and_watches() {
@@ -19,19 +19,12 @@ fn the_python_client_creates_gets_lists_and_watches() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data").display().to_string();
     let host = HostProcess::start(&["--data-dir", &data]).unwrap();
-    let out = std::process::Command::new("python3")
-        .arg(root.join("tests/python/client.py"))
-        .arg(&host.base_url)
-        .env("PYTHONPATH", &packages)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let seen = run_client_script(
+        &host,
+        "python3",
+        &root.join("tests/python/client.py"),
+        &[("PYTHONPATH", packages.as_os_str())],
     );
-    let seen: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(seen["got"], json!({"a": "1"}), "{seen}");
     assert_eq!(seen["same_version"], true, "{seen}");
     assert!(
