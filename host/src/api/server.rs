@@ -135,11 +135,7 @@ fn service(
         // Boxed: hyper keeps each HTTP/2 stream's task for as long as its response body
         // streams, and a task is as large as the future it was spawned with. Unboxed, every
         // open watch kept the whole request handler's state (~8 KiB) after it had answered.
-        let handled: futures::future::BoxFuture<'static, _> =
-            Box::pin(
-                async move { Ok::<_, Infallible>(guarded(req, state, peer, &identity).await) },
-            );
-        handled
+        async move { Ok::<_, Infallible>(guarded(req, state, peer, &identity).await) }.boxed()
     })
 }
 
