@@ -6,8 +6,9 @@
 //! - `create` POSTs new objects; `get` GETs existing ones (`cached-get` at resourceVersion=0);
 //!   `update` merge-PATCHes them, `apply` server-side applies the same change; `renew` is a
 //!   leader-election renewal as client-go does it (GET the Lease, PUT it with a new renewTime).
-//! - `list` GETs the whole collection (resourceVersion=0, or with `--consistent` none), after
-//!   seeding `--objects N` objects of `--object-size` bytes if there are fewer; also bytes/list.
+//! - `list` GETs the whole collection (resourceVersion=0, or with `--consistent` none), or its
+//!   first `--limit` objects, after seeding `--objects N` objects of `--object-size` bytes if
+//!   there are fewer; also bytes/list. `get` and `cached-get` seed as many before they read.
 //! - `watch` opens `--watchers W` watches over HTTP/2 (`--streams-per-connection` each), then
 //!   patches at `--rate` writes/s for `--seconds`, each write stamping its send time in an
 //!   annotation; prints delivered/expected and delivery latency from send and from the write's
@@ -69,6 +70,9 @@ struct Args {
     /// list: read from storage (no resourceVersion) rather than the watch cache (rv=0).
     #[arg(long)]
     consistent: bool,
+    /// list: the page size (`limit=`); 0 lists everything.
+    #[arg(long, default_value_t = 0)]
+    limit: u64,
     /// watch: watches to open.
     #[arg(long, default_value_t = 1000)]
     watchers: usize,
@@ -135,7 +139,12 @@ fn main() -> anyhow::Result<()> {
         "seed" => return seed_figure(&args, &resource, &base),
         "list" => seed(&args, &resource, &base, args.objects, false)?,
         "create" => {}
-        _ => {
+        mode => {
+            if matches!(mode, "get" | "cached-get") {
+                // What the collection holds around the objects read (a consistent read must
+                // not cost more with more of them).
+                seed(&args, &resource, &base, args.objects, false)?;
+            }
             // The objects the other modes read and change: one per client, and at least 100.
             let run = format!("{:x}", std::process::id());
             for i in 0..args.concurrency.max(100) {
@@ -164,14 +173,14 @@ fn main() -> anyhow::Result<()> {
         let op = match args.mode.as_str() {
             "create" => EtcdOp::Create,
             "get" | "cached-get" => EtcdOp::Get,
-            "list" => EtcdOp::Range,
+            "list" => EtcdOp::Range(i64::try_from(args.limit)?),
             _ => EtcdOp::Update,
         };
         let etcd = runtime.block_on(async {
             let baseline = EtcdBaseline::connect(url).await?;
             let value = serde_json::to_vec(&resource.sized_object("baseline", args.object_size))?;
             let prefix = EtcdBaseline::list_prefix(args.objects, &value);
-            if op == EtcdOp::Range {
+            if let EtcdOp::Range(_) = op {
                 baseline.seed(&prefix, args.objects, &value).await?;
             }
             baseline
@@ -331,10 +340,16 @@ fn run_clients(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<T
     let interval = args
         .rate
         .map(|r| Duration::from_secs_f64(args.concurrency as f64 / r));
-    let list_url = if args.consistent {
-        base.to_owned()
-    } else {
-        format!("{base}?resourceVersion=0")
+    let mut query = Vec::new();
+    if !args.consistent {
+        query.push("resourceVersion=0".to_owned());
+    }
+    if args.limit > 0 {
+        query.push(format!("limit={}", args.limit));
+    }
+    let list_url = match query.is_empty() {
+        true => base.to_owned(),
+        false => format!("{base}?{}", query.join("&")),
     };
     let began = Instant::now();
     let results = std::thread::scope(|s| {

@@ -19,8 +19,9 @@ pub enum EtcdOp {
     Create,
     /// A get: a linearizable read of one key (what a consistent GET costs at the floor).
     Get,
-    /// A list: a range over a prefix holding as many objects as the API collection.
-    Range,
+    /// A list: a range over a prefix holding as many objects as the API collection, of at
+    /// most this many keys (0: all of them, as a list without `limit`).
+    Range(i64),
     /// An update: read a key, then put it back only if its revision is unchanged (as the
     /// store's guaranteed update does).
     Update,
@@ -187,10 +188,9 @@ async fn one(
             Ok(0)
         }
         EtcdOp::Get => Ok(read_bytes(&kv.get(hot, None).await?)),
-        EtcdOp::Range => {
-            let resp = kv
-                .get(list_prefix, Some(GetOptions::new().with_prefix()))
-                .await?;
+        EtcdOp::Range(limit) => {
+            let options = GetOptions::new().with_prefix().with_limit(limit);
+            let resp = kv.get(list_prefix, Some(options)).await?;
             Ok(read_bytes(&resp))
         }
         EtcdOp::Update => {

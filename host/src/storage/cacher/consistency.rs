@@ -6,7 +6,9 @@
 //! does not (Debian's etcd 3.4.23), the cache's revision only moves with changes under its own
 //! prefix, so instead one small transaction proves that nothing under the prefix changed since
 //! the cache's revision. Either request is a probe that concurrent reads share: every read
-//! waiting when one is sent uses its answer.
+//! waiting when one is sent uses its answer. The proof costs etcd a read of every key and value
+//! under the prefix, so only whole-prefix lists use it: a consistent get or page goes to the
+//! store below instead (see `reads.rs`).
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Duration;
@@ -83,7 +85,7 @@ impl Shared {
     }
 
     /// Whether the store below answers progress requests in order, asked once.
-    async fn progress_supported(&self) -> bool {
+    pub(super) async fn progress_supported(&self) -> bool {
         match self.consistency.progress.load(Ordering::Relaxed) {
             SUPPORTED => true,
             UNSUPPORTED => false,

@@ -2,7 +2,9 @@
 //! the cache as it is, `N` waits for the cache to reach N, `""` (consistent) waits for the cache
 //! to reach the store's current revision (KEP-2340), `Exact` and continue pages answer from
 //! memory when the scope has not changed since their revision and go to the store below
-//! otherwise.
+//! otherwise. Where the store below cannot report progress in order (etcd before 3.4.31), a
+//! consistent get or page is read from it, as Kubernetes does: making the cache provably
+//! current there costs a read of the whole prefix.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,6 +16,16 @@ use crate::storage::error::{Result, StorageError};
 use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList};
 use crate::storage::versioner::parse_resource_version;
 
+/// How much of the prefix a read returns, which decides how a consistent read is made
+/// consistent where the store below cannot report progress in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Extent {
+    /// One object or one page: the store below reads only what it returns.
+    Bounded,
+    /// Every object under the prefix that matches (the store below reads them all anyway).
+    Whole,
+}
+
 /// Whether a read can be answered from memory.
 pub(super) enum Freshness {
     /// The cache is fresh enough.
@@ -23,12 +35,13 @@ pub(super) enum Freshness {
 }
 
 impl Cacher {
-    /// Makes sure the cache is fresh enough for a read at `rv` (`None`: consistent).
+    /// Makes sure the cache is fresh enough for a read at `rv` (`None`: consistent) of
+    /// `extent`.
     ///
     /// # Errors
     /// `TooLargeResourceVersion` when the cache does not reach N in time; the store's errors
     /// when its current revision cannot be read.
-    pub(super) async fn await_fresh(&self, rv: Option<u64>) -> Result<Freshness> {
+    pub(super) async fn await_fresh(&self, rv: Option<u64>, extent: Extent) -> Result<Freshness> {
         let config = &self.shared.config;
         match rv {
             Some(0) => Ok(Freshness::Cache),
@@ -45,6 +58,16 @@ impl Cacher {
                         current: self.shared.read().revision(),
                     })
                 }
+            }
+            None if extent == Extent::Bounded && !self.shared.progress_supported().await => {
+                // The store cannot say in order how far it is, and proving that nothing under
+                // the prefix changed makes etcd read every key and value there; the object or
+                // page itself costs it only what it returns.
+                self.shared
+                    .metrics
+                    .delegated_reads
+                    .fetch_add(1, Ordering::Relaxed);
+                Ok(Freshness::Below)
             }
             None => {
                 if self.shared.catch_up_for_consistent_read().await {
@@ -89,7 +112,7 @@ impl Cacher {
         opts: GetOptions,
     ) -> Result<Option<Arc<CachedObject>>> {
         let rv = parse_resource_version(&opts.resource_version)?;
-        if let Freshness::Below = self.await_fresh(rv).await? {
+        if let Freshness::Below = self.await_fresh(rv, Extent::Bounded).await? {
             return self.shared.below.get_shared(key, opts).await;
         }
         let found = self.shared.read().get(cache_key);
@@ -125,7 +148,12 @@ impl Cacher {
                 None => self.delegate_list(key, opts).await,
             };
         }
-        if let Freshness::Below = self.await_fresh(opts.parsed_resource_version()?).await? {
+        let extent = match &scope {
+            Scope::Prefix(_) if opts.limit == 0 => Extent::Whole,
+            _ => Extent::Bounded,
+        };
+        let rv = opts.parsed_resource_version()?;
+        if let Freshness::Below = self.await_fresh(rv, extent).await? {
             return self.shared.below.get_list(key, opts).await;
         }
         let page = {
