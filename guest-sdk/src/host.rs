@@ -127,13 +127,16 @@ pub fn list(
         .collect()
 }
 
-/// Creates or updates another object through the host's registry, with that resource's own
-/// strategy; returns the object as stored. Only After hooks may call it, it needs
+/// Server-side applies another object through the host's registry, with that resource's own
+/// strategy: the module is the field manager and applies with force, as a controller does, so
+/// fields other managers set are kept and fields the module stops sending are removed. Returns
+/// the object as stored. Only After hooks may call it, it needs
 /// [`crate::HostFunction::Apply`], and the host limits how deep hooks may nest.
 ///
 /// # Errors
 ///
-/// The host's reason: not granted, not in an After hook, too deep, or the write failed.
+/// The host's reason: not granted, not in an After hook, too deep, or the write failed (the
+/// target's strategy refused it, for one).
 ///
 /// # Examples
 ///

@@ -1,5 +1,6 @@
-//! Create: system fields, schema, strategy, validation, then `storage.create`; generateName
-//! collisions retried with a fresh suffix; the after hook spawned once committed.
+//! Create: `before_create` (identity, schema, name, system fields, strategy, validation), then
+//! `storage.create`; generateName collisions retried with a fresh suffix; the after hook run
+//! once committed.
 
 use serde_json::Value;
 
@@ -84,15 +85,33 @@ impl RegistryStore {
     }
 
     /// Everything between a create's body and the store (Kubernetes' `rest.BeforeCreate`),
-    /// shared by create and create-on-update: identity, schema, system fields, status
-    /// stripped where a status subresource owns it, the strategy's create phase, validation
-    /// and the namespace check. `obj` must already have its name (or generateName) settled.
+    /// shared by create and create-on-update: identity, schema (defaults, pruning), the name
+    /// (generated from `generateName` when missing), system fields, status stripped where a
+    /// status subresource owns it, the strategy's create phase, validation (schema, CEL) and
+    /// the namespace check.
     pub(super) async fn before_create(
         &self,
         scope: &RequestScope,
         obj: &mut Value,
         warnings: &mut Vec<String>,
     ) -> Result<()> {
+        self.check_identity(scope, obj)?;
+        self.apply_schema(scope, obj, warnings)?;
+        if meta_str(obj, "name").unwrap_or("").is_empty() {
+            let generate = meta_str(obj, "generateName").unwrap_or("").to_string();
+            if generate.is_empty() {
+                return Err(Error::invalid(
+                    &self.target(""),
+                    FieldError {
+                        kind: FieldErrorKind::Required,
+                        field: "metadata.name".into(),
+                        detail: "name or generateName is required".into(),
+                    },
+                ));
+            }
+            let name = super::names::generate_name(&generate);
+            metadata_mut(obj).insert("name".into(), Value::String(name));
+        }
         super::system_fields::prepare_for_create(obj, self.def.tracks_generation());
         // Ownership is recorded from what the client sent, before the strategy changes it (an
         // apply has recorded its own).
@@ -137,31 +156,16 @@ impl RegistryStore {
     /// `BadRequest`, `Invalid` (422), `NotFound` (namespace), storage `AlreadyExists`, strategy
     /// failures, `ResourceVersionSetOnCreate`.
     pub async fn create(&self, scope: &RequestScope, mut obj: Value) -> Result<Outcome> {
-        self.check_identity(scope, &mut obj)?;
-        if !meta_str(&obj, "resourceVersion").unwrap_or("").is_empty() {
-            return Err(Error::ResourceVersionSetOnCreate);
-        }
-        let mut warnings = Vec::new();
-        self.apply_schema(scope, &mut obj, &mut warnings)?;
+        // Refused as the store refuses it, after validation (as Kubernetes orders the two);
+        // noted first because preparing the object clears the field.
+        let carries_resource_version = !meta_str(&obj, "resourceVersion").unwrap_or("").is_empty();
         let generate = meta_str(&obj, "generateName").unwrap_or("").to_string();
         let explicit = meta_str(&obj, "name").unwrap_or("").to_string();
-        if explicit.is_empty() {
-            if generate.is_empty() {
-                return Err(Error::invalid(
-                    &self.target(""),
-                    FieldError {
-                        kind: FieldErrorKind::Required,
-                        field: "metadata.name".into(),
-                        detail: "name or generateName is required".into(),
-                    },
-                ));
-            }
-            metadata_mut(&mut obj).insert(
-                "name".into(),
-                Value::String(super::names::generate_name(&generate)),
-            );
-        }
+        let mut warnings = Vec::new();
         self.before_create(scope, &mut obj, &mut warnings).await?;
+        if carries_resource_version {
+            return Err(Error::ResourceVersionSetOnCreate);
+        }
         let ctx = self.ctx(scope);
         let mut stored = self.to_storage_version(obj);
         if scope.dry_run {

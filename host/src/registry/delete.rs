@@ -1,13 +1,28 @@
 //! Delete and deletecollection: preconditions, the strategy's before_delete, finalizers (an
 //! object with finalizers gets a deletionTimestamp instead of being removed), then
 //! `storage.delete`; the After hook runs once committed.
+//!
+//! Every check is decided on the state it is about to change: the decision runs inside the
+//! storage layer's callbacks (delete's validation, guaranteed_update's transform), which run
+//! again on fresh state whenever the write loses a race (Kubernetes' `Store.Delete` passes its
+//! checks to `Storage.Delete` the same way). A finalizer or a veto that appears while a delete
+//! retries is honoured.
+
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use super::error::{Error, Result};
+use super::error::{Carried, Error, Result, Target};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, metadata_mut, now_rfc3339};
-use crate::storage::{accept_any_deletion, ListOptions, Preconditions};
+use crate::storage::{
+    GetOptions, ListOptions, Preconditions, StorageError, TryUpdate, ValidateDeletion,
+};
+use crate::strategy::{Strategy, StrategyContext};
+
+/// How many times a delete may switch between removing the object and marking it deleting
+/// (finalizers coming and going under it) before it answers Conflict.
+const MAX_DECISION_FLIPS: usize = 8;
 
 /// The parts of a `DeleteOptions` body the registry honours (decoded, and refused when
 /// malformed, by the api's body decoder).
@@ -19,6 +34,116 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     /// `propagationPolicy`: `Orphan`, `Background` or `Foreground`.
     pub propagation_policy: Option<String>,
+}
+
+/// What a delete does to the object it was decided on.
+#[derive(Debug)]
+enum Decision {
+    /// Remove it now.
+    Remove,
+    /// Keep it, marked deleting (a deletionTimestamp), until its finalizers are gone; the
+    /// object as it should be stored.
+    MarkDeleting(Value),
+}
+
+/// Why a storage callback stopped: the other kind of write is needed.
+#[derive(Debug, thiserror::Error)]
+enum Switch {
+    /// The object gained finalizers: mark it deleting instead of removing it.
+    #[error("the object has finalizers")]
+    ToMarkDeleting,
+    /// The object lost its finalizers: remove it instead of marking it.
+    #[error("the object has no finalizers")]
+    ToRemove,
+}
+
+/// The delete's checks and decision, shared by the storage callbacks it runs in.
+#[derive(Clone)]
+struct Decider {
+    strategy: Arc<dyn Strategy>,
+    ctx: StrategyContext,
+    target: Target,
+    grace_period_seconds: Option<i64>,
+    /// The warnings of the last decision (the one the committed write was decided on).
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+impl Decider {
+    /// Asks the strategy about deleting `current` and decides what the delete does to it.
+    ///
+    /// # Errors
+    /// The strategy's refusal or field errors; its failure to run.
+    async fn decide(&self, current: &Value) -> Result<Decision> {
+        let admission = self.strategy.before_delete(&self.ctx, current).await?;
+        if let Some(refusal) = admission.refusal {
+            return Err(Error::refused(&self.target, refusal));
+        }
+        if !admission.field_errors.is_empty() {
+            return Err(Error::Invalid {
+                target: self.target.clone().into(),
+                causes: admission.field_errors,
+            });
+        }
+        *self.warnings.lock().unwrap_or_else(|p| p.into_inner()) = admission.warnings;
+        if finalizers(current).is_empty() {
+            return Ok(Decision::Remove);
+        }
+        let mut marked = current.clone();
+        if !is_being_deleted(&marked) {
+            let meta = metadata_mut(&mut marked);
+            meta.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
+            meta.insert(
+                "deletionGracePeriodSeconds".into(),
+                Value::from(self.grace_period_seconds.unwrap_or(0)),
+            );
+        }
+        Ok(Decision::MarkDeleting(marked))
+    }
+
+    /// `storage.delete`'s validation: the object is removed only when the decision on it is
+    /// to remove it.
+    fn validate_removal(&self) -> ValidateDeletion<'static> {
+        let decider = self.clone();
+        Box::new(move |current: Value| {
+            let decider = decider.clone();
+            Box::pin(async move {
+                match decider.decide(&current).await {
+                    Ok(Decision::Remove) => Ok(()),
+                    Ok(Decision::MarkDeleting(_)) => Err(Switch::ToMarkDeleting.into()),
+                    Err(e) => Err(Carried(e).into()),
+                }
+            })
+        })
+    }
+
+    /// `storage.guaranteed_update`'s transform: the object is marked deleting only when the
+    /// decision on it is to keep it.
+    fn mark_deleting(&self) -> TryUpdate<'static> {
+        let decider = self.clone();
+        Box::new(move |current: Option<Value>| {
+            let decider = decider.clone();
+            Box::pin(async move {
+                let current = current.ok_or("the object disappeared")?;
+                match decider.decide(&current).await {
+                    Ok(Decision::MarkDeleting(marked)) => Ok(marked),
+                    Ok(Decision::Remove) => Err(Switch::ToRemove.into()),
+                    Err(e) => Err(Carried(e).into()),
+                }
+            })
+        })
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Which `Switch` a storage error carries, if it is one.
+fn switch_of(e: &StorageError) -> Option<&Switch> {
+    match e {
+        StorageError::Aborted(boxed) => boxed.downcast_ref::<Switch>(),
+        _ => None,
+    }
 }
 
 impl RegistryStore {
@@ -35,99 +160,122 @@ impl RegistryStore {
     ) -> Result<Outcome> {
         let key = self.key(scope, name);
         let target = self.target(name);
+        let decider = Decider {
+            strategy: self.strategy.clone(),
+            ctx: self.ctx(scope),
+            target: target.clone(),
+            grace_period_seconds: opts.grace_period_seconds,
+            warnings: Arc::default(),
+        };
+        if scope.dry_run {
+            return self.dry_run_delete(scope, &key, opts, &decider).await;
+        }
+        let failed = |e: StorageError| match e {
+            StorageError::Conflict { message, .. } => Error::Conflict {
+                target: target.clone().into(),
+                message,
+            },
+            e => Error::from_storage_call(e, &target),
+        };
+        // The cached copy picks the likely first write and saves the loops a read; they re-read
+        // it when it is stale.
+        let any_state = GetOptions {
+            resource_version: "0".into(),
+            ignore_not_found: true,
+        };
+        let mut hint = self.storage.get(&key, any_state).await.ok().flatten();
+        let mut remove = hint.as_ref().is_none_or(|o| finalizers(o).is_empty());
+        for _ in 0..MAX_DECISION_FLIPS {
+            let written = if remove {
+                self.storage
+                    .delete(
+                        &key,
+                        &opts.preconditions,
+                        decider.validate_removal(),
+                        hint.take(),
+                    )
+                    .await
+            } else {
+                self.storage
+                    .guaranteed_update(
+                        &key,
+                        &opts.preconditions,
+                        false,
+                        decider.mark_deleting(),
+                        hint.take(),
+                    )
+                    .await
+            };
+            match written {
+                Ok(object) if remove => {
+                    return Ok(self.finish_removal(scope, object, decider.warnings()).await)
+                }
+                Ok(object) => {
+                    return Ok(Outcome {
+                        object: self.to_version(object, &scope.version),
+                        warnings: decider.warnings(),
+                        created: false,
+                    })
+                }
+                Err(e) if switch_of(&e).is_some() => remove = !remove,
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        Err(Error::modified(&target))
+    }
+
+    /// A dry-run delete: the decision on the current object, nothing written.
+    async fn dry_run_delete(
+        &self,
+        scope: &RequestScope,
+        key: &str,
+        opts: &DeleteOptions,
+        decider: &Decider,
+    ) -> Result<Outcome> {
+        let target = &decider.target;
         let current = self
             .storage
-            .get(&key, Default::default())
+            .get(key, Default::default())
             .await
-            .map_err(|e| Error::storage(e, &target))?
+            .map_err(|e| Error::storage(e, target))?
             .ok_or_else(|| Error::NotFound(target.clone().into()))?;
         opts.preconditions
-            .check(&key, &current)
-            .map_err(|e| conflict(e, &target))?;
-        let ctx = self.ctx(scope);
-        let admission = self.strategy.before_delete(&ctx, &current).await?;
-        if let Some(refusal) = admission.refusal {
-            return Err(Error::refused(&target, refusal));
-        }
-        if !admission.field_errors.is_empty() {
-            return Err(Error::Invalid {
-                target: target.into(),
-                causes: admission.field_errors,
-            });
-        }
-        let mut warnings = admission.warnings;
-        if !finalizers(&current).is_empty() {
-            if is_being_deleted(&current) || scope.dry_run {
-                let mut obj = current;
-                if !is_being_deleted(&obj) {
-                    mark_deleted(&mut obj, opts);
-                }
-                return Ok(Outcome {
-                    object: self.to_version(obj, &scope.version),
-                    warnings,
-                    created: false,
-                });
-            }
-            let opts2 = opts.clone();
-            let try_update: crate::storage::TryUpdate<'_> = Box::new(move |cur: Option<Value>| {
-                let opts = opts2.clone();
-                Box::pin(async move {
-                    let mut obj = cur.ok_or("the object disappeared")?;
-                    if !is_being_deleted(&obj) {
-                        mark_deleted(&mut obj, &opts);
-                    }
-                    Ok(obj)
-                })
-            });
-            let updated = self
-                .storage
-                .guaranteed_update(&key, &opts.preconditions, false, try_update, Some(current))
-                .await
-                .map_err(|e| {
-                    if e.is_conflict() {
-                        conflict(e, &target)
-                    } else {
-                        Error::from_storage_call(e, &target)
-                    }
-                })?;
-            return Ok(Outcome {
-                object: self.to_version(updated, &scope.version),
-                warnings,
-                created: false,
-            });
-        }
-        if scope.dry_run {
-            return Ok(Outcome {
-                object: self.to_version(current, &scope.version),
-                warnings,
-                created: false,
-            });
-        }
-        let deleted = self
-            .storage
-            .delete(
-                &key,
-                &opts.preconditions,
-                accept_any_deletion(),
-                Some(current),
-            )
-            .await
-            .map_err(|e| {
-                if e.is_conflict() {
-                    conflict(e, &target)
-                } else {
-                    Error::storage(e, &target)
-                }
+            .check(key, &current)
+            .map_err(|e| match e {
+                StorageError::Conflict { message, .. } => Error::Conflict {
+                    target: target.clone().into(),
+                    message,
+                },
+                e => Error::storage(e, target),
             })?;
+        let object = match decider.decide(&current).await? {
+            Decision::Remove => current,
+            Decision::MarkDeleting(marked) => marked,
+        };
+        Ok(Outcome {
+            object: self.to_version(object, &scope.version),
+            warnings: decider.warnings(),
+            created: false,
+        })
+    }
+
+    /// The outcome of a committed removal of `deleted`, once its After hook ran (a failing hook
+    /// adds a warning; the deletion stands).
+    pub(super) async fn finish_removal(
+        &self,
+        scope: &RequestScope,
+        deleted: Value,
+        mut warnings: Vec<String>,
+    ) -> Outcome {
         let object = self.to_version(deleted, &scope.version);
-        let (strategy, obj) = (self.strategy.clone(), object.clone());
+        let (strategy, ctx, obj) = (self.strategy.clone(), self.ctx(scope), object.clone());
         let hook = async move { strategy.after_delete(&ctx, &obj).await };
         warnings.extend(self.run_hook("after_delete", hook).await);
-        Ok(Outcome {
+        Outcome {
             object,
             warnings,
             created: false,
-        })
+        }
     }
 
     /// Deletes every object the list options select; answers the list of what was deleted.
@@ -169,24 +317,5 @@ impl RegistryStore {
             warnings,
             created: false,
         })
-    }
-}
-
-fn mark_deleted(obj: &mut Value, opts: &DeleteOptions) {
-    let meta = metadata_mut(obj);
-    meta.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
-    meta.insert(
-        "deletionGracePeriodSeconds".into(),
-        Value::from(opts.grace_period_seconds.unwrap_or(0)),
-    );
-}
-
-fn conflict(e: crate::storage::StorageError, target: &super::error::Target) -> Error {
-    match e {
-        crate::storage::StorageError::Conflict { message, .. } => Error::Conflict {
-            target: target.clone().into(),
-            message,
-        },
-        other => Error::storage(other, target),
     }
 }

@@ -7,6 +7,8 @@ pub mod cel;
 mod create;
 pub mod definition;
 mod delete;
+#[cfg(test)]
+mod delete_races;
 pub mod error;
 pub mod event_expiry;
 pub mod fieldmanager;

@@ -118,16 +118,7 @@ impl RegistryStore {
                 Err(e) if e.is_not_found() => stored.clone(),
                 Err(e) => return Err(Error::storage(e, &target)),
             };
-            let ctx = self.ctx(scope);
-            let (strategy, obj) = (self.strategy.clone(), deleted.clone());
-            let hook = async move { strategy.after_delete(&ctx, &obj).await };
-            let mut warnings = warnings;
-            warnings.extend(self.run_hook("after_delete", hook).await);
-            return Ok(Outcome {
-                object: self.to_version(deleted, &scope.version),
-                warnings,
-                created: false,
-            });
+            return Ok(self.finish_removal(scope, deleted, warnings).await);
         }
         let object = self.to_version(stored, &scope.version);
         let ctx = self.ctx(scope);
@@ -164,9 +155,11 @@ impl RegistryStore {
             // Create on update: the same pipeline as a create.
             let mut obj = input(None)?;
             self.check_name(&obj, name)?;
-            self.check_identity(scope, &mut obj)?;
+            if obj.is_object() && meta_str(&obj, "name").is_none_or(str::is_empty) {
+                // The URL names the object (never a generateName).
+                metadata_mut(&mut obj).insert("name".into(), Value::String(name.into()));
+            }
             let mut warnings = Vec::new();
-            self.apply_schema(scope, &mut obj, &mut warnings)?;
             self.before_create(scope, &mut obj, &mut warnings).await?;
             let object = self.to_storage_version(obj);
             return Ok(Prepared {
@@ -204,25 +197,7 @@ impl RegistryStore {
         let mut warnings = Vec::new();
         let status_only = scope.subresource.as_deref() == Some("status");
         if status_only {
-            let status = new.get("status").cloned();
-            let managed = new.pointer("/metadata/managedFields").cloned();
-            let mut merged = old.clone();
-            // The status endpoint takes status (and the ownership its write recorded); labels
-            // and annotations are left as they were.
-            let meta = super::system_fields::metadata_mut(&mut merged);
-            match managed {
-                Some(m) => meta.insert("managedFields".into(), m),
-                None => meta.remove("managedFields"),
-            };
-            match status {
-                Some(s) => merged["status"] = s,
-                None => {
-                    if let Some(m) = merged.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
-            new = merged;
+            new = status_written_over(&old, &new);
         }
         self.apply_schema(scope, &mut new, &mut warnings)?;
         if !status_only
@@ -231,13 +206,7 @@ impl RegistryStore {
                 .version(&scope.version)
                 .is_some_and(|v| v.status_subresource)
         {
-            let map = new
-                .as_object_mut()
-                .ok_or_else(|| Error::BadRequest("the body must be an object".into()))?;
-            match old.get("status") {
-                Some(s) => map.insert("status".into(), s.clone()),
-                None => map.remove("status"),
-            };
+            keep_status(&old, &mut new)?;
         }
         let mut causes = Vec::new();
         if is_being_deleted(&old) {
@@ -287,4 +256,36 @@ impl RegistryStore {
             _ => Ok(()),
         }
     }
+}
+
+/// What a write to the status subresource stores: `old` with `new`'s status (and the ownership
+/// its write recorded); labels, annotations and spec are left as they were.
+fn status_written_over(old: &Value, new: &Value) -> Value {
+    let mut merged = old.clone();
+    let meta = metadata_mut(&mut merged);
+    match new.pointer("/metadata/managedFields") {
+        Some(m) => meta.insert("managedFields".into(), m.clone()),
+        None => meta.remove("managedFields"),
+    };
+    match new.get("status") {
+        Some(s) => merged["status"] = s.clone(),
+        None => {
+            if let Some(m) = merged.as_object_mut() {
+                m.remove("status");
+            }
+        }
+    }
+    merged
+}
+
+/// A write to the main resource of a kind with a status subresource keeps `old`'s status.
+fn keep_status(old: &Value, new: &mut Value) -> Result<()> {
+    let map = new
+        .as_object_mut()
+        .ok_or_else(|| Error::BadRequest("the body must be an object".into()))?;
+    match old.get("status") {
+        Some(s) => map.insert("status".into(), s.clone()),
+        None => map.remove("status"),
+    };
+    Ok(())
 }

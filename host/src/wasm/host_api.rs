@@ -1,14 +1,14 @@
 //! The wasm runtime's `HostApi` backed by the registry: a strategy's `get` and `list` read
-//! through each resource's cache, and its `apply` creates or updates through the target
+//! through each resource's cache, and its `apply` is a server-side apply through the target
 //! resource's own store (and so its own strategy), at the hook depth the runtime gives, as the
-//! user `system:strategy:<module>`.
+//! user `system:strategy:<module>` and the field manager named after the module.
 
 use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
 use super::runtime::{CallerInfo, HostApi};
-use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
+use crate::registry::{Registry, RequestScope, ServedResource};
 use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
 use crate::strategy::UserInfo;
 
@@ -143,29 +143,13 @@ impl HostApi for RegistryHostApi {
         let mut scope = Self::scope(&r, caller, namespace);
         scope.version = version.to_string();
         scope.hook_depth = depth;
+        if name.is_empty() {
+            return Err("the applied object has no metadata.name".into());
+        }
+        // Server-side apply as the module's field manager, forced as a controller applies:
+        // fields other managers set stay theirs, and the write decides on the state it changes.
         let store = r.store.clone();
-        let write = async move {
-            let exists = store.get(&scope, &name, GetOptions::default()).await;
-            match exists {
-                Err(e) if e.is_not_found() => store.create(&scope, object).await,
-                Err(e) => Err(e),
-                Ok(_) => {
-                    let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
-                        let mut next = object.clone();
-                        if let (Some(cur), Some(meta)) = (
-                            current,
-                            next.get_mut("metadata").and_then(Value::as_object_mut),
-                        ) {
-                            if let Some(rv) = cur.pointer("/metadata/resourceVersion") {
-                                meta.insert("resourceVersion".into(), rv.clone());
-                            }
-                        }
-                        Ok(next)
-                    });
-                    store.update(&scope, &name, input).await
-                }
-            }
-        };
+        let write = async move { store.apply(&scope, &name, object, true).await };
         self.runtime
             .block_on(write)
             .map(|o| o.object)
