@@ -62,8 +62,9 @@ impl Etcd3Store {
         }
     }
 
-    /// `Storage::get` and `Storage::get_shared`: the latest state, which must be at least as
-    /// fresh as a given revision, made by `read` from the key and its stored value.
+    /// `Storage::get` and `Storage::get_shared`: the latest state (read in a batch with the
+    /// other reads waiting, see `batch.rs`), which must be at least as fresh as a given
+    /// revision, made by `read` from the key and its stored value.
     pub(super) async fn get_object<T>(
         &self,
         key: &str,
@@ -72,17 +73,12 @@ impl Etcd3Store {
     ) -> Result<Option<T>> {
         let full_key = self.full_key(key)?;
         let min_revision = parse_resource_version(&opts.resource_version)?;
-        let mut resp = self
-            .read(|client| {
-                let key = full_key.clone();
-                async move { kv(&client).get(key, None).await }
-            })
-            .await?;
-        let current = header_revision(resp.header())?;
+        let answer = self.read_key(full_key.clone()).await?;
+        let current = answer.revision;
         if let Some(requested) = min_revision.filter(|&r| r > current) {
             return Err(StorageError::TooLargeResourceVersion { requested, current });
         }
-        match resp.take_kvs().into_iter().next() {
+        match answer.found {
             Some(found) => read(&full_key, &found).map(Some),
             None if opts.ignore_not_found => Ok(None),
             None => Err(StorageError::not_found(full_key)),

@@ -9,12 +9,13 @@
 //!
 //! Requests go to the cluster's members in turn; a member that fails leaves the rotation until
 //! it answers again, and a request that failed on it runs again on another member when that is
-//! safe (`endpoints`, `failover`).
+//! safe (`endpoints`, `failover`). Concurrent single-key reads share one request (`batch`).
 //!
 //! Every request runs under [`Etcd3Config::request_timeout`]; every failure is a typed
 //! [`StorageError`] (unreachable or timed out → `Unavailable`, compacted → `Expired`, revision
 //! not yet reached → `TooLargeResourceVersion`).
 
+mod batch;
 mod client;
 mod endpoints;
 mod errors;
@@ -117,6 +118,8 @@ struct Inner {
     /// Whether this etcd orders a progress answer after the events before it (etcd ≥ 3.4.31 or
     /// ≥ 3.5.13; older ones may answer ahead of undelivered events).
     ordered_progress: bool,
+    /// Single-key reads waiting to share the next request.
+    read_batches: batch::ReadBatches,
 }
 
 /// Whether etcd `version` answers RequestProgress in order with events.
@@ -170,6 +173,7 @@ impl Etcd3Store {
                 config,
                 progress: tokio::sync::broadcast::channel(16).0,
                 ordered_progress,
+                read_batches: Default::default(),
             }),
         })
     }
