@@ -14,6 +14,7 @@ pub(crate) mod media;
 pub(crate) mod metrics;
 pub(crate) mod modules;
 pub(crate) mod openapi;
+pub(crate) mod openapi_v2_protobuf;
 pub(crate) mod params;
 pub(crate) mod patch;
 pub(crate) mod protobuf;

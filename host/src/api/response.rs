@@ -145,12 +145,17 @@ pub(crate) fn open_metrics(text: String) -> Response<Body> {
     )
 }
 
-fn typed(code: u16, content_type: &'static str, body: String) -> Response<Body> {
+/// A response of `content_type` with `body` as it is.
+pub(crate) fn bytes(code: u16, content_type: &'static str, body: Vec<u8>) -> Response<Body> {
     Response::builder()
         .status(code)
         .header(hyper::header::CONTENT_TYPE, content_type)
         .body(full(body))
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
+}
+
+fn typed(code: u16, content_type: &'static str, body: String) -> Response<Body> {
+    bytes(code, content_type, body.into_bytes())
 }
 
 /// A `Status` reply (with `Retry-After` when it says so). The response's extensions keep the

@@ -24,6 +24,7 @@ use super::audit;
 use super::filters;
 use super::health::{self, Reply};
 use super::metrics::RequestInfo;
+use super::openapi_v2_protobuf::{self, Form};
 use super::query::Query;
 use super::response::{self, Body};
 use super::route::Route;
@@ -308,7 +309,18 @@ async fn dispatch(
             Some(m) => reply(modules::debug_strategies(m)),
             None => not_found(&path),
         },
-        Route::OpenApiV2 => document(Some(openapi::v2(registry)), &path),
+        Route::OpenApiV2 => match openapi_v2_protobuf::negotiate(accept(&req)) {
+            Some(Form::Json) => document(Some(openapi::v2(registry)), &path),
+            Some(Form::Protobuf) => response::bytes(
+                200,
+                openapi_v2_protobuf::MEDIA_TYPE,
+                openapi_v2_protobuf::encode(&openapi::v2(registry)),
+            ),
+            None => response::status(&Status::not_acceptable(&[
+                "application/json",
+                openapi_v2_protobuf::MEDIA_TYPE,
+            ])),
+        },
         Route::OpenApiV3 => document(Some(openapi::v3_index(registry)), &path),
         Route::OpenApiV3GroupVersion { group, version } => {
             document(openapi::v3_group_version(registry, &group, &version), &path)

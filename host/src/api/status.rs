@@ -132,6 +132,18 @@ impl Status {
         Self::new(413, "RequestEntityTooLarge", message)
     }
 
+    /// 406 NotAcceptable: none of the media types the client accepts can be served.
+    pub(crate) fn not_acceptable(served: &[&str]) -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "only the following media types are accepted: {}",
+                served.join(", ")
+            ),
+        )
+    }
+
     /// 415 UnsupportedMediaType.
     pub(crate) fn unsupported_media_type(message: impl Into<String>) -> Self {
         Self::new(415, "UnsupportedMediaType", message)
@@ -312,7 +324,6 @@ impl From<&RegistryError> for Status {
             RegistryError::Forbidden { target, .. } => Self::new(403, "Forbidden", err.to_string())
                 .with_target(target, target.plural.clone()),
             RegistryError::BadRequest(m) => Self::bad_request(m.clone()),
-            RegistryError::MethodNotSupported(m) => Self::method_not_allowed(m.clone()),
             RegistryError::Strategy(e) => Self::internal(e),
             RegistryError::Internal(m) => Self::internal(m),
             // A plain Go error in kube-apiserver: 500 with no reason and the bare message.
