@@ -9,6 +9,23 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 
+/// Polls `check` until it holds, for at most `timeout`; panics naming `what` when it never
+/// does. The one wait for a positive signal (a new version served, an event seen) the tests
+/// use instead of sleeping.
+///
+/// # Panics
+/// When `check` still fails at the deadline.
+pub fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 pub mod load;
 pub mod native;
 pub mod secure;

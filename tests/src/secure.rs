@@ -239,15 +239,8 @@ impl SecureFixture {
     }
 
     /// Waits (up to 10 s) until `check` holds; RBAC changes reach the authorizer through a watch.
-    pub fn eventually(&self, what: &str, mut check: impl FnMut() -> bool) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !check() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "timed out waiting for: {what}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    pub fn eventually(&self, what: &str, check: impl FnMut() -> bool) {
+        crate::eventually(what, Duration::from_secs(10), check);
     }
 }
 

@@ -3,17 +3,15 @@
 //! version is refused at load. The module under test echoes each request it is sent
 //! (`strategies/artifacts/fixtures/echo_request.wat`), so the test decodes what the host told it.
 
-mod wasm_common;
-
 use std::sync::Arc;
 
+use crate::wasm_common::*;
 use prost::Message;
 use serde_json::json;
 use strategy_host::strategy::{Strategy, StrategyContext, UserInfo};
 use strategy_host::wasm::runtime::abi::{self, AbiVersion};
 use strategy_host::wasm::runtime::{Error, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
-use wasm_common::*;
 
 /// The Widget manifest of the fixtures, claiming ABI version 1.`minor`.
 fn manifest(minor: u32) -> Vec<u8> {

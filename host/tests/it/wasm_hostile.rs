@@ -1,17 +1,15 @@
 //! Hostile modules (WAT fixtures in `tests/fixtures/hostile/`) are contained: refused at load, or
 //! failing only their own call with a clear `StrategyError`, while the next good call still works.
 
-mod wasm_common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::wasm_common::*;
 use serde_json::json;
 use strategy_host::strategy::Strategy;
 use strategy_host::wasm::runtime::abi::{self, AbiVersion};
 use strategy_host::wasm::runtime::{Error, FailureKind, Runtime, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
-use wasm_common::*;
 
 fn hostile_strategy(rt: &Runtime, name: &str) -> WasmStrategy {
     let bytes = hostile(name, &widget_manifest(1, &[]));

@@ -1,15 +1,13 @@
 //! Hot reload: the module table's atomic swap, and the watched directory feeding it.
 
-mod wasm_common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::wasm_common::*;
 use serde_json::json;
 use strategy_host::strategy::Strategy;
 use strategy_host::wasm::sources::DirectoryWatcher;
 use strategy_host::wasm::{ModuleState, ModuleTable};
-use wasm_common::*;
 
 fn deployment() -> serde_json::Value {
     json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}}}})

@@ -1,13 +1,11 @@
 //! The example strategies of `strategies/`, built to wasm, served through the registry's
 //! `Strategy` trait by the runtime.
 
-mod wasm_common;
-
+use crate::wasm_common::*;
 use serde_json::json;
 use strategy_host::strategy::{FieldErrorKind, Strategy};
 use strategy_host::wasm::runtime::{ApplyRefusal, GroupKind};
 use strategy_host::wasm::WasmStrategy;
-use wasm_common::*;
 
 fn deployment() -> serde_json::Value {
     json!({

@@ -9,8 +9,8 @@ use strategy_host::storage::cacher::{Cacher, CacherConfig};
 use strategy_host::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use strategy_host::storage::testing::{trials, StoreFactory, TestStore};
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+/// The suite's cases on the cacher over the embedded store.
+pub(crate) fn cases() -> Vec<libtest_mimic::Trial> {
     let factory: StoreFactory = Arc::new(|_isolation| {
         Box::pin(async {
             // Each case owns its directory; it lives as long as the test process.
@@ -37,5 +37,5 @@ fn main() {
             }
         })
     });
-    libtest_mimic::run(&args, trials("cacher-embedded", factory)).exit();
+    trials("cacher-embedded", factory)
 }

@@ -56,8 +56,9 @@ impl Drop for Lease {
     }
 }
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+/// The suite's cases on the cacher over etcd3, and the pool of etcds they lease (stopped
+/// when dropped).
+pub(crate) fn cases() -> (Vec<libtest_mimic::Trial>, Box<dyn std::any::Any>) {
     let pool = Arc::new(Pool::default());
     let factory_pool = pool.clone();
     let factory: StoreFactory = Arc::new(move |_isolation| {
@@ -90,8 +91,14 @@ fn main() {
             }
         })
     });
-    let conclusion = libtest_mimic::run(&args, trials("cacher-etcd3", factory));
-    let servers = std::mem::take(&mut *pool.servers.lock().unwrap());
-    drop(servers);
-    conclusion.exit();
+    (trials("cacher-etcd3", factory), Box::new(StopsEtcds(pool)))
+}
+
+/// Stops the pool's etcds when dropped, whatever still holds the pool.
+struct StopsEtcds(Arc<Pool>);
+
+impl Drop for StopsEtcds {
+    fn drop(&mut self) {
+        drop(std::mem::take(&mut *self.0.servers.lock().unwrap()));
+    }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use strategy_host::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use strategy_host::storage::testing::{trials, StoreFactory, TestStore};
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+/// The suite's cases on the embedded store.
+pub(crate) fn cases() -> Vec<libtest_mimic::Trial> {
     let factory: StoreFactory = Arc::new(|_isolation| {
         Box::pin(async {
             // Each case owns its directory; it lives as long as the test process.
@@ -26,5 +26,5 @@ fn main() {
             }
         })
     });
-    libtest_mimic::run(&args, trials("embedded", factory)).exit();
+    trials("embedded", factory)
 }

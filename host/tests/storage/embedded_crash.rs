@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use serde_json::json;
 use strategy_host::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use strategy_host::storage::{GetOptions, Storage};
@@ -16,17 +16,21 @@ use strategy_host::storage::{GetOptions, Storage};
 /// Set in the child: the data directory to write into.
 const CHILD_ENV: &str = "STRATEGY_HOST_CRASH_CHILD_DIR";
 
-fn main() {
-    if let Ok(dir) = std::env::var(CHILD_ENV) {
-        child_writes_forever(&dir);
-        return;
-    }
-    let args = Arguments::from_args();
-    let trials = vec![Trial::test(
-        "acknowledged_writes_survive_sigkill",
+/// In the child this test binary starts: writes until killed, and returns true.
+pub(crate) fn run_as_child() -> bool {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return false;
+    };
+    child_writes_forever(&dir);
+    true
+}
+
+/// The crash case.
+pub(crate) fn cases() -> Vec<Trial> {
+    vec![Trial::test(
+        "embedded_crash::acknowledged_writes_survive_sigkill",
         acknowledged_writes_survive_sigkill,
-    )];
-    libtest_mimic::run(&args, trials).exit();
+    )]
 }
 
 fn config(dir: &str) -> EmbeddedConfig {

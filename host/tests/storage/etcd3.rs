@@ -10,8 +10,8 @@ use strategy_host::storage::testing::{trials, Isolation, StoreFactory, TestStore
 
 static NEXT_PREFIX: AtomicUsize = AtomicUsize::new(0);
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+/// The suite's cases on etcd3, and the etcds they run against (stopped when dropped).
+pub(crate) fn cases() -> (Vec<libtest_mimic::Trial>, Box<dyn std::any::Any>) {
     let shared = EtcdServer::start().expect("start etcd for the shared cases");
     let compacting = EtcdServer::start().expect("start etcd for the compacting cases");
     let endpoints = (shared.endpoint(), compacting.endpoint());
@@ -35,8 +35,5 @@ fn main() {
             }
         })
     });
-    let conclusion = libtest_mimic::run(&args, trials("etcd3", factory));
-    drop(shared);
-    drop(compacting);
-    conclusion.exit();
+    (trials("etcd3", factory), Box::new((shared, compacting)))
 }

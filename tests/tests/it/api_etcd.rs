@@ -2,7 +2,7 @@
 //! not by the request that created them), a client's watch resumes across a host restart, and
 //! an unreachable etcd answers 503/504 Statuses instead of hanging or crashing.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use strategy_host::storage::etcd3::testing::EtcdServer;
@@ -15,12 +15,8 @@ fn host(etcd: &EtcdServer, prefix: &str) -> HostProcess {
     HostProcess::start(&["--etcd-servers", &etcd.endpoint(), "--etcd-prefix", prefix]).unwrap()
 }
 
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn eventually(what: &str, check: impl FnMut() -> bool) {
+    strategy_host_e2e::eventually(what, Duration::from_secs(10), check);
 }
 
 #[test]

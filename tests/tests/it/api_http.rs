@@ -527,14 +527,11 @@ fn registry_semantics() {
         200
     );
     let gone = u("/apis/example.com/v1/namespaces/other/widgets/elsewhere");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while call("GET", &gone, None).unwrap().code != 404 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the namespace's objects were not deleted"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    strategy_host_e2e::eventually(
+        "the namespace's objects deleted",
+        Duration::from_secs(10),
+        || call("GET", &gone, None).unwrap().code == 404,
+    );
 }
 
 /// B.4: a malformed `DeleteOptions` body answers 400 BadRequest and deletes nothing, for a

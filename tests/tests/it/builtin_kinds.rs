@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
-use strategy_host_e2e::{call, kubectl_path, latest_kubectl_path, HostProcess, KubeFixture};
+use strategy_host_e2e::{
+    call, eventually, kubectl_path, latest_kubectl_path, HostProcess, KubeFixture,
+};
 
 type Kube = KubeFixture;
 
@@ -342,16 +344,11 @@ fn helm_4_keeps_its_release_in_a_secret() {
     assert_eq!(cm.json()["data"]["greeting"], "hello");
     let (ok, out) = helm(&host, dir.path(), &["uninstall", "greet", "--wait=false"]);
     assert!(ok, "{out}");
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(
-        call(
-            "GET",
-            &host.url("/api/v1/namespaces/default/configmaps/greet-config"),
-            None
-        )
-        .unwrap()
-        .code,
-        404
+    let url = host.url("/api/v1/namespaces/default/configmaps/greet-config");
+    eventually(
+        "the release's ConfigMap deleted",
+        Duration::from_secs(10),
+        || call("GET", &url, None).unwrap().code == 404,
     );
 }
 

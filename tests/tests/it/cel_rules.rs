@@ -5,10 +5,10 @@
 //! too costly), and a rule failing at run time answering 422 while the server serves on.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use strategy_host_e2e::{call, latest_kubectl_path, KubeFixture, Reply};
+use strategy_host_e2e::{call, eventually, latest_kubectl_path, KubeFixture, Reply};
 
 fn crd_file(path: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -38,11 +38,11 @@ impl Server {
     /// waits until its resource is served.
     fn define(&self, file: &str, collection: &str) {
         self.ok(&["apply", "--server-side", "-f", &crd_file(file)]);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while call("GET", &self.host.url(collection), None).unwrap().code != 200 {
-            assert!(Instant::now() < deadline, "{collection} not served");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        eventually(
+            &format!("{collection} served"),
+            Duration::from_secs(10),
+            || call("GET", &self.host.url(collection), None).unwrap().code == 200,
+        );
     }
 
     fn post(&self, collection: &str, obj: &Value) -> Reply {
@@ -228,11 +228,9 @@ fn messages_reasons_and_refused_definitions_follow_kubernetes() {
     ]});
     assert_eq!(s.post(crds, &rules_crd("thing", spec)).code, 201);
     let things = "/apis/rules.example.com/v1/namespaces/default/things";
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while call("GET", &s.host.url(things), None).unwrap().code != 200 {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually("things served", Duration::from_secs(10), || {
+        call("GET", &s.host.url(things), None).unwrap().code == 200
+    });
     let thing = |spec: Value| json!({"apiVersion": "rules.example.com/v1", "kind": "Thing", "metadata": {"name": "a"}, "spec": spec});
     assert_eq!(
         s.post(

@@ -1,8 +1,11 @@
 //! End-to-end: aggregated discovery (`apidiscovery.k8s.io/v2`) against the real binary — the
-//! documents themselves, and kubectl learning every resource from two requests.
+//! documents themselves, and kubectl learning every resource from two requests — and kubectl
+//! 1.35 told of a kind the server does not serve as Kubernetes tells it.
 
 use serde_json::Value;
-use strategy_host_e2e::{call, call_with, kubectl, widget_crd, HostProcess};
+use strategy_host_e2e::{
+    call, call_with, kubectl, kubectl_with, latest_kubectl_path, widget_crd, HostProcess,
+};
 
 /// What kubectl and client-go send for `/api` and `/apis`.
 const CLIENT_GO_ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
@@ -124,4 +127,64 @@ fn kubectl_discovers_everything_from_two_requests() {
         2,
         "aggregated discovery: /api and /apis only, no request per group version: {gets:#?}"
     );
+}
+
+/// A manifest of kinds the server does not serve, beside one it does.
+const UNSERVED_KINDS: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: guard}
+webhooks: []
+";
+
+#[test]
+fn kubectl_1_35_reports_an_unserved_kind_as_kubernetes_does() {
+    let (host, dir) = start();
+    // kubectl asks /openapi/v2 for its protobuf form only, and gets it; curl gets JSON.
+    let v2 = call_with(
+        "GET",
+        &host.url("/openapi/v2"),
+        None,
+        &[(
+            "Accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        )],
+    )
+    .unwrap();
+    assert_eq!(v2.code, 200);
+    assert_eq!(
+        v2.content_type,
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
+    let json = call("GET", &host.url("/openapi/v2"), None).unwrap();
+    assert_eq!(json.json()["swagger"], "2.0");
+
+    let kubectl_1_35 = latest_kubectl_path().unwrap();
+    for args in [&["apply", "-f", "-"][..], &["create", "-f", "-"][..]] {
+        let (ok, _, stderr) = kubectl_with(
+            &kubectl_1_35,
+            &host.url(""),
+            dir.path(),
+            args,
+            Some(UNSERVED_KINDS),
+        )
+        .unwrap();
+        assert!(!ok, "kubectl {args:?} succeeded with unserved kinds");
+        assert!(
+            stderr.contains(r#"no matches for kind "Deployment" in version "apps/v1""#),
+            "kubectl {args:?}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("proto:"),
+            "kubectl {args:?} failed parsing OpenAPI: {stderr}"
+        );
+    }
 }

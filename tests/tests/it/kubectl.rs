@@ -2,9 +2,11 @@
 //! api-resources, create -f, get (table and -o yaml), apply twice, patch (merge and json),
 //! get -w, delete with its default --wait, explain; the example manifests from `examples/`.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use strategy_host_e2e::{kubectl, kubectl_path, KubeFixture};
 
@@ -13,6 +15,50 @@ fn examples() -> PathBuf {
 }
 
 type Kube = KubeFixture;
+
+/// The lines a process prints, read as they come.
+struct WatchedLines {
+    lines: mpsc::Receiver<String>,
+    seen: std::cell::RefCell<Vec<String>>,
+}
+
+impl WatchedLines {
+    fn read(out: impl std::io::Read + Send + 'static) -> Self {
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            lines,
+            seen: Default::default(),
+        }
+    }
+
+    /// Waits up to 20 s until a line printed so far or from now on matches.
+    fn wait_for(&self, what: &str, matches: impl Fn(&str) -> bool) {
+        if self.seen.borrow().iter().any(|l| matches(l)) {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = matches(&line);
+                    self.seen.borrow_mut().push(line);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(_) => panic!("no {what}; the watch printed: {:#?}", self.seen.borrow()),
+            }
+        }
+    }
+}
 
 fn kube() -> Kube {
     KubeFixture::start(kubectl_path().unwrap())
@@ -106,7 +152,11 @@ fn kubectl_drives_custom_resources_end_to_end() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    let watched = WatchedLines::read(watch.stdout.take().unwrap());
+    // The watch lists what is there first: once "small" is printed, it is watching.
+    watched.wait_for("the watch's initial ADDED event", |l| {
+        l.starts_with("ADDED") && l.contains("small")
+    });
     k.ok(&[
         "patch",
         "wd",
@@ -146,17 +196,12 @@ fn kubectl_drives_custom_resources_end_to_end() {
     assert!(out.contains("deleted"), "{out}");
     let (ok, _, err) = k.run(&["get", "wd", "large"]);
     assert!(!ok && err.contains("NotFound"), "{err}");
-    std::thread::sleep(Duration::from_secs(1));
+    watched.wait_for("the watch's MODIFIED event", |l| l.starts_with("MODIFIED"));
+    watched.wait_for("the watch's DELETED event for large", |l| {
+        l.starts_with("DELETED") && l.contains("large")
+    });
     let _ = watch.kill();
-    let out = watch.wait_with_output().unwrap();
-    let events = String::from_utf8_lossy(&out.stdout);
-    for kind in ["ADDED", "MODIFIED", "DELETED"] {
-        assert!(
-            events.contains(kind),
-            "{kind} missing from the watch:\n{events}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let _ = watch.wait();
 
     // explain reads the CRD schema from /openapi/v3.
     let out = k.ok(&["explain", "widgets.spec.size"]);

@@ -20,12 +20,8 @@ const CONFIGMAPS: &str = "/apis/example.com/v1/namespaces/default/configmaps";
 const MODULES: &str = "/apis/strategyhost.io/v1alpha1/strategymodules";
 const POLICY_LABEL: &str = "example.com/policy";
 
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn eventually(what: &str, check: impl FnMut() -> bool) {
+    strategy_host_e2e::eventually(what, Duration::from_secs(30), check);
 }
 
 fn bytes(path: &str) -> String {

@@ -524,9 +524,16 @@ fn service_account_tokens_work_until_their_account_is_gone() {
     f.eventually("the deleted account's token is refused", || {
         f.call(&robot, "GET", "/api", None).unwrap().code == 401
     });
-    // Recreated under the same name, it is another account: the old token stays refused.
+    // Recreated under the same name, it is another account: once a token of the new account
+    // is accepted (the server has seen it), the old token stays refused.
     f.ok(&admin, &["create", "serviceaccount", "robot", "-n", "team"]);
-    std::thread::sleep(Duration::from_millis(500));
+    let recreated = token(
+        f.ok(&admin, &["create", "token", "robot", "-n", "team"])
+            .trim(),
+    );
+    f.eventually("the recreated account's own token is accepted", || {
+        f.call(&recreated, "GET", "/api", None).unwrap().code == 200
+    });
     assert_eq!(f.call(&robot, "GET", "/api", None).unwrap().code, 401);
 }
 

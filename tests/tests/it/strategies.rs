@@ -15,7 +15,6 @@ use strategy_host_e2e::{
     call, deployment, deployment_crd, get, kubectl, widget, widget_crd, HostProcess,
 };
 
-#[path = "strategies/hooks.rs"]
 mod hooks;
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -28,12 +27,8 @@ const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
 /// two cores under load); the 1 s target is measured in release by `reload-bench`.
 const SWAP_WAIT: Duration = Duration::from_secs(30);
 
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + SWAP_WAIT;
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn eventually(what: &str, check: impl FnMut() -> bool) {
+    strategy_host_e2e::eventually(what, SWAP_WAIT, check);
 }
 
 fn module_bytes(path: &str) -> Vec<u8> {
@@ -232,6 +227,19 @@ fn example_strategies_serve_their_resources() {
     });
 }
 
+/// The digest in force for `source` (`dir:<file>`, `api:<name>`), as `/debug/strategies`
+/// reports it.
+fn digest_in_force(host: &HostProcess, source: &str) -> Option<String> {
+    let (_, debug) = get(&host.url("/debug/strategies")).unwrap();
+    let debug: Value = serde_json::from_str(&debug).ok()?;
+    debug["sources"]
+        .as_array()?
+        .iter()
+        .find(|s| s["source"] == source)?["digestInForce"]
+        .as_str()
+        .map(String::from)
+}
+
 #[test]
 fn the_watched_directory_hot_reloads_under_load() {
     let (host, dir) = host_with_strategy_dir(&[]);
@@ -259,13 +267,15 @@ fn the_watched_directory_hot_reloads_under_load() {
         "directory: new behaviour served {:?} after the write",
         first.done - written
     );
-    std::thread::sleep(Duration::from_millis(500));
+    let v1 = digest_in_force(&host, "dir:deployments.wasm");
 
     // A new version of the same module (new digest) swaps in with no request failing.
     let mut v2 = module_bytes(strategy_artifacts::DEPLOYMENT);
     v2.extend_from_slice(&[0, 3, 2, b'v', b'2']);
     install(&strategies, "deployments.wasm", &v2);
-    std::thread::sleep(Duration::from_millis(500));
+    eventually("the second version in force", || {
+        digest_in_force(&host, "dir:deployments.wasm").is_some_and(|d| Some(&d) != v1.as_ref())
+    });
 
     // The module goes: the resource falls back to the default strategy.
     let removed = Instant::now();

@@ -56,16 +56,17 @@ fn a_self_replicating_hook_stops_at_the_depth_limit() {
     create(&host, REPLICATORS, &first);
 
     // The client's object and one per nesting level the limit allows; the hook at the limit is
-    // refused. Hooks finish before the response, but give a runaway chain time to show itself.
-    std::thread::sleep(Duration::from_secs(2));
+    // refused (hooks finish before the response; the refusal is the chain's end).
+    let refused = r#"strategy_apply_refused_total{module="replicators",reason="depth"}"#;
+    eventually("the hook at the depth limit refused", || {
+        metric(&host, refused) == Some(1)
+    });
     let want: Vec<String> = std::iter::once("r".to_owned())
         .chain((1..=limit).map(|hop| format!("r-{hop}")))
         .collect();
     assert_eq!(names(&host, REPLICATORS), want);
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(names(&host, REPLICATORS), want, "and it stays there");
-
-    let refused = r#"strategy_apply_refused_total{module="replicators",reason="depth"}"#;
     assert_eq!(metric(&host, refused), Some(1));
     let log = host.log_text();
     let line = log

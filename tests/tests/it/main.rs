@@ -1,0 +1,21 @@
+//! The end-to-end tests: the real `strategy-host` binary started against the real stores and
+//! driven by real clients (kubectl, Helm, the Python, JavaScript and kube-rs clients, curl-like
+//! HTTP). One test binary with a module per area, so the suite links its dependencies once.
+
+mod api_etcd;
+mod api_http;
+mod builtin_kinds;
+mod cel_rules;
+mod discovery;
+mod js_client;
+mod kube_rs;
+mod kubectl;
+mod metrics;
+mod module_cli;
+mod protobuf;
+mod python_client;
+mod rollout;
+mod security;
+mod server_lifecycle;
+mod server_side_apply;
+mod strategies;
