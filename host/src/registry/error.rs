@@ -91,9 +91,6 @@ pub enum Error {
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),
-    /// The request is well-formed but refused (403-like policy refusals answer 405/409 elsewhere).
-    #[error("{0}")]
-    MethodNotSupported(String),
     /// The strategy module could not run.
     #[error(transparent)]
     Strategy(#[from] StrategyError),

@@ -78,6 +78,8 @@ pub(crate) struct RuntimeInner {
     /// Shared with every call's state, so host functions can count what they refuse.
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) host_api: ArcSwap<Arc<dyn HostApi>>,
+    /// Whether the embedder installed its host API (false until `set_host_api`).
+    host_api_installed: tokio::sync::watch::Sender<bool>,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -157,6 +159,7 @@ impl Runtime {
                 cache,
                 metrics: Arc::default(),
                 host_api: ArcSwap::from_pointee(no_host),
+                host_api_installed: tokio::sync::watch::Sender::new(false),
                 ticker_stop,
             }),
         })
@@ -176,6 +179,15 @@ impl Runtime {
     /// until then those host functions answer with an error).
     pub fn set_host_api(&self, api: Arc<dyn HostApi>) {
         self.inner.host_api.store(Arc::new(api));
+        self.inner.host_api_installed.send_replace(true);
+    }
+
+    /// The host API once the embedder installed it (at once if it did already).
+    pub async fn installed_host_api(&self) -> Arc<dyn HostApi> {
+        let mut installed = self.inner.host_api_installed.subscribe();
+        // The sender lives as long as the runtime, which `self` holds.
+        let _ = installed.wait_for(|installed| *installed).await;
+        self.host_api()
     }
 
     /// What `get`, `list` and `apply` reach now (e.g. for the host's own reads on a module's
