@@ -7,6 +7,7 @@
 //! - `informer.rs`: the one list-then-watch with relist and backoff, which the cacher, the CRD
 //!   follower and the StrategyModule source consume;
 //! - `instrumented.rs`: a store that times every call of the store it wraps;
+//! - `pager.rs`: one page of a list, filled the same way by every store;
 //! - `testing/` (feature `testing`): the conformance suite every implementation passes.
 //!
 //! Objects are JSON values on the write path; lists and watch events carry them shared, as
@@ -25,6 +26,7 @@ pub mod instrumented;
 pub mod key;
 pub mod object;
 pub mod options;
+pub mod pager;
 pub mod predicate;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

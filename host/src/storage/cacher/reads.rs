@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use super::watch_cache::{CachedObject, Scope};
 use super::Cacher;
-use crate::storage::continue_token::ContinueToken;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList};
+use crate::storage::pager::Page;
 use crate::storage::versioner::parse_resource_version;
 
 /// How much of the prefix a read returns, which decides how a consistent read is made
@@ -141,10 +141,10 @@ impl Cacher {
                 let cache = self.shared.read();
                 cache
                     .unchanged_since(at, &scope)
-                    .then(|| self.read_page(&cache, &scope, plan.start_key.as_deref(), &opts, at))
+                    .then(|| self.read_page(&cache, &scope, plan.start_key.as_deref(), &opts))
             };
             return match page {
-                Some(page) => Ok(page.into_list(&list_prefix)),
+                Some(page) => Ok(page.into_list(at, &list_prefix)),
                 None => self.delegate_list(key, opts).await,
             };
         }
@@ -156,61 +156,36 @@ impl Cacher {
         if let Freshness::Below = self.await_fresh(rv, extent).await? {
             return self.shared.below.get_list(key, opts).await;
         }
-        let page = {
+        let (page, at) = {
             let cache = self.shared.read();
-            let at = cache.revision();
-            self.read_page(&cache, &scope, None, &opts, at)
+            (
+                self.read_page(&cache, &scope, None, &opts),
+                cache.revision(),
+            )
         };
-        Ok(page.into_list(&list_prefix))
+        Ok(page.into_list(at, &list_prefix))
     }
 
+    /// One page of `scope` from the cache, under the cache's lock (its objects shared, not
+    /// copied).
     fn read_page(
         &self,
         cache: &super::watch_cache::WatchCache,
         scope: &Scope,
         start: Option<&str>,
         opts: &ListOptions,
-        at: u64,
-    ) -> CachedPage {
+    ) -> Page {
         let limit = if matches!(scope, Scope::Prefix(_)) {
             opts.limit
         } else {
             0
         };
-        let page = cache.list(
+        cache.list(
             scope,
             start,
             &opts.predicate,
             limit,
             opts.predicate.is_everything(),
-        );
-        CachedPage {
-            items: page.items,
-            revision: at,
-            last_key: page.more_after,
-            remaining: page.remaining,
-        }
-    }
-}
-
-/// A page read under the cache's lock: its objects shared, not copied.
-struct CachedPage {
-    items: Vec<Arc<CachedObject>>,
-    revision: u64,
-    last_key: Option<String>,
-    remaining: Option<u64>,
-}
-
-impl CachedPage {
-    fn into_list(self, list_prefix: &str) -> ObjectList {
-        let remaining_item_count = self.last_key.as_ref().and(self.remaining);
-        ObjectList {
-            items: self.items,
-            resource_version: self.revision,
-            continue_token: self.last_key.map(|last| {
-                ContinueToken::encode(self.revision, list_prefix, &format!("{last}\0"))
-            }),
-            remaining_item_count,
-        }
+        )
     }
 }

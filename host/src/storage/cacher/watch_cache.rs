@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::storage::pager::{Page, Pager};
 use crate::storage::predicate::SelectionPredicate;
 
 /// What a watch or a list covers: one key, or every key under a prefix (ending in `/`).
@@ -118,17 +119,6 @@ pub(crate) struct WindowBounds {
     pub upper: usize,
     /// Events younger than this are worth keeping: a full window of them grows.
     pub freshness: Duration,
-}
-
-/// A page read from the cache.
-#[derive(Debug, Default)]
-pub(crate) struct Page {
-    /// The matching objects, in key order.
-    pub items: Vec<Arc<CachedObject>>,
-    /// The last key returned, when more keys follow it in scope.
-    pub more_after: Option<String>,
-    /// How many keys in scope follow the page (counted only when asked).
-    pub remaining: Option<u64>,
 }
 
 /// The current objects and the window of recent events.
@@ -327,15 +317,13 @@ impl WatchCache {
         limit: u64,
         count_remaining: bool,
     ) -> Page {
-        let everything = predicate.is_everything();
-        let mut page = Page::default();
         let prefix = match scope {
             Scope::Key(k) => {
-                page.items.extend(
-                    self.get(k)
-                        .filter(|o| everything || predicate.matches_object(o)),
-                );
-                return page;
+                let mut pager = Pager::new(predicate, 0, false);
+                if let Some(obj) = self.get(k) {
+                    let _ = pager.offer(k, || Ok(obj));
+                }
+                return pager.finish();
             }
             Scope::Prefix(p) => p,
         };
@@ -343,32 +331,18 @@ impl WatchCache {
             Some(s) if s > prefix.as_str() => s,
             _ => prefix.as_str(),
         };
-        let mut range = self
+        let mut pager = Pager::new(predicate, limit, count_remaining);
+        let range = self
             .objects
             .range::<str, _>((Bound::Included(from), Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix.as_str()));
-        for (key, obj) in range.by_ref() {
-            if everything || predicate.matches_object(obj) {
-                page.items.push(obj.clone());
-                if limit > 0 && page.items.len() as u64 >= limit {
-                    page.more_after = Some(key.clone());
-                    break;
-                }
+        for (key, obj) in range {
+            // Objects in memory: offering one never fails.
+            if !matches!(pager.offer(key, || Ok(obj.clone())), Ok(true)) {
+                break;
             }
         }
-        if page.more_after.is_some() {
-            let rest = if count_remaining {
-                range.count() as u64
-            } else {
-                u64::from(range.next().is_some())
-            };
-            if rest == 0 {
-                page.more_after = None;
-            } else if count_remaining {
-                page.remaining = Some(rest);
-            }
-        }
-        page
+        pager.finish()
     }
 
     /// Every object in scope matching `predicate`.

@@ -8,6 +8,8 @@ use redb::ReadTransaction;
 use super::schema::{db_err, decode_version, range_end, read_revisions, HISTORY, LATEST, LOG};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::object::SharedObject;
+pub(crate) use crate::storage::pager::Page;
+use crate::storage::pager::Pager;
 use crate::storage::predicate::SelectionPredicate;
 use crate::storage::txn::RawValue;
 use crate::storage::watch::Change;
@@ -43,17 +45,6 @@ impl KeyFilter {
     }
 }
 
-/// One page of a list read.
-#[derive(Debug, Default)]
-pub(crate) struct Page {
-    /// The matching objects, in key order, stamped with their mod_revision.
-    pub items: Vec<Arc<SharedObject>>,
-    /// Where the next page starts, when keys remain after this one.
-    pub next_key: Option<String>,
-    /// How many live keys remain after this page (only when asked to count).
-    pub remaining: Option<u64>,
-}
-
 /// What a list read asks for.
 pub(crate) struct ListRequest<'a> {
     /// The keys covered.
@@ -85,52 +76,16 @@ pub(crate) fn read_latest(txn: &ReadTransaction, key: &str) -> Result<Option<Raw
     }))
 }
 
-/// Collects matching items into a page, stopping once it is full.
-struct PageBuilder<'a> {
-    req: &'a ListRequest<'a>,
-    page: Page,
-    last_key: Option<String>,
-    full: bool,
+/// A pager for `req` whose objects come from stored bytes.
+fn pager<'a>(req: &'a ListRequest<'a>) -> Pager<'a> {
+    Pager::new(req.predicate, req.limit as u64, req.count_remaining)
 }
 
-impl<'a> PageBuilder<'a> {
-    fn new(req: &'a ListRequest<'a>) -> Self {
-        Self {
-            req,
-            page: Page::default(),
-            last_key: None,
-            full: false,
-        }
-    }
-
-    /// Offers one live key; returns false once the page is complete and nothing more is needed.
-    fn offer(&mut self, key: &str, data: &[u8], revision: u64) -> Result<bool> {
-        if self.full {
-            // A live key after a full page: there is a next page.
-            if self.page.next_key.is_none() {
-                let last = self.last_key.take().unwrap_or_default();
-                self.page.next_key = Some(format!("{last}\0"));
-            }
-            if !self.req.count_remaining {
-                return Ok(false);
-            }
-            *self.page.remaining.get_or_insert(0) += 1;
-            return Ok(true);
-        }
-        let obj = Arc::new(SharedObject::from_stored(key, data, revision)?);
-        if self.req.predicate.matches_object(&obj) {
-            self.page.items.push(obj);
-        }
-        self.last_key = Some(key.to_string());
-        if self.req.limit > 0 && self.page.items.len() >= self.req.limit {
-            self.full = true;
-        }
-        Ok(true)
-    }
-
-    fn finish(self) -> Page {
-        self.page
-    }
+/// Offers one live key and its stored bytes to `pager`.
+fn offer(pager: &mut Pager<'_>, key: &str, data: &[u8], revision: u64) -> Result<bool> {
+    pager.offer(key, || {
+        Ok(Arc::new(SharedObject::from_stored(key, data, revision)?))
+    })
 }
 
 /// Reads one page of `req` from the snapshot `txn`.
@@ -147,7 +102,7 @@ fn list_latest(txn: &ReadTransaction, req: &ListRequest<'_>) -> Result<Page> {
         .open_table(LATEST)
         .map_err(|e| db_err("open latest", e))?;
     let start = req.filter.start(req.start_key);
-    let mut builder = PageBuilder::new(req);
+    let mut pager = pager(req);
     let range = match req.filter {
         KeyFilter::Exact(k) if start == k.as_str() => table.range(start..=k.as_str()),
         KeyFilter::Exact(_) => return Ok(Page::default()),
@@ -160,11 +115,11 @@ fn list_latest(txn: &ReadTransaction, req: &ListRequest<'_>) -> Result<Page> {
     for entry in range {
         let (k, v) = entry.map_err(|e| db_err("scan latest", e))?;
         let (revision, data) = v.value();
-        if !builder.offer(k.value(), data, revision)? {
+        if !offer(&mut pager, k.value(), data, revision)? {
             break;
         }
     }
-    Ok(builder.finish())
+    Ok(pager.finish())
 }
 
 fn list_at(txn: &ReadTransaction, req: &ListRequest<'_>, at: u64) -> Result<Page> {
@@ -172,7 +127,7 @@ fn list_at(txn: &ReadTransaction, req: &ListRequest<'_>, at: u64) -> Result<Page
         .open_table(HISTORY)
         .map_err(|e| db_err("open history", e))?;
     let start = req.filter.start(req.start_key);
-    let mut builder = PageBuilder::new(req);
+    let mut pager = pager(req);
     let range = match req.filter {
         KeyFilter::Exact(k) if start == k.as_str() => table.range((start, 0u64)..=(start, at)),
         KeyFilter::Exact(_) => return Ok(Page::default()),
@@ -190,8 +145,8 @@ fn list_at(txn: &ReadTransaction, req: &ListRequest<'_>, at: u64) -> Result<Page
         let (entry_key, revision) = k.value();
         if key.as_deref() != Some(entry_key) {
             if let (Some(prev_key), Some((rev, Some(data)))) = (key.as_deref(), best.take()) {
-                if !builder.offer(prev_key, &data, rev)? {
-                    return Ok(builder.finish());
+                if !offer(&mut pager, prev_key, &data, rev)? {
+                    return Ok(pager.finish());
                 }
             }
             key = Some(entry_key.to_string());
@@ -202,9 +157,9 @@ fn list_at(txn: &ReadTransaction, req: &ListRequest<'_>, at: u64) -> Result<Page
         }
     }
     if let (Some(k), Some((rev, Some(data)))) = (key.as_deref(), best) {
-        builder.offer(k, &data, rev)?;
+        offer(&mut pager, k, &data, rev)?;
     }
-    Ok(builder.finish())
+    Ok(pager.finish())
 }
 
 /// Counts the live keys under `prefix`.

@@ -10,7 +10,6 @@ use super::reader::{self, with_snapshot, KeyFilter, ListRequest};
 use super::schema::read_revisions;
 use super::writer::Request;
 use super::{watch, EmbeddedStore};
-use crate::storage::continue_token::ContinueToken;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key::{prepare_key, recursive_prefix};
 use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList, Preconditions};
@@ -153,16 +152,7 @@ impl Storage for EmbeddedStore {
                     count_remaining: opts.predicate.is_everything(),
                 },
             )?;
-            let continue_token = page
-                .next_key
-                .as_deref()
-                .map(|next| ContinueToken::encode(read_at, &list_prefix, next));
-            Ok(ObjectList {
-                items: page.items,
-                resource_version: read_at,
-                remaining_item_count: continue_token.as_ref().and(page.remaining),
-                continue_token,
-            })
+            Ok(page.into_list(read_at, &list_prefix))
         })
         .await
     }

@@ -6,10 +6,10 @@ use etcd_client::GetOptions as EtcdGet;
 use super::errors::{is_compacted, is_future_revision};
 use super::kv::{kv, shared_kv};
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
-use crate::storage::continue_token::ContinueToken;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key;
 use crate::storage::options::{plan_list, ListOptions, ObjectList};
+use crate::storage::pager::Pager;
 
 /// The largest chunk read in one request (Kubernetes' `maxLimit`).
 const MAX_CHUNK: u64 = 10_000;
@@ -34,7 +34,7 @@ impl Etcd3Store {
         };
         let mut start = plan.start_key.unwrap_or_else(|| list_prefix.clone());
         let mut revision = plan.revision;
-        let mut out = ObjectList::default();
+        let mut pager = Pager::new(&opts.predicate, limit, opts.predicate.is_everything());
         loop {
             let mut options = EtcdGet::new();
             if let Some(end) = &range_end {
@@ -53,58 +53,44 @@ impl Etcd3Store {
                 Ok(resp) => resp,
                 Err(e) => return Err(self.read_error(e, revision, from_continue).await),
             };
-            let at = match revision {
-                Some(r) => r,
-                None => {
-                    // The first read of a list at "the latest" pins the revision every further
-                    // chunk (and page) reads at.
-                    let current = header_revision(resp.header())?;
-                    if let Some(requested) = plan.min_revision.filter(|&m| m > current) {
-                        return Err(StorageError::TooLargeResourceVersion { requested, current });
-                    }
-                    revision = Some(current);
-                    current
+            if revision.is_none() {
+                // The first read of a list at "the latest" pins the revision every further
+                // chunk (and page) reads at.
+                let current = header_revision(resp.header())?;
+                if let Some(requested) = plan.min_revision.filter(|&m| m > current) {
+                    return Err(StorageError::TooLargeResourceVersion { requested, current });
                 }
-            };
-            out.resource_version = at;
+                revision = Some(current);
+            }
             let more = resp.more();
             let total = from_etcd_revision(resp.count());
             let kvs = resp.take_kvs();
-            let fetched = kvs.len();
-            let mut consumed = 0;
             let mut last_key = None;
             for found in &kvs {
-                consumed += 1;
                 let found_key = String::from_utf8_lossy(found.key()).into_owned();
-                let obj = shared_kv(&found_key, found)?;
+                if !pager.offer(&found_key, || shared_kv(&found_key, found))? {
+                    break;
+                }
                 last_key = Some(found_key);
-                if opts.predicate.matches_object(&obj) {
-                    out.items.push(obj);
-                    if limit > 0 && out.items.len() as u64 >= limit {
-                        break;
-                    }
-                }
             }
-            let Some(last_key) = last_key else { break };
-            let full_page = limit > 0 && out.items.len() as u64 >= limit;
-            if full_page {
-                if consumed < fetched || more {
-                    let next = format!("{last_key}\0");
-                    out.continue_token = Some(ContinueToken::encode(at, &list_prefix, &next));
-                    if opts.predicate.is_everything() {
-                        out.remaining_item_count = Some(total.saturating_sub(consumed as u64));
-                    }
-                }
+            if pager.is_full() {
+                // Keys past this chunk: counted by etcd, not read.
+                pager.more_remain(if more {
+                    total.saturating_sub(kvs.len() as u64)
+                } else {
+                    0
+                });
                 break;
             }
-            if !more {
+            let Some(last_key) = last_key.filter(|_| more) else {
                 break;
-            }
+            };
             start = format!("{last_key}\0");
             // Selective predicates: read ever larger chunks until the page fills.
             chunk = (chunk * 2).min(MAX_CHUNK);
         }
-        Ok(out)
+        let at = revision.unwrap_or_default();
+        Ok(pager.finish().into_list(at, &list_prefix))
     }
 
     /// Rebuilds a read error at `revision` with the revisions involved.

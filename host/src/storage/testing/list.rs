@@ -183,6 +183,40 @@ pub(super) async fn run_list_paging_is_consistent(s: TestStore) {
     );
 }
 
+/// A page of everything says how many objects follow it (`remainingItemCount`), and a last
+/// page neither that nor a continue token; a selective page says nothing of what follows
+/// (Kubernetes counts only unfiltered lists).
+pub(super) async fn run_list_remaining_item_count(s: TestStore) {
+    let store = &*s.storage;
+    let names_in: Vec<String> = (0..7).map(|i| format!("obj-{i:02}")).collect();
+    create_all(store, "ns", &names_in).await;
+    let mut opts = list_opts("", None);
+    opts.limit = 3;
+    let first = store.get_list(&ns_key("ns"), opts.clone()).await.unwrap();
+    assert_eq!(names(&first), ["obj-00", "obj-01", "obj-02"]);
+    assert_eq!(first.remaining_item_count, Some(4));
+    opts.continue_token = first.continue_token.clone();
+    let second = store.get_list(&ns_key("ns"), opts.clone()).await.unwrap();
+    assert_eq!(names(&second), ["obj-03", "obj-04", "obj-05"]);
+    assert_eq!(second.remaining_item_count, Some(1));
+    opts.continue_token = second.continue_token.clone();
+    let last = store.get_list(&ns_key("ns"), opts.clone()).await.unwrap();
+    assert_eq!(names(&last), ["obj-06"]);
+    assert_eq!(last.continue_token, None);
+    assert_eq!(last.remaining_item_count, None);
+
+    let mut selective = list_opts("", None);
+    selective.limit = 1;
+    selective.predicate = SelectionPredicate {
+        field: FieldSelector::parse("metadata.name!=obj-00", DEFAULT_SELECTABLE_FIELDS).unwrap(),
+        ..Default::default()
+    };
+    let page = store.get_list(&ns_key("ns"), selective).await.unwrap();
+    assert_eq!(names(&page), ["obj-01"]);
+    assert!(page.continue_token.is_some());
+    assert_eq!(page.remaining_item_count, None);
+}
+
 /// A selector matching one object among a thousand, with limit=1, finds it.
 pub(super) async fn run_list_selector_one_of_many_with_limit_one(s: TestStore) {
     let store = &*s.storage;

@@ -92,6 +92,7 @@ fn cases() -> Vec<(&'static str, Case, Isolation)> {
         list::run_list_resource_versions,
         list::run_list_exact_sees_history,
         list::run_list_paging_is_consistent,
+        list::run_list_remaining_item_count,
         list::run_list_selector_one_of_many_with_limit_one,
         list::run_list_continue_with_resource_version_rejected,
         list::run_list_compacted(Compacting),
