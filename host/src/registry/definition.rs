@@ -1,7 +1,7 @@
 //! Resource definitions: what the registry serves for one resource (names, scope, versions,
 //! schemas, printer columns), read from a `CustomResourceDefinition` or built in.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::names::{dns1123_label_error, dns1123_subdomain_error};
 use crate::strategy::{FieldError, FieldErrorKind, ResourceInfo};
@@ -228,12 +228,16 @@ impl ResourceDefinition {
         Self::parse(crd, false)
     }
 
-    /// The built-in kinds served with the module table's strategies (configmaps, secrets, ...),
-    /// read from CRD-shaped documents embedded in the binary (`builtin_kinds.json`); core kinds
-    /// have the group `""`, which a CustomResourceDefinition may not have.
-    pub fn builtin_kinds() -> Vec<Self> {
-        let docs: Vec<Value> = serde_json::from_str(include_str!("builtin_kinds.json"))
-            .expect("builtin_kinds.json is a JSON list");
+    /// Definitions of kinds built into the server, from CRD-shaped documents embedded in the
+    /// binary (a JSON list): the one way a built-in kind is declared. The documents may use
+    /// what a CustomResourceDefinition may not (the core group `""`, the column extensions
+    /// `x-count` and `x-template`, and `x-stored-as` for a kind stored as another).
+    ///
+    /// # Panics
+    /// When a document is not a valid definition (a defect of the binary, caught by its tests).
+    pub fn builtins(documents: &str) -> Vec<Self> {
+        let docs: Vec<Value> =
+            serde_json::from_str(documents).expect("built-in definitions are a JSON list");
         docs.iter()
             .map(|doc| {
                 let mut def = Self::parse(doc, true).expect("a valid built-in definition");
@@ -253,10 +257,19 @@ impl ResourceDefinition {
                         })
                         .unwrap_or_default(),
                 });
-                def.module_strategy = true;
                 def
             })
             .collect()
+    }
+
+    /// The built-in kinds served with the module table's strategies (configmaps, secrets, ...),
+    /// from `builtin_kinds.json`.
+    pub fn builtin_kinds() -> Vec<Self> {
+        let mut defs = Self::builtins(include_str!("builtin_kinds.json"));
+        for def in &mut defs {
+            def.module_strategy = true;
+        }
+        defs
     }
 
     /// The verbs the resource answers, as discovery lists them.
@@ -302,19 +315,14 @@ impl ResourceDefinition {
         subs
     }
 
-    /// The create-only kinds (`SelfSubjectReview`, `SubjectAccessReview`, ...), read from
-    /// `review_kinds.json` so discovery and OpenAPI describe them.
+    /// The create-only kinds (`SelfSubjectReview`, `SubjectAccessReview`, ...), from
+    /// `review_kinds.json`, so discovery and OpenAPI describe them.
     pub fn review_kinds() -> Vec<Self> {
-        let docs: Vec<Value> = serde_json::from_str(include_str!("review_kinds.json"))
-            .expect("review_kinds.json is a JSON list");
-        docs.iter()
-            .map(|doc| {
-                let mut def = Self::parse(doc, true).expect("a valid review definition");
-                def.builtin = true;
-                def.create_only = true;
-                def
-            })
-            .collect()
+        let mut defs = Self::builtins(include_str!("review_kinds.json"));
+        for def in &mut defs {
+            def.create_only = true;
+        }
+        defs
     }
 
     /// Reads a CRD-shaped document; `builtin` lifts the rules on a CRD's group and name (and
@@ -545,85 +553,20 @@ impl ResourceDefinition {
         })
     }
 
-    /// Core `v1` namespaces.
+    /// Core `v1` namespaces (`core_kinds.json`).
     pub fn namespaces() -> Self {
-        Self {
-            group: String::new(),
-            plural: "namespaces".into(),
-            singular: "namespace".into(),
-            kind: "Namespace".into(),
-            list_kind: "NamespaceList".into(),
-            short_names: vec!["ns".into()],
-            categories: vec![],
-            namespaced: false,
-            versions: vec![VersionDefinition {
-                name: "v1".into(),
-                storage: true,
-                status_subresource: true,
-                schema: Some(json!({
-                    "type": "object",
-                    "properties": {
-                        "spec": {"type": "object", "properties": {"finalizers": {"type": "array", "items": {"type": "string"}}}},
-                        "status": {"type": "object", "properties": {"phase": {"type": "string"}}, "x-kubernetes-preserve-unknown-fields": true}
-                    }
-                })),
-                printer_columns: vec![PrinterColumn {
-                    name: "Status".into(),
-                    type_: "string".into(),
-                    format: String::new(),
-                    description: "The phase of the namespace".into(),
-                    priority: 0,
-                    json_path: ".status.phase".into(),
-                    count_paths: Vec::new(),
-                    template: String::new(),
-                }],
-                cel: None,
-            }],
-            builtin: true,
-            module_strategy: false,
-            stored_as: None,
-            create_only: false,
-        }
+        Self::core_kind("namespaces")
     }
 
-    /// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
+    /// `apiextensions.k8s.io/v1` CustomResourceDefinitions (`core_kinds.json`).
     pub fn custom_resource_definitions() -> Self {
-        Self {
-            group: CRD_GROUP.into(),
-            plural: "customresourcedefinitions".into(),
-            singular: "customresourcedefinition".into(),
-            kind: "CustomResourceDefinition".into(),
-            list_kind: "CustomResourceDefinitionList".into(),
-            short_names: vec!["crd".into(), "crds".into()],
-            categories: vec!["api-extensions".into()],
-            namespaced: false,
-            versions: vec![VersionDefinition {
-                name: "v1".into(),
-                storage: true,
-                status_subresource: true,
-                schema: Some(json!({
-                    "type": "object",
-                    "properties": {
-                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                    }
-                })),
-                printer_columns: vec![PrinterColumn {
-                    name: "Created At".into(),
-                    type_: "string".into(),
-                    format: String::new(),
-                    description: String::new(),
-                    priority: 0,
-                    json_path: ".metadata.creationTimestamp".into(),
-                    count_paths: Vec::new(),
-                    template: String::new(),
-                }],
-                cel: None,
-            }],
-            builtin: true,
-            module_strategy: false,
-            stored_as: None,
-            create_only: false,
-        }
+        Self::core_kind("customresourcedefinitions")
+    }
+
+    fn core_kind(plural: &str) -> Self {
+        Self::builtins(include_str!("core_kinds.json"))
+            .into_iter()
+            .find(|d| d.plural == plural)
+            .expect("core_kinds.json defines it")
     }
 }

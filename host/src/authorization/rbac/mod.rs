@@ -20,8 +20,6 @@ pub mod validation;
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 pub use authorizer::RbacAuthorizer;
 pub use bootstrap::ensure_bootstrap_policy;
 pub use index::RbacKind;
@@ -32,15 +30,7 @@ use crate::registry::{Registry, ResourceDefinition};
 /// The definitions of the four kinds (schemas with descriptions for `kubectl explain`, and
 /// kube-apiserver's table columns), read from `rbac_kinds.json`.
 pub fn definitions() -> Vec<ResourceDefinition> {
-    let docs: Vec<Value> = serde_json::from_str(include_str!("rbac_kinds.json"))
-        .expect("rbac_kinds.json is a JSON list");
-    docs.iter()
-        .map(|doc| {
-            let mut def = ResourceDefinition::parse(doc, true).expect("a valid RBAC definition");
-            def.builtin = true;
-            def
-        })
-        .collect()
+    ResourceDefinition::builtins(include_str!("rbac_kinds.json"))
 }
 
 /// Serves the four kinds on `registry` with their strategy, starts the authorizer's index and

@@ -5,9 +5,9 @@
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::registry::definition::{PrinterColumn, ResourceDefinition, VersionDefinition};
+use crate::registry::definition::ResourceDefinition;
 use crate::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
@@ -28,119 +28,13 @@ pub fn source_name(object_name: &str) -> String {
     format!("api:{object_name}")
 }
 
-/// The definition of `strategymodules`: the schema types the spec (so a wrong type is a 422
-/// with a cause), the status is a subresource, and `kubectl get` shows the binding and state.
+/// The definition of `strategymodules` (`strategy_module_kind.json`): the schema types the spec
+/// (so a wrong type is a 422 with a cause), the status is a subresource, and `kubectl get` shows
+/// the binding and state.
 pub fn definition() -> ResourceDefinition {
-    let column =
-        |name: &str, type_: &str, priority: i64, path: &str, description: &str| PrinterColumn {
-            name: name.into(),
-            type_: type_.into(),
-            format: String::new(),
-            description: description.into(),
-            priority,
-            json_path: path.into(),
-            count_paths: Vec::new(),
-            template: String::new(),
-        };
-    ResourceDefinition {
-        group: GROUP.into(),
-        plural: PLURAL.into(),
-        singular: "strategymodule".into(),
-        kind: KIND.into(),
-        list_kind: format!("{KIND}List"),
-        short_names: vec!["sm".into()],
-        categories: vec![],
-        namespaced: false,
-        versions: vec![VersionDefinition {
-            name: VERSION.into(),
-            storage: true,
-            status_subresource: true,
-            schema: Some(json!({
-                "type": "object",
-                "properties": {
-                    "spec": {
-                        "type": "object",
-                        "required": ["resource", "module"],
-                        "properties": {
-                            "resource": {
-                                "type": "object",
-                                "description": "The resource the module is the strategy of; the module's manifest must declare it.",
-                                "required": ["group", "kind"],
-                                "properties": {
-                                    "group": {"type": "string"},
-                                    "kind": {"type": "string"}
-                                }
-                            },
-                            "module": {"type": "string", "format": "byte", "description": "The wasm module, base64-encoded."},
-                            "digest": {"type": "string", "description": "Optional sha256:<hex> of the module; when set it must match."},
-                            "rollout": {
-                                "type": "object",
-                                "description": "How a new version is brought in: Active (the default) swaps it in at once; Shadow runs it beside the version in force and only reports where it differs; Canary serves a share of requests and rolls back by itself.",
-                                "properties": {
-                                    "mode": {"type": "string", "enum": ["Active", "Shadow", "Canary"]},
-                                    "weight": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Canary: the percentage of requests it serves (default 10)."},
-                                    "rollback": {
-                                        "type": "object",
-                                        "description": "Canary: when the host rolls it back.",
-                                        "properties": {
-                                            "maxFailureRatio": {"type": "number", "description": "Failed calls over its last calls above which it is rolled back (default 0.05)."},
-                                            "minRequests": {"type": "integer", "description": "Calls made before it is judged (default 20)."},
-                                            "maxLatencyMilliseconds": {"type": "number", "description": "p99 call latency above which it is rolled back (default 50)."},
-                                            "window": {"type": "integer", "description": "How many of its latest calls it is judged on (default 200)."}
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    },
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                }
-            })),
-            printer_columns: vec![
-                column(
-                    "Resource",
-                    "string",
-                    0,
-                    ".spec.resource.kind",
-                    "The bound kind",
-                ),
-                column(
-                    "Group",
-                    "string",
-                    1,
-                    ".spec.resource.group",
-                    "The bound group",
-                ),
-                column(
-                    "Phase",
-                    "string",
-                    0,
-                    ".status.phase",
-                    "Active, Staged or Rejected",
-                ),
-                column(
-                    "Rollout",
-                    "string",
-                    0,
-                    ".status.rollout.state",
-                    "Shadowing, Canary or RolledBack",
-                ),
-                column("Module", "string", 0, ".status.module", "The module's name"),
-                column(
-                    "Digest",
-                    "string",
-                    1,
-                    ".status.digestInForce",
-                    "The version serving",
-                ),
-            ],
-            cel: None,
-        }],
-        builtin: true,
-        module_strategy: false,
-        stored_as: None,
-        create_only: false,
-    }
+    ResourceDefinition::builtins(include_str!("strategy_module_kind.json"))
+        .pop()
+        .expect("strategy_module_kind.json holds the definition")
 }
 
 /// The spec of a `StrategyModule`, decoded.
@@ -268,6 +162,7 @@ impl Strategy for ModuleObjectStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn object(module: &str, digest: Option<&str>) -> Value {
         let mut obj = json!({"spec": {"resource": {"group": "g.example.com", "kind": "Thing"}, "module": module}});
