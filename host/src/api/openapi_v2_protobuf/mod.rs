@@ -4,7 +4,8 @@
 //! kinds take server-side field validation and to validate the others itself; a kind it does not
 //! find there is left for the server to refuse (Kubernetes' "no matches for kind").
 //!
-//! Only the messages and fields the document uses are declared; their numbers are gnostic's.
+//! Only the messages and fields the document uses are declared (`host/proto/openapi_v2.proto`);
+//! their numbers are gnostic's.
 //! Values the schema holds as JSON (defaults, enums, extensions) travel as YAML text, as gnostic
 //! carries them (JSON is YAML).
 
@@ -162,7 +163,7 @@ fn schema(s: &Value) -> pb::Schema {
             Box::new(pb::AdditionalPropertiesItem {
                 oneof: Some(match a {
                     Value::Bool(b) => pb::additional_properties_item::Oneof::Boolean(*b),
-                    other => pb::additional_properties_item::Oneof::Schema(schema(other)),
+                    other => pb::additional_properties_item::Oneof::Schema(Box::new(schema(other))),
                 }),
             })
         }),
