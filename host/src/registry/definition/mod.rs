@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
-use super::names::{dns1123_label_error, dns1123_subdomain_error};
-use crate::strategy::{FieldError, FieldErrorKind, ResourceInfo};
+use crate::strategy::{FieldError, ResourceInfo};
+
+mod crd;
 
 /// The group of CustomResourceDefinitions.
 pub const CRD_GROUP: &str = "apiextensions.k8s.io";
@@ -265,7 +266,7 @@ impl ResourceDefinition {
     /// The built-in kinds served with the module table's strategies (configmaps, secrets, ...),
     /// from `builtin_kinds.json`.
     pub fn builtin_kinds() -> Vec<Self> {
-        let mut defs = Self::builtins(include_str!("builtin_kinds.json"));
+        let mut defs = Self::builtins(include_str!("../builtin_kinds.json"));
         for def in &mut defs {
             def.module_strategy = true;
         }
@@ -318,239 +319,11 @@ impl ResourceDefinition {
     /// The create-only kinds (`SelfSubjectReview`, `SubjectAccessReview`, ...), from
     /// `review_kinds.json`, so discovery and OpenAPI describe them.
     pub fn review_kinds() -> Vec<Self> {
-        let mut defs = Self::builtins(include_str!("review_kinds.json"));
+        let mut defs = Self::builtins(include_str!("../review_kinds.json"));
         for def in &mut defs {
             def.create_only = true;
         }
         defs
-    }
-
-    /// Reads a CRD-shaped document; `builtin` lifts the rules on a CRD's group and name (and
-    /// reads the built-in column extensions `x-count` and `x-template`). The result is not
-    /// marked built in: a caller serving it as such sets `builtin`.
-    ///
-    /// # Errors
-    /// The field errors a CRD create or update would answer 422 with.
-    pub fn parse(crd: &Value, builtin: bool) -> Result<Self, Vec<FieldError>> {
-        let mut errors = Vec::new();
-        let s = |v: &Value, p: &str| {
-            v.pointer(p)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        let strings = |v: &Value, p: &str| -> Vec<String> {
-            v.pointer(p)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let err = |kind, field: &str, detail: String| FieldError {
-            kind,
-            field: field.into(),
-            detail,
-        };
-        let group = s(crd, "/spec/group");
-        let plural = s(crd, "/spec/names/plural");
-        let kind = s(crd, "/spec/names/kind");
-        let name = s(crd, "/metadata/name");
-        if builtin {
-            // Built-in kinds may have the core group "" and any metadata name.
-        } else if group.is_empty() {
-            errors.push(err(FieldErrorKind::Required, "spec.group", String::new()));
-        } else if let Some(why) = dns1123_subdomain_error(&group) {
-            errors.push(err(
-                FieldErrorKind::Invalid,
-                "spec.group",
-                format!("{group:?}: {why}"),
-            ));
-        } else if !group.contains('.') {
-            errors.push(err(
-                FieldErrorKind::Invalid,
-                "spec.group",
-                format!("{group:?}: should be a domain with at least one dot"),
-            ));
-        }
-        if plural.is_empty() {
-            errors.push(err(
-                FieldErrorKind::Required,
-                "spec.names.plural",
-                String::new(),
-            ));
-        } else if let Some(why) = dns1123_label_error(&plural) {
-            errors.push(err(
-                FieldErrorKind::Invalid,
-                "spec.names.plural",
-                format!("{plural:?}: {why}"),
-            ));
-        }
-        if kind.is_empty() {
-            errors.push(err(
-                FieldErrorKind::Required,
-                "spec.names.kind",
-                String::new(),
-            ));
-        }
-        if !builtin
-            && !plural.is_empty()
-            && !group.is_empty()
-            && name != format!("{plural}.{group}")
-        {
-            errors.push(err(
-                FieldErrorKind::Invalid,
-                "metadata.name",
-                format!("{name:?}: must be spec.names.plural+\".\"+spec.group"),
-            ));
-        }
-        let scope = s(crd, "/spec/scope");
-        let namespaced = match scope.as_str() {
-            "Namespaced" => true,
-            "Cluster" => false,
-            "" => {
-                errors.push(err(FieldErrorKind::Required, "spec.scope", String::new()));
-                true
-            }
-            other => {
-                errors.push(err(
-                    FieldErrorKind::NotSupported,
-                    "spec.scope",
-                    format!("{other:?}: supported values: \"Cluster\", \"Namespaced\""),
-                ));
-                true
-            }
-        };
-        match crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) {
-            None | Some("None") => {}
-            Some("Webhook") => errors.push(err(FieldErrorKind::Forbidden, "spec.conversion.strategy", "\"Webhook\": conversion webhooks are not supported by this server; use strategy None".into())),
-            Some(other) => errors.push(err(FieldErrorKind::NotSupported, "spec.conversion.strategy", format!("{other:?}: supported values: \"None\", \"Webhook\""))),
-        }
-        let all_versions = crd
-            .pointer("/spec/versions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if all_versions.is_empty() {
-            errors.push(err(
-                FieldErrorKind::Required,
-                "spec.versions",
-                "must have exactly one version marked as storage version".into(),
-            ));
-        }
-        let storage_count = all_versions.iter().filter(|v| v["storage"] == true).count();
-        if !all_versions.is_empty() && storage_count != 1 {
-            errors.push(err(
-                FieldErrorKind::Invalid,
-                "spec.versions",
-                format!("{storage_count}: must have exactly one version marked as storage version"),
-            ));
-        }
-        let mut versions = Vec::new();
-        for (i, v) in all_versions.iter().enumerate() {
-            let vname = s(v, "/name");
-            if let Some(why) = dns1123_label_error(&vname) {
-                errors.push(err(
-                    FieldErrorKind::Invalid,
-                    &format!("spec.versions[{i}].name"),
-                    format!("{vname:?}: {why}"),
-                ));
-            }
-            let schema = v.pointer("/schema/openAPIV3Schema").cloned();
-            if let Some(schema) = &schema {
-                if !schema.is_object() {
-                    errors.push(err(
-                        FieldErrorKind::Invalid,
-                        &format!("spec.versions[{i}].schema.openAPIV3Schema"),
-                        "must be an object".into(),
-                    ));
-                } else if let Some(bad) = super::schema::check_schema(schema) {
-                    errors.push(err(
-                        FieldErrorKind::Invalid,
-                        &format!("spec.versions[{i}].schema.openAPIV3Schema{bad}"),
-                        "not a valid schema".into(),
-                    ));
-                }
-            }
-            let cel = match &schema {
-                Some(schema) if schema.is_object() => super::cel::CelRules::compile(
-                    schema,
-                    &format!("spec.versions[{i}].schema.openAPIV3Schema"),
-                )
-                .unwrap_or_else(|rule_errors| {
-                    errors.extend(rule_errors);
-                    None
-                }),
-                _ => None,
-            };
-            if v["served"] != true && v["storage"] != true {
-                continue;
-            }
-            let printer_columns = v
-                .get("additionalPrinterColumns")
-                .and_then(Value::as_array)
-                .map(|cols| {
-                    cols.iter()
-                        .map(|c| PrinterColumn {
-                            name: s(c, "/name"),
-                            type_: s(c, "/type"),
-                            format: s(c, "/format"),
-                            description: s(c, "/description"),
-                            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                            json_path: s(c, "/jsonPath"),
-                            count_paths: if builtin {
-                                strings(c, "/x-count")
-                            } else {
-                                Vec::new()
-                            },
-                            template: if builtin {
-                                s(c, "/x-template")
-                            } else {
-                                String::new()
-                            },
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            if v["served"] == true {
-                versions.push(VersionDefinition {
-                    name: vname,
-                    storage: v["storage"] == true,
-                    status_subresource: v
-                        .pointer("/subresources/status")
-                        .is_some_and(Value::is_object),
-                    schema,
-                    printer_columns,
-                    cel,
-                });
-            }
-        }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        let singular = Some(s(crd, "/spec/names/singular"))
-            .filter(|x| !x.is_empty())
-            .unwrap_or_else(|| kind.to_ascii_lowercase());
-        let list_kind = Some(s(crd, "/spec/names/listKind"))
-            .filter(|x| !x.is_empty())
-            .unwrap_or_else(|| format!("{kind}List"));
-        Ok(Self {
-            group,
-            plural,
-            singular,
-            kind,
-            list_kind,
-            short_names: strings(crd, "/spec/names/shortNames"),
-            categories: strings(crd, "/spec/names/categories"),
-            namespaced,
-            versions,
-            builtin: false,
-            module_strategy: false,
-            stored_as: None,
-            create_only: false,
-        })
     }
 
     /// Core `v1` namespaces (`core_kinds.json`).
@@ -564,7 +337,7 @@ impl ResourceDefinition {
     }
 
     fn core_kind(plural: &str) -> Self {
-        Self::builtins(include_str!("core_kinds.json"))
+        Self::builtins(include_str!("../core_kinds.json"))
             .into_iter()
             .find(|d| d.plural == plural)
             .expect("core_kinds.json defines it")
