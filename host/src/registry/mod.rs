@@ -14,6 +14,7 @@ pub mod event_expiry;
 pub mod fieldmanager;
 pub mod list;
 pub mod names;
+mod read;
 pub mod schema;
 pub mod served;
 pub mod store;
