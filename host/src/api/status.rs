@@ -261,14 +261,6 @@ impl From<&RegistryError> for Status {
                         "AlreadyExists",
                         format!("{resource} {:?} already exists", target.name),
                     ),
-                    StorageError::Conflict { message, .. } => Self::new(
-                        409,
-                        "Conflict",
-                        format!(
-                            "Operation cannot be fulfilled on {resource} {:?}: {message}",
-                            target.name
-                        ),
-                    ),
                     other => Self::from(other),
                 };
                 status.with_target(target, target.plural.clone())

@@ -170,13 +170,6 @@ impl RegistryStore {
         if scope.dry_run {
             return self.dry_run_delete(scope, &key, opts, &decider).await;
         }
-        let failed = |e: StorageError| match e {
-            StorageError::Conflict { message, .. } => Error::Conflict {
-                target: target.clone().into(),
-                message,
-            },
-            e => Error::from_storage_call(e, &target),
-        };
         // The cached copy picks the likely first write and saves the loops a read; they re-read
         // it when it is stale.
         let any_state = GetOptions {
@@ -218,7 +211,7 @@ impl RegistryStore {
                     })
                 }
                 Err(e) if switch_of(&e).is_some() => remove = !remove,
-                Err(e) => return Err(failed(e)),
+                Err(e) => return Err(Error::from_storage_call(e, &target)),
             }
         }
         Err(Error::modified(&target))
@@ -241,13 +234,7 @@ impl RegistryStore {
             .ok_or_else(|| Error::NotFound(target.clone().into()))?;
         opts.preconditions
             .check(key, &current)
-            .map_err(|e| match e {
-                StorageError::Conflict { message, .. } => Error::Conflict {
-                    target: target.clone().into(),
-                    message,
-                },
-                e => Error::storage(e, target),
-            })?;
+            .map_err(|e| Error::storage(e, target))?;
         let object = match decider.decide(&current).await? {
             Decision::Remove => current,
             Decision::MarkDeleting(marked) => marked,

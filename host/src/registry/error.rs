@@ -109,6 +109,10 @@ impl Error {
     pub fn storage(source: StorageError, target: &Target) -> Self {
         match source {
             StorageError::NotFound { .. } => Self::NotFound(Box::new(target.clone())),
+            StorageError::Conflict { message, .. } => Self::Conflict {
+                target: Box::new(target.clone()),
+                message,
+            },
             source => Self::Storage {
                 source,
                 target: Box::new(target.clone()),
