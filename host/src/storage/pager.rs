@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::continue_token::ContinueToken;
 use super::error::Result;
-use super::options::ObjectList;
+use super::options::{ListOptions, ObjectList};
 use super::predicate::SelectionPredicate;
 use super::watch::SharedObject;
 
@@ -49,6 +49,19 @@ impl<'a> Pager<'a> {
             more: false,
             remaining: 0,
         }
+    }
+
+    /// The page a list with `opts` asks for, by Kubernetes' rules: `limit` applies only to a
+    /// list of a prefix (`of_prefix`), and the keys after a full page are counted only for a
+    /// list that selects everything.
+    pub fn for_list(opts: &'a ListOptions, of_prefix: bool) -> Self {
+        let limit = if of_prefix { opts.limit } else { 0 };
+        Self::new(&opts.predicate, limit, opts.predicate.is_everything())
+    }
+
+    /// The most objects the page takes (0: no limit).
+    pub fn limit(&self) -> u64 {
+        self.limit
     }
 
     /// Whether the page holds `limit` objects.

@@ -13,7 +13,7 @@ use super::watch_cache::{CachedObject, Scope};
 use super::Cacher;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList};
-use crate::storage::pager::Page;
+use crate::storage::pager::{Page, Pager};
 use crate::storage::versioner::parse_resource_version;
 
 /// How much of the prefix a read returns, which decides how a consistent read is made
@@ -175,17 +175,7 @@ impl Cacher {
         start: Option<&str>,
         opts: &ListOptions,
     ) -> Page {
-        let limit = if matches!(scope, Scope::Prefix(_)) {
-            opts.limit
-        } else {
-            0
-        };
-        cache.list(
-            scope,
-            start,
-            &opts.predicate,
-            limit,
-            opts.predicate.is_everything(),
-        )
+        let pager = Pager::for_list(opts, matches!(scope, Scope::Prefix(_)));
+        cache.list(scope, start, pager)
     }
 }

@@ -308,18 +308,10 @@ impl WatchCache {
         self.objects.get(key).cloned()
     }
 
-    /// Up to `limit` (0: all) objects in scope matching `predicate`, from `start` (inclusive).
-    pub(crate) fn list(
-        &self,
-        scope: &Scope,
-        start: Option<&str>,
-        predicate: &SelectionPredicate,
-        limit: u64,
-        count_remaining: bool,
-    ) -> Page {
+    /// The objects in scope from `start` (inclusive), into `pager`.
+    pub(crate) fn list(&self, scope: &Scope, start: Option<&str>, mut pager: Pager<'_>) -> Page {
         let prefix = match scope {
             Scope::Key(k) => {
-                let mut pager = Pager::new(predicate, 0, false);
                 if let Some(obj) = self.get(k) {
                     let _ = pager.offer(k, || Ok(obj));
                 }
@@ -331,7 +323,6 @@ impl WatchCache {
             Some(s) if s > prefix.as_str() => s,
             _ => prefix.as_str(),
         };
-        let mut pager = Pager::new(predicate, limit, count_remaining);
         let range = self
             .objects
             .range::<str, _>((Bound::Included(from), Bound::Unbounded))
@@ -351,6 +342,7 @@ impl WatchCache {
         scope: &Scope,
         predicate: &SelectionPredicate,
     ) -> Vec<Arc<CachedObject>> {
-        self.list(scope, None, predicate, 0, false).items
+        self.list(scope, None, Pager::new(predicate, 0, false))
+            .items
     }
 }

@@ -10,7 +10,6 @@ use crate::storage::error::{Result, StorageError};
 use crate::storage::object::SharedObject;
 pub(crate) use crate::storage::pager::Page;
 use crate::storage::pager::Pager;
-use crate::storage::predicate::SelectionPredicate;
 use crate::storage::txn::RawValue;
 use crate::storage::watch::Change;
 
@@ -53,12 +52,6 @@ pub(crate) struct ListRequest<'a> {
     pub start_key: Option<&'a str>,
     /// The revision to read at; `None` reads the latest state.
     pub at: Option<u64>,
-    /// The most matching items to return (0 = all).
-    pub limit: usize,
-    /// Which objects to return.
-    pub predicate: &'a SelectionPredicate,
-    /// Count the live keys remaining after a full page.
-    pub count_remaining: bool,
 }
 
 /// Reads the latest state of `key`.
@@ -76,11 +69,6 @@ pub(crate) fn read_latest(txn: &ReadTransaction, key: &str) -> Result<Option<Raw
     }))
 }
 
-/// A pager for `req` whose objects come from stored bytes.
-fn pager<'a>(req: &'a ListRequest<'a>) -> Pager<'a> {
-    Pager::new(req.predicate, req.limit as u64, req.count_remaining)
-}
-
 /// Offers one live key and its stored bytes to `pager`.
 fn offer(pager: &mut Pager<'_>, key: &str, data: &[u8], revision: u64) -> Result<bool> {
     pager.offer(key, || {
@@ -88,21 +76,20 @@ fn offer(pager: &mut Pager<'_>, key: &str, data: &[u8], revision: u64) -> Result
     })
 }
 
-/// Reads one page of `req` from the snapshot `txn`.
-pub(crate) fn list(txn: &ReadTransaction, req: &ListRequest<'_>) -> Result<Page> {
+/// Reads one page of `req` from the snapshot `txn` into `pager`.
+pub(crate) fn list(txn: &ReadTransaction, req: &ListRequest<'_>, pager: Pager<'_>) -> Result<Page> {
     let (current, _) = read_revisions(txn)?;
     match req.at {
-        Some(at) if at < current => list_at(txn, req, at),
-        _ => list_latest(txn, req),
+        Some(at) if at < current => list_at(txn, req, at, pager),
+        _ => list_latest(txn, req, pager),
     }
 }
 
-fn list_latest(txn: &ReadTransaction, req: &ListRequest<'_>) -> Result<Page> {
+fn list_latest(txn: &ReadTransaction, req: &ListRequest<'_>, mut pager: Pager<'_>) -> Result<Page> {
     let table = txn
         .open_table(LATEST)
         .map_err(|e| db_err("open latest", e))?;
     let start = req.filter.start(req.start_key);
-    let mut pager = pager(req);
     let range = match req.filter {
         KeyFilter::Exact(k) if start == k.as_str() => table.range(start..=k.as_str()),
         KeyFilter::Exact(_) => return Ok(Page::default()),
@@ -122,12 +109,16 @@ fn list_latest(txn: &ReadTransaction, req: &ListRequest<'_>) -> Result<Page> {
     Ok(pager.finish())
 }
 
-fn list_at(txn: &ReadTransaction, req: &ListRequest<'_>, at: u64) -> Result<Page> {
+fn list_at(
+    txn: &ReadTransaction,
+    req: &ListRequest<'_>,
+    at: u64,
+    mut pager: Pager<'_>,
+) -> Result<Page> {
     let table = txn
         .open_table(HISTORY)
         .map_err(|e| db_err("open history", e))?;
     let start = req.filter.start(req.start_key);
-    let mut pager = pager(req);
     let range = match req.filter {
         KeyFilter::Exact(k) if start == k.as_str() => table.range((start, 0u64)..=(start, at)),
         KeyFilter::Exact(_) => return Ok(Page::default()),

@@ -13,6 +13,7 @@ use super::{watch, EmbeddedStore};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key::{prepare_key, recursive_prefix};
 use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList, Preconditions};
+use crate::storage::pager::Pager;
 use crate::storage::txn::{self, CasOutcome, CasStore, RawValue};
 use crate::storage::versioner::{decode_from_storage, parse_resource_version};
 use crate::storage::watch::{SharedObject, WatchStream};
@@ -147,10 +148,8 @@ impl Storage for EmbeddedStore {
                     filter: &filter,
                     start_key: plan.start_key.as_deref(),
                     at: Some(read_at),
-                    limit: usize::try_from(opts.limit).unwrap_or(usize::MAX),
-                    predicate: &opts.predicate,
-                    count_remaining: opts.predicate.is_everything(),
                 },
+                Pager::for_list(&opts, opts.recursive),
             )?;
             Ok(page.into_list(read_at, &list_prefix))
         })

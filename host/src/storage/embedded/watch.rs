@@ -14,6 +14,7 @@ use super::reader::{self, with_snapshot, KeyFilter, ListRequest};
 use super::schema::read_revisions;
 use super::writer::Batch;
 use crate::storage::error::StorageError;
+use crate::storage::pager::Pager;
 use crate::storage::predicate::SelectionPredicate;
 use crate::storage::watch::{WatchEvent, WatchStream};
 
@@ -153,10 +154,8 @@ impl Watcher {
                         filter: &filter,
                         start_key: from.as_deref(),
                         at: Some(rev),
-                        limit: CHUNK,
-                        predicate: &predicate,
-                        count_remaining: false,
                     },
+                    Pager::new(&predicate, CHUNK as u64, false),
                 )?;
                 Ok((page, rev))
             })

@@ -26,15 +26,13 @@ impl Etcd3Store {
         let plan = plan_list(&opts, &list_prefix)?;
         let from_continue = opts.continue_token.is_some();
         let range_end = opts.recursive.then(|| key::prefix_range_end(&list_prefix));
-        let limit = if opts.recursive { opts.limit } else { 0 };
-        let mut chunk = if limit > 0 {
-            limit.min(MAX_CHUNK)
-        } else {
-            MAX_CHUNK
+        let mut pager = Pager::for_list(&opts, opts.recursive);
+        let mut chunk = match pager.limit() {
+            0 => MAX_CHUNK,
+            limit => limit.min(MAX_CHUNK),
         };
         let mut start = plan.start_key.unwrap_or_else(|| list_prefix.clone());
         let mut revision = plan.revision;
-        let mut pager = Pager::new(&opts.predicate, limit, opts.predicate.is_everything());
         loop {
             let mut options = EtcdGet::new();
             if let Some(end) = &range_end {
