@@ -102,6 +102,17 @@ pub struct Config {
     )]
     pub event_ttl: std::time::Duration,
 
+    /// The controllers to run (kube-controller-manager's spelling): `*` for every one on by
+    /// default, a name to turn one on, `-name` to turn one off, e.g. `*,-garbagecollector`.
+    /// Controllers: garbagecollector, namespace.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_CONTROLLERS",
+        value_delimiter = ',',
+        default_value = "*"
+    )]
+    pub controllers: Vec<String>,
+
     /// DEVELOPMENT ONLY: serve plain HTTP with no authentication or authorization, every
     /// request acting as an admin (group system:masters). Refused unless --listen is a loopback
     /// address.

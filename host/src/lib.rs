@@ -25,6 +25,7 @@ pub mod authentication;
 pub mod authorization;
 pub mod cli;
 pub mod config;
+pub mod controllers;
 pub mod pki;
 pub mod registry;
 pub mod storage;

@@ -18,6 +18,8 @@ use crate::api::metrics::ServerMetrics;
 use crate::api::server::serve;
 use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
+use crate::controllers::ControllerSet;
+use crate::registry::namespace_lifecycle::SYSTEM_NAMESPACES;
 use crate::registry::event_expiry;
 use crate::registry::{Registry, RequestScope};
 use crate::storage::embedded::EmbeddedStore;
@@ -128,8 +130,11 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         None => None,
     };
     object_source::start(modules.clone(), &registry);
-    ensure_default_namespace(&registry).await;
+    ensure_system_namespaces(&registry).await;
     event_expiry::start(&registry, config.event_ttl);
+    let controllers = ControllerSet::parse(&config.controllers).map_err(anyhow::Error::msg)?;
+    let collector_metrics = Arc::default();
+    let _controllers = crate::controllers::start(&registry, &controllers, &collector_metrics);
     let rbac = security::start_rbac(&config, &registry).await;
     let secured = security::secure(&config, &registry, rbac)?;
     let auditor = crate::api::audit::Auditor::from_flags(
@@ -172,9 +177,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     Ok(())
 }
 
-/// Creates the `default` namespace if it is missing, so kubectl's default namespace works.
-/// A failure (the store is down) is logged; the server starts anyway.
-async fn ensure_default_namespace(registry: &Registry) {
+/// Creates the system namespaces (`default`, `kube-system`, `kube-public`) where missing, as
+/// kube-apiserver does, so kubectl's default namespace works. A failure (the store is down) is
+/// logged; the server starts anyway.
+async fn ensure_system_namespaces(registry: &Registry) {
     let Some(ns) = registry.resolve("", "v1", "namespaces") else {
         return;
     };
@@ -184,11 +190,13 @@ async fn ensure_default_namespace(registry: &Registry) {
         field_manager: "strategy-host".into(),
         ..Default::default()
     };
-    let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
-    match ns.store.create(&scope, obj).await {
-        Ok(_) => tracing::info!("created the default namespace"),
-        Err(e) if e.is_already_exists() => {}
-        Err(e) => tracing::warn!(error = %e, "could not create the default namespace"),
+    for name in SYSTEM_NAMESPACES {
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        match ns.store.create(&scope, obj).await {
+            Ok(_) => tracing::info!(namespace = name, "created a system namespace"),
+            Err(e) if e.is_already_exists() => {}
+            Err(e) => tracing::warn!(namespace = name, error = %e, "could not create a system namespace"),
+        }
     }
 }
 

@@ -1,6 +1,6 @@
-//! Native strategies of the built-in resources: CustomResourceDefinitions (validated as
-//! definitions, status reporting NamesAccepted and Established; deleting one deletes its
-//! objects) and namespaces (phase Active).
+//! The native strategy of CustomResourceDefinitions: validated as definitions, status reporting
+//! NamesAccepted and Established; deleting one deletes its objects. (Namespaces' is in
+//! `namespace_lifecycle.rs`.)
 
 use std::sync::Arc;
 
@@ -122,72 +122,6 @@ impl Strategy for CrdStrategy {
             {
                 if !e.is_not_found() {
                     return Err(failed(e.to_string()));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The strategy of core `namespaces`: new namespaces are `Active`; deleting one deletes every
-/// namespaced object in it.
-#[derive(Debug, Default)]
-pub struct NamespaceStrategy {
-    /// The registry whose resources a deleted namespace is emptied of.
-    pub registry: std::sync::OnceLock<std::sync::Weak<super::Registry>>,
-}
-
-#[async_trait]
-impl Strategy for NamespaceStrategy {
-    fn name(&self) -> &str {
-        "builtin-namespaces"
-    }
-
-    async fn before_create(
-        &self,
-        _ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
-        obj["status"] = json!({"phase": "Active"});
-        Ok(Admission::default())
-    }
-
-    async fn after_delete(&self, _ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
-        let Some(registry) = self.registry.get().and_then(std::sync::Weak::upgrade) else {
-            return Ok(());
-        };
-        let Some(ns) = obj.pointer("/metadata/name").and_then(Value::as_str) else {
-            return Ok(());
-        };
-        let failed = |reason: String| StrategyError {
-            module: self.name().into(),
-            reason,
-        };
-        for r in registry
-            .resources()
-            .into_iter()
-            .filter(|r| r.def.namespaced)
-        {
-            let storage = r.store.storage();
-            let list = storage
-                .get_list(
-                    &r.def.collection_key(Some(ns)),
-                    ListOptions {
-                        recursive: true,
-                        ..Default::default()
-                    },
-                )
-                .await
-                .map_err(|e| failed(e.to_string()))?;
-            for item in list.items {
-                let key = r.def.object_key(Some(ns), item.name().unwrap_or_default());
-                match storage
-                    .delete(&key, &Preconditions::none(), accept_any_deletion(), None)
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(e) if e.is_not_found() => {}
-                    Err(e) => return Err(failed(e.to_string())),
                 }
             }
         }

@@ -147,7 +147,7 @@ impl RegistryStore {
                 causes,
             });
         }
-        self.check_namespace(scope).await
+        self.check_namespace(scope, &name).await
     }
 
     /// Creates an object.

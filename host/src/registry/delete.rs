@@ -1,6 +1,7 @@
-//! Delete and deletecollection: preconditions, the strategy's before_delete, finalizers (an
-//! object with finalizers gets a deletionTimestamp instead of being removed), then
-//! `storage.delete`; the After hook runs once committed.
+//! Delete and deletecollection: preconditions, the strategy's before_delete, the propagation
+//! policy (the garbage collector's `orphan` and `foregroundDeletion` finalizers), finalizers (an
+//! object with finalizers gets a deletionTimestamp instead of being removed; a namespace's
+//! `spec.finalizers` count too), then `storage.delete`; the After hook runs once committed.
 //!
 //! Every check is decided on the state it is about to change: the decision runs inside the
 //! storage layer's callbacks (delete's validation, guaranteed_update's transform), which run
@@ -14,6 +15,7 @@ use serde_json::{json, Value};
 
 use super::error::{Carried, Error, Result, Target};
 use super::store::{Outcome, RegistryStore, RequestScope};
+use super::namespace_lifecycle::{self as namespaces, spec_finalizers};
 use super::system_fields::{finalizers, is_being_deleted, metadata_mut, now_rfc3339};
 use crate::storage::{
     GetOptions, ListOptions, Preconditions, StorageError, TryUpdate, ValidateDeletion,
@@ -32,8 +34,32 @@ pub struct DeleteOptions {
     pub preconditions: Preconditions,
     /// `gracePeriodSeconds` (custom resources are deleted at once; recorded only).
     pub grace_period_seconds: Option<i64>,
-    /// `propagationPolicy`: `Orphan`, `Background` or `Foreground`.
+    /// `propagationPolicy`: `Orphan`, `Background` or `Foreground` (`orphanDependents`
+    /// already mapped to it).
     pub propagation_policy: Option<String>,
+}
+
+/// The finalizer that keeps an owner until the garbage collector has deleted its blocking
+/// dependents (`propagationPolicy: Foreground`).
+pub const FOREGROUND_DELETION: &str = "foregroundDeletion";
+
+/// The finalizer that keeps an owner until the garbage collector has removed the references
+/// its dependents hold to it (`propagationPolicy: Orphan`).
+pub const ORPHAN: &str = "orphan";
+
+/// `finalizers` as a delete with `policy` leaves them: an explicit policy replaces the garbage
+/// collector's finalizers with its own (Background with none); no policy keeps them.
+fn with_propagation(mut finalizers: Vec<String>, policy: Option<&str>) -> Vec<String> {
+    let Some(policy) = policy else {
+        return finalizers;
+    };
+    finalizers.retain(|f| f != ORPHAN && f != FOREGROUND_DELETION);
+    match policy {
+        "Orphan" => finalizers.push(ORPHAN.into()),
+        "Foreground" => finalizers.push(FOREGROUND_DELETION.into()),
+        _ => {}
+    }
+    finalizers
 }
 
 /// What a delete does to the object it was decided on.
@@ -64,6 +90,11 @@ struct Decider {
     ctx: StrategyContext,
     target: Target,
     grace_period_seconds: Option<i64>,
+    /// The request's propagation policy, if it named one.
+    propagation_policy: Option<String>,
+    /// The object is a core namespace: its `spec.finalizers` hold the deletion back too, and
+    /// it enters phase `Terminating`.
+    namespace: bool,
     /// The warnings of the last decision (the one the committed write was decided on).
     warnings: Arc<Mutex<Vec<String>>>,
 }
@@ -85,17 +116,32 @@ impl Decider {
             });
         }
         *self.warnings.lock().unwrap_or_else(|p| p.into_inner()) = admission.warnings;
-        if finalizers(current).is_empty() {
+        let held_by_spec = self.namespace && !spec_finalizers(current).is_empty();
+        if held_by_spec && is_being_deleted(current) {
+            return Err(Error::Conflict {
+                target: self.target.clone().into(),
+                message: namespaces::STILL_TERMINATING.into(),
+            });
+        }
+        let before = finalizers(current);
+        let after = with_propagation(before.clone(), self.propagation_policy.as_deref());
+        if after.is_empty() && !held_by_spec {
             return Ok(Decision::Remove);
         }
         let mut marked = current.clone();
-        if !is_being_deleted(&marked) {
-            let meta = metadata_mut(&mut marked);
+        let meta = metadata_mut(&mut marked);
+        if after != before {
+            meta.insert("finalizers".into(), serde_json::json!(after));
+        }
+        if !is_being_deleted(current) {
             meta.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
             meta.insert(
                 "deletionGracePeriodSeconds".into(),
                 Value::from(self.grace_period_seconds.unwrap_or(0)),
             );
+        }
+        if self.namespace {
+            marked["status"]["phase"] = Value::String("Terminating".into());
         }
         Ok(Decision::MarkDeleting(marked))
     }
@@ -160,11 +206,20 @@ impl RegistryStore {
     ) -> Result<Outcome> {
         let key = self.key(scope, name);
         let target = self.target(name);
+        let namespace = self.def.is_namespaces();
+        if namespace && namespaces::SYSTEM_NAMESPACES.contains(&name) {
+            return Err(Error::Forbidden {
+                target: target.into(),
+                message: namespaces::UNDELETABLE.into(),
+            });
+        }
         let decider = Decider {
             strategy: self.strategy.clone(),
             ctx: self.ctx(scope),
             target: target.clone(),
             grace_period_seconds: opts.grace_period_seconds,
+            propagation_policy: opts.propagation_policy.clone(),
+            namespace,
             warnings: Arc::default(),
         };
         if scope.dry_run {
@@ -177,7 +232,10 @@ impl RegistryStore {
             ignore_not_found: true,
         };
         let mut hint = self.storage.get(&key, any_state).await.ok().flatten();
-        let mut remove = hint.as_ref().is_none_or(|o| finalizers(o).is_empty());
+        // A wrong first guess costs one switch.
+        let mut remove = hint.as_ref().is_none_or(|o| {
+            finalizers(o).is_empty() && opts.propagation_policy.is_none() && !namespace
+        });
         for _ in 0..MAX_DECISION_FLIPS {
             let written = if remove {
                 self.storage

@@ -162,6 +162,12 @@ impl Error {
             || matches!(self, Self::Storage { source, .. } if source.is_not_found())
     }
 
+    /// True for a Conflict from a uid precondition (the object was replaced by another of the
+    /// same name).
+    pub fn is_uid_conflict(&self) -> bool {
+        matches!(self, Self::Conflict { message, .. } if message.contains("UID in precondition"))
+    }
+
     /// True for a storage `AlreadyExists`.
     pub fn is_already_exists(&self) -> bool {
         matches!(self, Self::Storage { source, .. } if source.is_already_exists())

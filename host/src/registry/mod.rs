@@ -14,6 +14,7 @@ pub mod event_expiry;
 pub mod fieldmanager;
 pub mod list;
 pub mod names;
+pub mod namespace_lifecycle;
 mod read;
 pub mod schema;
 pub mod served;
@@ -24,7 +25,7 @@ mod tests;
 mod update;
 
 pub use definition::ResourceDefinition;
-pub use delete::DeleteOptions;
+pub use delete::{DeleteOptions, FOREGROUND_DELETION, ORPHAN};
 pub use error::{Error, Result, Target};
 pub use list::ListPage;
 pub use served::{Registry, ServedResource};

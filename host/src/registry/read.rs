@@ -54,6 +54,7 @@ impl RegistryStore {
     /// Storage errors (bad options → BadRequest, compacted → Expired).
     pub async fn list(&self, scope: &RequestScope, mut opts: ListOptions) -> Result<ListPage> {
         opts.recursive = true;
+        self.select_stored_fields(&mut opts);
         let key = self.def.collection_key(scope.namespace.as_deref());
         let list = self
             .storage
@@ -92,6 +93,7 @@ impl RegistryStore {
     /// Storage errors (`Expired` for a compacted resourceVersion).
     pub async fn watch(&self, scope: &RequestScope, mut opts: ListOptions) -> Result<WatchStream> {
         opts.recursive = true;
+        self.select_stored_fields(&mut opts);
         let key = self.def.collection_key(scope.namespace.as_deref());
         let mut initial_end_pending = opts.send_initial_events;
         let events = self
@@ -116,6 +118,14 @@ impl RegistryStore {
             }
             other => other.map_object(|o| this.shared_at_version(o, &version, &api_version)),
         })))
+    }
+
+    /// A resource served over another's stored objects selects by the stored field names.
+    fn select_stored_fields(&self, opts: &mut ListOptions) {
+        if let Some(stored) = &self.def.stored_as {
+            let field = std::mem::take(&mut opts.predicate.field);
+            opts.predicate.field = field.renamed(|f| stored.stored_field(f));
+        }
     }
 
     /// `obj` at `version` (whose apiVersion is `api_version`): the same shared object when it

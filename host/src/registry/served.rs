@@ -10,7 +10,8 @@ use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::builtin::{CrdStrategy, NamespaceStrategy};
+use super::builtin::CrdStrategy;
+use super::namespace_lifecycle::NamespaceStrategy;
 use super::definition::ResourceDefinition;
 use super::store::RegistryStore;
 use crate::storage::cacher::{Cacher, CacherConfig, CacherStats};
@@ -59,6 +60,8 @@ pub struct Registry {
     table: RwLock<Table>,
     observed: watch::Sender<u64>,
     synced: watch::Sender<bool>,
+    /// Bumped whenever the set of served resources changes (controllers follow it).
+    generation: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -79,15 +82,17 @@ impl Registry {
             table: RwLock::default(),
             observed: watch::Sender::new(0),
             synced: watch::Sender::new(false),
+            generation: watch::Sender::new(0),
         });
         let crd_strategy: Arc<dyn Strategy> = Arc::new(CrdStrategy { base });
         registry.install(
             Arc::new(ResourceDefinition::custom_resource_definitions()),
             crd_strategy,
         );
-        let namespaces = Arc::new(NamespaceStrategy::default());
-        let _ = namespaces.registry.set(Arc::downgrade(&registry));
-        registry.install(Arc::new(ResourceDefinition::namespaces()), namespaces);
+        registry.install(
+            Arc::new(ResourceDefinition::namespaces()),
+            Arc::new(NamespaceStrategy),
+        );
         for def in ResourceDefinition::builtin_kinds() {
             let strategy = registry.resolver.strategy(&def.group, &def.kind);
             registry.install(Arc::new(def), strategy);
@@ -128,6 +133,29 @@ impl Registry {
             (def.group.clone(), def.plural.clone()),
             ServedResource { def, store },
         );
+        drop(table);
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// A receiver that sees a change whenever a resource starts or stops being served.
+    pub fn subscribe_changes(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    /// The resource served at `group`/`version` with `kind`, if any (what an owner reference
+    /// or an Event's involved object names).
+    pub fn resolve_kind(&self, group: &str, version: &str, kind: &str) -> Option<ServedResource> {
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+        table
+            .resources
+            .values()
+            .find(|r| {
+                r.def.group == group
+                    && r.def.kind == kind
+                    && r.def.stored_as.is_none()
+                    && r.def.version(version).is_some()
+            })
+            .cloned()
     }
 
     /// Serves a resource the host defines itself (not from a CustomResourceDefinition), with
@@ -238,6 +266,8 @@ impl Registry {
                 table.storages.remove(&r.def.key_prefix());
                 table.caches.remove(&r.def.key_prefix());
                 tracing::info!(%group, %plural, "stopped serving custom resource");
+                drop(table);
+                self.generation.send_modify(|g| *g += 1);
             }
         }
     }
@@ -263,6 +293,8 @@ impl Registry {
                 .remove(&(r.def.group.clone(), r.def.plural.clone()));
             table.storages.remove(&r.def.key_prefix());
             table.caches.remove(&r.def.key_prefix());
+            drop(table);
+            self.generation.send_modify(|g| *g += 1);
         }
         for (crd, def) in crds.iter().zip(parsed) {
             self.serve_definition(crd, def);

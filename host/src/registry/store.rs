@@ -256,8 +256,9 @@ impl RegistryStore {
         obj
     }
 
-    /// Checks the namespace of a namespaced request exists.
-    pub(super) async fn check_namespace(&self, scope: &RequestScope) -> Result<()> {
+    /// Checks the namespace of a namespaced create of `name` exists and is not being
+    /// terminated (Kubernetes' namespace lifecycle admission).
+    pub(super) async fn check_namespace(&self, scope: &RequestScope, name: &str) -> Result<()> {
         let (Some(ns), Some(namespaces)) = (&scope.namespace, &self.namespaces) else {
             return Ok(());
         };
@@ -291,6 +292,12 @@ impl RegistryStore {
                 .map_err(|e| Error::storage(e, &target))?;
         }
         match found {
+            Some(ns_obj) if super::system_fields::is_being_deleted(&ns_obj) => {
+                Err(Error::Forbidden {
+                    target: self.target(name).into(),
+                    message: super::namespace_lifecycle::terminating_refusal(ns),
+                })
+            }
             Some(_) => Ok(()),
             None => Err(Error::NotFound(target.into())),
         }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::error::{Carried, Error, Result};
 use super::store::{Outcome, RegistryStore, RequestScope};
+use super::namespace_lifecycle::{finalize_written_over, spec_finalizers};
 use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut};
 use crate::storage::{accept_any_deletion, Preconditions};
 use crate::strategy::{FieldError, FieldErrorKind};
@@ -100,7 +101,8 @@ impl RegistryStore {
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .unwrap_or_default();
-        if is_being_deleted(&stored) && finalizers(&stored).is_empty() {
+        let held_by_spec = self.def.is_namespaces() && !spec_finalizers(&stored).is_empty();
+        if is_being_deleted(&stored) && finalizers(&stored).is_empty() && !held_by_spec {
             let rv = stored
                 .pointer("/metadata/resourceVersion")
                 .and_then(Value::as_str)
@@ -196,8 +198,12 @@ impl RegistryStore {
         }
         let mut warnings = Vec::new();
         let status_only = scope.subresource.as_deref() == Some("status");
-        if status_only {
-            new = status_written_over(&old, &new);
+        match scope.subresource.as_deref() {
+            Some("status") => new = status_written_over(&old, &new),
+            Some("finalize") => new = finalize_written_over(&old, &new),
+            // Only `finalize` changes a namespace's finalizers.
+            _ if self.def.is_namespaces() => new = finalize_written_over(&new, &old),
+            _ => {}
         }
         self.apply_schema(scope, &mut new, &mut warnings)?;
         if !status_only

@@ -278,6 +278,17 @@ impl FieldSelector {
         self.requirements.is_empty()
     }
 
+    /// The selector with the fields `rename` maps renamed (a resource served over another's
+    /// stored objects selects by the stored field names).
+    pub fn renamed(mut self, rename: impl Fn(&str) -> Option<String>) -> Self {
+        for r in &mut self.requirements {
+            if let Some(field) = rename(&r.field) {
+                r.field = field;
+            }
+        }
+        self
+    }
+
     /// True when every requirement holds on `obj` (a missing field reads as `""`).
     pub fn matches(&self, obj: &Value) -> bool {
         self.requirements

@@ -94,7 +94,7 @@ fn hostile_credentials_get_401_and_the_server_serves_on() {
         .iter()
         .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["default"]);
+    assert_eq!(names, ["default", "kube-public", "kube-system"]);
 }
 
 #[test]

@@ -6,7 +6,6 @@ use serde::Deserialize;
 use super::query::Query;
 use super::status::Status;
 use crate::registry::{DeleteOptions, FieldValidation};
-use crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS;
 use crate::storage::{
     FieldSelector, GetOptions, LabelSelector, ListOptions, Preconditions, ResourceVersionMatch,
     SelectionPredicate,
@@ -152,7 +151,8 @@ impl GetParams {
 pub(crate) struct ListParams {
     /// `?labelSelector=`.
     pub label_selector: LabelSelector,
-    /// `?fieldSelector=` (`metadata.name`, `metadata.namespace`).
+    /// `?fieldSelector=` (`metadata.name`, `metadata.namespace`, the resource's selectable
+    /// fields).
     pub field_selector: FieldSelector,
     /// `?resourceVersion=`.
     pub resource_version: String,
@@ -170,12 +170,12 @@ impl ListParams {
     /// # Errors
     /// 400 for bad selectors, numbers, resource versions or resourceVersionMatch values, and
     /// for a resourceVersion beside a continue token.
-    pub(crate) fn from_query(query: &Query) -> Result<Self, Status> {
+    pub(crate) fn from_query(query: &Query, selectable: &[&str]) -> Result<Self, Status> {
         let label_selector = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))
             .map_err(|e| Status::from(&e))?;
         let field_selector = FieldSelector::parse(
             query.get("fieldSelector").unwrap_or(""),
-            DEFAULT_SELECTABLE_FIELDS,
+            selectable,
         )
         .map_err(|e| Status::from(&e))?;
         let resource_version_match = match query.non_empty("resourceVersionMatch") {
@@ -243,9 +243,9 @@ impl WatchParams {
     ///
     /// # Errors
     /// As `ListParams`, and 400 for bad booleans or timeouts.
-    pub(crate) fn from_query(query: &Query) -> Result<Self, Status> {
+    pub(crate) fn from_query(query: &Query, selectable: &[&str]) -> Result<Self, Status> {
         Ok(Self {
-            list: ListParams::from_query(query)?,
+            list: ListParams::from_query(query, selectable)?,
             timeout_seconds: query.number("timeoutSeconds")?,
             allow_bookmarks: query.flag("allowWatchBookmarks")?,
             send_initial_events: query.flag("sendInitialEvents")?,

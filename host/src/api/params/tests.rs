@@ -1,6 +1,7 @@
 //! Tests of the typed query parameters of each verb.
 
 use super::*;
+use crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS;
 
 fn q(s: &str) -> Query {
     Query::parse(Some(s))
@@ -8,16 +9,16 @@ fn q(s: &str) -> Query {
 
 #[test]
 fn list_and_watch() {
-    let l = ListParams::from_query(&q("labelSelector=app%3Dweb&limit=5")).unwrap();
+    let l = ListParams::from_query(&q("labelSelector=app%3Dweb&limit=5"), DEFAULT_SELECTABLE_FIELDS).unwrap();
     assert_eq!(l.limit, 5);
-    assert!(ListParams::from_query(&q("labelSelector=a+in+b")).is_err());
-    assert!(ListParams::from_query(&q("continue=x&resourceVersion=5")).is_err());
-    assert!(ListParams::from_query(&q("limit=-1")).is_err());
-    assert!(ListParams::from_query(&q("resourceVersionMatch=Newest")).is_err());
-    let w = WatchParams::from_query(&q("timeoutSeconds=3&allowWatchBookmarks=true")).unwrap();
+    assert!(ListParams::from_query(&q("labelSelector=a+in+b"), DEFAULT_SELECTABLE_FIELDS).is_err());
+    assert!(ListParams::from_query(&q("continue=x&resourceVersion=5"), DEFAULT_SELECTABLE_FIELDS).is_err());
+    assert!(ListParams::from_query(&q("limit=-1"), DEFAULT_SELECTABLE_FIELDS).is_err());
+    assert!(ListParams::from_query(&q("resourceVersionMatch=Newest"), DEFAULT_SELECTABLE_FIELDS).is_err());
+    let w = WatchParams::from_query(&q("timeoutSeconds=3&allowWatchBookmarks=true"), DEFAULT_SELECTABLE_FIELDS).unwrap();
     let opts = w.options(Some("one")).unwrap();
     assert!(opts.allow_bookmarks && !opts.predicate.field.is_empty());
-    let named = WatchParams::from_query(&q("fieldSelector=metadata.name%3Dx")).unwrap();
+    let named = WatchParams::from_query(&q("fieldSelector=metadata.name%3Dx"), DEFAULT_SELECTABLE_FIELDS).unwrap();
     assert_eq!(named.options(Some("one")).unwrap_err().code, 400);
 }
 

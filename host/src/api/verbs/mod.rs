@@ -122,13 +122,14 @@ async fn run(
         };
     }
     let user_agent = header(parts, hyper::header::USER_AGENT);
+    let selectable = res.def().selectable_fields(&res.path.version);
     let format = || Format::parse(header(parts, hyper::header::ACCEPT), query);
     let max = state.max_body_bytes;
     match verb {
         Verb::Get => get::get(&res, GetParams::from_query(query)?, format()).await,
-        Verb::List => list::list(&res, ListParams::from_query(query)?, format()).await,
+        Verb::List => list::list(&res, ListParams::from_query(query, &selectable)?, format()).await,
         Verb::Watch => {
-            let params = WatchParams::from_query(query)?;
+            let params = WatchParams::from_query(query, &selectable)?;
             watch::watch(&res, params, format(), state.shutdown.clone()).await
         }
         Verb::Create | Verb::Update => {
@@ -163,7 +164,7 @@ async fn run(
             delete::delete(state, &res, DeleteParams::new(query, options)?, format()).await
         }
         Verb::DeleteCollection => {
-            let list = ListParams::from_query(query)?;
+            let list = ListParams::from_query(query, &selectable)?;
             let bytes = read_body(incoming, max).await?;
             let options = body::decode_delete_options(content_type, &bytes)?;
             res.audit

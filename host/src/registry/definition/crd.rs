@@ -207,6 +207,17 @@ impl ResourceDefinition {
                     schema,
                     printer_columns,
                     cel,
+                    selectable_fields: v
+                        .get("selectableFields")
+                        .and_then(Value::as_array)
+                        .map(|fields| {
+                            fields
+                                .iter()
+                                .map(|f| s(f, "/jsonPath").trim_start_matches('.').to_string())
+                                .filter(|f| !f.is_empty())
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 });
             }
         }

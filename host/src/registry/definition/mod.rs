@@ -54,6 +54,19 @@ impl StoredAs {
         self.rename(obj, |(ours, stored)| (ours, stored))
     }
 
+    /// The stored object's path of this resource's field path `field`, when its top-level
+    /// field is renamed (`regarding.name` → `involvedObject.name`).
+    pub fn stored_field(&self, field: &str) -> Option<String> {
+        let (top, rest) = field
+            .split_once('.')
+            .map_or((field, None), |(t, r)| (t, Some(r)));
+        let (_, stored) = self.renames.iter().find(|(ours, _)| ours == top)?;
+        Some(match rest {
+            Some(rest) => format!("{stored}.{rest}"),
+            None => stored.clone(),
+        })
+    }
+
     /// A stored object in this resource's shape.
     pub fn from_stored(&self, obj: Value) -> Value {
         self.rename(obj, |(ours, stored)| (stored, ours))
@@ -101,6 +114,9 @@ pub struct VersionDefinition {
     pub printer_columns: Vec<PrinterColumn>,
     /// The schema's CEL rules, compiled (none when it has none).
     pub cel: Option<super::cel::CelRules>,
+    /// `selectableFields`: the fields a field selector may name beside `metadata.name` and
+    /// `metadata.namespace` (`spec.color`, `involvedObject.name`, ...).
+    pub selectable_fields: Vec<String>,
 }
 
 /// Everything the registry needs to serve one resource.
@@ -164,6 +180,11 @@ impl ResourceDefinition {
         }
     }
 
+    /// Whether this is core `namespaces` (whose lifecycle the registry keeps).
+    pub fn is_namespaces(&self) -> bool {
+        self.builtin && self.group.is_empty() && self.plural == "namespaces"
+    }
+
     /// Whether objects carry `metadata.generation`: custom resources, CRDs and StrategyModules
     /// do; the core kinds, leases and the RBAC kinds do not, as in Kubernetes.
     pub fn tracks_generation(&self) -> bool {
@@ -190,6 +211,16 @@ impl ResourceDefinition {
     /// The served version called `name`.
     pub fn version(&self, name: &str) -> Option<&VersionDefinition> {
         self.versions.iter().find(|v| v.name == name)
+    }
+
+    /// The fields a field selector may name at `version`: `metadata.name`,
+    /// `metadata.namespace` and the version's `selectableFields`.
+    pub fn selectable_fields(&self, version: &str) -> Vec<&str> {
+        let mut fields = crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS.to_vec();
+        if let Some(v) = self.version(version) {
+            fields.extend(v.selectable_fields.iter().map(String::as_str));
+        }
+        fields
     }
 
     /// The storage version (the first served one if none is marked).
@@ -292,7 +323,8 @@ impl ResourceDefinition {
     }
 
     /// The subresources served at `version`, as discovery lists them: `status` where the
-    /// version has one, and a ServiceAccount's `token` (a TokenRequest).
+    /// version has one, a namespace's `finalize`, and a ServiceAccount's `token` (a
+    /// TokenRequest).
     pub fn subresources(&self, version: &str) -> Vec<Subresource> {
         let mut subs = Vec::new();
         if self.version(version).is_some_and(|v| v.status_subresource) {
@@ -302,6 +334,15 @@ impl ResourceDefinition {
                 version: version.to_string(),
                 kind: self.kind.clone(),
                 verbs: &["get", "patch", "update"],
+            });
+        }
+        if self.is_namespaces() {
+            subs.push(Subresource {
+                name: "finalize",
+                group: String::new(),
+                version: "v1".into(),
+                kind: "Namespace".into(),
+                verbs: &["update"],
             });
         }
         if self.builtin && self.group.is_empty() && self.plural == "serviceaccounts" {

@@ -1,0 +1,174 @@
+//! How a controller acts: the registry's own verbs (get, update, delete, create), as the
+//! server's identity with the controller's field manager, so every object's strategy,
+//! finalizers, hooks and propagation apply exactly as to a client's request.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::registry::{
+    DeleteOptions, Error, Registry, RequestScope, Result, ServedResource, UpdateFn,
+};
+use crate::storage::{GetOptions, Preconditions};
+
+/// One object a controller acts on: its resource and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectRef {
+    /// The group of its resource.
+    pub group: String,
+    /// The version to speak to it at.
+    pub version: String,
+    /// Its resource's plural.
+    pub plural: String,
+    /// Its namespace (none for a cluster-scoped object).
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+}
+
+/// A controller's handle on the registry.
+#[derive(Debug, Clone)]
+pub struct Client {
+    registry: std::sync::Weak<Registry>,
+    /// The field manager its writes are recorded under.
+    manager: &'static str,
+}
+
+impl Client {
+    /// A client of `registry` writing as `manager`.
+    pub fn new(registry: &Arc<Registry>, manager: &'static str) -> Self {
+        Self {
+            registry: Arc::downgrade(registry),
+            manager,
+        }
+    }
+
+    /// The registry, while the server runs.
+    pub fn registry(&self) -> Option<Arc<Registry>> {
+        self.registry.upgrade()
+    }
+
+    fn scope(&self, object: &ObjectRef) -> RequestScope {
+        RequestScope {
+            version: object.version.clone(),
+            namespace: object.namespace.clone(),
+            request_id: self.manager.to_string(),
+            field_manager: self.manager.to_string(),
+            ..Default::default()
+        }
+    }
+
+    fn served(&self, object: &ObjectRef) -> Result<ServedResource> {
+        let registry = self
+            .registry()
+            .ok_or_else(|| Error::Internal("the server is stopping".into()))?;
+        registry
+            .resolve(&object.group, &object.version, &object.plural)
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "{}.{} is no longer served",
+                    object.plural, object.group
+                ))
+            })
+    }
+
+    /// Reads `object` consistently; `None` when it does not exist.
+    ///
+    /// # Errors
+    /// Storage failures; the resource is no longer served.
+    pub async fn get(&self, object: &ObjectRef) -> Result<Option<Value>> {
+        let served = self.served(object)?;
+        match served
+            .store
+            .get(&self.scope(object), &object.name, GetOptions::default())
+            .await
+        {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Changes `object` with `edit` if its uid is still `uid` (retried on conflicts by the
+    /// registry); nothing when it is gone or `edit` answers `false` (nothing to change).
+    ///
+    /// # Errors
+    /// The update's failures other than NotFound.
+    pub async fn update(
+        &self,
+        object: &ObjectRef,
+        uid: &str,
+        subresource: Option<&str>,
+        edit: impl Fn(&mut Value) -> bool + Send + Sync + 'static,
+    ) -> Result<()> {
+        let served = self.served(object)?;
+        let target = served.store.target(&object.name);
+        let uid = uid.to_string();
+        let input: UpdateFn = Arc::new(move |old: Option<&Value>| {
+            let gone = || Error::NotFound(Box::new(target.clone()));
+            let mut obj = old.cloned().ok_or_else(gone)?;
+            if obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid.as_str()) {
+                return Err(gone());
+            }
+            edit(&mut obj);
+            Ok(obj)
+        });
+        let mut scope = self.scope(object);
+        scope.subresource = subresource.map(String::from);
+        match served.store.update(&scope, &object.name, input).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes `object` if its uid is still `uid`, with `propagation`; nothing when it is
+    /// gone or has been replaced.
+    ///
+    /// # Errors
+    /// The delete's failures other than NotFound and a changed uid.
+    pub async fn delete(&self, object: &ObjectRef, uid: &str, propagation: &str) -> Result<()> {
+        let served = self.served(object)?;
+        let opts = DeleteOptions {
+            preconditions: Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            },
+            grace_period_seconds: None,
+            propagation_policy: Some(propagation.to_string()),
+        };
+        match served
+            .store
+            .delete(&self.scope(object), &object.name, &opts)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() || e.is_uid_conflict() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates `obj` in the resource `group`/`version`/`plural` (an Event, ...).
+    ///
+    /// # Errors
+    /// The create's failures.
+    pub async fn create(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        obj: Value,
+    ) -> Result<Value> {
+        let object = ObjectRef {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+            namespace: namespace.map(String::from),
+            name: String::new(),
+        };
+        let served = self.served(&object)?;
+        let outcome = served.store.create(&self.scope(&object), obj).await?;
+        Ok(outcome.object)
+    }
+}

@@ -1,0 +1,496 @@
+//! The garbage collector, with Kubernetes' semantics: an object whose owners (by uid) are all
+//! gone is deleted; one with owners left loses only its dangling references; an owner deleted
+//! with `propagationPolicy: Foreground` (the `foregroundDeletion` finalizer) has its
+//! dependents deleted and goes once none with `blockOwnerDeletion` remains; one deleted with
+//! `Orphan` (the `orphan` finalizer) has the references to it removed first.
+//!
+//! It follows every served resource through the informer (resources come and go with their
+//! definitions), keeps the ownership [`graph::Graph`], and acts through the registry's verbs.
+//! An owner the graph does not know is looked up live before anything is deleted for it.
+
+pub mod graph;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt as _;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use self::graph::{Graph, Node, OwnerReference, Uid};
+use super::client::{Client, ObjectRef};
+use super::events::{EventRecorder, InvolvedObject};
+use super::queue::WorkQueue;
+use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
+use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+
+/// Objects worked on at once.
+const WORKERS: usize = 8;
+
+/// Counters of the collector's work (for metrics).
+#[derive(Debug, Default)]
+pub struct CollectorMetrics {
+    /// Objects looked at.
+    pub attempts: AtomicU64,
+    /// Looks that failed and were retried.
+    pub failures: AtomicU64,
+    /// Objects deleted.
+    pub deletions: AtomicU64,
+}
+
+/// What an owner reference points at, as the collector judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnerState {
+    /// The owner exists.
+    Solid,
+    /// The owner exists and waits for its dependents (a foreground deletion).
+    Waiting,
+    /// No owner with that uid exists where the reference points.
+    Dangling,
+    /// The reference cannot be resolved (kind not served, or a namespaced owner of a
+    /// cluster-scoped object): never acted on.
+    Unresolvable,
+}
+
+/// The collector's shared state.
+struct Collector {
+    client: Client,
+    events: EventRecorder,
+    graph: Mutex<Graph>,
+    queue: Arc<WorkQueue<Uid>>,
+    /// (dependent, owner) pairs already reported as invalid.
+    reported: Mutex<HashSet<(Uid, Uid)>>,
+    metrics: Arc<CollectorMetrics>,
+}
+
+/// Runs the garbage collector over `registry` until the returned set is dropped.
+pub fn start(registry: &Arc<Registry>, metrics: Arc<CollectorMetrics>) -> JoinSet<()> {
+    let client = Client::new(registry, "generic-garbage-collector");
+    let collector = Arc::new(Collector {
+        events: EventRecorder::new(client.clone(), "garbage-collector-controller"),
+        client,
+        graph: Mutex::default(),
+        queue: WorkQueue::new(),
+        reported: Mutex::default(),
+        metrics,
+    });
+    let (synced_tx, synced) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    tasks.spawn(follow(collector.clone(), registry.clone(), synced_tx));
+    for _ in 0..WORKERS {
+        let (collector, mut synced) = (collector.clone(), synced.clone());
+        tasks.spawn(async move {
+            // Decisions wait for the first full picture, as Kubernetes' collector does.
+            if synced.wait_for(|s| *s).await.is_err() {
+                return;
+            }
+            loop {
+                let uid = collector.queue.next().await;
+                collector.metrics.attempts.fetch_add(1, Ordering::Relaxed);
+                match collector.sync(&uid).await {
+                    Ok(()) => collector.queue.done(&uid),
+                    Err(e) => {
+                        collector.metrics.failures.fetch_add(1, Ordering::Relaxed);
+                        tracing::debug!(%uid, error = %e, "garbage collection retried");
+                        collector.queue.retry(uid);
+                    }
+                }
+            }
+        });
+    }
+    drop(synced);
+    tasks
+}
+
+/// The informers' events, tagged with the resource they come from.
+type Tagged = (String, String, InformerEvent);
+
+/// Follows every served resource (starting and stopping informers as definitions come and
+/// go) and keeps the graph; marks the collector synced once every resource was listed.
+async fn follow(collector: Arc<Collector>, registry: Arc<Registry>, synced: watch::Sender<bool>) {
+    let weak = Arc::downgrade(&registry);
+    let mut changes = registry.subscribe_changes();
+    drop(registry);
+    let (tx, mut rx) = mpsc::channel::<Tagged>(4096);
+    let mut followed: HashMap<(String, String), tokio::task::AbortHandle> = HashMap::new();
+    let mut informers = JoinSet::new();
+    let mut unlisted: HashSet<(String, String)> = HashSet::new();
+    let mut listing: HashMap<(String, String), HashSet<Uid>> = HashMap::new();
+    let mut reconcile = true;
+    loop {
+        if reconcile {
+            let Some(registry) = weak.upgrade() else {
+                return;
+            };
+            let wanted: HashMap<(String, String), _> = registry
+                .resources()
+                .into_iter()
+                .filter(|r| !r.def.create_only && r.def.stored_as.is_none())
+                .map(|r| ((r.def.group.clone(), r.def.plural.clone()), r))
+                .collect();
+            followed.retain(|key, handle| {
+                let keep = wanted.contains_key(key);
+                if !keep {
+                    handle.abort();
+                    let mut graph = collector.lock_graph();
+                    for uid in graph.uids_of(&key.0, &key.1) {
+                        let woken = graph.forget(&uid);
+                        collector.wake(woken);
+                    }
+                }
+                keep
+            });
+            for (key, served) in wanted {
+                if followed.contains_key(&key) {
+                    continue;
+                }
+                let (storage, prefix) = (served.store.storage().clone(), served.def.key_prefix());
+                let tx = tx.clone();
+                let tag = key.clone();
+                let handle = informers.spawn(async move {
+                    let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
+                    while let Some(event) = events.next().await {
+                        if tx.send((tag.0.clone(), tag.1.clone(), event)).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                if !*synced.borrow() {
+                    unlisted.insert(key.clone());
+                }
+                followed.insert(key, handle);
+            }
+            reconcile = false;
+        }
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                reconcile = true;
+            }
+            Some((group, plural, event)) = rx.recv() => {
+                let key = (group, plural);
+                match event {
+                    InformerEvent::Init => {
+                        listing.insert(key.clone(), HashSet::new());
+                    }
+                    InformerEvent::InitApply(obj) => {
+                        let uid = collector.observe(&key, &obj.to_value());
+                        if let (Some(uid), Some(seen)) = (uid, listing.get_mut(&key)) {
+                            seen.insert(uid);
+                        }
+                    }
+                    InformerEvent::InitDone { .. } => {
+                        let seen = listing.remove(&key).unwrap_or_default();
+                        let mut graph = collector.lock_graph();
+                        for uid in graph.uids_of(&key.0, &key.1) {
+                            if !seen.contains(&uid) {
+                                let woken = graph.forget(&uid);
+                                collector.wake(woken);
+                            }
+                        }
+                        drop(graph);
+                        unlisted.remove(&key);
+                        if unlisted.is_empty() {
+                            synced.send_if_modified(|s| !std::mem::replace(s, true));
+                        }
+                    }
+                    InformerEvent::Apply(obj) => {
+                        collector.observe(&key, &obj.to_value());
+                    }
+                    InformerEvent::Delete(obj) => {
+                        if let Some(uid) = obj.to_value().pointer("/metadata/uid").and_then(Value::as_str) {
+                            let woken = collector.lock_graph().forget(uid);
+                            collector.wake(woken);
+                        }
+                    }
+                    InformerEvent::Progress(_) => {}
+                }
+            }
+        }
+    }
+}
+
+impl Collector {
+    fn lock_graph(&self) -> std::sync::MutexGuard<'_, Graph> {
+        self.graph.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wake(&self, uids: Vec<Uid>) {
+        for uid in uids {
+            self.queue.add(uid);
+        }
+    }
+
+    /// Records an object of the resource `key`; answers its uid.
+    fn observe(&self, key: &(String, String), obj: &Value) -> Option<Uid> {
+        let (uid, node) = Node::of(&key.0, &key.1, obj)?;
+        let woken = self.lock_graph().observe(uid.clone(), node);
+        self.wake(woken);
+        Some(uid)
+    }
+
+    /// Looks at one object: as an owner being deleted, then as a dependent.
+    async fn sync(&self, uid: &str) -> Result<()> {
+        let Some(node) = self.lock_graph().node(uid).cloned() else {
+            return Ok(());
+        };
+        if node.orphaning {
+            return self.orphan_dependents(uid, &node).await;
+        }
+        if node.deleting_dependents {
+            return self.delete_dependents(uid, &node).await;
+        }
+        if node.deleting || node.owners.is_empty() {
+            return Ok(());
+        }
+        self.collect(uid, &node).await
+    }
+
+    /// `Orphan`: every dependent loses its references to `uid`; then the owner's `orphan`
+    /// finalizer goes (and with it, the owner).
+    async fn orphan_dependents(&self, uid: &str, owner: &Node) -> Result<()> {
+        let dependents = self.lock_graph().dependents(uid);
+        for dependent in dependents {
+            let Some(node) = self.lock_graph().node(&dependent).cloned() else {
+                continue;
+            };
+            let owner_uid = uid.to_string();
+            self.client
+                .update(&object_of(&node), &dependent, None, move |obj| {
+                    drop_owner_references(obj, |r| r["uid"] == owner_uid.as_str())
+                })
+                .await?;
+        }
+        self.client
+            .update(&object_of(owner), uid, None, |obj| {
+                drop_finalizer(obj, ORPHAN)
+            })
+            .await
+    }
+
+    /// `Foreground`: the dependents are deleted; the owner's `foregroundDeletion` finalizer
+    /// goes once no dependent that blocks it remains.
+    async fn delete_dependents(&self, uid: &str, owner: &Node) -> Result<()> {
+        let (dependents, blocking) = {
+            let graph = self.lock_graph();
+            let dependents: Vec<(Uid, Node)> = graph
+                .dependents(uid)
+                .into_iter()
+                .filter_map(|d| graph.node(&d).cloned().map(|n| (d, n)))
+                .collect();
+            let blocking = dependents
+                .iter()
+                .filter(|(_, n)| {
+                    n.owners
+                        .iter()
+                        .any(|r| r.uid == uid && r.block_owner_deletion)
+                })
+                .count();
+            (dependents, blocking)
+        };
+        for (dependent, node) in dependents {
+            if !node.deleting {
+                self.queue.add(dependent);
+            }
+        }
+        if blocking > 0 {
+            // Woken again as each dependent goes.
+            return Ok(());
+        }
+        self.client
+            .update(&object_of(owner), uid, None, |obj| {
+                drop_finalizer(obj, FOREGROUND_DELETION)
+            })
+            .await
+    }
+
+    /// A dependent: deleted when no owner is left, its dangling references removed when some
+    /// are.
+    async fn collect(&self, uid: &str, node: &Node) -> Result<()> {
+        let mut states = Vec::with_capacity(node.owners.len());
+        for owner in &node.owners {
+            states.push((owner, self.owner_state(uid, node, owner).await?));
+        }
+        let of = |wanted: OwnerState| -> HashSet<&str> {
+            states
+                .iter()
+                .filter(|(_, s)| *s == wanted)
+                .map(|(r, _)| r.uid.as_str())
+                .collect()
+        };
+        let (dangling, waiting) = (of(OwnerState::Dangling), of(OwnerState::Waiting));
+        let kept = states
+            .iter()
+            .any(|(_, s)| matches!(s, OwnerState::Solid | OwnerState::Unresolvable));
+        let object = object_of(node);
+        if kept {
+            if dangling.is_empty() && waiting.is_empty() {
+                return Ok(());
+            }
+            let gone: HashSet<String> = dangling.union(&waiting).map(|s| s.to_string()).collect();
+            return self
+                .client
+                .update(&object, uid, None, move |obj| {
+                    drop_owner_references(obj, |r| {
+                        r["uid"].as_str().is_some_and(|u| gone.contains(u))
+                    })
+                })
+                .await;
+        }
+        let has_dependents = !self.lock_graph().dependents(uid).is_empty();
+        let policy = if !waiting.is_empty() && has_dependents {
+            // Let go of the waiting owners first: a chain whose links block each other (a
+            // cycle) would otherwise wait forever.
+            let waiting: HashSet<String> = waiting.iter().map(|s| s.to_string()).collect();
+            self.client
+                .update(&object, uid, None, move |obj| unblock(obj, &waiting))
+                .await?;
+            "Foreground"
+        } else {
+            "Background"
+        };
+        self.client.delete(&object, uid, policy).await?;
+        self.metrics.deletions.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Judges one owner reference of the dependent `uid`.
+    async fn owner_state(&self, uid: &str, node: &Node, owner: &OwnerReference) -> Result<OwnerState> {
+        let (group, version) = owner.group_version();
+        let Some(registry) = self.client.registry() else {
+            return Ok(OwnerState::Unresolvable);
+        };
+        let Some(served) = registry.resolve_kind(group, version, &owner.kind) else {
+            return Ok(OwnerState::Unresolvable);
+        };
+        let namespace = if served.def.namespaced {
+            if node.namespace.is_none() {
+                self.report_invalid(uid, node, owner, "").await;
+                return Ok(OwnerState::Unresolvable);
+            }
+            node.namespace.clone()
+        } else {
+            None
+        };
+        let known = self.lock_graph().node(&owner.uid).cloned();
+        if let Some(known) = &known {
+            if known.name == owner.name && known.namespace == namespace {
+                return Ok(state_of(known));
+            }
+            if known.namespace != namespace {
+                let ns = namespace.clone().unwrap_or_default();
+                self.report_invalid(uid, node, owner, &ns).await;
+            }
+        }
+        let object = ObjectRef {
+            group: served.def.group.clone(),
+            version: version.to_string(),
+            plural: served.def.plural.clone(),
+            namespace,
+            name: owner.name.clone(),
+        };
+        let live = self.client.get(&object).await?;
+        Ok(match live {
+            Some(obj) if obj.pointer("/metadata/uid").and_then(Value::as_str) == Some(owner.uid.as_str()) => {
+                Node::of(&object.group, &object.plural, &obj).map_or(OwnerState::Solid, |(_, n)| state_of(&n))
+            }
+            _ => OwnerState::Dangling,
+        })
+    }
+
+    /// A Warning Event (`OwnerRefInvalidNamespace`) on a dependent whose owner reference
+    /// points where no owner can be, once per reference.
+    async fn report_invalid(&self, uid: &str, node: &Node, owner: &OwnerReference, namespace: &str) {
+        let fresh = self
+            .reported
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((uid.to_string(), owner.uid.clone()));
+        if !fresh {
+            return;
+        }
+        let message = format!(
+            "ownerRef [{}/{}, namespace: {}, name: {}, uid: {}] does not exist in namespace {:?}",
+            owner.api_version, owner.kind, namespace, owner.name, owner.uid, namespace
+        );
+        let object = object_of(node);
+        let involved = InvolvedObject {
+            object: &object,
+            kind: &node.kind,
+            uid,
+        };
+        self.events
+            .post(&involved, "Warning", "OwnerRefInvalidNamespace", &message)
+            .await;
+    }
+}
+
+fn state_of(owner: &Node) -> OwnerState {
+    if owner.deleting_dependents {
+        OwnerState::Waiting
+    } else {
+        OwnerState::Solid
+    }
+}
+
+fn object_of(node: &Node) -> ObjectRef {
+    ObjectRef {
+        group: node.group.clone(),
+        version: node.version.clone(),
+        plural: node.plural.clone(),
+        namespace: node.namespace.clone(),
+        name: node.name.clone(),
+    }
+}
+
+/// Removes the owner references `gone` selects; answers whether any was removed.
+fn drop_owner_references(obj: &mut Value, gone: impl Fn(&Value) -> bool) -> bool {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let Some(refs) = meta.get_mut("ownerReferences").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    let before = refs.len();
+    refs.retain(|r| !gone(r));
+    let changed = refs.len() != before;
+    if refs.is_empty() {
+        meta.remove("ownerReferences");
+    }
+    changed
+}
+
+/// Removes `finalizer`; answers whether it was there.
+fn drop_finalizer(obj: &mut Value, finalizer: &str) -> bool {
+    let Some(list) = obj
+        .pointer_mut("/metadata/finalizers")
+        .and_then(Value::as_array_mut)
+    else {
+        return false;
+    };
+    let before = list.len();
+    list.retain(|f| f != finalizer);
+    before != list.len()
+}
+
+/// Sets `blockOwnerDeletion: false` on the references to the `waiting` owners.
+fn unblock(obj: &mut Value, waiting: &HashSet<String>) -> bool {
+    let mut changed = false;
+    if let Some(refs) = obj
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut)
+    {
+        for r in refs {
+            let targeted = r["uid"].as_str().is_some_and(|u| waiting.contains(u));
+            if targeted && r["blockOwnerDeletion"] == true {
+                r["blockOwnerDeletion"] = Value::Bool(false);
+                changed = true;
+            }
+        }
+    }
+    changed
+}

@@ -1,0 +1,115 @@
+//! The controllers every control plane runs, beside the API as other clients of the
+//! registry's verbs and the informer: the garbage collector (`ownerReferences`, propagation
+//! policies) and the namespace controller (emptying terminating namespaces). Which run is
+//! chosen with `--controllers`, in kube-controller-manager's spelling.
+
+pub mod client;
+pub mod events;
+pub mod garbage_collector;
+pub mod namespace;
+pub mod queue;
+
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+
+use crate::registry::Registry;
+
+/// The controllers this server has, by their kube-controller-manager names.
+pub const KNOWN: [&str; 2] = ["garbagecollector", "namespace"];
+
+/// Which controllers run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerSet {
+    enabled: Vec<&'static str>,
+}
+
+impl ControllerSet {
+    /// Reads `--controllers` items: `*` (every controller on by default), `name`, `-name`.
+    ///
+    /// # Errors
+    /// An unknown controller name.
+    pub fn parse(items: &[String]) -> Result<Self, String> {
+        let mut star = false;
+        let mut on = Vec::new();
+        let mut off = Vec::new();
+        for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+            if item == "*" {
+                star = true;
+                continue;
+            }
+            let (name, list) = match item.strip_prefix('-') {
+                Some(name) => (name, &mut off),
+                None => (item, &mut on),
+            };
+            let known = KNOWN.iter().find(|k| **k == name).ok_or_else(|| {
+                format!(
+                    "--controllers: unknown controller {name:?} (known: {})",
+                    KNOWN.join(", ")
+                )
+            })?;
+            list.push(*known);
+        }
+        let enabled = KNOWN
+            .into_iter()
+            .filter(|k| !off.contains(k) && (star || on.contains(k)))
+            .collect();
+        Ok(Self { enabled })
+    }
+
+    /// Whether `name` runs.
+    pub fn runs(&self, name: &str) -> bool {
+        self.enabled.contains(&name)
+    }
+
+    /// Whether none runs.
+    pub fn is_empty(&self) -> bool {
+        self.enabled.is_empty()
+    }
+}
+
+/// The running controllers; dropping it stops them.
+#[derive(Default)]
+pub struct Running {
+    tasks: Vec<JoinSet<()>>,
+}
+
+/// Starts the controllers of `set` over `registry`.
+pub fn start(
+    registry: &Arc<Registry>,
+    set: &ControllerSet,
+    metrics: &Arc<garbage_collector::CollectorMetrics>,
+) -> Running {
+    let mut running = Running::default();
+    if set.runs("garbagecollector") {
+        running
+            .tasks
+            .push(garbage_collector::start(registry, metrics.clone()));
+    }
+    if set.runs("namespace") {
+        running.tasks.push(namespace::start(registry));
+    }
+    running
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(items: &[&str]) -> Result<ControllerSet, String> {
+        ControllerSet::parse(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn controllers_are_chosen_as_kube_controller_manager_chooses_them() {
+        let all = set(&["*"]).unwrap();
+        assert!(all.runs("garbagecollector") && all.runs("namespace"));
+        let no_gc = set(&["*", "-garbagecollector"]).unwrap();
+        assert!(!no_gc.runs("garbagecollector") && no_gc.runs("namespace"));
+        let only_ns = set(&["namespace"]).unwrap();
+        assert!(!only_ns.runs("garbagecollector") && only_ns.runs("namespace"));
+        assert!(set(&["-namespace", "-garbagecollector"]).unwrap().is_empty());
+        let err = set(&["*", "replicaset"]).unwrap_err();
+        assert!(err.contains("unknown controller \"replicaset\""), "{err}");
+    }
+}

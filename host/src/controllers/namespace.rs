@@ -1,0 +1,305 @@
+//! The namespace controller: empties a terminating namespace through the registry's verbs
+//! (each object's finalizers, strategy, hooks and propagation apply), reports progress in the
+//! namespace's conditions as Kubernetes does, retries with backoff while content remains, and
+//! removes the `kubernetes` finalizer through `namespaces/{name}/finalize` when nothing is
+//! left — the namespace then goes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use serde_json::{json, Value};
+use tokio::task::JoinSet;
+
+use super::client::{Client, ObjectRef};
+use super::queue::WorkQueue;
+use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
+use crate::registry::system_fields::{finalizers, is_being_deleted, now_rfc3339};
+use crate::registry::{DeleteOptions, Registry, RequestScope, Result, ServedResource};
+use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::{ListOptions, Preconditions};
+
+/// Namespaces emptied at once.
+const WORKERS: usize = 4;
+
+/// A namespace waiting for the controller: its name and uid.
+type Key = (String, String);
+
+/// Runs the namespace controller over `registry` until the returned set is dropped.
+pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    let Some(namespaces) = registry.resolve("", "v1", "namespaces") else {
+        return tasks;
+    };
+    let client = Client::new(registry, "namespace-controller");
+    let queue: Arc<WorkQueue<Key>> = WorkQueue::new();
+    let (storage, prefix) = (namespaces.store.storage().clone(), namespaces.def.key_prefix());
+    let feed = queue.clone();
+    tasks.spawn(async move {
+        let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
+        while let Some(event) = events.next().await {
+            if let InformerEvent::InitApply(ns) | InformerEvent::Apply(ns) = event {
+                let ns = ns.to_value();
+                if is_being_deleted(&ns)
+                    && spec_finalizers(&ns).iter().any(|f| f == NAMESPACE_FINALIZER)
+                {
+                    let text = |p: &str| ns.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+                    feed.add((text("/metadata/name"), text("/metadata/uid")));
+                }
+            }
+        }
+    });
+    for _ in 0..WORKERS {
+        let (client, queue) = (client.clone(), queue.clone());
+        tasks.spawn(async move {
+            loop {
+                let key = queue.next().await;
+                match empty(&client, &key).await {
+                    Ok(true) => queue.done(&key),
+                    Ok(false) => queue.retry(key),
+                    Err(e) => {
+                        tracing::debug!(namespace = %key.0, error = %e, "namespace deletion retried");
+                        queue.retry(key);
+                    }
+                }
+            }
+        });
+    }
+    tasks
+}
+
+/// What is left in a namespace after one pass.
+#[derive(Debug, Default)]
+struct Remaining {
+    /// Objects left, per qualified resource.
+    objects: BTreeMap<String, usize>,
+    /// Objects left per finalizer they carry.
+    finalizers: BTreeMap<String, usize>,
+    /// Deletes that failed, per qualified resource.
+    failures: Vec<String>,
+}
+
+/// One pass over the namespace `key`: deletes what is in it, reports what remains; answers
+/// whether the namespace is done with (finalized or gone).
+async fn empty(client: &Client, key: &Key) -> Result<bool> {
+    let (name, uid) = key;
+    let Some(registry) = client.registry() else {
+        return Ok(true);
+    };
+    let namespace = ObjectRef {
+        group: String::new(),
+        version: "v1".into(),
+        plural: "namespaces".into(),
+        namespace: None,
+        name: name.clone(),
+    };
+    let Some(current) = client.get(&namespace).await? else {
+        return Ok(true);
+    };
+    if current.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid.as_str())
+        || !spec_finalizers(&current).iter().any(|f| f == NAMESPACE_FINALIZER)
+    {
+        return Ok(true);
+    }
+    let mut remaining = Remaining::default();
+    for served in registry.resources() {
+        if !served.def.namespaced || served.def.create_only || served.def.stored_as.is_some() {
+            continue;
+        }
+        if let Err(e) = delete_all(&served, name, &mut remaining).await {
+            remaining.failures.push(format!("{}: {e}", qualified(&served)));
+        }
+    }
+    let conditions = conditions(&remaining);
+    client
+        .update(&namespace, uid, Some("status"), move |ns| {
+            ns["status"]["conditions"] = merge_conditions(&ns["status"]["conditions"], &conditions);
+            true
+        })
+        .await?;
+    if !remaining.objects.is_empty() || !remaining.failures.is_empty() {
+        return Ok(false);
+    }
+    client
+        .update(&namespace, uid, Some("finalize"), |ns| {
+            let kept: Vec<String> = spec_finalizers(ns)
+                .into_iter()
+                .filter(|f| f != NAMESPACE_FINALIZER)
+                .collect();
+            ns["spec"]["finalizers"] = json!(kept);
+            true
+        })
+        .await?;
+    tracing::info!(namespace = %name, "namespace emptied and finalized");
+    Ok(true)
+}
+
+fn qualified(served: &ServedResource) -> String {
+    if served.def.group.is_empty() {
+        served.def.plural.clone()
+    } else {
+        format!("{}.{}", served.def.plural, served.def.group)
+    }
+}
+
+/// Deletes every object of `served` in `namespace` (background propagation, as Kubernetes'
+/// namespace controller), then counts what is left and the finalizers holding it.
+async fn delete_all(served: &ServedResource, namespace: &str, remaining: &mut Remaining) -> Result<()> {
+    let version = served.def.storage_version().to_string();
+    let scope = RequestScope {
+        version,
+        namespace: Some(namespace.to_string()),
+        request_id: "namespace-controller".into(),
+        ..Default::default()
+    };
+    let opts = DeleteOptions {
+        preconditions: Preconditions::none(),
+        grace_period_seconds: None,
+        propagation_policy: Some("Background".into()),
+    };
+    let listed = served.store.list(&scope, ListOptions::default()).await?;
+    for item in &listed.items {
+        let obj = item.to_value();
+        if is_being_deleted(&obj) {
+            continue;
+        }
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        match served.store.delete(&scope, name, &opts).await {
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let left = served.store.list(&scope, ListOptions::default()).await?;
+    if !left.items.is_empty() {
+        remaining.objects.insert(qualified(served), left.items.len());
+        for item in &left.items {
+            for f in finalizers(&item.to_value()) {
+                *remaining.finalizers.entry(f).or_default() += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One namespace condition.
+fn condition(type_: &str, holds: bool, reason: &str, message: &str) -> Value {
+    json!({
+        "type": type_,
+        "status": if holds { "True" } else { "False" },
+        "lastTransitionTime": now_rfc3339(),
+        "reason": reason,
+        "message": message,
+    })
+}
+
+/// The conditions Kubernetes' namespace controller reports for `remaining`.
+fn conditions(remaining: &Remaining) -> Vec<Value> {
+    let failure = if remaining.failures.is_empty() {
+        condition(
+            "NamespaceDeletionContentFailure",
+            false,
+            "ContentDeleted",
+            "All content successfully deleted, may be waiting on finalization",
+        )
+    } else {
+        condition(
+            "NamespaceDeletionContentFailure",
+            true,
+            "ContentDeletionFailed",
+            &format!("Failed to delete all resource types, {} remaining: {}", remaining.failures.len(), remaining.failures.join(", ")),
+        )
+    };
+    let content = if remaining.objects.is_empty() {
+        condition("NamespaceContentRemaining", false, "ContentRemoved", "All content successfully removed")
+    } else {
+        let listed: Vec<String> = remaining
+            .objects
+            .iter()
+            .map(|(r, n)| format!("{r} has {n} resource instances"))
+            .collect();
+        condition(
+            "NamespaceContentRemaining",
+            true,
+            "SomeResourcesRemain",
+            &format!("Some resources are remaining: {}", listed.join(", ")),
+        )
+    };
+    let finalizers = if remaining.finalizers.is_empty() {
+        condition("NamespaceFinalizersRemaining", false, "ContentHasNoFinalizers", "All content-preserving finalizers finished")
+    } else {
+        let listed: Vec<String> = remaining
+            .finalizers
+            .iter()
+            .map(|(f, n)| format!("{f} in {n} resource instances"))
+            .collect();
+        condition(
+            "NamespaceFinalizersRemaining",
+            true,
+            "SomeFinalizersRemain",
+            &format!("Some content in the namespace has finalizers remaining: {}", listed.join(", ")),
+        )
+    };
+    vec![
+        condition("NamespaceDeletionDiscoveryFailure", false, "ResourcesDiscovered", "All resources successfully discovered"),
+        condition("NamespaceDeletionGroupVersionParsingFailure", false, "ParsedGroupVersions", "All legacy kube types successfully parsed"),
+        failure,
+        content,
+        finalizers,
+    ]
+}
+
+/// `current` conditions with `fresh` ones replacing those of their type; a condition whose
+/// status did not change keeps its lastTransitionTime.
+fn merge_conditions(current: &Value, fresh: &[Value]) -> Value {
+    let old = current.as_array().cloned().unwrap_or_default();
+    let mut merged: Vec<Value> = old
+        .iter()
+        .filter(|c| !fresh.iter().any(|f| f["type"] == c["type"]))
+        .cloned()
+        .collect();
+    for f in fresh {
+        let mut f = f.clone();
+        if let Some(prev) = old.iter().find(|c| c["type"] == f["type"] && c["status"] == f["status"]) {
+            f["lastTransitionTime"] = prev["lastTransitionTime"].clone();
+        }
+        merged.push(f);
+    }
+    Value::Array(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_name_what_remains() {
+        let mut remaining = Remaining::default();
+        remaining.objects.insert("widgets.example.com".into(), 2);
+        remaining.finalizers.insert("example.com/keep".into(), 2);
+        let c = conditions(&remaining);
+        let of = |t: &str| c.iter().find(|c| c["type"] == t).unwrap().clone();
+        assert_eq!(of("NamespaceContentRemaining")["status"], "True");
+        assert_eq!(
+            of("NamespaceContentRemaining")["message"],
+            "Some resources are remaining: widgets.example.com has 2 resource instances"
+        );
+        assert_eq!(
+            of("NamespaceFinalizersRemaining")["message"],
+            "Some content in the namespace has finalizers remaining: example.com/keep in 2 resource instances"
+        );
+        assert_eq!(of("NamespaceDeletionContentFailure")["status"], "False");
+    }
+
+    #[test]
+    fn an_unchanged_condition_keeps_its_transition_time() {
+        let old = json!([{"type": "A", "status": "True", "lastTransitionTime": "then"}, {"type": "B", "status": "True", "lastTransitionTime": "then"}]);
+        let fresh = [
+            json!({"type": "A", "status": "True", "lastTransitionTime": "now"}),
+            json!({"type": "B", "status": "False", "lastTransitionTime": "now"}),
+        ];
+        let merged = merge_conditions(&old, &fresh);
+        assert_eq!(merged[0]["lastTransitionTime"], "then");
+        assert_eq!(merged[1]["lastTransitionTime"], "now");
+    }
+}
