@@ -19,8 +19,8 @@ use crate::api::server::serve;
 use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
 use crate::controllers::ControllerSet;
-use crate::registry::namespace_lifecycle::SYSTEM_NAMESPACES;
 use crate::registry::event_expiry;
+use crate::registry::namespace_lifecycle::SYSTEM_NAMESPACES;
 use crate::registry::{Registry, RequestScope};
 use crate::storage::embedded::EmbeddedStore;
 use crate::storage::etcd3::Etcd3Store;
@@ -195,7 +195,9 @@ async fn ensure_system_namespaces(registry: &Registry) {
         match ns.store.create(&scope, obj).await {
             Ok(_) => tracing::info!(namespace = name, "created a system namespace"),
             Err(e) if e.is_already_exists() => {}
-            Err(e) => tracing::warn!(namespace = name, error = %e, "could not create a system namespace"),
+            Err(e) => {
+                tracing::warn!(namespace = name, error = %e, "could not create a system namespace")
+            }
         }
     }
 }

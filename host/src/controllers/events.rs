@@ -33,7 +33,13 @@ impl EventRecorder {
 
     /// Posts an Event of `type_` (`Normal`, `Warning`) about `involved`; a failure is logged,
     /// never returned (an Event is advice).
-    pub async fn post(&self, involved: &InvolvedObject<'_>, type_: &str, reason: &str, message: &str) {
+    pub async fn post(
+        &self,
+        involved: &InvolvedObject<'_>,
+        type_: &str,
+        reason: &str,
+        message: &str,
+    ) {
         let object = involved.object;
         // Kubernetes records the Events of cluster-scoped objects in `default`.
         let namespace = object.namespace.as_deref().unwrap_or("default");

@@ -108,7 +108,9 @@ mod tests {
         assert!(!no_gc.runs("garbagecollector") && no_gc.runs("namespace"));
         let only_ns = set(&["namespace"]).unwrap();
         assert!(!only_ns.runs("garbagecollector") && only_ns.runs("namespace"));
-        assert!(set(&["-namespace", "-garbagecollector"]).unwrap().is_empty());
+        assert!(set(&["-namespace", "-garbagecollector"])
+            .unwrap()
+            .is_empty());
         let err = set(&["*", "replicaset"]).unwrap_err();
         assert!(err.contains("unknown controller \"replicaset\""), "{err}");
     }

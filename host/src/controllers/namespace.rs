@@ -33,7 +33,10 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
     };
     let client = Client::new(registry, "namespace-controller");
     let queue: Arc<WorkQueue<Key>> = WorkQueue::new();
-    let (storage, prefix) = (namespaces.store.storage().clone(), namespaces.def.key_prefix());
+    let (storage, prefix) = (
+        namespaces.store.storage().clone(),
+        namespaces.def.key_prefix(),
+    );
     let feed = queue.clone();
     tasks.spawn(async move {
         let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
@@ -41,9 +44,16 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
             if let InformerEvent::InitApply(ns) | InformerEvent::Apply(ns) = event {
                 let ns = ns.to_value();
                 if is_being_deleted(&ns)
-                    && spec_finalizers(&ns).iter().any(|f| f == NAMESPACE_FINALIZER)
+                    && spec_finalizers(&ns)
+                        .iter()
+                        .any(|f| f == NAMESPACE_FINALIZER)
                 {
-                    let text = |p: &str| ns.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+                    let text = |p: &str| {
+                        ns.pointer(p)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
                     feed.add((text("/metadata/name"), text("/metadata/uid")));
                 }
             }
@@ -97,7 +107,9 @@ async fn empty(client: &Client, key: &Key) -> Result<bool> {
         return Ok(true);
     };
     if current.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid.as_str())
-        || !spec_finalizers(&current).iter().any(|f| f == NAMESPACE_FINALIZER)
+        || !spec_finalizers(&current)
+            .iter()
+            .any(|f| f == NAMESPACE_FINALIZER)
     {
         return Ok(true);
     }
@@ -107,7 +119,9 @@ async fn empty(client: &Client, key: &Key) -> Result<bool> {
             continue;
         }
         if let Err(e) = delete_all(&served, name, &mut remaining).await {
-            remaining.failures.push(format!("{}: {e}", qualified(&served)));
+            remaining
+                .failures
+                .push(format!("{}: {e}", qualified(&served)));
         }
     }
     let conditions = conditions(&remaining);
@@ -144,7 +158,11 @@ fn qualified(served: &ServedResource) -> String {
 
 /// Deletes every object of `served` in `namespace` (background propagation, as Kubernetes'
 /// namespace controller), then counts what is left and the finalizers holding it.
-async fn delete_all(served: &ServedResource, namespace: &str, remaining: &mut Remaining) -> Result<()> {
+async fn delete_all(
+    served: &ServedResource,
+    namespace: &str,
+    remaining: &mut Remaining,
+) -> Result<()> {
     let version = served.def.storage_version().to_string();
     let scope = RequestScope {
         version,
@@ -163,7 +181,10 @@ async fn delete_all(served: &ServedResource, namespace: &str, remaining: &mut Re
         if is_being_deleted(&obj) {
             continue;
         }
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         match served.store.delete(&scope, name, &opts).await {
             Ok(_) => {}
             Err(e) if e.is_not_found() => {}
@@ -172,7 +193,9 @@ async fn delete_all(served: &ServedResource, namespace: &str, remaining: &mut Re
     }
     let left = served.store.list(&scope, ListOptions::default()).await?;
     if !left.items.is_empty() {
-        remaining.objects.insert(qualified(served), left.items.len());
+        remaining
+            .objects
+            .insert(qualified(served), left.items.len());
         for item in &left.items {
             for f in finalizers(&item.to_value()) {
                 *remaining.finalizers.entry(f).or_default() += 1;
@@ -207,11 +230,20 @@ fn conditions(remaining: &Remaining) -> Vec<Value> {
             "NamespaceDeletionContentFailure",
             true,
             "ContentDeletionFailed",
-            &format!("Failed to delete all resource types, {} remaining: {}", remaining.failures.len(), remaining.failures.join(", ")),
+            &format!(
+                "Failed to delete all resource types, {} remaining: {}",
+                remaining.failures.len(),
+                remaining.failures.join(", ")
+            ),
         )
     };
     let content = if remaining.objects.is_empty() {
-        condition("NamespaceContentRemaining", false, "ContentRemoved", "All content successfully removed")
+        condition(
+            "NamespaceContentRemaining",
+            false,
+            "ContentRemoved",
+            "All content successfully removed",
+        )
     } else {
         let listed: Vec<String> = remaining
             .objects
@@ -226,7 +258,12 @@ fn conditions(remaining: &Remaining) -> Vec<Value> {
         )
     };
     let finalizers = if remaining.finalizers.is_empty() {
-        condition("NamespaceFinalizersRemaining", false, "ContentHasNoFinalizers", "All content-preserving finalizers finished")
+        condition(
+            "NamespaceFinalizersRemaining",
+            false,
+            "ContentHasNoFinalizers",
+            "All content-preserving finalizers finished",
+        )
     } else {
         let listed: Vec<String> = remaining
             .finalizers
@@ -237,12 +274,25 @@ fn conditions(remaining: &Remaining) -> Vec<Value> {
             "NamespaceFinalizersRemaining",
             true,
             "SomeFinalizersRemain",
-            &format!("Some content in the namespace has finalizers remaining: {}", listed.join(", ")),
+            &format!(
+                "Some content in the namespace has finalizers remaining: {}",
+                listed.join(", ")
+            ),
         )
     };
     vec![
-        condition("NamespaceDeletionDiscoveryFailure", false, "ResourcesDiscovered", "All resources successfully discovered"),
-        condition("NamespaceDeletionGroupVersionParsingFailure", false, "ParsedGroupVersions", "All legacy kube types successfully parsed"),
+        condition(
+            "NamespaceDeletionDiscoveryFailure",
+            false,
+            "ResourcesDiscovered",
+            "All resources successfully discovered",
+        ),
+        condition(
+            "NamespaceDeletionGroupVersionParsingFailure",
+            false,
+            "ParsedGroupVersions",
+            "All legacy kube types successfully parsed",
+        ),
         failure,
         content,
         finalizers,
@@ -260,7 +310,10 @@ fn merge_conditions(current: &Value, fresh: &[Value]) -> Value {
         .collect();
     for f in fresh {
         let mut f = f.clone();
-        if let Some(prev) = old.iter().find(|c| c["type"] == f["type"] && c["status"] == f["status"]) {
+        if let Some(prev) = old
+            .iter()
+            .find(|c| c["type"] == f["type"] && c["status"] == f["status"])
+        {
             f["lastTransitionTime"] = prev["lastTransitionTime"].clone();
         }
         merged.push(f);

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::error::{Carried, Error, Result, Target};
-use super::store::{Outcome, RegistryStore, RequestScope};
 use super::namespace_lifecycle::{self as namespaces, spec_finalizers};
+use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, metadata_mut, now_rfc3339};
 use crate::storage::{
     GetOptions, ListOptions, Preconditions, StorageError, TryUpdate, ValidateDeletion,

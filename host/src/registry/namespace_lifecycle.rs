@@ -141,7 +141,10 @@ mod tests {
             hook_depth: 0,
             user: std::sync::Arc::new(crate::strategy::UserInfo::server()),
         };
-        NamespaceStrategy.before_create(&ctx, &mut ns).await.unwrap();
+        NamespaceStrategy
+            .before_create(&ctx, &mut ns)
+            .await
+            .unwrap();
         assert_eq!(ns["status"]["phase"], "Active");
         assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
         assert_eq!(ns["metadata"]["labels"][NAME_LABEL], "team-a");

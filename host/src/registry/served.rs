@@ -11,8 +11,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::builtin::CrdStrategy;
-use super::namespace_lifecycle::NamespaceStrategy;
 use super::definition::ResourceDefinition;
+use super::namespace_lifecycle::NamespaceStrategy;
 use super::store::RegistryStore;
 use crate::storage::cacher::{Cacher, CacherConfig, CacherStats};
 use crate::storage::informer::{informer, InformerConfig, InformerEvent};

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::error::{Carried, Error, Result};
-use super::store::{Outcome, RegistryStore, RequestScope};
 use super::namespace_lifecycle::{finalize_written_over, spec_finalizers};
+use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut};
 use crate::storage::{accept_any_deletion, Preconditions};
 use crate::strategy::{FieldError, FieldErrorKind};

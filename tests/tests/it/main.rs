@@ -6,6 +6,7 @@ mod api_etcd;
 mod api_http;
 mod builtin_kinds;
 mod cel_rules;
+mod controllers;
 mod discovery;
 mod js_client;
 mod kube_rs;

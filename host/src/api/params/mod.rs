@@ -173,11 +173,9 @@ impl ListParams {
     pub(crate) fn from_query(query: &Query, selectable: &[&str]) -> Result<Self, Status> {
         let label_selector = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))
             .map_err(|e| Status::from(&e))?;
-        let field_selector = FieldSelector::parse(
-            query.get("fieldSelector").unwrap_or(""),
-            selectable,
-        )
-        .map_err(|e| Status::from(&e))?;
+        let field_selector =
+            FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), selectable)
+                .map_err(|e| Status::from(&e))?;
         let resource_version_match = match query.non_empty("resourceVersionMatch") {
             None => None,
             Some("NotOlderThan") => Some(ResourceVersionMatch::NotOlderThan),

@@ -9,16 +9,35 @@ fn q(s: &str) -> Query {
 
 #[test]
 fn list_and_watch() {
-    let l = ListParams::from_query(&q("labelSelector=app%3Dweb&limit=5"), DEFAULT_SELECTABLE_FIELDS).unwrap();
+    let l = ListParams::from_query(
+        &q("labelSelector=app%3Dweb&limit=5"),
+        DEFAULT_SELECTABLE_FIELDS,
+    )
+    .unwrap();
     assert_eq!(l.limit, 5);
     assert!(ListParams::from_query(&q("labelSelector=a+in+b"), DEFAULT_SELECTABLE_FIELDS).is_err());
-    assert!(ListParams::from_query(&q("continue=x&resourceVersion=5"), DEFAULT_SELECTABLE_FIELDS).is_err());
+    assert!(ListParams::from_query(
+        &q("continue=x&resourceVersion=5"),
+        DEFAULT_SELECTABLE_FIELDS
+    )
+    .is_err());
     assert!(ListParams::from_query(&q("limit=-1"), DEFAULT_SELECTABLE_FIELDS).is_err());
-    assert!(ListParams::from_query(&q("resourceVersionMatch=Newest"), DEFAULT_SELECTABLE_FIELDS).is_err());
-    let w = WatchParams::from_query(&q("timeoutSeconds=3&allowWatchBookmarks=true"), DEFAULT_SELECTABLE_FIELDS).unwrap();
+    assert!(
+        ListParams::from_query(&q("resourceVersionMatch=Newest"), DEFAULT_SELECTABLE_FIELDS)
+            .is_err()
+    );
+    let w = WatchParams::from_query(
+        &q("timeoutSeconds=3&allowWatchBookmarks=true"),
+        DEFAULT_SELECTABLE_FIELDS,
+    )
+    .unwrap();
     let opts = w.options(Some("one")).unwrap();
     assert!(opts.allow_bookmarks && !opts.predicate.field.is_empty());
-    let named = WatchParams::from_query(&q("fieldSelector=metadata.name%3Dx"), DEFAULT_SELECTABLE_FIELDS).unwrap();
+    let named = WatchParams::from_query(
+        &q("fieldSelector=metadata.name%3Dx"),
+        DEFAULT_SELECTABLE_FIELDS,
+    )
+    .unwrap();
     assert_eq!(named.options(Some("one")).unwrap_err().code, 400);
 }
 

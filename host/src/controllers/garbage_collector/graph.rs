@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::registry::{FOREGROUND_DELETION, ORPHAN};
 use crate::registry::system_fields::{finalizers, is_being_deleted};
+use crate::registry::{FOREGROUND_DELETION, ORPHAN};
 
 /// An object's uid: the graph's key.
 pub type Uid = String;
@@ -141,8 +141,7 @@ impl Graph {
             .unwrap_or_default()
     }
 
-    /// How many objects the graph holds (for metrics): those that own, are owned or wait
-    /// for their dependents.
+    /// How many objects the graph holds (for metrics).
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
@@ -182,13 +181,9 @@ impl Graph {
         if has_dependents && node.deleting_dependents {
             wake.extend(self.dependents(&uid));
         }
-        // Only what owns, is owned or has owner work is kept: an owner the graph does not know
-        // is looked up live.
-        if node.owners.is_empty() && !node.owner_work() && !has_dependents {
-            self.nodes.remove(&uid);
-        } else {
-            self.nodes.insert(uid, node);
-        }
+        // Every object is kept, as Kubernetes' collector keeps it: any may become an owner,
+        // and a reference to it from another namespace is told apart by where it lives.
+        self.nodes.insert(uid, node);
         wake.retain(|u| self.nodes.contains_key(u));
         wake
     }
@@ -247,12 +242,19 @@ mod tests {
     fn dependents_follow_owner_references() {
         let mut g = Graph::default();
         let (u, n) = node("owner", &[], &[], false);
-        assert!(g.observe(u, n).is_empty(), "nothing to do for a plain object");
+        assert!(
+            g.observe(u, n).is_empty(),
+            "nothing to do for a plain object"
+        );
+        assert_eq!(g.len(), 1);
         let (u, n) = node("child", &["owner"], &[], false);
         assert_eq!(g.observe(u, n), vec!["child".to_string()]);
         assert_eq!(g.dependents("owner"), vec!["child".to_string()]);
         let (u, n) = node("child", &["owner"], &[], false);
-        assert!(g.observe(u, n).is_empty(), "an unchanged object is not looked at again");
+        assert!(
+            g.observe(u, n).is_empty(),
+            "an unchanged object is not looked at again"
+        );
         assert_eq!(g.forget("owner"), vec!["child".to_string()]);
         let (u, n) = node("child", &[], &[], false);
         g.observe(u, n);

@@ -152,7 +152,11 @@ async fn follow(collector: Arc<Collector>, registry: Arc<Registry>, synced: watc
                 let handle = informers.spawn(async move {
                     let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
                     while let Some(event) = events.next().await {
-                        if tx.send((tag.0.clone(), tag.1.clone(), event)).await.is_err() {
+                        if tx
+                            .send((tag.0.clone(), tag.1.clone(), event))
+                            .await
+                            .is_err()
+                        {
                             return;
                         }
                     }
@@ -341,14 +345,24 @@ impl Collector {
                 })
                 .await;
         }
-        let has_dependents = !self.lock_graph().dependents(uid).is_empty();
+        let (has_dependents, in_cycle) = {
+            let graph = self.lock_graph();
+            let dependents = graph.dependents(uid);
+            let in_cycle = dependents
+                .iter()
+                .any(|d| graph.node(d).is_some_and(|n| n.deleting_dependents));
+            (!dependents.is_empty(), in_cycle)
+        };
         let policy = if !waiting.is_empty() && has_dependents {
-            // Let go of the waiting owners first: a chain whose links block each other (a
-            // cycle) would otherwise wait forever.
-            let waiting: HashSet<String> = waiting.iter().map(|s| s.to_string()).collect();
-            self.client
-                .update(&object, uid, None, move |obj| unblock(obj, &waiting))
-                .await?;
+            if in_cycle {
+                // A dependent of this object waits for its own dependents too: let go of the
+                // waiting owners first, or a cycle of blocking references waits forever (the
+                // same guard as Kubernetes', with its false positives).
+                let waiting: HashSet<String> = waiting.iter().map(|s| s.to_string()).collect();
+                self.client
+                    .update(&object, uid, None, move |obj| unblock(obj, &waiting))
+                    .await?;
+            }
             "Foreground"
         } else {
             "Background"
@@ -359,7 +373,12 @@ impl Collector {
     }
 
     /// Judges one owner reference of the dependent `uid`.
-    async fn owner_state(&self, uid: &str, node: &Node, owner: &OwnerReference) -> Result<OwnerState> {
+    async fn owner_state(
+        &self,
+        uid: &str,
+        node: &Node,
+        owner: &OwnerReference,
+    ) -> Result<OwnerState> {
         let (group, version) = owner.group_version();
         let Some(registry) = self.client.registry() else {
             return Ok(OwnerState::Unresolvable);
@@ -395,8 +414,12 @@ impl Collector {
         };
         let live = self.client.get(&object).await?;
         Ok(match live {
-            Some(obj) if obj.pointer("/metadata/uid").and_then(Value::as_str) == Some(owner.uid.as_str()) => {
-                Node::of(&object.group, &object.plural, &obj).map_or(OwnerState::Solid, |(_, n)| state_of(&n))
+            Some(obj)
+                if obj.pointer("/metadata/uid").and_then(Value::as_str)
+                    == Some(owner.uid.as_str()) =>
+            {
+                Node::of(&object.group, &object.plural, &obj)
+                    .map_or(OwnerState::Solid, |(_, n)| state_of(&n))
             }
             _ => OwnerState::Dangling,
         })
@@ -404,7 +427,13 @@ impl Collector {
 
     /// A Warning Event (`OwnerRefInvalidNamespace`) on a dependent whose owner reference
     /// points where no owner can be, once per reference.
-    async fn report_invalid(&self, uid: &str, node: &Node, owner: &OwnerReference, namespace: &str) {
+    async fn report_invalid(
+        &self,
+        uid: &str,
+        node: &Node,
+        owner: &OwnerReference,
+        namespace: &str,
+    ) {
         let fresh = self
             .reported
             .lock()
@@ -452,7 +481,10 @@ fn drop_owner_references(obj: &mut Value, gone: impl Fn(&Value) -> bool) -> bool
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
         return false;
     };
-    let Some(refs) = meta.get_mut("ownerReferences").and_then(Value::as_array_mut) else {
+    let Some(refs) = meta
+        .get_mut("ownerReferences")
+        .and_then(Value::as_array_mut)
+    else {
         return false;
     };
     let before = refs.len();
