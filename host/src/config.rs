@@ -113,6 +113,30 @@ pub struct Config {
     )]
     pub controllers: Vec<String>,
 
+    /// Run the controllers only on the host holding the controllers' Lease, so hosts sharing
+    /// a store run one set (`--leader-elect=false`: run them here regardless).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_LEADER_ELECT",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub leader_elect: bool,
+
+    /// How long the controllers' Lease holds without renewal before another host takes it.
+    #[arg(long, env = "STRATEGY_HOST_LEADER_ELECT_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: std::time::Duration,
+
+    /// How long the leader tries to renew before it stops its controllers.
+    #[arg(long, env = "STRATEGY_HOST_LEADER_ELECT_RENEW_DEADLINE", default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: std::time::Duration,
+
+    /// The pause between election attempts.
+    #[arg(long, env = "STRATEGY_HOST_LEADER_ELECT_RETRY_PERIOD", default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: std::time::Duration,
+
     /// DEVELOPMENT ONLY: serve plain HTTP with no authentication or authorization, every
     /// request acting as an admin (group system:masters). Refused unless --listen is a loopback
     /// address.
@@ -293,6 +317,16 @@ pub enum StoreChoice {
 }
 
 impl Config {
+    /// The leader election the flags ask for, if any.
+    pub fn election(&self) -> Option<crate::controllers::leader::ElectionConfig> {
+        self.leader_elect
+            .then_some(crate::controllers::leader::ElectionConfig {
+                lease_duration: self.leader_elect_lease_duration,
+                renew_deadline: self.leader_elect_renew_deadline,
+                retry_period: self.leader_elect_retry_period,
+            })
+    }
+
     /// The store the flags select.
     pub fn store(&self) -> StoreChoice {
         if self.etcd_servers.is_empty() {

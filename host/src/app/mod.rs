@@ -134,7 +134,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     event_expiry::start(&registry, config.event_ttl);
     let controllers = ControllerSet::parse(&config.controllers).map_err(anyhow::Error::msg)?;
     let collector_metrics = Arc::default();
-    let _controllers = crate::controllers::start(&registry, &controllers, &collector_metrics);
+    let controllers =
+        crate::controllers::run(&registry, controllers, config.election(), collector_metrics);
     let rbac = security::start_rbac(&config, &registry).await;
     let secured = security::secure(&config, &registry, rbac)?;
     let auditor = crate::api::audit::Auditor::from_flags(
@@ -173,6 +174,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     .with_audit(auditor)
     .with_reviews(secured.reviews);
     serve(listener, secured.tls, state, shutdown_signal()?).await?;
+    controllers.abort();
     tracing::info!("stopped");
     Ok(())
 }

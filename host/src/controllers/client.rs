@@ -122,6 +122,21 @@ impl Client {
         }
     }
 
+    /// Replaces `object` with `obj`, whose `metadata.resourceVersion` is the precondition: a
+    /// compare-and-swap on what the caller read.
+    ///
+    /// # Errors
+    /// Conflict when the object changed since; the update's other failures.
+    pub async fn replace(&self, object: &ObjectRef, obj: Value) -> Result<Value> {
+        let served = self.served(object)?;
+        let input: UpdateFn = Arc::new(move |_: Option<&Value>| Ok(obj.clone()));
+        let outcome = served
+            .store
+            .update(&self.scope(object), &object.name, input)
+            .await?;
+        Ok(outcome.object)
+    }
+
     /// Deletes `object` if its uid is still `uid`, with `propagation`; nothing when it is
     /// gone or has been replaced.
     ///

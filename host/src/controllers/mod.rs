@@ -1,11 +1,13 @@
 //! The controllers every control plane runs, beside the API as other clients of the
 //! registry's verbs and the informer: the garbage collector (`ownerReferences`, propagation
 //! policies) and the namespace controller (emptying terminating namespaces). Which run is
-//! chosen with `--controllers`, in kube-controller-manager's spelling.
+//! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
+//! run them on one elected host (`leader.rs`).
 
 pub mod client;
 pub mod events;
 pub mod garbage_collector;
+pub mod leader;
 pub mod namespace;
 pub mod queue;
 
@@ -72,6 +74,37 @@ impl ControllerSet {
 #[derive(Default)]
 pub struct Running {
     tasks: Vec<JoinSet<()>>,
+}
+
+/// Runs the controllers of `set` over `registry` — on this host while it holds the
+/// controllers' Lease when `election` is given, else at once — until the returned task is
+/// aborted.
+pub fn run(
+    registry: &Arc<Registry>,
+    set: ControllerSet,
+    election: Option<leader::ElectionConfig>,
+    metrics: Arc<garbage_collector::CollectorMetrics>,
+) -> tokio::task::JoinHandle<()> {
+    let registry = registry.clone();
+    tokio::spawn(async move {
+        if set.is_empty() {
+            return;
+        }
+        let Some(config) = election else {
+            let _running = start(&registry, &set, &metrics);
+            std::future::pending::<()>().await;
+            return;
+        };
+        let client = client::Client::new(&registry, "leader-election");
+        let weak = Arc::downgrade(&registry);
+        drop(registry);
+        let lead = move || {
+            weak.upgrade()
+                .map(|registry| start(&registry, &set, &metrics))
+                .unwrap_or_default()
+        };
+        leader::run(client, leader::identity(), config, lead).await;
+    })
 }
 
 /// Starts the controllers of `set` over `registry`.

@@ -162,6 +162,11 @@ impl Error {
             || matches!(self, Self::Storage { source, .. } if source.is_not_found())
     }
 
+    /// True for a Conflict (409): the object changed since it was read.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Self::Conflict { .. })
+    }
+
     /// True for a Conflict from a uid precondition (the object was replaced by another of the
     /// same name).
     pub fn is_uid_conflict(&self) -> bool {

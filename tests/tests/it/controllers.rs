@@ -1,11 +1,13 @@
 //! The controllers as operators meet them, with kubectl 1.35 against the real binary: cascading
 //! deletes through `ownerReferences` (background, foreground with a blocking dependent held by a
 //! finalizer, orphan), collection of what an owner left while the collector was off, namespace
-//! termination held by a custom resource's finalizer, and Events found by `kubectl describe`.
+//! termination held by a custom resource's finalizer, Events found by `kubectl describe`, and
+//! collection moving to the other host when the controllers' leader dies (3-member etcd).
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use strategy_host::storage::etcd3::testing::EtcdCluster;
 use strategy_host_e2e::{
     call, call_with, eventually, latest_kubectl_path, widget, widget_crd, HostProcess, KubeFixture,
 };
@@ -359,4 +361,71 @@ fn kubectl_describe_finds_an_objects_events() {
         .map(|e| e["metadata"]["name"].clone())
         .collect();
     assert_eq!(names, [json!("described.1")], "{v1}");
+}
+
+#[test]
+fn collection_moves_to_the_other_host_when_the_leader_dies() {
+    let cluster = EtcdCluster::start(3).unwrap();
+    let endpoints = cluster.endpoints().join(",");
+    let args = [
+        "--etcd-servers",
+        &endpoints,
+        "--etcd-prefix",
+        "/elect",
+        "--leader-elect-lease-duration=2s",
+        "--leader-elect-renew-deadline=1s",
+        "--leader-elect-retry-period=200ms",
+    ];
+    let mut first = HostProcess::start(&args).unwrap();
+    let mut second = HostProcess::start(&args).unwrap();
+    let lease = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/strategy-host-controller-manager";
+    let holder = |host: &HostProcess| -> String {
+        let reply = call("GET", &host.url(lease), None).unwrap();
+        reply.json()["spec"]["holderIdentity"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    eventually("a host to take the controllers' lease", WAIT, || {
+        !holder(&second).is_empty()
+    });
+    let leader_identity = holder(&second);
+    let first_leads = first.log_text().contains(&leader_identity);
+    assert!(
+        first_leads || second.log_text().contains(&leader_identity),
+        "neither host logged the holder {leader_identity}"
+    );
+    let (leader, mut follower) = if first_leads {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert!(
+        !follower
+            .log_text()
+            .contains("became the controllers' leader"),
+        "one host runs the controllers at a time"
+    );
+    serve_widgets(&follower);
+    let owner = create(&follower, WIDGETS, widget("elected-owner", 1), &[]);
+    create(
+        &follower,
+        CONFIGMAPS,
+        configmap("elected-child"),
+        &[owned_by(&owner, false)],
+    );
+    drop(leader); // killed: its lease is never released
+    let deleted = call(
+        "DELETE",
+        &follower.url(&format!("{WIDGETS}/elected-owner")),
+        None,
+    )
+    .unwrap();
+    assert_eq!(deleted.code, 200, "{}", deleted.body);
+    eventually("the surviving host to collect the child", WAIT, || {
+        !exists(&follower, &format!("{CONFIGMAPS}/elected-child"))
+    });
+    let new_holder = holder(&follower);
+    assert_ne!(new_holder, leader_identity);
+    assert!(follower.log_text().contains(&new_holder));
 }
