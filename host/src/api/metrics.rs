@@ -177,6 +177,11 @@ impl ServerMetrics {
         }
     }
 
+    /// Lets another part of the server (the controllers) register its metrics.
+    pub(crate) fn register_with(&mut self, register: impl FnOnce(&mut MetricsRegistry)) {
+        register(&mut self.registry);
+    }
+
     /// Counts a request in flight until the returned guard drops.
     pub(crate) fn in_flight(&self, info: &RequestInfo) -> InflightGuard {
         let kind = if info.is_read_only() {

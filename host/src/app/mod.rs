@@ -18,6 +18,7 @@ use crate::api::metrics::ServerMetrics;
 use crate::api::server::serve;
 use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
+use crate::controllers::metrics::ControllerMetrics;
 use crate::controllers::ControllerSet;
 use crate::registry::event_expiry;
 use crate::registry::namespace_lifecycle::SYSTEM_NAMESPACES;
@@ -133,9 +134,13 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     ensure_system_namespaces(&registry).await;
     event_expiry::start(&registry, config.event_ttl);
     let controllers = ControllerSet::parse(&config.controllers).map_err(anyhow::Error::msg)?;
-    let collector_metrics = Arc::default();
-    let controllers =
-        crate::controllers::run(&registry, controllers, config.election(), collector_metrics);
+    let controller_metrics = ControllerMetrics::default();
+    let controllers = crate::controllers::run(
+        &registry,
+        controllers,
+        config.election(),
+        controller_metrics.clone(),
+    );
     let rbac = security::start_rbac(&config, &registry).await;
     let secured = security::secure(&config, &registry, rbac)?;
     let auditor = crate::api::audit::Auditor::from_flags(
@@ -155,12 +160,13 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         "http"
     };
     tracing::info!(address = %bound, %scheme, "strategy-host listening");
-    let metrics = ServerMetrics::new(
+    let mut metrics = ServerMetrics::new(
         &registry,
         &storage_metrics,
         &modules,
         auditor.as_ref().map(|a| a.metrics()),
     );
+    metrics.register_with(|m| controller_metrics.register(m));
     let state = AppState::new(
         storage,
         registry,

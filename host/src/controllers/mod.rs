@@ -8,6 +8,7 @@ pub mod client;
 pub mod events;
 pub mod garbage_collector;
 pub mod leader;
+pub mod metrics;
 pub mod namespace;
 pub mod queue;
 
@@ -83,7 +84,7 @@ pub fn run(
     registry: &Arc<Registry>,
     set: ControllerSet,
     election: Option<leader::ElectionConfig>,
-    metrics: Arc<garbage_collector::CollectorMetrics>,
+    metrics: metrics::ControllerMetrics,
 ) -> tokio::task::JoinHandle<()> {
     let registry = registry.clone();
     tokio::spawn(async move {
@@ -111,7 +112,7 @@ pub fn run(
 pub fn start(
     registry: &Arc<Registry>,
     set: &ControllerSet,
-    metrics: &Arc<garbage_collector::CollectorMetrics>,
+    metrics: &metrics::ControllerMetrics,
 ) -> Running {
     let mut running = Running::default();
     if set.runs("garbagecollector") {
@@ -120,7 +121,9 @@ pub fn start(
             .push(garbage_collector::start(registry, metrics.clone()));
     }
     if set.runs("namespace") {
-        running.tasks.push(namespace::start(registry));
+        running
+            .tasks
+            .push(namespace::start(registry, metrics.clone()));
     }
     running
 }

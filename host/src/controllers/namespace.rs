@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::client::{Client, ObjectRef};
+use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
 use crate::registry::system_fields::{finalizers, is_being_deleted, now_rfc3339};
@@ -26,7 +27,7 @@ const WORKERS: usize = 4;
 type Key = (String, String);
 
 /// Runs the namespace controller over `registry` until the returned set is dropped.
-pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
+pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let Some(namespaces) = registry.resolve("", "v1", "namespaces") else {
         return tasks;
@@ -60,11 +61,11 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
         }
     });
     for _ in 0..WORKERS {
-        let (client, queue) = (client.clone(), queue.clone());
+        let (client, queue, metrics) = (client.clone(), queue.clone(), metrics.clone());
         tasks.spawn(async move {
             loop {
                 let key = queue.next().await;
-                match empty(&client, &key).await {
+                match empty(&client, &key, &metrics).await {
                     Ok(true) => queue.done(&key),
                     Ok(false) => queue.retry(key),
                     Err(e) => {
@@ -91,7 +92,7 @@ struct Remaining {
 
 /// One pass over the namespace `key`: deletes what is in it, reports what remains; answers
 /// whether the namespace is done with (finalized or gone).
-async fn empty(client: &Client, key: &Key) -> Result<bool> {
+async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Result<bool> {
     let (name, uid) = key;
     let Some(registry) = client.registry() else {
         return Ok(true);
@@ -144,6 +145,17 @@ async fn empty(client: &Client, key: &Key) -> Result<bool> {
             true
         })
         .await?;
+    let since = current
+        .pointer("/metadata/deletionTimestamp")
+        .and_then(Value::as_str)
+        .and_then(crate::registry::system_fields::parse_rfc3339);
+    if let Some(since) = since {
+        let now = crate::registry::system_fields::now_seconds();
+        #[allow(clippy::cast_precision_loss)] // seconds, far below 2^52
+        metrics
+            .namespace_deletion_seconds
+            .observe((now - since).max(0) as f64);
+    }
     tracing::info!(namespace = %name, "namespace emptied and finalized");
     Ok(true)
 }

@@ -109,6 +109,13 @@ fn kubectl_cascades_background_foreground_and_orphan_through_owner_chains() {
     eventually("the background owner's dependents to go", WAIT, || {
         !exists(host, &mid) && !exists(host, &leaf) && !exists(host, &cm)
     });
+    let metrics = call("GET", &host.url("/metrics"), None).unwrap().body;
+    let deletions: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("garbagecollector_deletions_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no garbagecollector_deletions_total in {metrics}"));
+    assert!(deletions >= 3.0, "{deletions}");
 
     // Foreground: the owner waits, marked, while a blocking dependent is held by a finalizer.
     let [root, mid, leaf, cm] = owner_chain(host, "fg");

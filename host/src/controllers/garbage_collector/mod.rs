@@ -11,7 +11,6 @@
 pub mod graph;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
@@ -22,23 +21,13 @@ use tokio::task::JoinSet;
 use self::graph::{Graph, Node, OwnerReference, Uid};
 use super::client::{Client, ObjectRef};
 use super::events::{EventRecorder, InvolvedObject};
+use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
 use crate::storage::informer::{informer, InformerConfig, InformerEvent};
 
 /// Objects worked on at once.
 const WORKERS: usize = 8;
-
-/// Counters of the collector's work (for metrics).
-#[derive(Debug, Default)]
-pub struct CollectorMetrics {
-    /// Objects looked at.
-    pub attempts: AtomicU64,
-    /// Looks that failed and were retried.
-    pub failures: AtomicU64,
-    /// Objects deleted.
-    pub deletions: AtomicU64,
-}
 
 /// What an owner reference points at, as the collector judges it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,11 +51,11 @@ struct Collector {
     queue: Arc<WorkQueue<Uid>>,
     /// (dependent, owner) pairs already reported as invalid.
     reported: Mutex<HashSet<(Uid, Uid)>>,
-    metrics: Arc<CollectorMetrics>,
+    metrics: ControllerMetrics,
 }
 
 /// Runs the garbage collector over `registry` until the returned set is dropped.
-pub fn start(registry: &Arc<Registry>, metrics: Arc<CollectorMetrics>) -> JoinSet<()> {
+pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()> {
     let client = Client::new(registry, "generic-garbage-collector");
     let collector = Arc::new(Collector {
         events: EventRecorder::new(client.clone(), "garbage-collector-controller"),
@@ -88,11 +77,16 @@ pub fn start(registry: &Arc<Registry>, metrics: Arc<CollectorMetrics>) -> JoinSe
             }
             loop {
                 let uid = collector.queue.next().await;
-                collector.metrics.attempts.fetch_add(1, Ordering::Relaxed);
+                let metrics = &collector.metrics;
+                metrics.gc_attempts.inc();
+                metrics.gc_queue_depth.set(gauge(collector.queue.len()));
+                metrics
+                    .gc_graph_objects
+                    .set(gauge(collector.lock_graph().len()));
                 match collector.sync(&uid).await {
                     Ok(()) => collector.queue.done(&uid),
                     Err(e) => {
-                        collector.metrics.failures.fetch_add(1, Ordering::Relaxed);
+                        metrics.gc_failures.inc();
                         tracing::debug!(%uid, error = %e, "garbage collection retried");
                         collector.queue.retry(uid);
                     }
@@ -368,7 +362,7 @@ impl Collector {
             "Background"
         };
         self.client.delete(&object, uid, policy).await?;
-        self.metrics.deletions.fetch_add(1, Ordering::Relaxed);
+        self.metrics.gc_deletions.inc();
         Ok(())
     }
 
@@ -456,6 +450,10 @@ impl Collector {
             .post(&involved, "Warning", "OwnerRefInvalidNamespace", &message)
             .await;
     }
+}
+
+fn gauge(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn state_of(owner: &Node) -> OwnerState {
