@@ -15,6 +15,7 @@ use crate::authentication::service_account::{ServiceAccountLookup, ServiceAccoun
 use crate::authentication::token_file::TokenFile;
 use crate::authentication::x509::X509Authenticator;
 use crate::authentication::{Authenticator, AuthenticatorChain};
+use crate::authorization::owner_references::OwnerReferencesPermissionEnforcement;
 use crate::authorization::rbac::{self, RbacAuthorizer};
 use crate::authorization::{with_privileged_groups, AlwaysAllow, Authorizer};
 use crate::config::{AuthorizationMode, Config};
@@ -155,6 +156,12 @@ pub(super) fn secure(
             Reviews::always_allow()
         }
     };
+    registry
+        .admission()
+        .add(Arc::new(OwnerReferencesPermissionEnforcement::new(
+            reviews.authorizer.clone(),
+            registry,
+        )));
     Ok(Secured {
         security: Security::Enforced {
             authentication: AuthenticatorChain::new(authenticators, s.anonymous_auth),

@@ -5,6 +5,7 @@
 //! of `system:masters` are always allowed, before any mode is asked, as kube-apiserver's
 //! privileged-group authorizer does.
 
+pub mod owner_references;
 pub mod rbac;
 pub mod review;
 

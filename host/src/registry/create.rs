@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::admission::Operation;
 use super::error::{Error, Result};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{meta_str, metadata_mut};
@@ -147,6 +148,7 @@ impl RegistryStore {
                 causes,
             });
         }
+        self.admit(scope, Operation::Create, obj, None).await?;
         self.check_namespace(scope, &name).await
     }
 

@@ -1,6 +1,7 @@
 //! The registry: one generic store per served resource, driving its strategy around storage,
 //! and the table of served resources, kept current from a watch on CustomResourceDefinitions.
 
+pub mod admission;
 pub mod apply;
 pub mod builtin;
 pub mod cel;

@@ -10,6 +10,7 @@ use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::admission::AdmissionChain;
 use super::builtin::CrdStrategy;
 use super::definition::ResourceDefinition;
 use super::namespace_lifecycle::NamespaceStrategy;
@@ -62,6 +63,8 @@ pub struct Registry {
     synced: watch::Sender<bool>,
     /// Bumped whenever the set of served resources changes (controllers follow it).
     generation: watch::Sender<u64>,
+    /// The validating admission every store's writes pass.
+    admission: Arc<AdmissionChain>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -83,6 +86,7 @@ impl Registry {
             observed: watch::Sender::new(0),
             synced: watch::Sender::new(false),
             generation: watch::Sender::new(0),
+            admission: Arc::default(),
         });
         let crd_strategy: Arc<dyn Strategy> = Arc::new(CrdStrategy { base });
         registry.install(
@@ -128,13 +132,19 @@ impl Registry {
         let namespaces = def
             .namespaced
             .then(|| self.storage_for(&mut table, "/namespaces"));
-        let store = RegistryStore::new(def.clone(), storage, strategy, namespaces);
+        let store = RegistryStore::new(def.clone(), storage, strategy, namespaces)
+            .with_admission(self.admission.clone());
         table.resources.insert(
             (def.group.clone(), def.plural.clone()),
             ServedResource { def, store },
         );
         drop(table);
         self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// The validating admission chain every store's writes pass (the server adds plugins).
+    pub fn admission(&self) -> &Arc<AdmissionChain> {
+        &self.admission
     }
 
     /// A receiver that sees a change whenever a resource starts or stops being served.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::admission::{AdmissionChain, AdmissionRequest, Operation};
 use super::definition::ResourceDefinition;
 use super::error::{Error, Result, Target};
 use super::fieldmanager;
@@ -106,6 +107,8 @@ pub struct RegistryStore {
     pub(super) strategy: Arc<dyn Strategy>,
     /// The namespaces resource's storage, to refuse objects in missing namespaces.
     pub(super) namespaces: Option<Arc<dyn Storage>>,
+    /// The validating admission plugins writes pass.
+    pub(super) admission: Arc<AdmissionChain>,
 }
 
 impl std::fmt::Debug for RegistryStore {
@@ -131,7 +134,44 @@ impl RegistryStore {
             storage,
             strategy,
             namespaces,
+            admission: Arc::default(),
         }
+    }
+
+    /// The store with writes passing `admission`.
+    #[must_use]
+    pub fn with_admission(mut self, admission: Arc<AdmissionChain>) -> Self {
+        self.admission = admission;
+        self
+    }
+
+    /// Asks the admission plugins about a write of `object` (`old` before an update).
+    pub(super) async fn admit(
+        &self,
+        scope: &RequestScope,
+        operation: Operation,
+        object: &Value,
+        old: Option<&Value>,
+    ) -> Result<()> {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let request = AdmissionRequest {
+            operation,
+            resource: &self.def,
+            version: &scope.version,
+            subresource: scope.subresource.as_deref(),
+            namespace: scope.namespace.as_deref().filter(|_| self.def.namespaced),
+            name,
+            object,
+            old_object: old,
+            user: &scope.user,
+        };
+        self.admission
+            .validate(&request)
+            .await
+            .map_err(|refusal| Error::refused(&self.target(name), refusal))
     }
 
     /// The resource served.

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use super::admission::Operation;
 use super::error::{Carried, Error, Result};
 use super::namespace_lifecycle::{finalize_written_over, spec_finalizers};
 use super::store::{Outcome, RegistryStore, RequestScope};
@@ -244,6 +245,8 @@ impl RegistryStore {
                 causes,
             });
         }
+        self.admit(scope, Operation::Update, &new, Some(&old))
+            .await?;
         let mut object = self.to_storage_version(new);
         metadata_mut(&mut object).insert("resourceVersion".into(), Value::String(old_rv));
         Ok(Prepared {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use strategy_host::storage::etcd3::testing::EtcdCluster;
+use strategy_host_e2e::secure::{Credential, SecureFixture};
 use strategy_host_e2e::{
     call, call_with, eventually, latest_kubectl_path, widget, widget_crd, HostProcess, KubeFixture,
 };
@@ -435,4 +436,103 @@ fn collection_moves_to_the_other_host_when_the_leader_dies() {
     let new_holder = holder(&follower);
     assert_ne!(new_holder, leader_identity);
     assert!(follower.log_text().contains(&new_holder));
+}
+
+#[test]
+fn owner_references_take_permission_to_delete_and_blocking_takes_the_owners_finalizers() {
+    let f = SecureFixture::start(&[]);
+    let admin = Credential::Admin;
+    let bob = f.client_certificate("bob", "dev", true);
+    let post = |who: &Credential, obj: Value| f.call(who, "POST", CONFIGMAPS, Some(&obj)).unwrap();
+    let owner = post(&admin, configmap("owner"));
+    assert_eq!(owner.code, 201, "{}", owner.body);
+    let owner = owner.json();
+    f.ok(
+        &admin,
+        &[
+            "create",
+            "role",
+            "cm-writer",
+            "--verb=create,get,list,update,patch",
+            "--resource=configmaps",
+        ],
+    );
+    f.ok(
+        &admin,
+        &[
+            "create",
+            "rolebinding",
+            "bob-cm",
+            "--role=cm-writer",
+            "--user=bob",
+        ],
+    );
+    f.eventually("bob may create configmaps", || {
+        post(&bob, configmap("probe")).code == 201
+    });
+
+    let mut blocking = configmap("blocking");
+    blocking["metadata"]["ownerReferences"] = json!([owned_by(&owner, true)]);
+    let refused = post(&bob, blocking.clone());
+    assert_eq!(refused.code, 403, "{}", refused.body);
+    let message = refused.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.starts_with("configmaps \"blocking\" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on"),
+        "{message}"
+    );
+    let mut plain_child = configmap("plain-child");
+    plain_child["metadata"]["ownerReferences"] = json!([owned_by(&owner, false)]);
+    assert_eq!(
+        post(&bob, plain_child).code,
+        201,
+        "a create may set owner references"
+    );
+
+    let mut adopted = f
+        .call(&bob, "GET", &format!("{CONFIGMAPS}/probe"), None)
+        .unwrap()
+        .json();
+    adopted["metadata"]["ownerReferences"] = json!([owned_by(&owner, false)]);
+    let update = f
+        .call(&bob, "PUT", &format!("{CONFIGMAPS}/probe"), Some(&adopted))
+        .unwrap();
+    assert_eq!(update.code, 403, "{}", update.body);
+    assert!(
+        update
+            .body
+            .contains("cannot set an ownerRef on a resource you can't delete"),
+        "{}",
+        update.body
+    );
+
+    f.ok(
+        &admin,
+        &[
+            "create",
+            "role",
+            "cm-finalizers",
+            "--verb=update,delete",
+            "--resource=configmaps/finalizers,configmaps",
+        ],
+    );
+    f.ok(
+        &admin,
+        &[
+            "create",
+            "rolebinding",
+            "bob-finalizers",
+            "--role=cm-finalizers",
+            "--user=bob",
+        ],
+    );
+    f.eventually("bob may block the owner's deletion", || {
+        post(&bob, blocking.clone()).code == 201
+    });
+    let update = f
+        .call(&bob, "PUT", &format!("{CONFIGMAPS}/probe"), Some(&adopted))
+        .unwrap();
+    assert_eq!(update.code, 200, "{}", update.body);
 }
