@@ -139,9 +139,10 @@ mod tests {
             newly_blocking(&[a.clone(), b.clone()], &[]),
             vec![a.clone()]
         );
-        assert!(newly_blocking(&[a.clone()], &[a.clone()]).is_empty());
+        let same = std::slice::from_ref(&a);
+        assert!(newly_blocking(same, same).is_empty());
         assert_eq!(
-            newly_blocking(&[b_blocking.clone()], &[b]),
+            newly_blocking(std::slice::from_ref(&b_blocking), &[b]),
             vec![b_blocking]
         );
     }
