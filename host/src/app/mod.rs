@@ -134,15 +134,17 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     ensure_system_namespaces(&registry).await;
     event_expiry::start(&registry, config.event_ttl);
     let controllers = ControllerSet::parse(&config.controllers).map_err(anyhow::Error::msg)?;
-    let controller_metrics = ControllerMetrics::default();
-    let controllers = crate::controllers::run(
-        &registry,
-        controllers,
-        config.election(),
-        controller_metrics.clone(),
-    );
     let rbac = security::start_rbac(&config, &registry).await;
     let secured = security::secure(&config, &registry, rbac)?;
+    let controller_metrics = ControllerMetrics::default();
+    let parts = crate::controllers::Parts {
+        metrics: controller_metrics.clone(),
+        signer: Some(Arc::new(security::SecretTokens {
+            tokens: secured.tokens.clone(),
+            ca_bundle: secured.pki.as_ref().map(|p| p.serving_ca_pem.clone()),
+        })),
+    };
+    let controllers = crate::controllers::run(&registry, controllers, config.election(), parts);
     let auditor = crate::api::audit::Auditor::from_flags(
         config.security.audit_log_path.as_deref(),
         config.security.audit_policy_file.as_deref(),

@@ -19,6 +19,7 @@ use crate::authorization::owner_references::OwnerReferencesPermissionEnforcement
 use crate::authorization::rbac::{self, RbacAuthorizer};
 use crate::authorization::{with_privileged_groups, AlwaysAllow, Authorizer};
 use crate::config::{AuthorizationMode, Config};
+use crate::controllers::service_account_token::TokenSigner;
 use crate::pki::{self, Pki};
 use crate::registry::{Registry, RequestScope};
 use crate::storage::GetOptions;
@@ -35,6 +36,29 @@ pub(super) struct Secured {
     pub pki: Option<Pki>,
     /// What the access and rules reviews ask.
     pub reviews: Reviews,
+}
+
+/// The token controller's signer: the server's ServiceAccount token issuer and its CA.
+pub(super) struct SecretTokens {
+    /// The issuer.
+    pub tokens: Arc<ServiceAccountTokens>,
+    /// The CA clients trust the server with (none in development mode).
+    pub ca_bundle: Option<String>,
+}
+
+impl TokenSigner for SecretTokens {
+    fn secret_token(
+        &self,
+        namespace: &str,
+        account: (&str, &str),
+        secret: (&str, &str),
+    ) -> Result<String, String> {
+        self.tokens.issue_for_secret(namespace, account, secret)
+    }
+
+    fn ca_bundle(&self) -> Option<String> {
+        self.ca_bundle.clone()
+    }
 }
 
 /// How long startup waits for the first list of roles and bindings.
@@ -58,10 +82,10 @@ pub(super) async fn start_rbac(config: &Config, registry: &Arc<Registry>) -> Arc
 /// ServiceAccounts as the watch cache has them.
 struct RegistryAccounts(Arc<Registry>);
 
-#[async_trait]
-impl ServiceAccountLookup for RegistryAccounts {
-    async fn uid(&self, namespace: &str, name: &str) -> Option<String> {
-        let served = self.0.resolve("", "v1", "serviceaccounts")?;
+impl RegistryAccounts {
+    /// The uid of the core `plural` object `namespace/name`, from the watch cache.
+    async fn uid_of(&self, plural: &str, namespace: &str, name: &str) -> Option<String> {
+        let served = self.0.resolve("", "v1", plural)?;
         let scope = RequestScope {
             version: "v1".into(),
             namespace: Some(namespace.into()),
@@ -71,8 +95,19 @@ impl ServiceAccountLookup for RegistryAccounts {
             resource_version: "0".into(),
             ignore_not_found: false,
         };
-        let account = served.store.get(&scope, name, options).await.ok()?;
-        account["metadata"]["uid"].as_str().map(String::from)
+        let object = served.store.get(&scope, name, options).await.ok()?;
+        object["metadata"]["uid"].as_str().map(String::from)
+    }
+}
+
+#[async_trait]
+impl ServiceAccountLookup for RegistryAccounts {
+    async fn uid(&self, namespace: &str, name: &str) -> Option<String> {
+        self.uid_of("serviceaccounts", namespace, name).await
+    }
+
+    async fn secret_uid(&self, namespace: &str, name: &str) -> Option<String> {
+        self.uid_of("secrets", namespace, name).await
     }
 }
 

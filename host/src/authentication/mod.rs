@@ -9,6 +9,7 @@
 
 pub mod service_account;
 pub mod token_file;
+pub mod token_request;
 pub mod x509;
 
 use async_trait::async_trait;

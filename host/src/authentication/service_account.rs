@@ -9,11 +9,10 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::x509::CREDENTIAL_ID;
 use super::{Authenticator, Credentials, Outcome};
-use crate::registry::system_fields::format_rfc3339;
 use crate::strategy::UserInfo;
 
 /// Kubernetes' default `--service-account-issuer`.
@@ -29,7 +28,15 @@ const LEEWAY_SECONDS: u64 = 60;
 pub trait ServiceAccountLookup: Send + Sync {
     /// The uid of `namespace/name`, `None` when it does not exist.
     async fn uid(&self, namespace: &str, name: &str) -> Option<String>;
+
+    /// The uid of the Secret `namespace/name`, `None` when it does not exist (a token bound
+    /// to a Secret dies with it).
+    async fn secret_uid(&self, namespace: &str, name: &str) -> Option<String>;
 }
+
+/// How long a Secret-bound token is issued for: it lives as long as its Secret (Kubernetes'
+/// legacy tokens carry no expiry; ours carry a distant one, which the verifier requires).
+const SECRET_BOUND_LIFETIME_SECONDS: u64 = 100 * 365 * 86_400;
 
 /// The private claims Kubernetes puts under `kubernetes.io`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -200,10 +207,55 @@ impl ServiceAccountTokens {
         if let Some(max) = self.max_expiration {
             lifetime = lifetime.min(max.as_secs());
         }
+        let account = Reference {
+            name: name.into(),
+            uid: uid.into(),
+        };
+        self.sign(namespace, account, None, audiences, lifetime)
+    }
+
+    /// Signs the token a `kubernetes.io/service-account-token` Secret holds: bound to the
+    /// Secret (`secret_name`, `secret_uid`), valid while it and the account exist.
+    ///
+    /// # Errors
+    /// Signing fails.
+    pub fn issue_for_secret(
+        &self,
+        namespace: &str,
+        account: (&str, &str),
+        secret: (&str, &str),
+    ) -> Result<String, String> {
+        let account = Reference {
+            name: account.0.into(),
+            uid: account.1.into(),
+        };
+        let secret = Reference {
+            name: secret.0.into(),
+            uid: secret.1.into(),
+        };
+        let audiences = self.api_audiences.clone();
+        self.sign(
+            namespace,
+            account,
+            Some(secret),
+            audiences,
+            SECRET_BOUND_LIFETIME_SECONDS,
+        )
+        .map(|issued| issued.token)
+    }
+
+    fn sign(
+        &self,
+        namespace: &str,
+        account: Reference,
+        secret: Option<Reference>,
+        audiences: Vec<String>,
+        lifetime: u64,
+    ) -> Result<IssuedToken, String> {
         let iat = now();
         let claims = Claims {
             iss: self.issuer.clone(),
-            sub: format!("system:serviceaccount:{namespace}:{name}"),
+            sub: format!("system:serviceaccount:{namespace}:{}", account.name),
             aud: audiences.clone(),
             exp: iat + lifetime,
             iat,
@@ -211,12 +263,9 @@ impl ServiceAccountTokens {
             jti: crate::registry::system_fields::new_uid(),
             kubernetes: KubernetesClaims {
                 namespace: namespace.into(),
-                serviceaccount: Reference {
-                    name: name.into(),
-                    uid: uid.into(),
-                },
+                serviceaccount: account,
                 pod: None,
-                secret: None,
+                secret,
             },
         };
         let token = jsonwebtoken::encode(&Header::new(self.signing.1), &claims, &self.signing.0)
@@ -279,6 +328,13 @@ impl Authenticator for ServiceAccountTokens {
         }
         let k = &claims.kubernetes;
         let (ns, name) = (&k.namespace, &k.serviceaccount.name);
+        if let Some(secret) = &k.secret {
+            if self.accounts.secret_uid(ns, &secret.name).await.as_deref()
+                != Some(secret.uid.as_str())
+            {
+                return Outcome::Rejected("token has been invalidated".into());
+            }
+        }
         match self.accounts.uid(ns, name).await {
             None => Outcome::Rejected(format!("service account {ns}/{name} has been deleted")),
             Some(uid) if uid != k.serviceaccount.uid => Outcome::Rejected(format!(
@@ -302,79 +358,11 @@ impl Authenticator for ServiceAccountTokens {
     }
 }
 
-/// Answers a TokenRequest (`POST .../serviceaccounts/{name}/token`) for the account `account`
-/// (its stored object): the response object, or a 422-style message for a bad spec.
-///
-/// # Errors
-/// `expirationSeconds` under ten minutes or over 2^32 seconds, or signing fails.
-pub fn token_request(
-    tokens: &ServiceAccountTokens,
-    account: &Value,
-    request: &Value,
-) -> Result<Value, TokenRequestError> {
-    let meta = &account["metadata"];
-    let (ns, name, uid) = (
-        meta["namespace"].as_str().unwrap_or_default(),
-        meta["name"].as_str().unwrap_or_default(),
-        meta["uid"].as_str().unwrap_or_default(),
-    );
-    let spec = &request["spec"];
-    let audiences: Vec<String> = spec["audiences"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    let expiration = spec["expirationSeconds"]
-        .as_i64()
-        .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
-    if expiration < 600 {
-        return Err(TokenRequestError::Invalid(
-            "spec.expirationSeconds",
-            "may not specify a duration less than 10 minutes".into(),
-        ));
-    }
-    if expiration > 1 << 32 {
-        return Err(TokenRequestError::Invalid(
-            "spec.expirationSeconds",
-            "may not specify a duration larger than 2^32 seconds".into(),
-        ));
-    }
-    let issued = tokens
-        .issue(ns, name, uid, audiences, expiration)
-        .map_err(TokenRequestError::Failed)?;
-    Ok(json!({
-        "kind": "TokenRequest",
-        "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": name, "namespace": ns, "creationTimestamp": null},
-        "spec": {
-            "audiences": issued.audiences,
-            "expirationSeconds": issued.expiration_seconds,
-            "boundObjectRef": spec.get("boundObjectRef").cloned().unwrap_or(Value::Null),
-        },
-        "status": {
-            "token": issued.token,
-            "expirationTimestamp": format_rfc3339(issued.expires_at as i64),
-        },
-    }))
-}
-
-/// Why a TokenRequest was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TokenRequestError {
-    /// A field of the spec is invalid (422): the field path and why.
-    #[error("{0}: Invalid value: {1}")]
-    Invalid(&'static str, String),
-    /// The token could not be signed (500).
-    #[error("{0}")]
-    Failed(String),
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::authentication::token_request::{token_request, TokenRequestError};
+    use serde_json::json;
     use std::sync::Mutex;
 
     #[derive(Default)]
@@ -384,6 +372,10 @@ mod tests {
     impl ServiceAccountLookup for Accounts {
         async fn uid(&self, _: &str, _: &str) -> Option<String> {
             self.0.lock().unwrap().clone()
+        }
+
+        async fn secret_uid(&self, _: &str, _: &str) -> Option<String> {
+            None
         }
     }
 

@@ -11,6 +11,7 @@ pub mod leader;
 pub mod metrics;
 pub mod namespace;
 pub mod queue;
+pub mod service_account_token;
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 2] = ["garbagecollector", "namespace"];
+pub const KNOWN: [&str; 3] = ["garbagecollector", "namespace", "serviceaccount-token"];
 
 /// Which controllers run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +85,7 @@ pub fn run(
     registry: &Arc<Registry>,
     set: ControllerSet,
     election: Option<leader::ElectionConfig>,
-    metrics: metrics::ControllerMetrics,
+    parts: Parts,
 ) -> tokio::task::JoinHandle<()> {
     let registry = registry.clone();
     tokio::spawn(async move {
@@ -92,7 +93,7 @@ pub fn run(
             return;
         }
         let Some(config) = election else {
-            let _running = start(&registry, &set, &metrics);
+            let _running = start(&registry, &set, &parts);
             std::future::pending::<()>().await;
             return;
         };
@@ -101,24 +102,35 @@ pub fn run(
         drop(registry);
         let lead = move || {
             weak.upgrade()
-                .map(|registry| start(&registry, &set, &metrics))
+                .map(|registry| start(&registry, &set, &parts))
                 .unwrap_or_default()
         };
         leader::run(client, leader::identity(), config, lead).await;
     })
 }
 
+/// What the controllers need from the rest of the server.
+#[derive(Clone)]
+pub struct Parts {
+    /// Where they record their metrics.
+    pub metrics: metrics::ControllerMetrics,
+    /// The ServiceAccount token signer (the token controller runs only with one).
+    pub signer: Option<Arc<dyn service_account_token::TokenSigner>>,
+}
+
 /// Starts the controllers of `set` over `registry`.
-pub fn start(
-    registry: &Arc<Registry>,
-    set: &ControllerSet,
-    metrics: &metrics::ControllerMetrics,
-) -> Running {
+pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Running {
+    let metrics = &parts.metrics;
     let mut running = Running::default();
     if set.runs("garbagecollector") {
         running
             .tasks
             .push(garbage_collector::start(registry, metrics.clone()));
+    }
+    if let (true, Some(signer)) = (set.runs("serviceaccount-token"), &parts.signer) {
+        running
+            .tasks
+            .push(service_account_token::start(registry, signer.clone()));
     }
     if set.runs("namespace") {
         running

@@ -536,3 +536,68 @@ fn owner_references_take_permission_to_delete_and_blocking_takes_the_owners_fina
         .unwrap();
     assert_eq!(update.code, 200, "{}", update.body);
 }
+
+#[test]
+fn a_service_account_token_secret_is_filled_works_and_goes_with_its_account() {
+    let f = SecureFixture::start(&[]);
+    let admin = Credential::Admin;
+    f.ok(&admin, &["create", "serviceaccount", "builder"]);
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+        "metadata": {"name": "builder-token", "annotations": {"kubernetes.io/service-account.name": "builder"}},
+    });
+    let path = "/api/v1/namespaces/default/secrets";
+    let created = f.call(&admin, "POST", path, Some(&secret)).unwrap();
+    assert_eq!(created.code, 201, "{}", created.body);
+    let secret_path = format!("{path}/builder-token");
+    let mut filled = Value::Null;
+    f.eventually("the token secret to be filled", || {
+        filled = f.call(&admin, "GET", &secret_path, None).unwrap().json();
+        filled["data"]["token"].is_string()
+    });
+    let decode = |v: &Value| {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap())
+            .unwrap();
+        String::from_utf8(bytes).unwrap()
+    };
+    assert_eq!(decode(&filled["data"]["namespace"]), "default");
+    assert!(
+        decode(&filled["data"]["ca.crt"]).contains("BEGIN CERTIFICATE"),
+        "{filled}"
+    );
+    let account = f
+        .call(
+            &admin,
+            "GET",
+            "/api/v1/namespaces/default/serviceaccounts/builder",
+            None,
+        )
+        .unwrap()
+        .json();
+    assert_eq!(
+        filled["metadata"]["annotations"]["kubernetes.io/service-account.uid"],
+        account["metadata"]["uid"]
+    );
+    let token = Credential::Token(decode(&filled["data"]["token"]));
+    let whoami = f.ok(
+        &token,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    );
+    assert_eq!(whoami.trim(), "system:serviceaccount:default:builder");
+
+    f.ok(&admin, &["delete", "serviceaccount", "builder"]);
+    f.eventually("the token secret to go with its account", || {
+        f.call(&admin, "GET", &secret_path, None).unwrap().code == 404
+    });
+    let refused = f
+        .call(&token, "GET", "/api/v1/namespaces/default/configmaps", None)
+        .unwrap();
+    assert_eq!(refused.code, 401, "{}", refused.body);
+}

@@ -10,7 +10,7 @@ use crate::api::params::Format;
 use crate::api::response::{self, Body};
 use crate::api::state::AppState;
 use crate::api::status::Status;
-use crate::authentication::service_account::{token_request, TokenRequestError};
+use crate::authentication::token_request::{token_request, TokenRequestError};
 use crate::authorization::review as access;
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Error as RegistryError, Target};
