@@ -58,4 +58,9 @@ if [ ! -d "$tools/python/kubernetes" ]; then
     python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
         --root-user-action=ignore --target "$tools/python" kubernetes
 fi
+# kopf (pip), for the operator end-to-end test (tests/python/operator.py).
+if [ ! -d "$tools/kopf/kopf" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
+        --root-user-action=ignore --target "$tools/kopf" kopf
+fi
 echo "setup: ok (kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"

@@ -1,13 +1,15 @@
 """The official Python client (pip `kubernetes`) against a running server: typed create, get
 (the object as the cache holds it), list, a watch from the list's resourceVersion seeing the
 create, a merge patch and the delete in order, and a 404 for the deleted object. Prints what it
-saw as one JSON object; the Rust test asserts on it.
+saw as one JSON object; the Rust test asserts on it. Last, an owner and its child: a foreground
+delete of the owner takes the child with it.
 
     python3 tests/python/client.py http://127.0.0.1:PORT
 """
 import json
 import sys
 import threading
+import time
 
 from kubernetes import client, watch
 
@@ -53,4 +55,33 @@ try:
     seen["after_delete"] = 200
 except client.exceptions.ApiException as e:
     seen["after_delete"] = e.status
+
+owner = core.create_namespaced_config_map(
+    NS, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py-owner"))
+)
+reference = client.V1OwnerReference(
+    api_version="v1", kind="ConfigMap", name="py-owner", uid=owner.metadata.uid,
+    block_owner_deletion=True,
+)
+core.create_namespaced_config_map(
+    NS,
+    client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py-child", owner_references=[reference])),
+)
+core.delete_namespaced_config_map(
+    "py-owner", NS, body=client.V1DeleteOptions(propagation_policy="Foreground")
+)
+
+
+def gone(name):
+    try:
+        core.read_namespaced_config_map(name, NS)
+        return False
+    except client.exceptions.ApiException as e:
+        return e.status == 404
+
+
+deadline = time.monotonic() + 20
+while not (gone("py-child") and gone("py-owner")) and time.monotonic() < deadline:
+    time.sleep(0.05)
+seen["owner_and_child_gone"] = gone("py-child") and gone("py-owner")
 print(json.dumps(seen))

@@ -1,6 +1,7 @@
 //! kube-rs (the Rust client and its runtime `watcher`) against the real binary: typed create,
 //! get, list, merge patch and delete of ConfigMaps, a watcher that sees the object created,
-//! changed and deleted, and a 404 as `kube::Error::Api` after the delete.
+//! changed and deleted, a 404 as `kube::Error::Api` after the delete, and an owned child going
+//! with a foreground delete of its owner.
 
 use std::time::Duration;
 
@@ -85,4 +86,54 @@ async fn kube_rs_creates_gets_lists_patches_deletes_and_watches() {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 404, "{status:?}"),
         other => panic!("a get after the delete answered {other:?}"),
     }
+}
+
+/// An owner and its child as a kube-rs controller makes them (`Resource::controller_owner_ref`):
+/// a foreground delete of the owner through kube-rs takes the child with it, and kube-rs's
+/// `await_condition(is_deleted)` sees both go.
+#[tokio::test]
+async fn kube_rs_owned_children_go_with_a_foreground_delete() {
+    use kube::runtime::wait::{await_condition, conditions};
+    use kube::Resource as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let host = HostProcess::start(&["--data-dir", &data]).unwrap();
+    let client = kube::Client::try_from(kube::Config::new(host.base_url.parse().unwrap())).unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client, "default");
+    let named = |name: &str| ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    let owner = configmaps
+        .create(&PostParams::default(), &named("rs-owner"))
+        .await
+        .unwrap();
+    let mut child = named("rs-child");
+    child.metadata.owner_references = Some(vec![owner.controller_owner_ref(&()).unwrap()]);
+    let child = configmaps
+        .create(&PostParams::default(), &child)
+        .await
+        .unwrap();
+    let deleting = configmaps
+        .delete("rs-owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    assert!(
+        deleting.is_left(),
+        "a foreground delete answers the owner, still there"
+    );
+    let gone = |name: &'static str, uid: Option<String>| {
+        let api = configmaps.clone();
+        async move {
+            let uid = uid.unwrap();
+            let wait = await_condition(api, name, conditions::is_deleted(&uid));
+            tokio::time::timeout(Duration::from_secs(20), wait).await
+        }
+    };
+    gone("rs-child", child.metadata.uid).await.unwrap().unwrap();
+    gone("rs-owner", owner.metadata.uid).await.unwrap().unwrap();
 }

@@ -1,6 +1,7 @@
 //! The official Python client (pip `kubernetes`, installed by `scripts/setup.sh` into
 //! `.tools/python`) against the real binary: typed create, get, list, a watch from the list's
-//! resourceVersion that sees the create, patch and delete in order, and 404 after the delete.
+//! resourceVersion that sees the create, patch and delete in order, 404 after the delete, and an
+//! owned child going with a foreground delete of its owner.
 
 use std::path::PathBuf;
 
@@ -37,4 +38,5 @@ fn the_python_client_creates_gets_lists_and_watches() {
         "{seen}"
     );
     assert_eq!(seen["after_delete"], 404, "{seen}");
+    assert_eq!(seen["owner_and_child_gone"], true, "{seen}");
 }
