@@ -39,6 +39,10 @@ summary() {
         [[ $line == *bytes/watcher=* ]] && s+=", $(field bytes/watcher "$line") B/idle watcher"
         [[ $line == *rss_end_kb=* ]] && s+=", RSS $(field rss_after_kb "$line")->$(field rss_end_kb "$line") kB over the writes"
         echo "$s"
+    elif [[ $line == *mode=cascade* ]]; then
+        echo "collected in $(field collected_s "$line") s, client deletes $(field client_deleted_s "$line") s, ratio $(field collected/client "$line")"
+    elif [[ $line == *mode=owners* ]]; then
+        echo "idle CPU $(field idle_cpu_percent "$line")%, RSS $(field rss_kb "$line") kB"
     elif [[ $line == *mode=seed* ]]; then
         echo "$(field objects "$line") objects, $(field list_bytes "$line") B JSON, RSS $(field rss_before_kb "$line")->$(field rss_after_kb "$line") kB, growth/JSON $(field growth_over_json "$line")"
     else

@@ -2,6 +2,7 @@
 //! watch a behaviour change (a strategy swapped in or out) land while traffic flows and prove no
 //! request failed across it; and the parts api-load builds its figures from (the submodules).
 
+pub mod cascade;
 pub mod etcd;
 pub mod figures;
 pub mod h2;

@@ -16,6 +16,10 @@
 //!   the watches opened.
 //! - `seed` creates `--objects` objects and reports the server's resident memory beside their
 //!   JSON size (one list's bytes).
+//! - `cascade` times a background cascade of `--objects` dependents (owner deleted → last
+//!   dependent gone) beside the same clients deleting as many themselves; `owners` creates
+//!   `--objects` owners with `--children` ConfigMaps each and reports the server's CPU use over
+//!   an idle `--seconds` and its resident memory (`--server-pid`).
 //!
 //! `--resource widgets|deployments|configmaps|leases|gateways|gateways-norules` picks the kind.
 //! `--baseline-etcd URL` (or `auto`: a private etcd on free loopback ports) then runs the same
@@ -33,6 +37,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use clap::Parser;
 use serde::de::IgnoredAny;
+use strategy_host_e2e::load::cascade;
 use strategy_host_e2e::load::etcd::{EtcdBaseline, EtcdOp};
 use strategy_host_e2e::load::figures::{ratio_line, rss_kb, Throughput};
 use strategy_host_e2e::load::h2::H2Client;
@@ -79,6 +84,9 @@ struct Args {
     /// watch: watches per HTTP/2 connection (the server allows 200 streams on one).
     #[arg(long, default_value_t = 190)]
     streams_per_connection: usize,
+    /// owners: dependents per owner.
+    #[arg(long, default_value_t = 10)]
+    children: usize,
     /// The server's process id, to read its resident memory from /proc.
     #[arg(long)]
     server_pid: Option<u32>,
@@ -137,6 +145,31 @@ fn main() -> anyhow::Result<()> {
             return Ok(());
         }
         "seed" => return seed_figure(&args, &resource, &base),
+        "cascade" => {
+            let timeout = Duration::from_secs(600);
+            let figure = cascade::cascade(&args.server, args.objects, args.concurrency, timeout)?;
+            println!("resource=configmaps mode=cascade {}", figure.fields());
+            return Ok(());
+        }
+        "owners" => {
+            let Some(pid) = args.server_pid else {
+                bail!("--mode owners needs --server-pid");
+            };
+            let window = Duration::from_secs_f64(args.seconds);
+            let (cpu, rss) = cascade::owners_at_rest(
+                &args.server,
+                pid,
+                args.objects,
+                args.children,
+                args.concurrency,
+                window,
+            )?;
+            println!(
+                "resource=configmaps mode=owners owners={} children={} idle_cpu_percent={cpu:.2} rss_kb={rss}",
+                args.objects, args.children
+            );
+            return Ok(());
+        }
         "list" => seed(&args, &resource, &base, args.objects, false)?,
         "create" => {}
         mode => {
