@@ -26,8 +26,36 @@ use super::queue::WorkQueue;
 use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
 use crate::storage::informer::{informer, InformerConfig, InformerEvent};
 
-/// Objects worked on at once.
-const WORKERS: usize = 8;
+/// Objects worked on at once (kube-controller-manager's `--concurrent-gc-syncs` is 20).
+const WORKERS: usize = 16;
+
+/// Owners known to be gone, remembered so their other dependents need no live lookup
+/// (Kubernetes' collector keeps the same cache).
+const ABSENT_OWNERS_REMEMBERED: usize = 4096;
+
+/// A bounded set of uids, the oldest forgotten first.
+#[derive(Debug, Default)]
+struct AbsentOwners {
+    order: std::collections::VecDeque<Uid>,
+    set: HashSet<Uid>,
+}
+
+impl AbsentOwners {
+    fn insert(&mut self, uid: &str) {
+        if self.set.insert(uid.to_string()) {
+            self.order.push_back(uid.to_string());
+            if self.order.len() > ABSENT_OWNERS_REMEMBERED {
+                if let Some(old) = self.order.pop_front() {
+                    self.set.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn contains(&self, uid: &str) -> bool {
+        self.set.contains(uid)
+    }
+}
 
 /// What an owner reference points at, as the collector judges it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +79,8 @@ struct Collector {
     queue: Arc<WorkQueue<Uid>>,
     /// (dependent, owner) pairs already reported as invalid.
     reported: Mutex<HashSet<(Uid, Uid)>>,
+    /// Owners seen deleted or looked up and not found.
+    absent: Mutex<AbsentOwners>,
     metrics: ControllerMetrics,
 }
 
@@ -63,6 +93,7 @@ pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()
         graph: Mutex::default(),
         queue: WorkQueue::new(),
         reported: Mutex::default(),
+        absent: Mutex::default(),
         metrics,
     });
     let (synced_tx, synced) = watch::channel(false);
@@ -201,6 +232,7 @@ async fn follow(collector: Arc<Collector>, registry: Arc<Registry>, synced: watc
                     }
                     InformerEvent::Delete(obj) => {
                         if let Some(uid) = obj.to_value().pointer("/metadata/uid").and_then(Value::as_str) {
+                            collector.lock_absent().insert(uid);
                             let woken = collector.lock_graph().forget(uid);
                             collector.wake(woken);
                         }
@@ -215,6 +247,10 @@ async fn follow(collector: Arc<Collector>, registry: Arc<Registry>, synced: watc
 impl Collector {
     fn lock_graph(&self) -> std::sync::MutexGuard<'_, Graph> {
         self.graph.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_absent(&self) -> std::sync::MutexGuard<'_, AbsentOwners> {
+        self.absent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn wake(&self, uids: Vec<Uid>) {
@@ -399,6 +435,9 @@ impl Collector {
                 self.report_invalid(uid, node, owner, &ns).await;
             }
         }
+        if self.lock_absent().contains(&owner.uid) {
+            return Ok(OwnerState::Dangling);
+        }
         let object = ObjectRef {
             group: served.def.group.clone(),
             version: version.to_string(),
@@ -415,7 +454,10 @@ impl Collector {
                 Node::of(&object.group, &object.plural, &obj)
                     .map_or(OwnerState::Solid, |(_, n)| state_of(&n))
             }
-            _ => OwnerState::Dangling,
+            _ => {
+                self.lock_absent().insert(&owner.uid);
+                OwnerState::Dangling
+            }
         })
     }
 
