@@ -19,6 +19,7 @@
 //! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store;
 //! - [`cli`]: `strategy-host module test|diff`, running a module's phases on objects from files.
 
+pub mod admission;
 mod api;
 pub mod app;
 pub mod authentication;

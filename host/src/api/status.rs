@@ -316,12 +316,43 @@ impl From<&RegistryError> for Status {
             RegistryError::Forbidden { target, .. } => Self::new(403, "Forbidden", err.to_string())
                 .with_target(target, target.plural.clone()),
             RegistryError::BadRequest(m) => Self::bad_request(m.clone()),
+            RegistryError::Denied {
+                code,
+                reason,
+                message,
+            } => Self::new(*code, known_reason(reason), message.clone()),
             RegistryError::Strategy(e) => Self::internal(e),
             RegistryError::Internal(m) => Self::internal(m),
             // A plain Go error in kube-apiserver: 500 with no reason and the bare message.
             RegistryError::ResourceVersionSetOnCreate => Self::new(500, "", err.to_string()),
         }
     }
+}
+
+/// `reason` as one of Kubernetes' `StatusReason`s (what a webhook's denial may carry); anything
+/// else answers with no reason.
+fn known_reason(reason: &str) -> &'static str {
+    const REASONS: [&str; 18] = [
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "StoreReadError",
+        "Timeout",
+        "TooManyRequests",
+        "BadRequest",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "ServiceUnavailable",
+    ];
+    REASONS.into_iter().find(|r| *r == reason).unwrap_or("")
 }
 
 #[cfg(test)]

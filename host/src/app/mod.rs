@@ -136,6 +136,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     let controllers = ControllerSet::parse(&config.controllers).map_err(anyhow::Error::msg)?;
     let rbac = security::start_rbac(&config, &registry).await;
     let secured = security::secure(&config, &registry, rbac)?;
+    // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.
+    let (mutating, validating) = crate::admission::webhook::start(&registry);
+    registry.admission().add_mutating(mutating);
+    registry.admission().add(validating);
     let controller_metrics = ControllerMetrics::default();
     let parts = crate::controllers::Parts {
         metrics: controller_metrics.clone(),

@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Attributes, Authorizer, Decision};
-use crate::registry::admission::{AdmissionRequest, Operation, ValidatingAdmission};
+use crate::registry::admission::{
+    AdmissionRequest, Operation, Rejection, ValidatingAdmission, Verdict,
+};
 use crate::registry::Registry;
 use crate::strategy::Refusal;
 
@@ -60,11 +62,11 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
         "OwnerReferencesPermissionEnforcement"
     }
 
-    async fn validate(&self, request: &AdmissionRequest<'_>) -> Result<(), Refusal> {
+    async fn validate(&self, request: &AdmissionRequest<'_>) -> Verdict {
         let new = owner_references(Some(request.object));
         let old = owner_references(request.old_object);
         if new == old {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let base = Attributes {
             user: request.user.clone(),
@@ -83,10 +85,10 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
             };
             let decision = self.authorizer.authorize(&delete);
             if !decision.allowed() {
-                return Err(Refusal::Forbidden(format!(
+                return Err(Rejection::Refused(Refusal::Forbidden(format!(
                     "cannot set an ownerRef on a resource you can't delete: {}",
                     reason(&decision)
-                )));
+                ))));
             }
         }
         for owner in newly_blocking(&new, &old) {
@@ -100,9 +102,9 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
                 .upgrade()
                 .and_then(|r| r.resolve_kind(group, version, &kind));
             let Some(served) = served else {
-                return Err(Refusal::Forbidden(format!(
+                return Err(Rejection::Refused(Refusal::Forbidden(format!(
                     "cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion {api_version} Kind {kind}: no matches for kind \"{kind}\" in version \"{api_version}\""
-                )));
+                ))));
             };
             let finalizers = Attributes {
                 verb: "update".into(),
@@ -115,13 +117,13 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
             };
             let decision = self.authorizer.authorize(&finalizers);
             if !decision.allowed() {
-                return Err(Refusal::Forbidden(format!(
+                return Err(Rejection::Refused(Refusal::Forbidden(format!(
                     "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: {}",
                     reason(&decision)
-                )));
+                ))));
             }
         }
-        Ok(())
+        Ok(Vec::new())
     }
 }
 

@@ -1,7 +1,8 @@
-//! Validating admission in the registry's write pipelines: plugins the server installs (the
-//! owner-reference permission check today) are asked about every create and update once the
-//! object's own strategy and schema accepted it, as Kubernetes runs validating admission inside
-//! `Store.Create` and `Store.Update`. A plugin refuses with a [`Refusal`] (403 Forbidden, ...).
+//! Admission in the registry's write pipelines, in Kubernetes' order: mutating plugins (the
+//! webhooks) change an incoming object before its own strategy and schema run; validating
+//! plugins (owner-reference permissions, the webhooks) are asked once they accepted it, as
+//! Kubernetes runs validating admission inside `Store.Create` and `Store.Update`. A plugin
+//! stops a write with a [`Rejection`] and may add warnings.
 
 use std::sync::{Arc, RwLock};
 
@@ -41,6 +42,39 @@ pub struct AdmissionRequest<'a> {
     pub old_object: Option<&'a Value>,
     /// Who writes.
     pub user: &'a UserInfo,
+    /// `?dryRun=All`: nothing will be persisted.
+    pub dry_run: bool,
+}
+
+/// Why admission stopped a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// Refused as the registry words it (403 `{resource} "{name}" is forbidden: ...`).
+    Refused(Refusal),
+    /// A `Status` the plugin chose (a webhook's denial: its code, reason and message).
+    Denied {
+        /// The HTTP code.
+        code: u16,
+        /// The `Status` reason.
+        reason: String,
+        /// The message.
+        message: String,
+    },
+    /// The plugin could not decide and fails closed (500 `Internal error occurred: ...`).
+    Failed(String),
+}
+
+/// What a plugin answers: warnings for the client, or a rejection.
+pub type Verdict = Result<Vec<String>, Rejection>;
+
+/// A mutating admission plugin.
+#[async_trait]
+pub trait MutatingAdmission: Send + Sync {
+    /// Its name, for logs.
+    fn name(&self) -> &str;
+
+    /// May change `object` (the request's object is its state before this plugin).
+    async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict;
 }
 
 /// A validating admission plugin.
@@ -49,14 +83,15 @@ pub trait ValidatingAdmission: Send + Sync {
     /// Its name, for logs.
     fn name(&self) -> &str;
 
-    /// Accepts the write or refuses it.
-    async fn validate(&self, request: &AdmissionRequest<'_>) -> Result<(), Refusal>;
+    /// Accepts the write (with warnings) or rejects it.
+    async fn validate(&self, request: &AdmissionRequest<'_>) -> Verdict;
 }
 
 /// The plugins every store of a registry asks, in order; the server adds them at startup.
 #[derive(Default)]
 pub struct AdmissionChain {
     plugins: RwLock<Vec<Arc<dyn ValidatingAdmission>>>,
+    mutating: RwLock<Vec<Arc<dyn MutatingAdmission>>>,
 }
 
 impl std::fmt::Debug for AdmissionChain {
@@ -73,12 +108,42 @@ impl std::fmt::Debug for AdmissionChain {
 }
 
 impl AdmissionChain {
-    /// Appends `plugin`.
+    /// Appends a validating `plugin`.
     pub fn add(&self, plugin: Arc<dyn ValidatingAdmission>) {
         self.plugins
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .push(plugin);
+    }
+
+    /// Appends a mutating `plugin`.
+    pub fn add_mutating(&self, plugin: Arc<dyn MutatingAdmission>) {
+        self.mutating
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(plugin);
+    }
+
+    /// Lets every mutating plugin change `object`, in order; answers their warnings.
+    ///
+    /// # Errors
+    /// The first rejection.
+    pub async fn mutate(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+        let plugins = self
+            .mutating
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut warnings = Vec::new();
+        for plugin in plugins {
+            let before = object.clone();
+            let asked = AdmissionRequest {
+                object: &before,
+                ..*request
+            };
+            warnings.extend(plugin.admit(&asked, object).await?);
+        }
+        Ok(warnings)
     }
 
     fn plugins(&self) -> Vec<Arc<dyn ValidatingAdmission>> {
@@ -88,14 +153,15 @@ impl AdmissionChain {
             .clone()
     }
 
-    /// Asks every plugin; the first refusal wins.
+    /// Asks every validating plugin; answers their warnings.
     ///
     /// # Errors
-    /// The refusal.
-    pub async fn validate(&self, request: &AdmissionRequest<'_>) -> Result<(), Refusal> {
+    /// The first rejection.
+    pub async fn validate(&self, request: &AdmissionRequest<'_>) -> Verdict {
+        let mut warnings = Vec::new();
         for plugin in self.plugins() {
-            plugin.validate(request).await?;
+            warnings.extend(plugin.validate(request).await?);
         }
-        Ok(())
+        Ok(warnings)
     }
 }

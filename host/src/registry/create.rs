@@ -96,6 +96,7 @@ impl RegistryStore {
         obj: &mut Value,
         warnings: &mut Vec<String>,
     ) -> Result<()> {
+        warnings.extend(self.mutate(scope, Operation::Create, obj, None).await?);
         self.check_identity(scope, obj)?;
         self.apply_schema(scope, obj, warnings)?;
         if meta_str(obj, "name").unwrap_or("").is_empty() {
@@ -148,7 +149,7 @@ impl RegistryStore {
                 causes,
             });
         }
-        self.admit(scope, Operation::Create, obj, None).await?;
+        warnings.extend(self.admit(scope, Operation::Create, obj, None).await?);
         self.check_namespace(scope, &name).await
     }
 

@@ -88,6 +88,16 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// Admission denied the write with a `Status` of its own (a webhook's code and reason).
+    #[error("{message}")]
+    Denied {
+        /// The HTTP code.
+        code: u16,
+        /// The `Status` reason.
+        reason: String,
+        /// The message.
+        message: String,
+    },
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),

@@ -13,6 +13,7 @@ mod delete_races;
 pub mod error;
 pub mod event_expiry;
 pub mod fieldmanager;
+pub mod labels;
 pub mod list;
 pub mod names;
 pub mod namespace_lifecycle;

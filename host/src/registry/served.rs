@@ -97,6 +97,9 @@ impl Registry {
             Arc::new(ResourceDefinition::namespaces()),
             Arc::new(NamespaceStrategy),
         );
+        for def in ResourceDefinition::admission_kinds() {
+            registry.install(Arc::new(def), Arc::new(crate::strategy::DefaultStrategy));
+        }
         for def in ResourceDefinition::builtin_kinds() {
             let strategy = registry.resolver.strategy(&def.group, &def.kind);
             registry.install(Arc::new(def), strategy);

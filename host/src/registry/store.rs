@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::admission::{AdmissionChain, AdmissionRequest, Operation};
+use super::admission::{AdmissionChain, AdmissionRequest, Operation, Rejection};
 use super::definition::ResourceDefinition;
 use super::error::{Error, Result, Target};
 use super::fieldmanager;
@@ -145,33 +145,79 @@ impl RegistryStore {
         self
     }
 
-    /// Asks the admission plugins about a write of `object` (`old` before an update).
+    /// The admission request of a write of `object` (`old` before an update).
+    fn admission_request<'a>(
+        &'a self,
+        scope: &'a RequestScope,
+        operation: Operation,
+        object: &'a Value,
+        old: Option<&'a Value>,
+    ) -> AdmissionRequest<'a> {
+        AdmissionRequest {
+            operation,
+            resource: &self.def,
+            version: &scope.version,
+            subresource: scope.subresource.as_deref(),
+            namespace: scope.namespace.as_deref().filter(|_| self.def.namespaced),
+            name: object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            object,
+            old_object: old,
+            user: &scope.user,
+            dry_run: scope.dry_run,
+        }
+    }
+
+    /// Lets the mutating admission plugins change `object` (`old` before an update); answers
+    /// their warnings.
+    pub(super) async fn mutate(
+        &self,
+        scope: &RequestScope,
+        operation: Operation,
+        object: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<Vec<String>> {
+        let before = object.clone();
+        let request = self.admission_request(scope, operation, &before, old);
+        let name = request.name.to_string();
+        self.admission
+            .mutate(&request, object)
+            .await
+            .map_err(|r| self.rejected(&name, r))
+    }
+
+    /// Asks the validating admission plugins about a write of `object` (`old` before an
+    /// update); answers their warnings.
     pub(super) async fn admit(
         &self,
         scope: &RequestScope,
         operation: Operation,
         object: &Value,
         old: Option<&Value>,
-    ) -> Result<()> {
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let request = AdmissionRequest {
-            operation,
-            resource: &self.def,
-            version: &scope.version,
-            subresource: scope.subresource.as_deref(),
-            namespace: scope.namespace.as_deref().filter(|_| self.def.namespaced),
-            name,
-            object,
-            old_object: old,
-            user: &scope.user,
-        };
+    ) -> Result<Vec<String>> {
+        let request = self.admission_request(scope, operation, object, old);
         self.admission
             .validate(&request)
             .await
-            .map_err(|refusal| Error::refused(&self.target(name), refusal))
+            .map_err(|r| self.rejected(request.name, r))
+    }
+
+    fn rejected(&self, name: &str, rejection: Rejection) -> Error {
+        match rejection {
+            Rejection::Refused(refusal) => Error::refused(&self.target(name), refusal),
+            Rejection::Denied {
+                code,
+                reason,
+                message,
+            } => Error::Denied {
+                code,
+                reason,
+                message,
+            },
+            Rejection::Failed(why) => Error::Internal(why),
+        }
     }
 
     /// The resource served.

@@ -179,6 +179,9 @@ impl RegistryStore {
             super::fieldmanager::on_update(&old, &mut new, self.schema(scope), &m)
                 .map_err(|r| self.refused(name, r))?;
         }
+        let mutated = self
+            .mutate(scope, Operation::Update, &mut new, Some(&old))
+            .await?;
         self.check_name(&new, name)?;
         self.check_identity(scope, &mut new)?;
         let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
@@ -197,7 +200,7 @@ impl RegistryStore {
             rv if rv != old_rv => return Err(Error::modified(&target)),
             _ => {}
         }
-        let mut warnings = Vec::new();
+        let mut warnings = mutated;
         let status_only = scope.subresource.as_deref() == Some("status");
         match scope.subresource.as_deref() {
             Some("status") => new = status_written_over(&old, &new),

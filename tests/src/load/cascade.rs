@@ -51,7 +51,11 @@ fn spread(
 /// Creates an owner labelled `label` and `dependents` children it owns; answers the owner.
 fn family(server: &str, label: &str, dependents: usize, clients: usize) -> anyhow::Result<Value> {
     let base = configmaps(server);
-    let made = call("POST", &base, Some(&configmap(&format!("{label}-owner"), label, None)))?;
+    let made = call(
+        "POST",
+        &base,
+        Some(&configmap(&format!("{label}-owner"), label, None)),
+    )?;
     if made.code != 201 {
         bail!("creating the owner answered {}: {}", made.code, made.body);
     }
@@ -69,7 +73,10 @@ fn family(server: &str, label: &str, dependents: usize, clients: usize) -> anyho
 
 /// Objects labelled `label` left (the owner included), at most `limit` counted.
 fn left(server: &str, label: &str) -> anyhow::Result<usize> {
-    let url = format!("{}?labelSelector=cascade%3D{label}&limit=1", configmaps(server));
+    let url = format!(
+        "{}?labelSelector=cascade%3D{label}&limit=1",
+        configmaps(server)
+    );
     let r = call("GET", &url, None)?;
     if r.code != 200 {
         bail!("listing answered {}: {}", r.code, r.body);
@@ -130,8 +137,13 @@ pub fn cascade(
     let by_server = format!("{run}-gc");
     family(server, &by_server, dependents, clients)?;
     let began = Instant::now();
-    let policy = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
-    let r = call("DELETE", &format!("{base}/{by_server}-owner"), Some(&policy))?;
+    let policy =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+    let r = call(
+        "DELETE",
+        &format!("{base}/{by_server}-owner"),
+        Some(&policy),
+    )?;
     if r.code != 200 {
         bail!("deleting the owner answered {}: {}", r.code, r.body);
     }
@@ -173,8 +185,14 @@ pub fn owners_at_rest(
     clients: usize,
     window: Duration,
 ) -> anyhow::Result<(f64, u64)> {
-    let have = call("GET", &format!("{}?resourceVersion=0&limit=1", configmaps(server)), None)?;
-    let holds = have.json()["metadata"]["remainingItemCount"].as_u64().unwrap_or(0);
+    let have = call(
+        "GET",
+        &format!("{}?resourceVersion=0&limit=1", configmaps(server)),
+        None,
+    )?;
+    let holds = have.json()["metadata"]["remainingItemCount"]
+        .as_u64()
+        .unwrap_or(0);
     if (holds as usize) + 1 < owners * (children + 1) {
         spread(clients, owners, |o| {
             family(server, &format!("rest{o:05}"), children, 1).map(|_| ())

@@ -304,6 +304,12 @@ impl ResourceDefinition {
         defs
     }
 
+    /// The admission configuration kinds (`admissionregistration.k8s.io`: webhook
+    /// configurations), from `admission_kinds.json`, served with the default strategy.
+    pub fn admission_kinds() -> Vec<Self> {
+        Self::builtins(include_str!("../admission_kinds.json"))
+    }
+
     /// The verbs the resource answers, as discovery lists them.
     pub fn verbs(&self) -> &'static [&'static str] {
         if self.create_only {

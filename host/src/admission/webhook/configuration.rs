@@ -1,0 +1,207 @@
+//! One webhook of a `MutatingWebhookConfiguration` or `ValidatingWebhookConfiguration`, read
+//! from the stored object, and whether a write is its business (rules, match policy, scope,
+//! namespace and object selectors) — Kubernetes' matching, decided here once per request.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::registry::admission::{AdmissionRequest, Operation};
+use crate::registry::labels::{labels_of, selector_matches};
+
+/// The default and the most a webhook may take (`timeoutSeconds`).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One rule: which operations on which resources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    operations: Vec<String>,
+    api_groups: Vec<String>,
+    api_versions: Vec<String>,
+    resources: Vec<String>,
+    scope: String,
+}
+
+/// Where a webhook is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `clientConfig.url`.
+    Url(String),
+    /// `clientConfig.service`: `namespace/name:port/path`, which this host cannot reach.
+    Service(String),
+}
+
+/// One webhook.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Webhook {
+    /// The configuration it is in.
+    pub configuration: String,
+    /// Its name (what denials and failures name).
+    pub name: String,
+    /// Where it is called.
+    pub endpoint: Endpoint,
+    /// `clientConfig.caBundle`, decoded (PEM).
+    pub ca_bundle: Option<Vec<u8>>,
+    rules: Vec<Rule>,
+    /// `failurePolicy: Fail` (the default); `Ignore` otherwise.
+    pub fail_closed: bool,
+    equivalent: bool,
+    namespace_selector: Value,
+    object_selector: Value,
+    /// `sideEffects` is `None` or `NoneOnDryRun`: dry-run requests may be sent.
+    pub dry_run_safe: bool,
+    /// `timeoutSeconds`, capped at 30 s.
+    pub timeout: Duration,
+}
+
+fn strings(v: &Value, field: &str) -> Vec<String> {
+    v.get(field)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or_default()
+}
+
+impl Webhook {
+    /// The webhooks of a stored configuration.
+    pub fn of_configuration(configuration: &Value) -> Vec<Self> {
+        let config_name = configuration
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(webhooks) = configuration.get("webhooks").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        webhooks
+            .iter()
+            .map(|w| {
+                let client = w.get("clientConfig").cloned().unwrap_or(Value::Null);
+                let endpoint = match client.get("url").and_then(Value::as_str) {
+                    Some(url) => Endpoint::Url(url.to_string()),
+                    None => {
+                        let s = client.get("service").cloned().unwrap_or(Value::Null);
+                        let port = s.get("port").and_then(Value::as_u64).unwrap_or(443);
+                        Endpoint::Service(format!(
+                            "{}/{}:{port}{}",
+                            text(&s, "namespace"),
+                            text(&s, "name"),
+                            text(&s, "path")
+                        ))
+                    }
+                };
+                let ca_bundle = client
+                    .get("caBundle")
+                    .and_then(Value::as_str)
+                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+                let rules = w
+                    .get("rules")
+                    .and_then(Value::as_array)
+                    .map(|rules| {
+                        rules
+                            .iter()
+                            .map(|r| Rule {
+                                operations: strings(r, "operations"),
+                                api_groups: strings(r, "apiGroups"),
+                                api_versions: strings(r, "apiVersions"),
+                                resources: strings(r, "resources"),
+                                scope: Some(text(r, "scope"))
+                                    .filter(|s| !s.is_empty())
+                                    .unwrap_or("*")
+                                    .to_string(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let timeout = w
+                    .get("timeoutSeconds")
+                    .and_then(Value::as_u64)
+                    .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
+                    .min(MAX_TIMEOUT);
+                Self {
+                    configuration: config_name.to_string(),
+                    name: text(w, "name").to_string(),
+                    endpoint,
+                    ca_bundle,
+                    rules,
+                    fail_closed: text(w, "failurePolicy") != "Ignore",
+                    equivalent: text(w, "matchPolicy") != "Exact",
+                    namespace_selector: w.get("namespaceSelector").cloned().unwrap_or(Value::Null),
+                    object_selector: w.get("objectSelector").cloned().unwrap_or(Value::Null),
+                    dry_run_safe: matches!(text(w, "sideEffects"), "None" | "NoneOnDryRun"),
+                    timeout,
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a rule names the request's operation and resource.
+    pub fn rules_match(&self, request: &AdmissionRequest<'_>) -> bool {
+        let operation = match request.operation {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+        };
+        let def = request.resource;
+        let resource = match request.subresource {
+            Some(sub) => format!("{}/{sub}", def.plural),
+            None => def.plural.clone(),
+        };
+        let has = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
+        self.rules.iter().any(|rule| {
+            let resource_named = rule.resources.iter().any(|r| match r.split_once('/') {
+                Some((res, sub)) => {
+                    let (want_res, want_sub) = resource.split_once('/').unwrap_or((&resource, ""));
+                    (res == "*" || res == want_res) && (sub == "*" || sub == want_sub)
+                }
+                None => (r == "*" && request.subresource.is_none()) || *r == resource,
+            });
+            let scoped = match rule.scope.as_str() {
+                "Cluster" => !def.namespaced,
+                "Namespaced" => def.namespaced,
+                _ => true,
+            };
+            // Under `Equivalent` a rule naming another version of the same resource matches
+            // (the request is sent as it is, the only version served).
+            let version_ok = has(&rule.api_versions, request.version)
+                || (self.equivalent && !rule.api_versions.is_empty());
+            has(&rule.operations, operation)
+                && has(&rule.api_groups, &def.group)
+                && version_ok
+                && resource_named
+                && scoped
+        })
+    }
+
+    /// Whether the selectors hold: the namespace's labels (`namespace_labels`, for a
+    /// namespaced object) and the object's (or, for an update, the old object's).
+    pub fn selectors_match(
+        &self,
+        request: &AdmissionRequest<'_>,
+        namespace_labels: Option<&BTreeMap<String, String>>,
+    ) -> bool {
+        let namespace_ok = match namespace_labels {
+            _ if self.namespace_selector.is_null() => true,
+            Some(labels) => selector_matches(&self.namespace_selector, labels),
+            // A namespace object is judged by its own labels; other cluster-scoped ones match.
+            None if request.resource.is_namespaces() => {
+                selector_matches(&self.namespace_selector, &labels_of(request.object))
+            }
+            None => true,
+        };
+        let object_ok = self.object_selector.is_null()
+            || selector_matches(&self.object_selector, &labels_of(request.object))
+            || request
+                .old_object
+                .is_some_and(|old| selector_matches(&self.object_selector, &labels_of(old)));
+        namespace_ok && object_ok
+    }
+}

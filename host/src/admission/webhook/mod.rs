@@ -1,0 +1,349 @@
+//! Admission webhooks (`admissionregistration.k8s.io/v1`): the configurations followed through
+//! the informer, and the two registry plugins that call them — mutating webhooks in order
+//! (configurations by name), each answer's JSONPatch applied before the next; validating
+//! webhooks concurrently. Denials and failures are worded as Kubernetes words them.
+
+pub mod call;
+pub mod configuration;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock, Weak};
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use futures::StreamExt as _;
+use serde_json::{json, Value};
+
+use self::configuration::{Endpoint, Webhook};
+use crate::registry::admission::{
+    AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
+};
+use crate::registry::labels::labels_of;
+use crate::registry::system_fields::new_uid;
+use crate::registry::{Registry, RequestScope};
+use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::GetOptions;
+
+/// Which configurations a plugin follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Mutating,
+    Validating,
+}
+
+impl Kind {
+    fn plural(self) -> &'static str {
+        match self {
+            Self::Mutating => "mutatingwebhookconfigurations",
+            Self::Validating => "validatingwebhookconfigurations",
+        }
+    }
+}
+
+/// The webhooks of one kind of configuration, kept current from the informer.
+pub struct Webhooks {
+    kind: Kind,
+    registry: Weak<Registry>,
+    current: RwLock<Arc<Vec<Webhook>>>,
+}
+
+/// Starts following both kinds of configuration; answers the mutating and validating plugins
+/// (for the registry's admission chain).
+pub fn start(registry: &Arc<Registry>) -> (Arc<Webhooks>, Arc<Webhooks>) {
+    let plugin = |kind| {
+        let webhooks = Arc::new(Webhooks {
+            kind,
+            registry: Arc::downgrade(registry),
+            current: RwLock::default(),
+        });
+        webhooks.follow(registry);
+        webhooks
+    };
+    (plugin(Kind::Mutating), plugin(Kind::Validating))
+}
+
+impl Webhooks {
+    fn follow(self: &Arc<Self>, registry: &Registry) {
+        let Some(served) =
+            registry.resolve("admissionregistration.k8s.io", "v1", self.kind.plural())
+        else {
+            return;
+        };
+        let (storage, prefix) = (served.store.storage().clone(), served.def.key_prefix());
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
+            let mut configurations: BTreeMap<String, Value> = BTreeMap::new();
+            let mut listing = BTreeMap::new();
+            while let Some(event) = events.next().await {
+                let Some(this) = weak.upgrade() else { return };
+                let name = |o: &Value| {
+                    o.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                match event {
+                    InformerEvent::Init => listing.clear(),
+                    InformerEvent::InitApply(o) => {
+                        let o = o.to_value();
+                        listing.insert(name(&o), o);
+                    }
+                    InformerEvent::InitDone { .. } => configurations = std::mem::take(&mut listing),
+                    InformerEvent::Apply(o) => {
+                        let o = o.to_value();
+                        configurations.insert(name(&o), o);
+                    }
+                    InformerEvent::Delete(o) => {
+                        configurations.remove(&name(&o.to_value()));
+                    }
+                    InformerEvent::Progress(_) => continue,
+                }
+                // Configurations in name order, as Kubernetes calls them.
+                let webhooks: Vec<Webhook> = configurations
+                    .values()
+                    .flat_map(Webhook::of_configuration)
+                    .collect();
+                *this.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(webhooks);
+            }
+        });
+    }
+
+    fn webhooks(&self) -> Arc<Vec<Webhook>> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The labels of the request's namespace (for namespace selectors).
+    async fn namespace_labels(
+        &self,
+        request: &AdmissionRequest<'_>,
+    ) -> Option<BTreeMap<String, String>> {
+        let namespace = request.namespace?;
+        let registry = self.registry.upgrade()?;
+        let served = registry.resolve("", "v1", "namespaces")?;
+        let scope = RequestScope {
+            version: "v1".into(),
+            ..Default::default()
+        };
+        let options = GetOptions {
+            resource_version: "0".into(),
+            ignore_not_found: false,
+        };
+        let ns = served.store.get(&scope, namespace, options).await.ok()?;
+        Some(labels_of(&ns))
+    }
+
+    /// The webhooks this request is for.
+    async fn matching(&self, request: &AdmissionRequest<'_>) -> Vec<Webhook> {
+        let all = self.webhooks();
+        let candidates: Vec<&Webhook> = all.iter().filter(|w| w.rules_match(request)).collect();
+        if candidates.is_empty() {
+            return Vec::new();
+        }
+        let labels = self.namespace_labels(request).await;
+        candidates
+            .into_iter()
+            .filter(|w| w.selectors_match(request, labels.as_ref()))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The `AdmissionReview` a webhook is sent for `request` with `object`.
+fn review(request: &AdmissionRequest<'_>, object: &Value) -> Value {
+    let def = request.resource;
+    let user = request.user;
+    let operation = match request.operation {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+    };
+    let options_kind = match request.operation {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+    };
+    let kind = json!({"group": def.group, "version": request.version, "kind": def.kind});
+    let resource = json!({"group": def.group, "version": request.version, "resource": def.plural});
+    let mut body = json!({
+        "uid": new_uid(),
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,
+        "requestResource": resource,
+        "name": request.name,
+        "operation": operation,
+        "userInfo": {"username": user.username, "uid": user.uid, "groups": user.groups, "extra": user.extra},
+        "object": object,
+        "oldObject": request.old_object,
+        "dryRun": request.dry_run,
+        "options": {"kind": options_kind, "apiVersion": "meta.k8s.io/v1"},
+    });
+    if let Some(ns) = request.namespace {
+        body["namespace"] = json!(ns);
+    }
+    if let Some(sub) = request.subresource {
+        body["subResource"] = json!(sub);
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": body})
+}
+
+/// What one call decided.
+enum Answer {
+    /// Allowed, with warnings and, from a mutating webhook, a JSONPatch.
+    Allowed(Vec<String>, Option<json_patch::Patch>),
+    /// Stopped.
+    Rejected(Rejection),
+}
+
+/// Calls `webhook` about `object`; a failure rejects or is ignored per its failure policy.
+async fn call_webhook(webhook: &Webhook, request: &AdmissionRequest<'_>, object: &Value) -> Answer {
+    if request.dry_run && !webhook.dry_run_safe {
+        return Answer::Rejected(Rejection::Denied {
+            code: 400,
+            reason: "BadRequest".into(),
+            message: format!(
+                "admission webhook {:?} does not support dry run",
+                webhook.name
+            ),
+        });
+    }
+    let sent = review(request, object);
+    let called = match &webhook.endpoint {
+        Endpoint::Url(url) => call::post(url, webhook.ca_bundle.as_deref(), &sent, webhook.timeout).await,
+        Endpoint::Service(service) => Err(format!(
+            "service {service} cannot be reached from this server (no cluster network): give the webhook a clientConfig.url"
+        )),
+    };
+    let outcome = called.and_then(|answer| read_response(&sent, &answer));
+    match outcome {
+        Ok(answer) => answer_for(webhook, answer),
+        Err(why) if webhook.fail_closed => Answer::Rejected(Rejection::Failed(format!(
+            "failed calling webhook {:?}: failed to call webhook: {why}",
+            webhook.name
+        ))),
+        Err(why) => {
+            tracing::warn!(webhook = %webhook.name, error = %why, "webhook failed; ignored (failurePolicy: Ignore)");
+            Answer::Allowed(Vec::new(), None)
+        }
+    }
+}
+
+/// The `response` of an answered review, checked against the request sent.
+fn read_response(sent: &Value, answer: &Value) -> Result<Value, String> {
+    let response = answer
+        .get("response")
+        .ok_or("expected response in AdmissionReview")?;
+    if response.get("uid") != sent.pointer("/request/uid") {
+        return Err(format!(
+            "expected response.uid={}, got {}",
+            sent.pointer("/request/uid").unwrap_or(&Value::Null),
+            response.get("uid").unwrap_or(&Value::Null)
+        ));
+    }
+    Ok(response.clone())
+}
+
+fn answer_for(webhook: &Webhook, response: Value) -> Answer {
+    let warnings: Vec<String> = response
+        .get("warnings")
+        .and_then(Value::as_array)
+        .map(|w| {
+            w.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    if response.get("allowed") != Some(&Value::Bool(true)) {
+        let status = response.get("status").cloned().unwrap_or(Value::Null);
+        let code = status
+            .get("code")
+            .and_then(Value::as_u64)
+            .and_then(|c| u16::try_from(c).ok())
+            .filter(|c| *c >= 400)
+            .unwrap_or(400);
+        let reason = status
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let message = status
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let denied_by = format!("admission webhook {:?} denied the request", webhook.name);
+        let message = match (message, reason) {
+            ("", "") => format!("{denied_by} without explanation"),
+            ("", reason) => format!("{denied_by}: {reason}"),
+            (message, _) => format!("{denied_by}: {message}"),
+        };
+        return Answer::Rejected(Rejection::Denied {
+            code,
+            reason: reason.to_string(),
+            message,
+        });
+    }
+    let patch = response
+        .get("patch")
+        .and_then(Value::as_str)
+        .and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
+        .and_then(|bytes| serde_json::from_slice::<json_patch::Patch>(&bytes).ok());
+    Answer::Allowed(warnings, patch)
+}
+
+#[async_trait]
+impl MutatingAdmission for Webhooks {
+    fn name(&self) -> &str {
+        "MutatingAdmissionWebhook"
+    }
+
+    async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+        let mut warnings = Vec::new();
+        for webhook in self.matching(request).await {
+            let asked = AdmissionRequest {
+                object: &*object,
+                ..*request
+            };
+            let current = object.clone();
+            match call_webhook(&webhook, &asked, &current).await {
+                Answer::Rejected(r) => return Err(r),
+                Answer::Allowed(w, patch) => {
+                    warnings.extend(w);
+                    if let Some(patch) = patch {
+                        let mut patched = current;
+                        json_patch::patch(&mut patched, &patch).map_err(|e| {
+                            Rejection::Failed(format!(
+                                "failed calling webhook {:?}: the JSONPatch does not apply: {e}",
+                                webhook.name
+                            ))
+                        })?;
+                        *object = patched;
+                    }
+                }
+            }
+        }
+        Ok(warnings)
+    }
+}
+
+#[async_trait]
+impl ValidatingAdmission for Webhooks {
+    fn name(&self) -> &str {
+        "ValidatingAdmissionWebhook"
+    }
+
+    async fn validate(&self, request: &AdmissionRequest<'_>) -> Verdict {
+        let webhooks = self.matching(request).await;
+        let calls = webhooks
+            .iter()
+            .map(|w| call_webhook(w, request, request.object));
+        let mut warnings = Vec::new();
+        for answer in futures::future::join_all(calls).await {
+            match answer {
+                Answer::Rejected(r) => return Err(r),
+                Answer::Allowed(w, _) => warnings.extend(w),
+            }
+        }
+        Ok(warnings)
+    }
+}

@@ -1,0 +1,256 @@
+//! Admission webhooks against a real HTTPS webhook server (Python's standard library, with a
+//! certificate from a CA made here): a mutating webhook's JSONPatch and warning, a validating
+//! webhook's denial worded as Kubernetes words it, a hanging webhook under Ignore and Fail, one
+//! that answers garbage, one behind a CA the configuration does not trust; configurations
+//! applied with kubectl 1.35.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use strategy_host_e2e::{call, eventually, latest_kubectl_path, KubeFixture};
+
+/// A CA and a serving certificate for 127.0.0.1, written into `dir`; answers the CA's PEM.
+fn certificates(dir: &Path) -> String {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "webhook test CA");
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("webhook.crt"), cert.pem()).unwrap();
+    std::fs::write(dir.join("webhook.key"), key.serialize_pem()).unwrap();
+    ca_cert.pem()
+}
+
+/// The webhook server, killed when dropped.
+struct WebhookServer {
+    child: Child,
+    port: u16,
+}
+
+impl WebhookServer {
+    fn start(dir: &Path) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/webhook.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg(dir.join("webhook.crt"))
+            .arg(dir.join("webhook.key"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().strip_prefix("ready ").unwrap().parse().unwrap();
+        Self { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for WebhookServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A configuration of one webhook on `resource` (core group) as YAML-compatible JSON.
+fn configuration(
+    kind: &str,
+    name: &str,
+    url: &str,
+    ca: &str,
+    resource: &str,
+    extra: Value,
+) -> Value {
+    let mut webhook = json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": [resource]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    if let (Some(w), Some(e)) = (webhook.as_object_mut(), extra.as_object()) {
+        w.extend(e.clone());
+    }
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": [webhook],
+    })
+}
+
+fn post(k: &KubeFixture, path: &str, obj: &Value) -> strategy_host_e2e::Reply {
+    call("POST", &k.host.url(path), Some(obj)).unwrap()
+}
+
+#[test]
+fn webhooks_mutate_deny_and_fail_as_kubernetes_words_it() {
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
+    let ca = certificates(k.dir.path());
+    let webhook = WebhookServer::start(k.dir.path());
+    let configs = [
+        configuration(
+            "MutatingWebhookConfiguration",
+            "mutate.example.com",
+            &webhook.url("/mutate"),
+            &ca,
+            "configmaps",
+            json!({}),
+        ),
+        configuration(
+            "ValidatingWebhookConfiguration",
+            "deny.example.com",
+            &webhook.url("/deny"),
+            &ca,
+            "configmaps",
+            json!({}),
+        ),
+    ];
+    let manifest: Vec<String> = configs.iter().map(Value::to_string).collect();
+    let applied = k.ok_with(&["apply", "-f", "-"], Some(&manifest.join("\n---\n")));
+    assert!(applied.contains("mutate.example.com created"), "{applied}");
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm = |name: &str, data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data});
+
+    let mut created = Value::Null;
+    let mut n = 0;
+    eventually(
+        "the mutating webhook to label a new ConfigMap",
+        Duration::from_secs(10),
+        || {
+            n += 1;
+            let reply = post(&k, cms, &cm(&format!("probe-{n}"), json!({"a": "1"})));
+            assert_eq!(reply.code, 201, "{}", reply.body);
+            created = reply.json();
+            created["metadata"]["labels"]["mutated-by"] == "webhook"
+        },
+    );
+    let out = k.ok_with(
+        &["create", "-f", "-"],
+        Some(&cm("warned", json!({})).to_string()),
+    );
+    assert!(out.contains("configmap/warned created"), "{out}");
+    let (_, _, stderr) = k.run_with(
+        &["apply", "-f", "-"],
+        Some(&cm("warned2", json!({})).to_string()),
+    );
+    assert!(
+        stderr.contains("Warning: mutated by the test webhook"),
+        "{stderr}"
+    );
+
+    let denied = post(&k, cms, &cm("bad", json!({"forbidden": "x"})));
+    assert_eq!(denied.code, 403, "{}", denied.body);
+    assert_eq!(
+        denied.json()["message"],
+        "admission webhook \"deny.example.com\" denied the request: forbidden key"
+    );
+    assert_eq!(denied.json()["reason"], "Forbidden");
+
+    // Secrets: a hanging webhook ignored, then one that fails closed; garbage; a wrong CA.
+    let secrets = "/api/v1/namespaces/default/secrets";
+    let secret =
+        |name: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}});
+    let configs = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let hang = configuration(
+        "ValidatingWebhookConfiguration",
+        "hang.example.com",
+        &webhook.url("/hang"),
+        &ca,
+        "secrets",
+        json!({"timeoutSeconds": 1, "failurePolicy": "Ignore"}),
+    );
+    assert_eq!(post(&k, configs, &hang).code, 201);
+    let mut n = 0;
+    eventually(
+        "the ignored hanging webhook to be called (and time out)",
+        Duration::from_secs(10),
+        || {
+            n += 1;
+            let began = Instant::now();
+            let ignored = post(&k, secrets, &secret(&format!("ignored-{n}")));
+            assert_eq!(ignored.code, 201, "{}", ignored.body);
+            began.elapsed() >= Duration::from_millis(900)
+        },
+    );
+    let delete = |name: &str| {
+        let r = call("DELETE", &k.host.url(&format!("{configs}/{name}")), None).unwrap();
+        assert_eq!(r.code, 200, "{}", r.body);
+    };
+    delete("hang.example.com");
+
+    let other_dir = k.dir.path().join("other-ca");
+    std::fs::create_dir(&other_dir).unwrap();
+    let untrusted = certificates(&other_dir);
+    let cases = [
+        (
+            "hang-fail.example.com",
+            webhook.url("/hang"),
+            &ca,
+            "context deadline exceeded",
+        ),
+        (
+            "garbage.example.com",
+            webhook.url("/garbage"),
+            &ca,
+            "AdmissionReview",
+        ),
+        (
+            "wrong-ca.example.com",
+            webhook.url("/deny"),
+            &untrusted,
+            "certificate",
+        ),
+    ];
+    for (name, url, trusted, why) in cases {
+        let failing = configuration(
+            "ValidatingWebhookConfiguration",
+            name,
+            &url,
+            trusted,
+            "secrets",
+            json!({"timeoutSeconds": 1, "failurePolicy": "Fail"}),
+        );
+        assert_eq!(post(&k, configs, &failing).code, 201);
+        let mut reply = None;
+        eventually(
+            &format!("{name} to fail secrets closed"),
+            Duration::from_secs(10),
+            || {
+                n += 1;
+                let r = post(&k, secrets, &secret(&format!("failed-{n}")));
+                // The previous case's configuration may still be in force for a moment.
+                let failed = r.code == 500 && r.body.contains(name);
+                reply = Some(r);
+                failed
+            },
+        );
+        let message = reply.unwrap().json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            message.starts_with(&format!("Internal error occurred: failed calling webhook \"{name}\": failed to call webhook: ")),
+            "{message}"
+        );
+        assert!(message.contains(why), "{message}");
+        delete(name);
+    }
+    // Other resources are not held up by the failing webhooks.
+    assert_eq!(post(&k, cms, &cm("unrelated", json!({}))).code, 201);
+}
