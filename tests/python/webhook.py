@@ -1,6 +1,6 @@
 """An admission webhook server as users run them (Python standard library, HTTPS), for the
 end-to-end tests: /mutate adds a label with a JSONPatch and a warning, /deny refuses objects with
-a `forbidden` data key, /hang never answers in time, /garbage answers something that is not an
+a `forbidden` data key, /protect refuses deleting objects labelled protected=true, /hang never answers in time, /garbage answers something that is not an
 AdmissionReview. Prints `ready PORT` once it listens.
 
     python3 tests/python/webhook.py CERT_FILE KEY_FILE
@@ -44,6 +44,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if "forbidden" in (obj.get("data") or {}):
                 response = {"uid": request["uid"], "allowed": False,
                             "status": {"code": 403, "reason": "Forbidden", "message": "forbidden key"}}
+        elif path == "/protect":
+            labels = (request.get("oldObject") or {}).get("metadata", {}).get("labels") or {}
+            if request["operation"] == "DELETE" and labels.get("protected") == "true":
+                response = {"uid": request["uid"], "allowed": False,
+                            "status": {"code": 403, "reason": "Forbidden", "message": "protected object"}}
         elif path == "/hang":
             time.sleep(30)
         elif path == "/garbage":

@@ -137,7 +137,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     let rbac = security::start_rbac(&config, &registry).await;
     let secured = security::secure(&config, &registry, rbac)?;
     // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.
-    let (mutating, validating) = crate::admission::webhook::start(&registry);
+    let webhook_metrics = crate::admission::webhook::metrics::WebhookMetrics::default();
+    let (mutating, validating) = crate::admission::webhook::start(&registry, &webhook_metrics);
     registry.admission().add_mutating(mutating);
     registry.admission().add(validating);
     let controller_metrics = ControllerMetrics::default();
@@ -172,7 +173,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         &modules,
         auditor.as_ref().map(|a| a.metrics()),
     );
-    metrics.register_with(|m| controller_metrics.register(m));
+    metrics.register_with(|m| {
+        controller_metrics.register(m);
+        webhook_metrics.register(m);
+    });
     let state = AppState::new(
         storage,
         registry,

@@ -63,6 +63,9 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
     }
 
     async fn validate(&self, request: &AdmissionRequest<'_>) -> Verdict {
+        if request.operation == Operation::Delete {
+            return Ok(Vec::new());
+        }
         let new = owner_references(Some(request.object));
         let old = owner_references(request.old_object);
         if new == old {

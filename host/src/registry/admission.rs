@@ -19,6 +19,8 @@ pub enum Operation {
     Create,
     /// An update, patch or apply of an existing object.
     Update,
+    /// A delete (the object is `Null`; the old object is the one being deleted).
+    Delete,
 }
 
 /// One write, as a plugin sees it.

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
+use super::admission::Operation;
 use super::error::{Carried, Error, Result, Target};
 use super::namespace_lifecycle::{self as namespaces, spec_finalizers};
 use super::store::{Outcome, RegistryStore, RequestScope};
@@ -86,6 +87,10 @@ enum Switch {
 /// The delete's checks and decision, shared by the storage callbacks it runs in.
 #[derive(Clone)]
 struct Decider {
+    /// The store (for validating admission).
+    store: RegistryStore,
+    /// The request.
+    scope: RequestScope,
     strategy: Arc<dyn Strategy>,
     ctx: StrategyContext,
     target: Target,
@@ -115,7 +120,13 @@ impl Decider {
                 causes: admission.field_errors,
             });
         }
-        *self.warnings.lock().unwrap_or_else(|p| p.into_inner()) = admission.warnings;
+        let mut warnings = admission.warnings;
+        warnings.extend(
+            self.store
+                .admit(&self.scope, Operation::Delete, &Value::Null, Some(current))
+                .await?,
+        );
+        *self.warnings.lock().unwrap_or_else(|p| p.into_inner()) = warnings;
         let held_by_spec = self.namespace && !spec_finalizers(current).is_empty();
         if held_by_spec && is_being_deleted(current) {
             return Err(Error::Conflict {
@@ -214,6 +225,8 @@ impl RegistryStore {
             });
         }
         let decider = Decider {
+            store: self.clone(),
+            scope: scope.clone(),
             strategy: self.strategy.clone(),
             ctx: self.ctx(scope),
             target: target.clone(),

@@ -161,6 +161,7 @@ impl RegistryStore {
             namespace: scope.namespace.as_deref().filter(|_| self.def.namespaced),
             name: object
                 .pointer("/metadata/name")
+                .or_else(|| old.and_then(|o| o.pointer("/metadata/name")))
                 .and_then(Value::as_str)
                 .unwrap_or_default(),
             object,

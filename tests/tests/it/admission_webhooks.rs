@@ -1,6 +1,6 @@
 //! Admission webhooks against a real HTTPS webhook server (Python's standard library, with a
 //! certificate from a CA made here): a mutating webhook's JSONPatch and warning, a validating
-//! webhook's denial worded as Kubernetes words it, a hanging webhook under Ignore and Fail, one
+//! webhook's denial worded as Kubernetes words it, a delete refused by a webhook, a hanging webhook under Ignore and Fail, one
 //! that answers garbage, one behind a CA the configuration does not trust; configurations
 //! applied with kubectl 1.35.
 
@@ -162,6 +162,38 @@ fn webhooks_mutate_deny_and_fail_as_kubernetes_words_it() {
     );
     assert_eq!(denied.json()["reason"], "Forbidden");
 
+    // Deletes are admitted too (objects protected from deletion, as Crossplane protects them).
+    let protect = configuration(
+        "ValidatingWebhookConfiguration",
+        "protect.example.com",
+        &webhook.url("/protect"),
+        &ca,
+        "configmaps",
+        json!({"rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}),
+    );
+    let configs = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    assert_eq!(post(&k, configs, &protect).code, 201);
+    let mut guarded = cm("guarded", json!({}));
+    guarded["metadata"]["labels"] = json!({"protected": "true"});
+    assert_eq!(post(&k, cms, &guarded).code, 201);
+    let mut refusal = String::new();
+    eventually(
+        "deleting a protected object to be refused",
+        Duration::from_secs(10),
+        || {
+            let (ok, _, err) = k.run(&["delete", "configmap", "guarded"]);
+            refusal = err;
+            !ok
+        },
+    );
+    assert!(
+        refusal.contains(
+            "admission webhook \"protect.example.com\" denied the request: protected object"
+        ),
+        "{refusal}"
+    );
+    k.ok(&["delete", "configmap", "warned"]);
+
     // Secrets: a hanging webhook ignored, then one that fails closed; garbage; a wrong CA.
     let secrets = "/api/v1/namespaces/default/secrets";
     let secret =
@@ -253,4 +285,17 @@ fn webhooks_mutate_deny_and_fail_as_kubernetes_words_it() {
     }
     // Other resources are not held up by the failing webhooks.
     assert_eq!(post(&k, cms, &cm("unrelated", json!({}))).code, 201);
+    let metrics = call("GET", &k.host.url("/metrics"), None).unwrap().body;
+    assert!(
+        metrics.lines().any(
+            |l| l.starts_with("apiserver_admission_webhook_rejection_total{")
+                && l.contains("name=\"deny.example.com\"")
+                && l.contains("rejection_code=\"403\"")
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("apiserver_admission_webhook_admission_duration_seconds_bucket{"),
+        "{metrics}"
+    );
 }

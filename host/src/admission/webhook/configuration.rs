@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::registry::admission::{AdmissionRequest, Operation};
+use crate::registry::admission::AdmissionRequest;
 use crate::registry::labels::{labels_of, selector_matches};
 
 /// The default and the most a webhook may take (`timeoutSeconds`).
@@ -146,10 +146,7 @@ impl Webhook {
 
     /// Whether a rule names the request's operation and resource.
     pub fn rules_match(&self, request: &AdmissionRequest<'_>) -> bool {
-        let operation = match request.operation {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-        };
+        let operation = super::operation_name(request.operation);
         let def = request.resource;
         let resource = match request.subresource {
             Some(sub) => format!("{}/{sub}", def.plural),

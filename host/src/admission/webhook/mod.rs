@@ -5,6 +5,7 @@
 
 pub mod call;
 pub mod configuration;
+pub mod metrics;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, Weak};
@@ -15,6 +16,7 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 
 use self::configuration::{Endpoint, Webhook};
+use self::metrics::{CallLabels, RejectionLabels, WebhookMetrics};
 use crate::registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
 };
@@ -45,16 +47,18 @@ pub struct Webhooks {
     kind: Kind,
     registry: Weak<Registry>,
     current: RwLock<Arc<Vec<Webhook>>>,
+    metrics: WebhookMetrics,
 }
 
 /// Starts following both kinds of configuration; answers the mutating and validating plugins
-/// (for the registry's admission chain).
-pub fn start(registry: &Arc<Registry>) -> (Arc<Webhooks>, Arc<Webhooks>) {
+/// (for the registry's admission chain), recording into `metrics`.
+pub fn start(registry: &Arc<Registry>, metrics: &WebhookMetrics) -> (Arc<Webhooks>, Arc<Webhooks>) {
     let plugin = |kind| {
         let webhooks = Arc::new(Webhooks {
             kind,
             registry: Arc::downgrade(registry),
             current: RwLock::default(),
+            metrics: metrics.clone(),
         });
         webhooks.follow(registry);
         webhooks
@@ -136,6 +140,49 @@ impl Webhooks {
         Some(labels_of(&ns))
     }
 
+    /// Calls `webhook`, recording the call's duration and any rejection.
+    async fn call(
+        &self,
+        webhook: &Webhook,
+        request: &AdmissionRequest<'_>,
+        object: &Value,
+    ) -> Answer {
+        let began = std::time::Instant::now();
+        let answer = call_webhook(webhook, request, object).await;
+        let r#type = match self.kind {
+            Kind::Mutating => "admit",
+            Kind::Validating => "validating",
+        };
+        let operation = operation_name(request.operation);
+        let rejected = matches!(answer, Answer::Rejected(_));
+        self.metrics
+            .duration
+            .get_or_create(&CallLabels {
+                name: webhook.name.clone(),
+                r#type,
+                operation,
+                rejected: if rejected { "true" } else { "false" },
+            })
+            .observe(began.elapsed().as_secs_f64());
+        if let Answer::Rejected(rejection) = &answer {
+            let (error_type, code) = match rejection {
+                Rejection::Denied { code, .. } => ("no_error", *code),
+                _ => ("calling_webhook_error", 500),
+            };
+            self.metrics
+                .rejections
+                .get_or_create(&RejectionLabels {
+                    name: webhook.name.clone(),
+                    r#type,
+                    operation,
+                    error_type,
+                    rejection_code: code.to_string(),
+                })
+                .inc();
+        }
+        answer
+    }
+
     /// The webhooks this request is for.
     async fn matching(&self, request: &AdmissionRequest<'_>) -> Vec<Webhook> {
         let all = self.webhooks();
@@ -152,17 +199,24 @@ impl Webhooks {
     }
 }
 
+/// The operation as rules and reviews name it.
+pub fn operation_name(operation: Operation) -> &'static str {
+    match operation {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+    }
+}
+
 /// The `AdmissionReview` a webhook is sent for `request` with `object`.
 fn review(request: &AdmissionRequest<'_>, object: &Value) -> Value {
     let def = request.resource;
     let user = request.user;
-    let operation = match request.operation {
-        Operation::Create => "CREATE",
-        Operation::Update => "UPDATE",
-    };
+    let operation = operation_name(request.operation);
     let options_kind = match request.operation {
         Operation::Create => "CreateOptions",
         Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
     };
     let kind = json!({"group": def.group, "version": request.version, "kind": def.kind});
     let resource = json!({"group": def.group, "version": request.version, "resource": def.plural});
@@ -305,7 +359,7 @@ impl MutatingAdmission for Webhooks {
                 ..*request
             };
             let current = object.clone();
-            match call_webhook(&webhook, &asked, &current).await {
+            match self.call(&webhook, &asked, &current).await {
                 Answer::Rejected(r) => return Err(r),
                 Answer::Allowed(w, patch) => {
                     warnings.extend(w);
@@ -336,7 +390,7 @@ impl ValidatingAdmission for Webhooks {
         let webhooks = self.matching(request).await;
         let calls = webhooks
             .iter()
-            .map(|w| call_webhook(w, request, request.object));
+            .map(|w| self.call(w, request, request.object));
         let mut warnings = Vec::new();
         for answer in futures::future::join_all(calls).await {
             match answer {
