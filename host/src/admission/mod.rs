@@ -1,6 +1,11 @@
 //! Admission beyond a resource's own strategy, plugged into the registry's admission chain
-//! (`registry/admission.rs`): the webhooks of `admissionregistration.k8s.io/v1` today. Beside
+//! (`registry/admission.rs`): the webhooks and the validating admission policies of
+//! `admissionregistration.k8s.io/v1`. Beside
 //! `api` and `controllers`: it follows configurations through the informer and reads through
 //! the registry, never storage directly.
 
+pub mod cel;
+pub mod followed;
+pub mod policy;
+pub mod rules;
 pub mod webhook;

@@ -140,6 +140,9 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     let webhook_metrics = crate::admission::webhook::metrics::WebhookMetrics::default();
     let (mutating, validating) = crate::admission::webhook::start(&registry, &webhook_metrics);
     registry.admission().add_mutating(mutating);
+    registry
+        .admission()
+        .add(crate::admission::policy::start(&registry));
     registry.admission().add(validating);
     let controller_metrics = ControllerMetrics::default();
     let parts = crate::controllers::Parts {

@@ -2,6 +2,7 @@
 //! driven by real clients (kubectl, Helm, the Python, JavaScript and kube-rs clients, curl-like
 //! HTTP). One test binary with a module per area, so the suite links its dependencies once.
 
+mod admission_policies;
 mod admission_webhooks;
 mod api_etcd;
 mod api_http;

@@ -8,22 +8,13 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::Value;
 
+use crate::admission::rules::Rule;
 use crate::registry::admission::AdmissionRequest;
 use crate::registry::labels::{labels_of, selector_matches};
 
 /// The default and the most a webhook may take (`timeoutSeconds`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One rule: which operations on which resources.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    operations: Vec<String>,
-    api_groups: Vec<String>,
-    api_versions: Vec<String>,
-    resources: Vec<String>,
-    scope: String,
-}
 
 /// Where a webhook is called.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,17 +46,6 @@ pub struct Webhook {
     pub dry_run_safe: bool,
     /// `timeoutSeconds`, capped at 30 s.
     pub timeout: Duration,
-}
-
-fn strings(v: &Value, field: &str) -> Vec<String> {
-    v.get(field)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn text<'a>(v: &'a Value, field: &str) -> &'a str {
@@ -103,25 +83,7 @@ impl Webhook {
                     .get("caBundle")
                     .and_then(Value::as_str)
                     .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
-                let rules = w
-                    .get("rules")
-                    .and_then(Value::as_array)
-                    .map(|rules| {
-                        rules
-                            .iter()
-                            .map(|r| Rule {
-                                operations: strings(r, "operations"),
-                                api_groups: strings(r, "apiGroups"),
-                                api_versions: strings(r, "apiVersions"),
-                                resources: strings(r, "resources"),
-                                scope: Some(text(r, "scope"))
-                                    .filter(|s| !s.is_empty())
-                                    .unwrap_or("*")
-                                    .to_string(),
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let rules = Rule::list(w.get("rules"));
                 let timeout = w
                     .get("timeoutSeconds")
                     .and_then(Value::as_u64)
@@ -146,36 +108,9 @@ impl Webhook {
 
     /// Whether a rule names the request's operation and resource.
     pub fn rules_match(&self, request: &AdmissionRequest<'_>) -> bool {
-        let operation = super::operation_name(request.operation);
-        let def = request.resource;
-        let resource = match request.subresource {
-            Some(sub) => format!("{}/{sub}", def.plural),
-            None => def.plural.clone(),
-        };
-        let has = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
-        self.rules.iter().any(|rule| {
-            let resource_named = rule.resources.iter().any(|r| match r.split_once('/') {
-                Some((res, sub)) => {
-                    let (want_res, want_sub) = resource.split_once('/').unwrap_or((&resource, ""));
-                    (res == "*" || res == want_res) && (sub == "*" || sub == want_sub)
-                }
-                None => (r == "*" && request.subresource.is_none()) || *r == resource,
-            });
-            let scoped = match rule.scope.as_str() {
-                "Cluster" => !def.namespaced,
-                "Namespaced" => def.namespaced,
-                _ => true,
-            };
-            // Under `Equivalent` a rule naming another version of the same resource matches
-            // (the request is sent as it is, the only version served).
-            let version_ok = has(&rule.api_versions, request.version)
-                || (self.equivalent && !rule.api_versions.is_empty());
-            has(&rule.operations, operation)
-                && has(&rule.api_groups, &def.group)
-                && version_ok
-                && resource_named
-                && scoped
-        })
+        self.rules
+            .iter()
+            .any(|r| r.matches(request, self.equivalent))
     }
 
     /// Whether the selectors hold: the namespace's labels (`namespace_labels`, for a

@@ -12,7 +12,6 @@ use std::sync::{Arc, RwLock, Weak};
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use futures::StreamExt as _;
 use serde_json::{json, Value};
 
 use self::configuration::{Endpoint, Webhook};
@@ -23,7 +22,6 @@ use crate::registry::admission::{
 use crate::registry::labels::labels_of;
 use crate::registry::system_fields::new_uid;
 use crate::registry::{Registry, RequestScope};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
 use crate::storage::GetOptions;
 
 /// Which configurations a plugin follows.
@@ -68,49 +66,25 @@ pub fn start(registry: &Arc<Registry>, metrics: &WebhookMetrics) -> (Arc<Webhook
 
 impl Webhooks {
     fn follow(self: &Arc<Self>, registry: &Registry) {
-        let Some(served) =
-            registry.resolve("admissionregistration.k8s.io", "v1", self.kind.plural())
-        else {
-            return;
-        };
-        let (storage, prefix) = (served.store.storage().clone(), served.def.key_prefix());
         let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
-            let mut configurations: BTreeMap<String, Value> = BTreeMap::new();
-            let mut listing = BTreeMap::new();
-            while let Some(event) = events.next().await {
-                let Some(this) = weak.upgrade() else { return };
-                let name = |o: &Value| {
-                    o.pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
+        let plural = self.kind.plural();
+        crate::admission::followed::follow(
+            registry,
+            "admissionregistration.k8s.io",
+            plural,
+            move |configurations| {
+                let Some(this) = weak.upgrade() else {
+                    return false;
                 };
-                match event {
-                    InformerEvent::Init => listing.clear(),
-                    InformerEvent::InitApply(o) => {
-                        let o = o.to_value();
-                        listing.insert(name(&o), o);
-                    }
-                    InformerEvent::InitDone { .. } => configurations = std::mem::take(&mut listing),
-                    InformerEvent::Apply(o) => {
-                        let o = o.to_value();
-                        configurations.insert(name(&o), o);
-                    }
-                    InformerEvent::Delete(o) => {
-                        configurations.remove(&name(&o.to_value()));
-                    }
-                    InformerEvent::Progress(_) => continue,
-                }
                 // Configurations in name order, as Kubernetes calls them.
                 let webhooks: Vec<Webhook> = configurations
                     .values()
                     .flat_map(Webhook::of_configuration)
                     .collect();
                 *this.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(webhooks);
-            }
-        });
+                true
+            },
+        );
     }
 
     fn webhooks(&self) -> Arc<Vec<Webhook>> {

@@ -1,0 +1,137 @@
+//! CEL for admission (policy validations and match conditions): expressions compiled once,
+//! evaluated over `object`, `oldObject`, `request`, `params` and `namespaceObject` with
+//! Kubernetes' CEL libraries (`kube-cel` on the `cel` crate). Objects become CEL maps with
+//! their keys as they are — annotations and labels are read as `m['example.com/x']`, as
+//! Kubernetes reads map-typed fields.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube_cel::cel::objects::{Key, Map};
+use kube_cel::cel::{Context, Program, Value as CelValue};
+use kube_cel::KubeCelExt as _;
+use serde_json::Value;
+
+/// A compiled expression.
+#[derive(Debug)]
+pub struct Expression {
+    program: Program,
+    /// Its text.
+    pub source: String,
+}
+
+impl Expression {
+    /// Compiles `source`.
+    ///
+    /// # Errors
+    /// The parse errors, as text.
+    pub fn compile(source: &str) -> Result<Self, String> {
+        Program::compile(source)
+            .map(|program| Self {
+                program,
+                source: source.to_string(),
+            })
+            .map_err(|e| format!("compilation failed: {e}"))
+    }
+}
+
+/// A JSON value as a CEL value.
+pub fn to_cel(value: &Value) -> CelValue {
+    match value {
+        Value::Null => CelValue::Null,
+        Value::Bool(b) => CelValue::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => CelValue::Int(i),
+            (None, Some(u)) => CelValue::UInt(u),
+            _ => CelValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => CelValue::String(Arc::new(s.clone())),
+        Value::Array(items) => CelValue::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Object(fields) => {
+            let map: HashMap<Key, CelValue> = fields
+                .iter()
+                .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
+                .collect();
+            CelValue::Map(Map { map: Arc::new(map) })
+        }
+    }
+}
+
+/// The variables one evaluation sees.
+pub struct Activation {
+    context: Context<'static>,
+}
+
+impl Activation {
+    /// An activation binding each `(name, value)`.
+    pub fn new(variables: &[(&str, &Value)]) -> Self {
+        let mut context = Context::default().with_all();
+        for (name, value) in variables {
+            context.add_variable_from_value(*name, to_cel(value));
+        }
+        Self { context }
+    }
+
+    /// Evaluates `expression` to a boolean.
+    ///
+    /// # Errors
+    /// An evaluation error, or a result that is not a boolean.
+    pub fn truth(&self, expression: &Expression) -> Result<bool, String> {
+        match expression.program.execute(&self.context) {
+            Ok(CelValue::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!(
+                "expression {:?} returned a non-boolean: {other:?}",
+                expression.source
+            )),
+            Err(e) => Err(format!(
+                "expression {:?} resulted in error: {e}",
+                expression.source
+            )),
+        }
+    }
+
+    /// Evaluates `expression` to a string.
+    ///
+    /// # Errors
+    /// An evaluation error, or a result that is not a string.
+    pub fn text(&self, expression: &Expression) -> Result<String, String> {
+        match expression.program.execute(&self.context) {
+            Ok(CelValue::String(s)) => Ok((*s).clone()),
+            Ok(other) => Err(format!(
+                "messageExpression {:?} returned a non-string: {other:?}",
+                expression.source
+            )),
+            Err(e) => Err(format!(
+                "messageExpression {:?} resulted in error: {e}",
+                expression.source
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn annotations_are_read_by_their_own_keys() {
+        let object = json!({"metadata": {"annotations": {"gateway.networking.k8s.io/channel": "standard"}}, "spec": {"group": "g"}});
+        let a = Activation::new(&[("object", &object)]);
+        let holds = |e: &str| a.truth(&Expression::compile(e).unwrap());
+        assert_eq!(
+            holds(
+                "object.metadata.annotations.exists(k, k == 'gateway.networking.k8s.io/channel')"
+            ),
+            Ok(true)
+        );
+        assert_eq!(
+            holds("object.metadata.annotations['gateway.networking.k8s.io/channel'] == 'standard'"),
+            Ok(true)
+        );
+        assert_eq!(holds("matches('v1.2.3', 'v1.[0-3].\\\\d+')"), Ok(true));
+        assert!(holds("object.nope.x == 1").is_err());
+        assert!(holds("'a'").is_err());
+        assert!(Expression::compile("object.(").is_err());
+    }
+}

@@ -1,0 +1,57 @@
+//! The configuration objects admission follows (webhook configurations, policies, bindings):
+//! every object of one resource, by name, kept current from the informer; `on_change` sees the
+//! whole set after each change.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt as _;
+use serde_json::Value;
+
+use crate::registry::Registry;
+use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+
+/// Follows the objects of `group`/`plural` until `on_change` answers `false` (its owner is gone).
+pub fn follow(
+    registry: &Registry,
+    group: &str,
+    plural: &str,
+    mut on_change: impl FnMut(&BTreeMap<String, Value>) -> bool + Send + 'static,
+) {
+    let Some(served) = registry.resolve(group, "v1", plural) else {
+        return;
+    };
+    let (storage, prefix) = (served.store.storage().clone(), served.def.key_prefix());
+    tokio::spawn(async move {
+        let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
+        let mut current: BTreeMap<String, Value> = BTreeMap::new();
+        let mut listing = BTreeMap::new();
+        let name = |o: &Value| {
+            o.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        while let Some(event) = events.next().await {
+            match event {
+                InformerEvent::Init => listing.clear(),
+                InformerEvent::InitApply(o) => {
+                    let o = o.to_value();
+                    listing.insert(name(&o), o);
+                    continue;
+                }
+                InformerEvent::InitDone { .. } => current = std::mem::take(&mut listing),
+                InformerEvent::Apply(o) => {
+                    let o = o.to_value();
+                    current.insert(name(&o), o);
+                }
+                InformerEvent::Delete(o) => {
+                    current.remove(&name(&o.to_value()));
+                }
+                InformerEvent::Progress(_) => continue,
+            }
+            if !on_change(&current) {
+                return;
+            }
+        }
+    });
+}

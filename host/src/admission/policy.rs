@@ -1,0 +1,461 @@
+//! `ValidatingAdmissionPolicy` and `ValidatingAdmissionPolicyBinding` (v1): each binding
+//! applies its policy's CEL `validations` to the writes both match (the policy's
+//! `matchConstraints`, the binding's `matchResources`, then `matchConditions`), with the
+//! binding's params (`paramRef`), answering per `validationActions` — Deny with Kubernetes'
+//! message and the validation's reason, Warn as a warning; failures to evaluate follow the
+//! policy's `failurePolicy`. Expressions are compiled once per policy (`admission/cel.rs`) and
+//! see `object`, `oldObject`, `request`, `params` and `namespaceObject`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock, Weak};
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use crate::admission::cel::{Activation, Expression};
+use crate::admission::rules::{strings, Rule};
+use crate::admission::webhook::operation_name;
+use crate::registry::admission::{AdmissionRequest, Rejection, ValidatingAdmission, Verdict};
+use crate::registry::labels::{labels_of, selector_matches};
+use crate::registry::{Registry, RequestScope};
+use crate::storage::{GetOptions, ListOptions};
+
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// Which writes a policy or binding is about.
+#[derive(Debug, Clone, Default)]
+struct Matching {
+    rules: Vec<Rule>,
+    exclude: Vec<Rule>,
+    namespace_selector: Value,
+    object_selector: Value,
+    equivalent: bool,
+}
+
+impl Matching {
+    fn parse(m: Option<&Value>) -> Option<Self> {
+        let m = m?;
+        Some(Self {
+            rules: Rule::list(m.get("resourceRules")),
+            exclude: Rule::list(m.get("excludeResourceRules")),
+            namespace_selector: m.get("namespaceSelector").cloned().unwrap_or(Value::Null),
+            object_selector: m.get("objectSelector").cloned().unwrap_or(Value::Null),
+            equivalent: m.get("matchPolicy").and_then(Value::as_str) != Some("Exact"),
+        })
+    }
+
+    fn matches(&self, request: &AdmissionRequest<'_>, namespace: Option<&Value>) -> bool {
+        let named = self
+            .rules
+            .iter()
+            .any(|r| r.matches(request, self.equivalent))
+            && !self
+                .exclude
+                .iter()
+                .any(|r| r.matches(request, self.equivalent));
+        let empty = |s: &Value| s.is_null() || s.as_object().is_some_and(|m| m.is_empty());
+        let namespace_ok = empty(&self.namespace_selector)
+            || namespace
+                .is_none_or(|ns| selector_matches(&self.namespace_selector, &labels_of(ns)));
+        let object_ok = empty(&self.object_selector)
+            || selector_matches(&self.object_selector, &labels_of(request.object))
+            || request
+                .old_object
+                .is_some_and(|o| selector_matches(&self.object_selector, &labels_of(o)));
+        named && namespace_ok && object_ok
+    }
+}
+
+/// One validation of a policy.
+#[derive(Debug)]
+struct Validation {
+    expression: Result<Expression, String>,
+    message: Option<String>,
+    message_expression: Option<Result<Expression, String>>,
+    reason: String,
+}
+
+fn items(list: Option<&Value>) -> Vec<Value> {
+    list.and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+fn compile(v: &Value, field: &str) -> Result<Expression, String> {
+    Expression::compile(v.get(field).and_then(Value::as_str).unwrap_or_default())
+}
+
+/// One policy, its expressions compiled.
+#[derive(Debug)]
+struct Policy {
+    fail_closed: bool,
+    matching: Matching,
+    match_conditions: Vec<Result<Expression, String>>,
+    validations: Vec<Validation>,
+    /// `paramKind`: (group, version, kind).
+    param_kind: Option<(String, String, String)>,
+}
+
+impl Policy {
+    fn parse(obj: &Value) -> Self {
+        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        let param_kind = spec.get("paramKind").map(|p| {
+            let api_version = p
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default();
+            (group.to_string(), version.to_string(), kind.to_string())
+        });
+        let validations = items(spec.get("validations"))
+            .iter()
+            .map(|v| Validation {
+                expression: compile(v, "expression"),
+                message: v.get("message").and_then(Value::as_str).map(String::from),
+                message_expression: v
+                    .get("messageExpression")
+                    .map(|_| compile(v, "messageExpression")),
+                reason: v
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Invalid")
+                    .to_string(),
+            })
+            .collect();
+        Self {
+            fail_closed: spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
+            matching: Matching::parse(spec.get("matchConstraints")).unwrap_or_default(),
+            match_conditions: items(spec.get("matchConditions"))
+                .iter()
+                .map(|c| compile(c, "expression"))
+                .collect(),
+            validations,
+            param_kind,
+        }
+    }
+
+    /// The first failed validation's (message, reason) under `activation`.
+    ///
+    /// # Errors
+    /// An expression that does not compile or evaluate.
+    fn violation(&self, activation: &Activation) -> Result<Option<(String, String)>, String> {
+        for condition in &self.match_conditions {
+            if !activation.truth(condition.as_ref().map_err(Clone::clone)?)? {
+                return Ok(None);
+            }
+        }
+        for v in &self.validations {
+            let expression = v.expression.as_ref().map_err(Clone::clone)?;
+            if activation.truth(expression)? {
+                continue;
+            }
+            let message = match (&v.message_expression, &v.message) {
+                (Some(Ok(e)), fallback) => activation
+                    .text(e)
+                    .ok()
+                    .filter(|m| !m.is_empty())
+                    .or_else(|| fallback.clone()),
+                (_, Some(m)) => Some(m.clone()),
+                _ => None,
+            }
+            .unwrap_or_else(|| format!("failed expression: {}", expression.source));
+            return Ok(Some((message, v.reason.clone())));
+        }
+        Ok(None)
+    }
+}
+
+/// One binding.
+#[derive(Debug, Clone)]
+struct Binding {
+    name: String,
+    policy: String,
+    actions: Vec<String>,
+    matching: Option<Matching>,
+    param_ref: Option<Value>,
+}
+
+impl Binding {
+    fn parse(obj: &Value) -> Self {
+        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        Self {
+            name: obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            policy: spec
+                .get("policyName")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            actions: strings(&spec, "validationActions"),
+            matching: Matching::parse(spec.get("matchResources")),
+            param_ref: spec.get("paramRef").cloned(),
+        }
+    }
+}
+
+/// The policies and bindings in force.
+#[derive(Debug, Default)]
+struct InForce {
+    policies: BTreeMap<String, Arc<Policy>>,
+    bindings: Vec<Binding>,
+}
+
+/// The validating admission plugin for policies.
+pub struct Policies {
+    registry: Weak<Registry>,
+    policies: RwLock<BTreeMap<String, Arc<Policy>>>,
+    bindings: RwLock<Vec<Binding>>,
+}
+
+/// Starts following policies and bindings; answers the plugin.
+pub fn start(registry: &Arc<Registry>) -> Arc<Policies> {
+    let plugin = Arc::new(Policies {
+        registry: Arc::downgrade(registry),
+        policies: RwLock::default(),
+        bindings: RwLock::default(),
+    });
+    let weak = Arc::downgrade(&plugin);
+    crate::admission::followed::follow(
+        registry,
+        GROUP,
+        "validatingadmissionpolicies",
+        move |all| {
+            let Some(this) = weak.upgrade() else {
+                return false;
+            };
+            let parsed = all
+                .iter()
+                .map(|(n, o)| (n.clone(), Arc::new(Policy::parse(o))))
+                .collect();
+            *this.policies.write().unwrap_or_else(|p| p.into_inner()) = parsed;
+            true
+        },
+    );
+    let weak = Arc::downgrade(&plugin);
+    crate::admission::followed::follow(
+        registry,
+        GROUP,
+        "validatingadmissionpolicybindings",
+        move |all| {
+            let Some(this) = weak.upgrade() else {
+                return false;
+            };
+            let parsed = all.values().map(Binding::parse).collect();
+            *this.bindings.write().unwrap_or_else(|p| p.into_inner()) = parsed;
+            true
+        },
+    );
+    plugin
+}
+
+impl Policies {
+    fn in_force(&self) -> InForce {
+        InForce {
+            policies: self
+                .policies
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            bindings: self
+                .bindings
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+
+    /// The namespace object of a namespaced request (for selectors and `namespaceObject`).
+    async fn namespace_object(&self, request: &AdmissionRequest<'_>) -> Option<Value> {
+        let ns = request.namespace?;
+        let served = self.registry.upgrade()?.resolve("", "v1", "namespaces")?;
+        let scope = RequestScope {
+            version: "v1".into(),
+            ..Default::default()
+        };
+        let options = GetOptions {
+            resource_version: "0".into(),
+            ignore_not_found: false,
+        };
+        served.store.get(&scope, ns, options).await.ok()
+    }
+
+    /// The params a binding names: `paramRef.name` in its namespace (or the request's), or
+    /// every object `paramRef.selector` selects; `None` when the policy takes none.
+    async fn params(
+        &self,
+        policy: &Policy,
+        binding: &Binding,
+        request: &AdmissionRequest<'_>,
+    ) -> Result<Option<Vec<Value>>, String> {
+        let Some((group, version, kind)) = &policy.param_kind else {
+            return Ok(None);
+        };
+        let Some(param_ref) = &binding.param_ref else {
+            return Err(format!("failed to configure binding: paramRef is required when the policy has paramKind {kind}"));
+        };
+        let registry = self.registry.upgrade().ok_or("the server is stopping")?;
+        let served = registry.resolve_kind(group, version, kind).ok_or_else(|| {
+            format!("failed to configure binding: paramKind {group}/{version} {kind} is not served")
+        })?;
+        let namespace = param_ref
+            .get("namespace")
+            .and_then(Value::as_str)
+            .or(request.namespace)
+            .filter(|_| served.def.namespaced)
+            .map(String::from);
+        let scope = RequestScope {
+            version: version.clone(),
+            namespace,
+            ..Default::default()
+        };
+        let found = match param_ref.get("name").and_then(Value::as_str) {
+            Some(name) => match served.store.get(&scope, name, GetOptions::default()).await {
+                Ok(obj) => vec![obj],
+                Err(e) if e.is_not_found() => Vec::new(),
+                Err(e) => return Err(e.to_string()),
+            },
+            None => {
+                let listed = served
+                    .store
+                    .list(&scope, ListOptions::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let selector = param_ref.get("selector").cloned().unwrap_or(Value::Null);
+                listed
+                    .items
+                    .iter()
+                    .map(|o| o.to_value())
+                    .filter(|o| selector.is_null() || selector_matches(&selector, &labels_of(o)))
+                    .collect()
+            }
+        };
+        if found.is_empty()
+            && param_ref
+                .get("parameterNotFoundAction")
+                .and_then(Value::as_str)
+                != Some("Allow")
+        {
+            return Err(
+                "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+            );
+        }
+        Ok(Some(found))
+    }
+}
+
+/// The `request` variable.
+fn request_variable(request: &AdmissionRequest<'_>) -> Value {
+    let def = request.resource;
+    let user = request.user;
+    json!({
+        "operation": operation_name(request.operation),
+        "userInfo": {"username": user.username, "uid": user.uid, "groups": user.groups},
+        "name": request.name,
+        "namespace": request.namespace.unwrap_or_default(),
+        "dryRun": request.dry_run,
+        "kind": {"group": def.group, "version": request.version, "kind": def.kind},
+        "resource": {"group": def.group, "version": request.version, "resource": def.plural},
+        "subResource": request.subresource.unwrap_or_default(),
+    })
+}
+
+/// Kubernetes' code for a validation's reason.
+fn code_of(reason: &str) -> u16 {
+    match reason {
+        "Unauthorized" => 401,
+        "Forbidden" => 403,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    }
+}
+
+#[async_trait]
+impl ValidatingAdmission for Policies {
+    fn name(&self) -> &str {
+        "ValidatingAdmissionPolicy"
+    }
+
+    async fn validate(&self, request: &AdmissionRequest<'_>) -> Verdict {
+        let in_force = self.in_force();
+        if in_force.bindings.is_empty() {
+            return Ok(Vec::new());
+        }
+        let namespace = self.namespace_object(request).await;
+        let mut warnings = Vec::new();
+        for binding in &in_force.bindings {
+            let Some(policy) = in_force.policies.get(&binding.policy) else {
+                continue;
+            };
+            if !policy.matching.matches(request, namespace.as_ref())
+                || !binding
+                    .matching
+                    .as_ref()
+                    .is_none_or(|m| m.matches(request, namespace.as_ref()))
+            {
+                continue;
+            }
+            let denied_by = format!(
+                "ValidatingAdmissionPolicy '{}' with binding '{}' denied request",
+                binding.policy, binding.name
+            );
+            let fail = |why: String| -> Verdict {
+                if policy.fail_closed {
+                    Err(Rejection::Denied {
+                        code: 500,
+                        reason: "InternalError".into(),
+                        message: format!("{denied_by}: {why}"),
+                    })
+                } else {
+                    Ok(Vec::new())
+                }
+            };
+            let params = match self.params(policy, binding, request).await {
+                Ok(p) => p,
+                Err(why) => {
+                    fail(why)?;
+                    continue;
+                }
+            };
+            let request_var = request_variable(request);
+            let old = request.old_object.cloned().unwrap_or(Value::Null);
+            for params in params.map_or(vec![None], |list| list.into_iter().map(Some).collect()) {
+                let mut variables: Vec<(&str, &Value)> = vec![
+                    ("object", request.object),
+                    ("oldObject", &old),
+                    ("request", &request_var),
+                ];
+                if let Some(p) = &params {
+                    variables.push(("params", p));
+                }
+                if let Some(ns) = &namespace {
+                    variables.push(("namespaceObject", ns));
+                }
+                let activation = Activation::new(&variables);
+                let (message, reason) = match policy.violation(&activation) {
+                    Ok(Some(found)) => found,
+                    Ok(None) => continue,
+                    Err(why) => {
+                        fail(why)?;
+                        continue;
+                    }
+                };
+                if binding.actions.iter().any(|a| a == "Warn") {
+                    warnings.push(format!(
+                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",
+                        binding.policy, binding.name
+                    ));
+                }
+                if binding.actions.iter().any(|a| a == "Deny") {
+                    return Err(Rejection::Denied {
+                        code: code_of(&reason),
+                        reason,
+                        message: format!("{denied_by}: {message}"),
+                    });
+                }
+            }
+        }
+        Ok(warnings)
+    }
+}

@@ -1,0 +1,134 @@
+//! ValidatingAdmissionPolicies with kubectl 1.35: the Gateway API standard install's
+//! `safe-upgrades` policy, unchanged, refusing Gateway API CRDs older than v1.4.0 with
+//! Kubernetes' message and admitting current ones; a policy with params (a ConfigMap) denying
+//! and another bound with Warn.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use strategy_host_e2e::{eventually, latest_kubectl_path, KubeFixture};
+
+fn data(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(path)
+}
+
+#[test]
+fn the_gateway_api_safe_upgrades_policy_guards_its_crds() {
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
+    let policy = data("admission/gateway.networking.k8s.io_vap_safeupgrades.yaml");
+    let out = k.ok(&["apply", "-f", &policy.display().to_string()]);
+    assert!(
+        out.contains("validatingadmissionpolicy.admissionregistration.k8s.io/safe-upgrades.gateway.networking.k8s.io created"),
+        "{out}"
+    );
+    // The CRDs kept as test data are a development bundle (v0.0.0-dev): refused.
+    let old = data("crds/gateway-api/gateway.networking.k8s.io_gateways.yaml")
+        .display()
+        .to_string();
+    let mut refusal = String::new();
+    eventually(
+        "the policy to refuse an old Gateway API CRD",
+        Duration::from_secs(10),
+        || {
+            let (ok, _, err) = k.run(&["apply", "-f", &old]);
+            refusal = err;
+            !ok
+        },
+    );
+    assert!(
+        refusal.contains("ValidatingAdmissionPolicy 'safe-upgrades.gateway.networking.k8s.io' with binding 'safe-upgrades.gateway.networking.k8s.io' denied request: Installing CRDs with version before v1.4.0 is prohibited by default."),
+        "{refusal}"
+    );
+    // The same CRD as the v1.4.0 standard bundle is admitted.
+    let current = std::fs::read_to_string(&old)
+        .unwrap()
+        .replace("bundle-version: v0.0.0-dev", "bundle-version: v1.4.0");
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&current));
+    assert!(
+        out.contains("gateways.gateway.networking.k8s.io created"),
+        "{out}"
+    );
+    // An experimental-channel CRD on top is refused with the first validation's message.
+    let experimental = current.replace("channel: standard", "channel: experimental");
+    let (ok, _, err) = k.run_with(&["apply", "-f", "-"], Some(&experimental));
+    assert!(!ok);
+    assert!(err.contains("Installing experimental CRDs on top of standard channel CRDs is prohibited by default."), "{err}");
+}
+
+#[test]
+fn a_policy_with_params_denies_and_a_warn_binding_warns() {
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
+    let manifests = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: limits, namespace: default}
+data: {max: "2"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: max-keys}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["configmaps"]}
+  matchConditions:
+  - {name: not-the-limits, expression: "object.metadata.name != 'limits'"}
+  validations:
+  - expression: "!has(object.data) || size(object.data) <= int(params.data.max)"
+    messageExpression: "'at most ' + params.data.max + ' keys'"
+    reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: max-keys-binding}
+spec:
+  policyName: max-keys
+  validationActions: [Deny]
+  paramRef: {name: limits, namespace: default, parameterNotFoundAction: Deny}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: labelled}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: labelled-binding}
+spec:
+  policyName: labelled
+  validationActions: [Warn]
+"#;
+    k.ok_with(&["apply", "-f", "-"], Some(manifests));
+    let big =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {a: '1', b: '2', c: '3'}\n";
+    let mut refusal = String::new();
+    eventually(
+        "the params policy to deny a big ConfigMap",
+        Duration::from_secs(10),
+        || {
+            let (ok, _, err) = k.run_with(&["create", "-f", "-"], Some(big));
+            refusal = err;
+            !ok
+        },
+    );
+    assert!(
+        refusal.contains("configmaps \"big\" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-binding' denied request: at most 2 keys")
+            || refusal.contains("ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-binding' denied request: at most 2 keys"),
+        "{refusal}"
+    );
+    let small = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small}\ndata: {a: '1'}\n";
+    let (ok, out, err) = k.run_with(&["create", "-f", "-"], Some(small));
+    assert!(ok, "{out}{err}");
+    assert!(
+        err.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'labelled' with binding 'labelled-binding': failed expression: has(object.metadata.labels) && 'team' in object.metadata.labels"),
+        "{err}"
+    );
+}
