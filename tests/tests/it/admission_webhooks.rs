@@ -1,6 +1,6 @@
 //! Admission webhooks against a real HTTPS webhook server (Python's standard library, with a
 //! certificate from a CA made here): a mutating webhook's JSONPatch and warning, a validating
-//! webhook's denial worded as Kubernetes words it, a delete refused by a webhook, a hanging webhook under Ignore and Fail, one
+//! webhook's denial worded as Kubernetes words it (and skipped by a matchCondition), a delete refused by a webhook, a hanging webhook under Ignore and Fail, one
 //! that answers garbage, one behind a CA the configuration does not trust; configurations
 //! applied with kubectl 1.35.
 
@@ -154,6 +154,37 @@ fn webhooks_mutate_deny_and_fail_as_kubernetes_words_it() {
         "{stderr}"
     );
 
+    // matchConditions: the denying webhook is not called for objects labelled exempt.
+    let mut exempt = cm("exempt", json!({"forbidden": "x"}));
+    exempt["metadata"]["labels"] = json!({"exempt": "true"});
+    let conditioned = configuration(
+        "ValidatingWebhookConfiguration",
+        "deny.example.com",
+        &webhook.url("/deny"),
+        &ca,
+        "configmaps",
+        json!({"matchConditions": [{"name": "not-exempt", "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}]}),
+    );
+    let path =
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/deny.example.com";
+    let mut current = k.get(path);
+    current["webhooks"] = conditioned["webhooks"].clone();
+    assert_eq!(
+        call("PUT", &k.host.url(path), Some(&current)).unwrap().code,
+        200
+    );
+    eventually(
+        "the match condition to exempt a labelled object",
+        Duration::from_secs(10),
+        || {
+            let r = post(&k, cms, &exempt);
+            if r.code == 201 {
+                return true;
+            }
+            assert_eq!(r.code, 403, "{}", r.body);
+            false
+        },
+    );
     let denied = post(&k, cms, &cm("bad", json!({"forbidden": "x"})));
     assert_eq!(denied.code, 403, "{}", denied.body);
     assert_eq!(

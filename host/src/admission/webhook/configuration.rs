@@ -8,6 +8,9 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use crate::admission::cel::Expression;
 use crate::admission::rules::Rule;
 use crate::registry::admission::AdmissionRequest;
 use crate::registry::labels::{labels_of, selector_matches};
@@ -26,7 +29,7 @@ pub enum Endpoint {
 }
 
 /// One webhook.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Webhook {
     /// The configuration it is in.
     pub configuration: String,
@@ -46,6 +49,9 @@ pub struct Webhook {
     pub dry_run_safe: bool,
     /// `timeoutSeconds`, capped at 30 s.
     pub timeout: Duration,
+    /// `matchConditions`, compiled (an expression that does not compile is an error when
+    /// the webhook is matched).
+    pub match_conditions: Vec<Arc<Result<Expression, String>>>,
 }
 
 fn text<'a>(v: &'a Value, field: &str) -> &'a str {
@@ -101,6 +107,19 @@ impl Webhook {
                     object_selector: w.get("objectSelector").cloned().unwrap_or(Value::Null),
                     dry_run_safe: matches!(text(w, "sideEffects"), "None" | "NoneOnDryRun"),
                     timeout,
+                    match_conditions: w
+                        .get("matchConditions")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|c| {
+                            let text = c
+                                .get("expression")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default();
+                            Arc::new(Expression::compile(text))
+                        })
+                        .collect(),
                 }
             })
             .collect()

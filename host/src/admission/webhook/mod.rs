@@ -121,6 +121,18 @@ impl Webhooks {
         request: &AdmissionRequest<'_>,
         object: &Value,
     ) -> Answer {
+        // A webhook whose matchConditions do not hold is not called (nor counted).
+        match conditions_hold(webhook, request) {
+            Ok(true) => {}
+            Ok(false) => return Answer::Allowed(Vec::new(), None),
+            Err(why) if webhook.fail_closed => {
+                return Answer::Rejected(Rejection::Failed(format!(
+                    "failed calling webhook {:?}: failed to evaluate match conditions: {why}",
+                    webhook.name
+                )))
+            }
+            Err(_) => return Answer::Allowed(Vec::new(), None),
+        }
         let began = std::time::Instant::now();
         let answer = call_webhook(webhook, request, object).await;
         let r#type = match self.kind {
@@ -215,6 +227,30 @@ fn review(request: &AdmissionRequest<'_>, object: &Value) -> Value {
         body["subResource"] = json!(sub);
     }
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": body})
+}
+
+/// Whether every `matchCondition` of `webhook` holds for the request.
+///
+/// # Errors
+/// A condition that does not compile or evaluate.
+fn conditions_hold(webhook: &Webhook, request: &AdmissionRequest<'_>) -> Result<bool, String> {
+    if webhook.match_conditions.is_empty() {
+        return Ok(true);
+    }
+    let old = request.old_object.cloned().unwrap_or(Value::Null);
+    let asked = review(request, request.object);
+    let activation = crate::admission::cel::Activation::new(&[
+        ("object", request.object),
+        ("oldObject", &old),
+        ("request", &asked["request"]),
+    ]);
+    for condition in &webhook.match_conditions {
+        let condition = condition.as_ref().as_ref().map_err(Clone::clone)?;
+        if !activation.truth(condition)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// What one call decided.
