@@ -99,9 +99,6 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     };
     let registry = Registry::new(storage.clone(), resolver);
     registry.serve_builtin(module_object::definition(), Arc::new(ModuleObjectStrategy));
-    for review in crate::registry::ResourceDefinition::review_kinds() {
-        registry.serve_builtin(review, Arc::new(crate::strategy::DefaultStrategy));
-    }
     // Strategies' get/list/apply host functions go through the registry.
     modules
         .runtime()

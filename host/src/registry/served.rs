@@ -97,7 +97,12 @@ impl Registry {
             Arc::new(ResourceDefinition::namespaces()),
             Arc::new(NamespaceStrategy),
         );
-        for def in ResourceDefinition::admission_kinds() {
+        // Kinds with Kubernetes' default behaviour: the admission configurations, and the
+        // reviews (create-only; the API answers them).
+        let defaults = ResourceDefinition::admission_kinds()
+            .into_iter()
+            .chain(ResourceDefinition::review_kinds());
+        for def in defaults {
             registry.install(Arc::new(def), Arc::new(crate::strategy::DefaultStrategy));
         }
         for def in ResourceDefinition::builtin_kinds() {
