@@ -11,8 +11,8 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 
 use super::{
-    GetOptions, ListOptions, ObjectList, Preconditions, Result, SharedObject, Storage, TryUpdate,
-    ValidateDeletion, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Result, SharedObject,
+    Storage, WatchStream,
 };
 
 type Labels = Vec<(&'static str, String)>;
@@ -80,18 +80,9 @@ impl Storage for Instrumented {
         out
     }
 
-    async fn delete(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        validate: ValidateDeletion<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
+    async fn delete(&self, key: &str, request: ConditionalDelete<'_>) -> Result<Value> {
         let started = Instant::now();
-        let out = self
-            .inner
-            .delete(key, preconditions, validate, cached_existing)
-            .await;
+        let out = self.inner.delete(key, request).await;
         self.metrics.observe("delete", key, started);
         out
     }
@@ -124,25 +115,9 @@ impl Storage for Instrumented {
         out
     }
 
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        ignore_not_found: bool,
-        try_update: TryUpdate<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
+    async fn guaranteed_update(&self, key: &str, request: GuaranteedUpdate<'_>) -> Result<Value> {
         let started = Instant::now();
-        let out = self
-            .inner
-            .guaranteed_update(
-                key,
-                preconditions,
-                ignore_not_found,
-                try_update,
-                cached_existing,
-            )
-            .await;
+        let out = self.inner.guaranteed_update(key, request).await;
         self.metrics.observe("update", key, started);
         out
     }

@@ -45,10 +45,10 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::storage::error::{Result, StorageError};
-use crate::storage::options::{GetOptions, ListOptions, ObjectList, Preconditions};
+use crate::storage::options::{GetOptions, ListOptions, ObjectList};
 use crate::storage::versioner::object_resource_version;
 use crate::storage::watch::{SharedObject as CachedObject, WatchStream};
-use crate::storage::{key, Storage, TryUpdate, ValidateDeletion};
+use crate::storage::{key, ConditionalDelete, GuaranteedUpdate, Storage};
 
 pub use cache_watcher::SharedWatchStream;
 
@@ -361,19 +361,9 @@ impl Storage for Cacher {
         Ok(created)
     }
 
-    async fn delete(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        validate: ValidateDeletion<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
-        let hint = cached_existing.or_else(|| self.cached(key));
-        let deleted = self
-            .shared
-            .below
-            .delete(key, preconditions, validate, hint)
-            .await?;
+    async fn delete(&self, key: &str, mut request: ConditionalDelete<'_>) -> Result<Value> {
+        request.cached_existing = request.cached_existing.or_else(|| self.cached(key));
+        let deleted = self.shared.below.delete(key, request).await?;
         self.observe_write(key, &deleted).await;
         Ok(deleted)
     }
@@ -418,17 +408,10 @@ impl Storage for Cacher {
     async fn guaranteed_update(
         &self,
         key: &str,
-        preconditions: &Preconditions,
-        ignore_not_found: bool,
-        try_update: TryUpdate<'_>,
-        cached_existing: Option<Value>,
+        mut request: GuaranteedUpdate<'_>,
     ) -> Result<Value> {
-        let hint = cached_existing.or_else(|| self.cached(key));
-        let updated = self
-            .shared
-            .below
-            .guaranteed_update(key, preconditions, ignore_not_found, try_update, hint)
-            .await?;
+        request.cached_existing = request.cached_existing.or_else(|| self.cached(key));
+        let updated = self.shared.below.guaranteed_update(key, request).await?;
         self.observe_write(key, &updated).await;
         Ok(updated)
     }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::predicate::LabelSelector;
 use crate::storage::{
-    accept_any_deletion, GetOptions, ListOptions, Preconditions, ResourceVersionMatch,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ResourceVersionMatch,
     SelectionPredicate, Storage, WatchEvent, WatchStream,
 };
 
@@ -35,14 +35,11 @@ async fn update(store: &EmbeddedStore, key: &str, label: &str) -> Value {
     store
         .guaranteed_update(
             key,
-            &Preconditions::none(),
-            false,
-            Box::new(move |cur| {
+            GuaranteedUpdate::new(Box::new(move |cur| {
                 let mut o = cur.expect("exists");
                 o["metadata"]["labels"]["l"] = json!(label.clone());
                 Box::pin(async move { Ok(o) })
-            }),
-            None,
+            })),
         )
         .await
         .expect("update")
@@ -75,7 +72,7 @@ async fn data_survives_reopen_with_the_same_revisions() {
         let b = update(&store, "/w/b", "2").await;
         store.create("/w/c", obj("c", "1")).await.unwrap();
         store
-            .delete("/w/c", &Preconditions::none(), accept_any_deletion(), None)
+            .delete("/w/c", ConditionalDelete::default())
             .await
             .unwrap();
         (a, b, store.current_revision().await.unwrap())
@@ -127,12 +124,7 @@ async fn compaction_expires_old_revisions_but_keeps_the_compacted_one() {
     store.create("/w/gone", obj("gone", "1")).await.unwrap();
     let a2 = update(&store, "/w/a", "2").await;
     store
-        .delete(
-            "/w/gone",
-            &Preconditions::none(),
-            accept_any_deletion(),
-            None,
-        )
+        .delete("/w/gone", ConditionalDelete::default())
         .await
         .unwrap();
     let at = store.current_revision().await.unwrap();

@@ -10,7 +10,7 @@ use super::testing::EtcdServer;
 use super::{Etcd3Config, Etcd3Store};
 use crate::storage::predicate::{LabelSelector, SelectionPredicate};
 use crate::storage::{
-    accept_any_deletion, GetOptions, ListOptions, Preconditions, ResourceVersionMatch, Storage,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ResourceVersionMatch, Storage,
     StorageError, WatchEvent, WatchStream,
 };
 
@@ -43,14 +43,11 @@ async fn set_n(store: &Etcd3Store, key: &str, n: u64) -> Value {
     store
         .guaranteed_update(
             key,
-            &Preconditions::none(),
-            false,
-            Box::new(move |cur| {
+            GuaranteedUpdate::new(Box::new(move |cur| {
                 let mut obj = cur.expect("exists");
                 obj["spec"]["n"] = json!(n);
                 Box::pin(async move { Ok(obj) })
-            }),
-            None,
+            })),
         )
         .await
         .expect("update")
@@ -92,12 +89,7 @@ async fn crud_round_trip() {
         .is_already_exists());
     assert_eq!(store.count("/w").await.unwrap(), 1);
     let deleted = store
-        .delete(
-            "/w/ns/a",
-            &Preconditions::none(),
-            accept_any_deletion(),
-            None,
-        )
+        .delete("/w/ns/a", ConditionalDelete::default())
         .await
         .unwrap();
     assert!(rv(&deleted) > rv(&updated));
@@ -187,14 +179,11 @@ async fn watch_resumes_across_restart_without_loss_or_duplicates() {
             match store
                 .guaranteed_update(
                     "/w/ns/a",
-                    &Preconditions::none(),
-                    false,
-                    Box::new(move |cur| {
+                    GuaranteedUpdate::new(Box::new(move |cur| {
                         let mut obj = cur.expect("exists");
                         obj["spec"]["n"] = json!(n);
                         Box::pin(async move { Ok(obj) })
-                    }),
-                    None,
+                    })),
                 )
                 .await
             {

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::fixtures::{content, get, key, object, rv, update_size};
 use super::TestStore;
-use crate::storage::{accept_any_deletion, GetOptions, ListOptions, Preconditions};
+use crate::storage::{ConditionalDelete, GetOptions, ListOptions};
 
 /// A created object comes back with a resourceVersion and reads back the same.
 pub(super) async fn run_create(s: TestStore) {
@@ -168,7 +168,7 @@ pub(super) async fn run_key_validation(s: TestStore) {
         assert!(err.is_bad_request(), "list {bad:?}: {err}");
         assert!(store.watch(bad, list).await.is_err(), "watch {bad:?}");
         let err = store
-            .delete(bad, &Preconditions::none(), accept_any_deletion(), None)
+            .delete(bad, ConditionalDelete::default())
             .await
             .unwrap_err();
         assert!(err.is_bad_request(), "delete {bad:?}: {err}");

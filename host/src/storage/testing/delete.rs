@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use super::fixtures::{delete, get, key, object, rv, update_size};
 use super::TestStore;
-use crate::storage::{accept_any_deletion, Preconditions, ValidateDeletion};
+use crate::storage::{ConditionalDelete, Preconditions, ValidateDeletion};
 
 /// An unconditional delete returns the last state stamped with the deletion's revision.
 pub(super) async fn run_delete_unconditional(s: TestStore) {
@@ -18,12 +18,7 @@ pub(super) async fn run_delete_unconditional(s: TestStore) {
     assert_eq!(deleted["spec"], created["spec"]);
     assert!(get(store, &key("ns", "a")).await.unwrap().is_none());
     let err = store
-        .delete(
-            &key("ns", "a"),
-            &Preconditions::none(),
-            accept_any_deletion(),
-            None,
-        )
+        .delete(&key("ns", "a"), ConditionalDelete::default())
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
@@ -46,7 +41,10 @@ pub(super) async fn run_delete_preconditions(s: TestStore) {
     };
     for p in [wrong_uid, wrong_rv] {
         let err = store
-            .delete(&key("ns", "a"), &p, accept_any_deletion(), None)
+            .delete(
+                &key("ns", "a"),
+                ConditionalDelete::default().preconditions(&p),
+            )
             .await
             .unwrap_err();
         assert!(err.is_conflict(), "{err}");
@@ -57,7 +55,10 @@ pub(super) async fn run_delete_preconditions(s: TestStore) {
         resource_version: Some(rv(&created).to_string()),
     };
     store
-        .delete(&key("ns", "a"), &right, accept_any_deletion(), None)
+        .delete(
+            &key("ns", "a"),
+            ConditionalDelete::default().preconditions(&right),
+        )
         .await
         .unwrap();
     assert!(get(store, &key("ns", "a")).await.unwrap().is_none());
@@ -88,9 +89,9 @@ pub(super) async fn run_delete_with_stale_cached_object(s: TestStore) {
     let deleted = store
         .delete(
             &key("ns", "a"),
-            &p,
-            recording_validation(seen.clone()),
-            Some(stale),
+            ConditionalDelete::new(recording_validation(seen.clone()))
+                .preconditions(&p)
+                .cached_existing(Some(stale)),
         )
         .await
         .unwrap();
@@ -126,7 +127,7 @@ pub(super) async fn run_delete_revalidates_after_concurrent_update(s: TestStore)
         })
     });
     let deleted = storage
-        .delete(&key("ns", "a"), &Preconditions::none(), validate, None)
+        .delete(&key("ns", "a"), ConditionalDelete::new(validate))
         .await
         .unwrap();
     let seen = seen.lock().unwrap().clone();
@@ -149,7 +150,7 @@ pub(super) async fn run_delete_validation_refuses(s: TestStore) {
     let refuse: ValidateDeletion<'static> =
         Box::new(|_| Box::pin(async { Err("protected by policy".into()) }));
     let err = store
-        .delete(&key("ns", "a"), &Preconditions::none(), refuse, None)
+        .delete(&key("ns", "a"), ConditionalDelete::new(refuse))
         .await
         .unwrap_err();
     assert!(err.is_aborted(), "{err}");

@@ -6,7 +6,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::storage::{
-    accept_any_deletion, GetOptions, ListOptions, Preconditions, Storage, StorageError, TryUpdate,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, Storage, StorageError, TryUpdate,
     WatchEvent, WatchStream,
 };
 
@@ -76,7 +76,7 @@ pub(super) fn set_size<'a>(size: u64) -> TryUpdate<'a> {
 /// Sets `spec.size` unconditionally and returns the stored object.
 pub(super) async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
     store
-        .guaranteed_update(key, &Preconditions::none(), false, set_size(size), None)
+        .guaranteed_update(key, GuaranteedUpdate::new(set_size(size)))
         .await
         .expect("update")
 }
@@ -84,7 +84,7 @@ pub(super) async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Va
 /// Deletes `key` unconditionally and returns the deleted object.
 pub(super) async fn delete(store: &dyn Storage, key: &str) -> Value {
     store
-        .delete(key, &Preconditions::none(), accept_any_deletion(), None)
+        .delete(key, ConditionalDelete::default())
         .await
         .expect("delete")
 }

@@ -9,19 +9,13 @@ use std::time::Duration;
 
 use super::fixtures::{expect_silence, get, key, object, rv, set_size, update_size, watch_from};
 use super::TestStore;
-use crate::storage::{Preconditions, TryUpdate};
+use crate::storage::{GuaranteedUpdate, Preconditions, TryUpdate};
 
 /// Updating a missing object is NotFound.
 pub(super) async fn run_update_not_found(s: TestStore) {
     let store = &*s.storage;
     let err = store
-        .guaranteed_update(
-            &key("ns", "a"),
-            &Preconditions::none(),
-            false,
-            set_size(2),
-            None,
-        )
+        .guaranteed_update(&key("ns", "a"), GuaranteedUpdate::new(set_size(2)))
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
@@ -38,7 +32,10 @@ pub(super) async fn run_update_creates_when_ignore_not_found(s: TestStore) {
         })
     });
     let created = store
-        .guaranteed_update(&key("ns", "a"), &Preconditions::none(), true, create, None)
+        .guaranteed_update(
+            &key("ns", "a"),
+            GuaranteedUpdate::new(create).ignore_not_found(true),
+        )
         .await
         .unwrap();
     assert_eq!(get(store, &key("ns", "a")).await.unwrap().unwrap(), created);
@@ -99,13 +96,7 @@ pub(super) async fn run_update_retries_on_conflict(s: TestStore) {
                     })
                 });
                 storage
-                    .guaranteed_update(
-                        &key("ns", "a"),
-                        &Preconditions::none(),
-                        false,
-                        increment,
-                        None,
-                    )
+                    .guaranteed_update(&key("ns", "a"), GuaranteedUpdate::new(increment))
                     .await
                     .unwrap();
             }
@@ -139,10 +130,7 @@ pub(super) async fn run_update_rereads_stale_hint(s: TestStore) {
     let out = store
         .guaranteed_update(
             &key("ns", "a"),
-            &Preconditions::none(),
-            false,
-            add_label,
-            Some(stale),
+            GuaranteedUpdate::new(add_label).cached_existing(Some(stale)),
         )
         .await
         .unwrap();
@@ -175,7 +163,10 @@ pub(super) async fn run_update_preconditions(s: TestStore) {
         },
     ] {
         let err = store
-            .guaranteed_update(&key("ns", "a"), &p, false, set_size(3), None)
+            .guaranteed_update(
+                &key("ns", "a"),
+                GuaranteedUpdate::new(set_size(3)).preconditions(&p),
+            )
             .await
             .unwrap_err();
         assert!(err.is_conflict(), "{err}");
@@ -185,7 +176,12 @@ pub(super) async fn run_update_preconditions(s: TestStore) {
         resource_version: Some(rv(&fresh).to_string()),
     };
     let out = store
-        .guaranteed_update(&key("ns", "a"), &p, false, set_size(3), Some(stale))
+        .guaranteed_update(
+            &key("ns", "a"),
+            GuaranteedUpdate::new(set_size(3))
+                .preconditions(&p)
+                .cached_existing(Some(stale)),
+        )
         .await
         .unwrap();
     assert_eq!(out["spec"]["size"], 3);
@@ -205,7 +201,7 @@ pub(super) async fn run_update_aborted_writes_nothing(s: TestStore) {
         Box::pin(async { Err("spec.size: Invalid value".into()) })
     });
     let err = store
-        .guaranteed_update(&key("ns", "a"), &Preconditions::none(), false, refuse, None)
+        .guaranteed_update(&key("ns", "a"), GuaranteedUpdate::new(refuse))
         .await
         .unwrap_err();
     assert!(err.is_aborted(), "{err}");

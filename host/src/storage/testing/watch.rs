@@ -11,7 +11,9 @@ use super::fixtures::{
     update_size, watch_from,
 };
 use super::TestStore;
-use crate::storage::{LabelSelector, ListOptions, SelectionPredicate, WatchEvent};
+use crate::storage::{
+    GuaranteedUpdate, LabelSelector, ListOptions, SelectionPredicate, WatchEvent,
+};
 
 /// A watch sees ADDED, MODIFIED and DELETED in order; DELETED carries the deletion revision.
 pub(super) async fn run_watch_added_modified_deleted(s: TestStore) {
@@ -186,14 +188,13 @@ pub(super) async fn run_watch_predicate_transitions(s: TestStore) {
             })
         })
     };
-    let none = crate::storage::Preconditions::none();
     let on = store
-        .guaranteed_update(&k, &none, false, relabel("web"), None)
+        .guaranteed_update(&k, GuaranteedUpdate::new(relabel("web")))
         .await
         .unwrap();
     let on2 = update_size(store, &k, 7).await;
     let off = store
-        .guaranteed_update(&k, &none, false, relabel("db"), None)
+        .guaranteed_update(&k, GuaranteedUpdate::new(relabel("db")))
         .await
         .unwrap();
     assert_eq!(expect_event(next_event(&mut w).await, "ADDED", "a"), on);

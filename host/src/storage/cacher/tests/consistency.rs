@@ -79,12 +79,7 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
         let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
         assert!(names(&list).contains(&name), "create {name} missed");
         below
-            .delete(
-                &key("ns", &name),
-                &Preconditions::none(),
-                accept_any_deletion(),
-                None,
-            )
+            .delete(&key("ns", &name), ConditionalDelete::default())
             .await
             .unwrap();
         let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();

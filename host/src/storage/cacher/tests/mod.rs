@@ -19,8 +19,8 @@ use crate::storage::testing::{key, object};
 use crate::storage::versioner::object_resource_version;
 use crate::storage::WatchEvent;
 use crate::storage::{
-    accept_any_deletion, GetOptions, ListOptions, ObjectList, Preconditions, Storage, StorageError,
-    TryUpdate, ValidateDeletion, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Storage,
+    StorageError, TryUpdate, WatchStream,
 };
 
 const PREFIX: &str = "/example.com/widgets";
@@ -56,7 +56,7 @@ fn set_size<'a>(size: u64) -> TryUpdate<'a> {
 
 async fn update(store: &dyn Storage, k: &str, size: u64) -> Value {
     store
-        .guaranteed_update(k, &Preconditions::none(), false, set_size(size), None)
+        .guaranteed_update(k, GuaranteedUpdate::new(set_size(size)))
         .await
         .unwrap()
 }

@@ -15,14 +15,8 @@ impl Storage for Flaky {
     async fn create(&self, key: &str, obj: Value) -> Result<Value, StorageError> {
         self.inner.create(key, obj).await
     }
-    async fn delete(
-        &self,
-        key: &str,
-        p: &Preconditions,
-        v: ValidateDeletion<'_>,
-        c: Option<Value>,
-    ) -> Result<Value, StorageError> {
-        self.inner.delete(key, p, v, c).await
+    async fn delete(&self, key: &str, r: ConditionalDelete<'_>) -> Result<Value, StorageError> {
+        self.inner.delete(key, r).await
     }
     async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream, StorageError> {
         if self.refuse.load(Ordering::SeqCst) {
@@ -45,12 +39,9 @@ impl Storage for Flaky {
     async fn guaranteed_update(
         &self,
         key: &str,
-        p: &Preconditions,
-        ignore: bool,
-        t: TryUpdate<'_>,
-        c: Option<Value>,
+        r: GuaranteedUpdate<'_>,
     ) -> Result<Value, StorageError> {
-        self.inner.guaranteed_update(key, p, ignore, t, c).await
+        self.inner.guaranteed_update(key, r).await
     }
     async fn count(&self, key: &str) -> Result<u64, StorageError> {
         self.inner.count(key).await
@@ -159,13 +150,7 @@ impl Storage for NeverLists {
     async fn create(&self, _: &str, _: Value) -> Result<Value, StorageError> {
         Err(down())
     }
-    async fn delete(
-        &self,
-        _: &str,
-        _: &Preconditions,
-        _: ValidateDeletion<'_>,
-        _: Option<Value>,
-    ) -> Result<Value, StorageError> {
+    async fn delete(&self, _: &str, _: ConditionalDelete<'_>) -> Result<Value, StorageError> {
         Err(down())
     }
     async fn watch(&self, _: &str, _: ListOptions) -> Result<WatchStream, StorageError> {
@@ -180,10 +165,7 @@ impl Storage for NeverLists {
     async fn guaranteed_update(
         &self,
         _: &str,
-        _: &Preconditions,
-        _: bool,
-        _: TryUpdate<'_>,
-        _: Option<Value>,
+        _: GuaranteedUpdate<'_>,
     ) -> Result<Value, StorageError> {
         Err(down())
     }
@@ -297,7 +279,7 @@ async fn randomized_writers_and_watchers_see_exactly_the_committed_history() {
                         cacher.create(&k, object("ns", &name)).await.unwrap()
                     } else if rng.random_bool(0.3) {
                         cacher
-                            .delete(&k, &Preconditions::none(), accept_any_deletion(), None)
+                            .delete(&k, ConditionalDelete::default())
                             .await
                             .unwrap()
                     } else {
