@@ -120,15 +120,10 @@ pub async fn create(store: &dyn CasStore, full_key: &str, mut obj: Value) -> Res
 pub async fn guaranteed_update(
     store: &dyn CasStore,
     full_key: &str,
-    request: GuaranteedUpdate<'_>,
+    mut request: GuaranteedUpdate<'_>,
 ) -> Result<Value> {
-    let GuaranteedUpdate {
-        preconditions,
-        ignore_not_found,
-        mut try_update,
-        cached_existing,
-    } = request;
-    let (mut state, mut is_current) = first_state(store, full_key, cached_existing).await?;
+    let cached = request.cached_existing.take();
+    let (mut state, mut is_current) = first_state(store, full_key, cached).await?;
     loop {
         // A stale hint may be why anything below fails: re-read once before answering.
         // When the re-read shows the hint was current after all, the callback would see the
@@ -148,15 +143,15 @@ pub async fn guaranteed_update(
         }
         let current = match &state {
             Some(s) => {
-                if let Err(e) = preconditions.check(full_key, &s.object) {
+                if let Err(e) = request.preconditions.check(full_key, &s.object) {
                     retry_if_stale!(e);
                 }
                 Some(s.object.clone())
             }
-            None if ignore_not_found => None,
+            None if request.ignore_not_found => None,
             None => retry_if_stale!(StorageError::not_found(full_key)),
         };
-        let mut updated = match try_update(current).await {
+        let mut updated = match (request.try_update)(current).await {
             Ok(v) => v,
             Err(e) => retry_if_stale!(StorageError::Aborted(e)),
         };
@@ -193,20 +188,16 @@ fn committed(mut obj: Value, revision: u64) -> Value {
 pub async fn conditional_delete(
     store: &dyn CasStore,
     full_key: &str,
-    request: ConditionalDelete<'_>,
+    mut request: ConditionalDelete<'_>,
 ) -> Result<Value> {
-    let ConditionalDelete {
-        preconditions,
-        mut validate,
-        cached_existing,
-    } = request;
-    let (mut state, mut is_current) = first_state(store, full_key, cached_existing).await?;
+    let cached = request.cached_existing.take();
+    let (mut state, mut is_current) = first_state(store, full_key, cached).await?;
     loop {
         let checked = match &state {
             None => Err(StorageError::not_found(full_key)),
-            Some(s) => match preconditions.check(full_key, &s.object) {
+            Some(s) => match request.preconditions.check(full_key, &s.object) {
                 Err(e) => Err(e),
-                Ok(()) => validate(s.object.clone())
+                Ok(()) => (request.validate)(s.object.clone())
                     .await
                     .map_err(StorageError::Aborted),
             },
