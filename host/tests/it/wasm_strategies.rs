@@ -142,9 +142,7 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
     fn get(
         &self,
         _: &strategy_host::wasm::runtime::CallerInfo,
-        _: &str,
-        _: &str,
-        _: &str,
+        _: strategy_host::wasm::runtime::Collection<'_>,
         _: &str,
     ) -> Result<Option<serde_json::Value>, String> {
         Ok(None)
@@ -152,9 +150,7 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
     fn list(
         &self,
         _: &strategy_host::wasm::runtime::CallerInfo,
-        _: &str,
-        _: &str,
-        _: &str,
+        _: strategy_host::wasm::runtime::Collection<'_>,
         _: &str,
     ) -> Result<Vec<serde_json::Value>, String> {
         Ok(vec![])
