@@ -9,7 +9,7 @@ use super::{key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, Sources};
 use crate::strategy::{ResourceInfo, Strategy, StrategyContext, UserInfo};
 use crate::wasm::rollout::{RolloutMode, RolloutSpec, StagedVersion};
 use crate::wasm::runtime::{digest, CallerInfo, Collection, Result, StrategyModule};
-use crate::wasm::slot::{InForce, Slot};
+use crate::wasm::slot::{Slot, SlotStrategy};
 use crate::wasm::wasm_strategy::WasmStrategy;
 
 /// How often a replay tries to list a resource that is not served yet, and how far apart.
@@ -220,7 +220,7 @@ impl ModuleTable {
                         ..UserInfo::default()
                     }),
                 };
-                let in_force: &dyn Strategy = &InForce(slot);
+                let in_force: &dyn Strategy = &SlotStrategy::in_force(slot);
                 version.replay(in_force, &ctx, &objects).await;
                 replayed += objects.len() as u64;
             }
