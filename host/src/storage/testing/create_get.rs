@@ -2,17 +2,14 @@
 
 use serde_json::json;
 
-use super::fixtures::{content, get, key, object, rv, update_size};
+use super::fixtures::{content, create, get, key, object, rv, update_size};
 use super::TestStore;
 use crate::storage::{ConditionalDelete, GetOptions, ListOptions};
 
 /// A created object comes back with a resourceVersion and reads back the same.
 pub(super) async fn run_create(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     assert!(rv(&created) > 0);
     assert_eq!(content(&created), object("ns", "a"));
     let read = get(store, &key("ns", "a")).await.unwrap().unwrap();
@@ -23,10 +20,7 @@ pub(super) async fn run_create(s: TestStore) {
 /// A second create of the same key fails with AlreadyExists and changes nothing.
 pub(super) async fn run_create_already_exists(s: TestStore) {
     let store = &*s.storage;
-    let first = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let first = create(store, "ns", "a").await;
     let mut other = object("ns", "a");
     other["spec"]["size"] = json!(99);
     let err = store.create(&key("ns", "a"), other).await.unwrap_err();
@@ -47,10 +41,7 @@ pub(super) async fn run_create_with_resource_version_rejected(s: TestStore) {
 /// get with resourceVersion "", "0", an older one, the current one, and one from the future.
 pub(super) async fn run_get_resource_versions(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 2).await;
     let current = rv(&updated);
     for asked in [
@@ -112,10 +103,7 @@ pub(super) async fn run_get_not_found(s: TestStore) {
 /// parsed, with its revision), nothing or NotFound for a missing key, and the same refusals.
 pub(super) async fn run_get_shared_is_get(s: TestStore) {
     let store = &*s.storage;
-    store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 2).await;
     for asked in [String::new(), "0".to_string(), rv(&updated).to_string()] {
         let opts = GetOptions {

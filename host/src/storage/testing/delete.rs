@@ -2,17 +2,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::fixtures::{delete, get, key, object, rv, update_size};
+use super::fixtures::{create, delete, get, key, rv, update_size};
 use super::TestStore;
 use crate::storage::{ConditionalDelete, Preconditions, ValidateDeletion};
 
 /// An unconditional delete returns the last state stamped with the deletion's revision.
 pub(super) async fn run_delete_unconditional(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let deleted = delete(store, &key("ns", "a")).await;
     assert!(rv(&deleted) > rv(&created), "deletion revision must be new");
     assert_eq!(deleted["spec"], created["spec"]);
@@ -27,10 +24,7 @@ pub(super) async fn run_delete_unconditional(s: TestStore) {
 /// uid and resourceVersion preconditions that do not hold answer Conflict and delete nothing.
 pub(super) async fn run_delete_preconditions(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let wrong_uid = Preconditions {
         uid: Some("other".into()),
         ..Default::default()
@@ -76,10 +70,7 @@ fn recording_validation(seen: Arc<Mutex<Vec<u64>>>) -> ValidateDeletion<'static>
 /// validation sees the fresh state.
 pub(super) async fn run_delete_with_stale_cached_object(s: TestStore) {
     let store = &*s.storage;
-    let stale = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let stale = create(store, "ns", "a").await;
     let fresh = update_size(store, &key("ns", "a"), 7).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let p = Preconditions {
@@ -107,10 +98,7 @@ pub(super) async fn run_delete_with_stale_cached_object(s: TestStore) {
 /// new state before the delete lands.
 pub(super) async fn run_delete_revalidates_after_concurrent_update(s: TestStore) {
     let storage = s.storage.clone();
-    storage
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&*storage, "ns", "a").await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let seen_in = seen.clone();
     let store_in = storage.clone();
@@ -143,10 +131,7 @@ pub(super) async fn run_delete_revalidates_after_concurrent_update(s: TestStore)
 /// A validation that refuses aborts the delete and keeps the object.
 pub(super) async fn run_delete_validation_refuses(s: TestStore) {
     let store = &*s.storage;
-    store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(store, "ns", "a").await;
     let refuse: ValidateDeletion<'static> =
         Box::new(|_| Box::pin(async { Err("protected by policy".into()) }));
     let err = store

@@ -73,6 +73,14 @@ pub(super) fn set_size<'a>(size: u64) -> TryUpdate<'a> {
     })
 }
 
+/// Creates widget `name` in `ns` (see [`object`]) and returns it as stored.
+pub(super) async fn create(store: &dyn Storage, ns: &str, name: &str) -> Value {
+    store
+        .create(&key(ns, name), object(ns, name))
+        .await
+        .expect("create")
+}
+
 /// Sets `spec.size` unconditionally and returns the stored object.
 pub(super) async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
     store

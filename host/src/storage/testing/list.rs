@@ -3,7 +3,7 @@
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-use super::fixtures::{delete, key, ns_key, object, object_with_labels, rv, update_size};
+use super::fixtures::{create, delete, key, ns_key, object, object_with_labels, rv, update_size};
 use super::TestStore;
 use crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS;
 use crate::storage::{
@@ -126,21 +126,12 @@ pub(super) async fn run_list_resource_versions(s: TestStore) {
 /// An Exact list answers the state at that revision, before later changes.
 pub(super) async fn run_list_exact_sees_history(s: TestStore) {
     let store = &*s.storage;
-    let a = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
-    let b = store
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
+    let a = create(store, "ns", "a").await;
+    let b = create(store, "ns", "b").await;
     let at = rv(&b);
     update_size(store, &key("ns", "a"), 8).await;
     delete(store, &key("ns", "b")).await;
-    store
-        .create(&key("ns", "c"), object("ns", "c"))
-        .await
-        .unwrap();
+    create(store, "ns", "c").await;
     let list = store
         .get_list(
             &ns_key("ns"),
@@ -163,14 +154,8 @@ pub(super) async fn run_list_paging_is_consistent(s: TestStore) {
     let first = store.get_list(&ns_key("ns"), opts.clone()).await.unwrap();
     assert_eq!(first.items.len(), 3);
     // Change the world between pages.
-    store
-        .create(&key("ns", "obj-05a"), object("ns", "obj-05a"))
-        .await
-        .unwrap();
-    store
-        .create(&key("ns", "zzz"), object("ns", "zzz"))
-        .await
-        .unwrap();
+    create(store, "ns", "obj-05a").await;
+    create(store, "ns", "zzz").await;
     update_size(store, &key("ns", "obj-07"), 9).await;
     delete(store, &key("ns", "obj-08")).await;
     let mut items = values(&first);
@@ -356,10 +341,7 @@ pub(super) async fn run_count(s: TestStore) {
     let store = &*s.storage;
     assert_eq!(store.count(&ns_key("ns")).await.unwrap(), 0);
     create_all(store, "ns", &["a".into(), "b".into(), "c".into()]).await;
-    store
-        .create(&key("other", "d"), object("other", "d"))
-        .await
-        .unwrap();
+    create(store, "other", "d").await;
     assert_eq!(store.count(&ns_key("ns")).await.unwrap(), 3);
     delete(store, &key("ns", "b")).await;
     assert_eq!(store.count(&ns_key("ns")).await.unwrap(), 2);

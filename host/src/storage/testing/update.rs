@@ -7,7 +7,9 @@ use serde_json::json;
 
 use std::time::Duration;
 
-use super::fixtures::{expect_silence, get, key, object, rv, set_size, update_size, watch_from};
+use super::fixtures::{
+    create, expect_silence, get, key, object, rv, set_size, update_size, watch_from,
+};
 use super::TestStore;
 use crate::storage::{GuaranteedUpdate, Preconditions, TryUpdate};
 
@@ -44,10 +46,7 @@ pub(super) async fn run_update_creates_when_ignore_not_found(s: TestStore) {
 /// An update that changes nothing writes nothing: same resourceVersion, no event.
 pub(super) async fn run_update_no_op_writes_nothing(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     // The store's revision is shared with other keys (and other cases on a shared etcd), so
     // "nothing written" is checked on this key: its watch stays silent.
     let mut w = store
@@ -63,10 +62,7 @@ pub(super) async fn run_update_no_op_writes_nothing(s: TestStore) {
 /// A real change gets a new, larger resourceVersion and is visible to reads.
 pub(super) async fn run_update_writes_new_revision(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 5).await;
     assert!(rv(&updated) > rv(&created));
     assert_eq!(updated["spec"]["size"], 5);
@@ -76,10 +72,7 @@ pub(super) async fn run_update_writes_new_revision(s: TestStore) {
 /// Concurrent read-modify-write updates all land: none is lost to a conflict.
 pub(super) async fn run_update_retries_on_conflict(s: TestStore) {
     let storage = s.storage.clone();
-    storage
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&*storage, "ns", "a").await;
     let workers = 8;
     let per_worker = 5;
     let mut tasks = Vec::new();
@@ -112,10 +105,7 @@ pub(super) async fn run_update_retries_on_conflict(s: TestStore) {
 /// A stale cached object is only a hint: the callback ends up applied to the fresh state.
 pub(super) async fn run_update_rereads_stale_hint(s: TestStore) {
     let store = &*s.storage;
-    let stale = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let stale = create(store, "ns", "a").await;
     update_size(store, &key("ns", "a"), 9).await;
     let calls = Arc::new(AtomicUsize::new(0));
     let calls_in = calls.clone();
@@ -147,10 +137,7 @@ pub(super) async fn run_update_rereads_stale_hint(s: TestStore) {
 /// false conflict when the fresh state meets them.
 pub(super) async fn run_update_preconditions(s: TestStore) {
     let store = &*s.storage;
-    let stale = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let stale = create(store, "ns", "a").await;
     let fresh = update_size(store, &key("ns", "a"), 2).await;
     for p in [
         Preconditions {
@@ -190,10 +177,7 @@ pub(super) async fn run_update_preconditions(s: TestStore) {
 /// A callback error aborts the update, comes back to the caller, and writes nothing.
 pub(super) async fn run_update_aborted_writes_nothing(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let seen = Arc::new(Mutex::new(0));
     let seen_in = seen.clone();
     let refuse: TryUpdate<'static> = Box::new(move |_| {

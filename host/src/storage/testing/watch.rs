@@ -7,8 +7,8 @@ use futures::StreamExt;
 use serde_json::json;
 
 use super::fixtures::{
-    delete, expect_event, expect_silence, key, next_event, ns_key, object, object_with_labels, rv,
-    update_size, watch_from,
+    create, delete, expect_event, expect_silence, key, next_event, ns_key, object,
+    object_with_labels, rv, update_size, watch_from,
 };
 use super::TestStore;
 use crate::storage::{
@@ -23,10 +23,7 @@ pub(super) async fn run_watch_added_modified_deleted(s: TestStore) {
         .watch(&ns_key("ns"), watch_from(start, true))
         .await
         .unwrap();
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 2).await;
     let deleted = delete(store, &key("ns", "a")).await;
     assert_eq!(
@@ -46,14 +43,8 @@ pub(super) async fn run_watch_added_modified_deleted(s: TestStore) {
 /// A watch from "0" (or "") first replays the current objects as ADDED.
 pub(super) async fn run_watch_from_zero_replays_state(s: TestStore) {
     let store = &*s.storage;
-    store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
-    store
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
+    create(store, "ns", "a").await;
+    create(store, "ns", "b").await;
     delete(store, &key("ns", "b")).await;
     let a = update_size(store, &key("ns", "a"), 3).await;
     for from in ["0", ""] {
@@ -89,15 +80,9 @@ fn from_name(from: &str) -> &'static str {
 /// A watch from N sees exactly the changes after N.
 pub(super) async fn run_watch_from_revision_sees_only_later(s: TestStore) {
     let store = &*s.storage;
-    let a = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let a = create(store, "ns", "a").await;
     let a2 = update_size(store, &key("ns", "a"), 2).await;
-    let b = store
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
+    let b = create(store, "ns", "b").await;
     let mut w = store
         .watch(&ns_key("ns"), watch_from(rv(&a), true))
         .await
@@ -110,10 +95,7 @@ pub(super) async fn run_watch_from_revision_sees_only_later(s: TestStore) {
 /// A watch from a compacted revision fails with Expired, up front or as its only event.
 pub(super) async fn run_watch_compacted(s: TestStore) {
     let store = &*s.storage;
-    let a = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let a = create(store, "ns", "a").await;
     update_size(store, &key("ns", "a"), 2).await;
     let b = update_size(store, &key("ns", "a"), 3).await;
     (s.compact)(rv(&b)).await.unwrap();
@@ -145,18 +127,9 @@ pub(super) async fn run_watch_scoping(s: TestStore) {
         .watch(&key("n1", "a"), watch_from(start, false))
         .await
         .unwrap();
-    store
-        .create(&key("n2", "a"), object("n2", "a"))
-        .await
-        .unwrap();
-    store
-        .create(&key("n1", "ab"), object("n1", "ab"))
-        .await
-        .unwrap();
-    let a = store
-        .create(&key("n1", "a"), object("n1", "a"))
-        .await
-        .unwrap();
+    create(store, "n2", "a").await;
+    create(store, "n1", "ab").await;
+    let a = create(store, "n1", "a").await;
     expect_event(next_event(&mut ns1).await, "ADDED", "ab");
     expect_event(next_event(&mut ns1).await, "ADDED", "a");
     assert_eq!(expect_event(next_event(&mut single).await, "ADDED", "a"), a);
@@ -249,10 +222,7 @@ pub(super) async fn run_watch_cancel_closes_cleanly(s: TestStore) {
         .watch(&ns_key("ns"), watch_from(start, true))
         .await
         .unwrap();
-    let a = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let a = create(store, "ns", "a").await;
     assert_eq!(expect_event(next_event(&mut w).await, "ADDED", "a"), a);
 }
 
@@ -315,10 +285,7 @@ pub(super) async fn run_watch_progress_request(s: TestStore) {
     let mut opts = watch_from(start, true);
     opts.allow_bookmarks = true;
     let mut w = store.watch(&ns_key("quiet"), opts).await.unwrap();
-    store
-        .create(&key("busy", "a"), object("busy", "a"))
-        .await
-        .unwrap();
+    create(store, "busy", "a").await;
     let target = store.current_revision().await.unwrap();
     if !store.request_watch_progress().await.unwrap() {
         return; // Periodic progress only: nothing to check on demand.
