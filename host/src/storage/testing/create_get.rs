@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::fixtures::{content, create, get, key, object, rv, update_size};
+use super::fixtures::{at, content, create, get, key, object, rv, update_size};
 use super::TestStore;
 use crate::storage::{ConditionalDelete, GetOptions, ListOptions};
 
@@ -50,41 +50,17 @@ pub(super) async fn run_get_resource_versions(s: TestStore) {
         rv(&created).to_string(),
         current.to_string(),
     ] {
-        let got = store
-            .get(
-                &key("ns", "a"),
-                GetOptions {
-                    resource_version: asked.clone(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(got, updated, "get at resourceVersion {asked:?}");
+        let got = store.get(&key("ns", "a"), at(&asked)).await.unwrap();
+        assert_eq!(
+            got,
+            Some(updated.clone()),
+            "get at resourceVersion {asked:?}"
+        );
     }
-    let future = store.current_revision().await.unwrap() + 1_000_000;
-    let err = store
-        .get(
-            &key("ns", "a"),
-            GetOptions {
-                resource_version: future.to_string(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap_err();
+    let future = (store.current_revision().await.unwrap() + 1_000_000).to_string();
+    let err = store.get(&key("ns", "a"), at(&future)).await.unwrap_err();
     assert!(err.is_too_large_resource_version(), "{err}");
-    let err = store
-        .get(
-            &key("ns", "a"),
-            GetOptions {
-                resource_version: "abc".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap_err();
+    let err = store.get(&key("ns", "a"), at("abc")).await.unwrap_err();
     assert!(err.is_bad_request(), "{err}");
 }
 
@@ -106,12 +82,8 @@ pub(super) async fn run_get_shared_is_get(s: TestStore) {
     create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 2).await;
     for asked in [String::new(), "0".to_string(), rv(&updated).to_string()] {
-        let opts = GetOptions {
-            resource_version: asked.clone(),
-            ..Default::default()
-        };
         let shared = store
-            .get_shared(&key("ns", "a"), opts)
+            .get_shared(&key("ns", "a"), at(&asked))
             .await
             .unwrap()
             .unwrap();
@@ -132,11 +104,11 @@ pub(super) async fn run_get_shared_is_get(s: TestStore) {
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    let future = GetOptions {
-        resource_version: (store.current_revision().await.unwrap() + 1_000_000).to_string(),
-        ..Default::default()
-    };
-    let err = store.get_shared(&key("ns", "a"), future).await.unwrap_err();
+    let future = (store.current_revision().await.unwrap() + 1_000_000).to_string();
+    let err = store
+        .get_shared(&key("ns", "a"), at(&future))
+        .await
+        .unwrap_err();
     assert!(err.is_too_large_resource_version(), "{err}");
 }
 

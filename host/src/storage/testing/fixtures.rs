@@ -62,6 +62,14 @@ pub(super) async fn get(store: &dyn Storage, key: &str) -> Result<Option<Value>,
         .await
 }
 
+/// Options of a get at resourceVersion `rv`.
+pub(super) fn at(rv: &str) -> GetOptions {
+    GetOptions {
+        resource_version: rv.to_string(),
+        ..Default::default()
+    }
+}
+
 /// A try-update that sets `spec.size`.
 pub(super) fn set_size<'a>(size: u64) -> TryUpdate<'a> {
     Box::new(move |current| {
