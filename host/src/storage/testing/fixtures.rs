@@ -6,8 +6,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::storage::{
-    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, Storage, StorageError, TryUpdate,
-    WatchEvent, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Storage,
+    StorageError, TryUpdate, WatchEvent, WatchStream,
 };
 
 /// The key of widget `name` in namespace `ns`.
@@ -36,10 +36,18 @@ pub fn object_with_labels(ns: &str, name: &str, labels: Value) -> Value {
 }
 
 /// The resourceVersion of an object, as a number.
-pub(super) fn rv(obj: &Value) -> u64 {
+pub fn rv(obj: &Value) -> u64 {
     crate::storage::versioner::object_resource_version(obj)
         .expect("valid resourceVersion")
         .expect("resourceVersion set")
+}
+
+/// The names of a list's items, in order.
+pub fn names(list: &ObjectList) -> Vec<String> {
+    list.items
+        .iter()
+        .map(|o| o.name().unwrap_or_default().to_string())
+        .collect()
 }
 
 /// The object without its resourceVersion, for comparing content.
@@ -71,7 +79,7 @@ pub(super) fn at(rv: &str) -> GetOptions {
 }
 
 /// A try-update that sets `spec.size`.
-pub(super) fn set_size<'a>(size: u64) -> TryUpdate<'a> {
+pub fn set_size<'a>(size: u64) -> TryUpdate<'a> {
     Box::new(move |current| {
         Box::pin(async move {
             let mut obj = current.ok_or("no object")?;
@@ -82,7 +90,7 @@ pub(super) fn set_size<'a>(size: u64) -> TryUpdate<'a> {
 }
 
 /// Creates widget `name` in `ns` (see [`object`]) and returns it as stored.
-pub(super) async fn create(store: &dyn Storage, ns: &str, name: &str) -> Value {
+pub async fn create(store: &dyn Storage, ns: &str, name: &str) -> Value {
     store
         .create(&key(ns, name), object(ns, name))
         .await
@@ -90,7 +98,7 @@ pub(super) async fn create(store: &dyn Storage, ns: &str, name: &str) -> Value {
 }
 
 /// Sets `spec.size` unconditionally and returns the stored object.
-pub(super) async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
+pub async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
     store
         .guaranteed_update(key, GuaranteedUpdate::new(set_size(size)))
         .await

@@ -3,7 +3,9 @@
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-use super::fixtures::{create, delete, key, ns_key, object, object_with_labels, rv, update_size};
+use super::fixtures::{
+    create, delete, key, names, ns_key, object, object_with_labels, rv, update_size,
+};
 use super::TestStore;
 use crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS;
 use crate::storage::{
@@ -18,13 +20,6 @@ fn list_opts(rv: &str, rv_match: Option<ResourceVersionMatch>) -> ListOptions {
         recursive: true,
         ..Default::default()
     }
-}
-
-fn names(list: &ObjectList) -> Vec<String> {
-    list.items
-        .iter()
-        .map(|o| o.name().unwrap_or_default().to_string())
-        .collect()
 }
 
 /// A list's items as trees, to compare with what the writes returned.

@@ -3,25 +3,12 @@
 
 use super::*;
 use crate::storage::etcd3::testing::EtcdServer;
-use crate::storage::etcd3::{Etcd3Config, Etcd3Store};
-
-/// Names in the cache, in order.
-fn names(list: &crate::storage::ObjectList) -> Vec<String> {
-    list.items
-        .iter()
-        .map(|o| o.name().unwrap_or_default().to_string())
-        .collect()
-}
+use crate::storage::etcd3::Etcd3Store;
 
 /// A private etcd and a store on it.
 async fn etcd_store() -> (EtcdServer, Arc<Etcd3Store>) {
-    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .expect("etcd");
-    let below = Etcd3Store::connect(Etcd3Config::new(vec![etcd.endpoint()]))
-        .await
-        .unwrap();
+    let etcd = EtcdServer::start_in_test().await;
+    let below = etcd.connect_store().await;
     (etcd, Arc::new(below))
 }
 
@@ -34,10 +21,7 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
     };
     let cacher = cacher_over(below.clone(), config).await;
     for name in ["a", "b", "c"] {
-        below
-            .create(&key("ns", name), object("ns", name))
-            .await
-            .unwrap();
+        create(&*below, "ns", name).await;
     }
     // The first consistent read learns that this etcd cannot report progress (one revision
     // read); from then on only proofs go out.
@@ -65,17 +49,14 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
 
     // Writes under the prefix behind the cacher's back are never missed, deletes included.
     for i in 0..15 {
-        let written = update(&*below, &key("ns", "a"), 100 + i).await;
+        let written = update_size(&*below, &key("ns", "a"), 100 + i).await;
         let got = cacher
             .get(&key("ns", "a"), GetOptions::default())
             .await
             .unwrap();
         assert_eq!(got, Some(written), "consistent get after update {i}");
         let name = format!("n{i:02}");
-        below
-            .create(&key("ns", &name), object("ns", &name))
-            .await
-            .unwrap();
+        create(&*below, "ns", &name).await;
         let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
         assert!(names(&list).contains(&name), "create {name} missed");
         below
@@ -91,10 +72,7 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
 async fn concurrent_consistent_reads_share_proofs() {
     let (etcd, below) = etcd_store().await;
     let cacher = cacher_over(below.clone(), CacherConfig::default()).await;
-    below
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&*below, "ns", "a").await;
     cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
     let txns_before = etcd.grpc_calls_handled("Txn");
     let reads = 200;
@@ -124,10 +102,7 @@ async fn consistent_gets_and_pages_read_only_what_they_return() {
     let cacher = cacher_over(below.clone(), config).await;
     for i in 0..20 {
         let name = format!("o{i:02}");
-        below
-            .create(&key("ns", &name), object("ns", &name))
-            .await
-            .unwrap();
+        create(&*below, "ns", &name).await;
     }
     let page_opts = ListOptions {
         limit: 5,
@@ -138,7 +113,7 @@ async fn consistent_gets_and_pages_read_only_what_they_return() {
     let txns_before = etcd.grpc_calls_handled("Txn");
     for i in 0..10 {
         // Each write lands behind the cacher's back: a consistent read must still see it.
-        let written = update(&*below, &key("ns", "o03"), 100 + i).await;
+        let written = update_size(&*below, &key("ns", "o03"), 100 + i).await;
         let got = cacher
             .get(&key("ns", "o03"), GetOptions::default())
             .await

@@ -60,10 +60,7 @@ async fn relists_after_the_store_below_compacted_its_revision() {
         cut: tokio::sync::watch::Sender::new(0),
     });
     let cacher = cacher_over(flaky.clone(), CacherConfig::default()).await;
-    let a = cacher
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let a = create(&*cacher, "ns", "a").await;
     let mut old_watch = cacher
         .watch(PREFIX, watch_opts(&rv(&a).to_string()))
         .await
@@ -71,11 +68,8 @@ async fn relists_after_the_store_below_compacted_its_revision() {
     // Cut the reflector off, change the world and compact it away.
     flaky.refuse.store(true, Ordering::SeqCst);
     flaky.cut.send_modify(|n| *n += 1);
-    inner
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
-    update(&inner, &key("ns", "a"), 9).await;
+    create(&inner, "ns", "b").await;
+    update_size(&inner, &key("ns", "a"), 9).await;
     let now = inner.current_revision().await.unwrap();
     inner.compact(now).await.unwrap();
     flaky.refuse.store(false, Ordering::SeqCst);
@@ -102,10 +96,7 @@ async fn relists_after_the_store_below_compacted_its_revision() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_wait_for_readiness_and_reads_go_below_meanwhile() {
     let inner = embedded().await;
-    inner
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&inner, "ns", "a").await;
     let flaky = Arc::new(Flaky {
         inner,
         refuse: AtomicBool::new(true),
@@ -185,10 +176,7 @@ fn down() -> StorageError {
 async fn survives_an_etcd_restart_without_losing_or_repeating_events() {
     use crate::storage::etcd3::testing::EtcdServer;
     use crate::storage::etcd3::{Etcd3Config, Etcd3Store};
-    let mut etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .expect("etcd");
+    let mut etcd = EtcdServer::start_in_test().await;
     let mut config = Etcd3Config::new(vec![etcd.endpoint()]);
     config.request_timeout = Duration::from_secs(2);
     let store = Etcd3Store::connect(config).await.unwrap();
@@ -201,10 +189,7 @@ async fn survives_an_etcd_restart_without_losing_or_repeating_events() {
     let mut committed = Vec::new();
     for i in 0..5 {
         let name = format!("before-{i}");
-        committed.push(rv(&cacher
-            .create(&key("ns", &name), object("ns", &name))
-            .await
-            .unwrap()));
+        committed.push(rv(&create(&*cacher, "ns", &name).await));
     }
     etcd = tokio::task::spawn_blocking(move || {
         etcd.stop();
@@ -283,7 +268,7 @@ async fn randomized_writers_and_watchers_see_exactly_the_committed_history() {
                             .await
                             .unwrap()
                     } else {
-                        update(&*cacher, &k, size).await
+                        update_size(&*cacher, &k, size).await
                     };
                     log.push((rv(&written), written));
                     if rng.random_bool(0.2) {
