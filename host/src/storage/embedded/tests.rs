@@ -8,20 +8,14 @@ use serde_json::{json, Value};
 
 use super::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::predicate::LabelSelector;
+use crate::storage::testing::{modify, rv};
 use crate::storage::{
-    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ResourceVersionMatch,
-    SelectionPredicate, Storage, WatchEvent, WatchStream,
+    ConditionalDelete, GetOptions, ListOptions, ResourceVersionMatch, SelectionPredicate, Storage,
+    WatchEvent, WatchStream,
 };
 
 fn obj(name: &str, label: &str) -> Value {
     json!({"metadata": {"name": name, "labels": {"l": label}}, "spec": {}})
-}
-
-fn rv(v: &Value) -> u64 {
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .expect("resourceVersion")
 }
 
 async fn open(dir: &std::path::Path) -> EmbeddedStore {
@@ -30,19 +24,9 @@ async fn open(dir: &std::path::Path) -> EmbeddedStore {
     EmbeddedStore::open(config).await.expect("open")
 }
 
+/// Sets the object's label `l`.
 async fn update(store: &EmbeddedStore, key: &str, label: &str) -> Value {
-    let label = label.to_string();
-    store
-        .guaranteed_update(
-            key,
-            GuaranteedUpdate::new(Box::new(move |cur| {
-                let mut o = cur.expect("exists");
-                o["metadata"]["labels"]["l"] = json!(label.clone());
-                Box::pin(async move { Ok(o) })
-            })),
-        )
-        .await
-        .expect("update")
+    modify(store, key, |o| o["metadata"]["labels"]["l"] = json!(label)).await
 }
 
 async fn next(w: &mut WatchStream) -> WatchEvent {

@@ -78,15 +78,23 @@ pub(super) fn at(rv: &str) -> GetOptions {
     }
 }
 
+/// A try-update that applies `change` to the current object, which must exist.
+pub fn modifying<'a>(mut change: impl FnMut(&mut Value) + Send + 'a) -> TryUpdate<'a> {
+    Box::new(move |current| {
+        let updated = match current {
+            Some(mut obj) => {
+                change(&mut obj);
+                Ok(obj)
+            }
+            None => Err("no object".into()),
+        };
+        Box::pin(async move { updated })
+    })
+}
+
 /// A try-update that sets `spec.size`.
 pub fn set_size<'a>(size: u64) -> TryUpdate<'a> {
-    Box::new(move |current| {
-        Box::pin(async move {
-            let mut obj = current.ok_or("no object")?;
-            obj["spec"]["size"] = json!(size);
-            Ok(obj)
-        })
-    })
+    modifying(move |obj| obj["spec"]["size"] = json!(size))
 }
 
 /// Creates widget `name` in `ns` (see [`object`]) and returns it as stored.
@@ -97,12 +105,21 @@ pub async fn create(store: &dyn Storage, ns: &str, name: &str) -> Value {
         .expect("create")
 }
 
-/// Sets `spec.size` unconditionally and returns the stored object.
-pub async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
+/// Applies `change` to the object at `key` unconditionally and returns the stored object.
+pub async fn modify(
+    store: &dyn Storage,
+    key: &str,
+    change: impl FnMut(&mut Value) + Send,
+) -> Value {
     store
-        .guaranteed_update(key, GuaranteedUpdate::new(set_size(size)))
+        .guaranteed_update(key, GuaranteedUpdate::new(modifying(change)))
         .await
         .expect("update")
+}
+
+/// Sets `spec.size` unconditionally and returns the stored object.
+pub async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
+    modify(store, key, move |obj| obj["spec"]["size"] = json!(size)).await
 }
 
 /// Deletes `key` unconditionally and returns the deleted object.
