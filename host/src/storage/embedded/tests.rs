@@ -8,10 +8,10 @@ use serde_json::{json, Value};
 
 use super::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::predicate::LabelSelector;
-use crate::storage::testing::{modify, rv};
+use crate::storage::testing::{exact, modify, rv};
 use crate::storage::{
-    ConditionalDelete, GetOptions, ListOptions, ResourceVersionMatch, SelectionPredicate, Storage,
-    WatchEvent, WatchStream,
+    ConditionalDelete, GetOptions, ListOptions, SelectionPredicate, Storage, WatchEvent,
+    WatchStream,
 };
 
 fn obj(name: &str, label: &str) -> Value {
@@ -34,15 +34,6 @@ async fn next(w: &mut WatchStream) -> WatchEvent {
         .await
         .expect("event in time")
         .expect("stream open")
-}
-
-fn exact(rev: u64) -> ListOptions {
-    ListOptions {
-        resource_version: rev.to_string(),
-        resource_version_match: Some(ResourceVersionMatch::Exact),
-        recursive: true,
-        ..Default::default()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,8 +6,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::storage::{
-    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Storage,
-    StorageError, TryUpdate, WatchEvent, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, ResourceVersionMatch,
+    Storage, StorageError, TryUpdate, WatchEvent, WatchStream,
 };
 
 /// The key of widget `name` in namespace `ns`.
@@ -137,6 +137,24 @@ pub(super) fn watch_from(rv: u64, recursive: bool) -> ListOptions {
         recursive,
         ..Default::default()
     }
+}
+
+/// Options of a recursive list at exactly revision `rv`.
+pub fn exact(rv: u64) -> ListOptions {
+    ListOptions {
+        resource_version: rv.to_string(),
+        resource_version_match: Some(ResourceVersionMatch::Exact),
+        recursive: true,
+        ..Default::default()
+    }
+}
+
+/// Watches every widget in `ns` for changes after `rv`.
+pub(super) async fn watch_ns(store: &dyn Storage, ns: &str, rv: u64) -> WatchStream {
+    store
+        .watch(&ns_key(ns), watch_from(rv, true))
+        .await
+        .expect("watch")
 }
 
 /// The next non-bookmark event, or a panic after ten seconds.

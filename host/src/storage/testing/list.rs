@@ -4,7 +4,7 @@ use futures::future::join_all;
 use serde_json::{json, Value};
 
 use super::fixtures::{
-    create, delete, key, names, ns_key, object, object_with_labels, rv, update_size,
+    create, delete, exact, key, names, ns_key, object, object_with_labels, rv, update_size,
 };
 use super::TestStore;
 use crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS;
@@ -127,13 +127,7 @@ pub(super) async fn run_list_exact_sees_history(s: TestStore) {
     update_size(store, &key("ns", "a"), 8).await;
     delete(store, &key("ns", "b")).await;
     create(store, "ns", "c").await;
-    let list = store
-        .get_list(
-            &ns_key("ns"),
-            list_opts(&at.to_string(), Some(ResourceVersionMatch::Exact)),
-        )
-        .await
-        .unwrap();
+    let list = store.get_list(&ns_key("ns"), exact(at)).await.unwrap();
     assert_eq!(list.resource_version, at);
     assert_eq!(values(&list), vec![a, b]);
 }
@@ -250,25 +244,13 @@ pub(super) async fn run_list_compacted(s: TestStore) {
     update_size(store, &key("ns", "b"), 4).await;
     let current = store.current_revision().await.unwrap();
     (s.compact)(current).await.unwrap();
-    let err = store
-        .get_list(
-            &ns_key("ns"),
-            list_opts(&old.to_string(), Some(ResourceVersionMatch::Exact)),
-        )
-        .await
-        .unwrap_err();
+    let err = store.get_list(&ns_key("ns"), exact(old)).await.unwrap_err();
     assert!(err.is_expired(), "exact at compacted revision: {err}");
     opts.continue_token = page.continue_token;
     let err = store.get_list(&ns_key("ns"), opts).await.unwrap_err();
     assert!(err.is_expired(), "continue at compacted revision: {err}");
     // The current state is still readable, also exactly at the compaction revision.
-    let list = store
-        .get_list(
-            &ns_key("ns"),
-            list_opts(&current.to_string(), Some(ResourceVersionMatch::Exact)),
-        )
-        .await
-        .unwrap();
+    let list = store.get_list(&ns_key("ns"), exact(current)).await.unwrap();
     assert_eq!(names(&list), ["a", "b", "c"]);
 }
 

@@ -23,7 +23,8 @@ use libtest_mimic::{Failed, Trial};
 use super::{Result, Storage};
 
 pub use fixtures::{
-    create, key, modify, modifying, names, object, object_with_labels, rv, set_size, update_size,
+    create, exact, key, modify, modifying, names, object, object_with_labels, rv, set_size,
+    update_size,
 };
 
 /// Compacts the store under test up to (and excluding) a revision, as etcd's compaction does.

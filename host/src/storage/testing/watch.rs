@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::fixtures::{
     create, delete, expect_event, expect_silence, key, next_event, ns_key, object,
-    object_with_labels, rv, update_size, watch_from,
+    object_with_labels, rv, update_size, watch_from, watch_ns,
 };
 use super::TestStore;
 use crate::storage::{
@@ -19,10 +19,7 @@ use crate::storage::{
 pub(super) async fn run_watch_added_modified_deleted(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
-    let mut w = store
-        .watch(&ns_key("ns"), watch_from(start, true))
-        .await
-        .unwrap();
+    let mut w = watch_ns(store, "ns", start).await;
     let created = create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 2).await;
     let deleted = delete(store, &key("ns", "a")).await;
@@ -83,10 +80,7 @@ pub(super) async fn run_watch_from_revision_sees_only_later(s: TestStore) {
     let a = create(store, "ns", "a").await;
     let a2 = update_size(store, &key("ns", "a"), 2).await;
     let b = create(store, "ns", "b").await;
-    let mut w = store
-        .watch(&ns_key("ns"), watch_from(rv(&a), true))
-        .await
-        .unwrap();
+    let mut w = watch_ns(store, "ns", rv(&a)).await;
     assert_eq!(expect_event(next_event(&mut w).await, "MODIFIED", "a"), a2);
     assert_eq!(expect_event(next_event(&mut w).await, "ADDED", "b"), b);
     expect_silence(&mut w, Duration::from_millis(200)).await;
@@ -107,10 +101,7 @@ pub(super) async fn run_watch_compacted(s: TestStore) {
         },
     }
     // From the compaction revision itself the watch still works.
-    let mut w = store
-        .watch(&ns_key("ns"), watch_from(rv(&b), true))
-        .await
-        .unwrap();
+    let mut w = watch_ns(store, "ns", rv(&b)).await;
     let c = update_size(store, &key("ns", "a"), 4).await;
     assert_eq!(expect_event(next_event(&mut w).await, "MODIFIED", "a"), c);
 }
@@ -119,10 +110,7 @@ pub(super) async fn run_watch_compacted(s: TestStore) {
 pub(super) async fn run_watch_scoping(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
-    let mut ns1 = store
-        .watch(&ns_key("n1"), watch_from(start, true))
-        .await
-        .unwrap();
+    let mut ns1 = watch_ns(store, "n1", start).await;
     let mut single = store
         .watch(&key("n1", "a"), watch_from(start, false))
         .await
@@ -181,14 +169,8 @@ pub(super) async fn run_watch_predicate_transitions(s: TestStore) {
 pub(super) async fn run_watch_slow_reader_blocks_nobody(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
-    let _stalled = store
-        .watch(&ns_key("ns"), watch_from(start, true))
-        .await
-        .unwrap();
-    let mut reader = store
-        .watch(&ns_key("ns"), watch_from(start, true))
-        .await
-        .unwrap();
+    let _stalled = watch_ns(store, "ns", start).await;
+    let mut reader = watch_ns(store, "ns", start).await;
     let writes = 300;
     let writer = async {
         for i in 0..writes {
@@ -211,17 +193,11 @@ pub(super) async fn run_watch_slow_reader_blocks_nobody(s: TestStore) {
 pub(super) async fn run_watch_cancel_closes_cleanly(s: TestStore) {
     let store = &*s.storage;
     for _ in 0..20 {
-        let w = store
-            .watch(&ns_key("ns"), watch_from(0, true))
-            .await
-            .unwrap();
+        let w = watch_ns(store, "ns", 0).await;
         drop(w);
     }
     let start = store.current_revision().await.unwrap();
-    let mut w = store
-        .watch(&ns_key("ns"), watch_from(start, true))
-        .await
-        .unwrap();
+    let mut w = watch_ns(store, "ns", start).await;
     let a = create(store, "ns", "a").await;
     assert_eq!(expect_event(next_event(&mut w).await, "ADDED", "a"), a);
 }
@@ -232,12 +208,7 @@ pub(super) async fn run_watch_concurrent_writers_in_order(s: TestStore) {
     let start = storage.current_revision().await.unwrap();
     let mut watchers = Vec::new();
     for _ in 0..3 {
-        watchers.push(
-            storage
-                .watch(&ns_key("ns"), watch_from(start, true))
-                .await
-                .unwrap(),
-        );
+        watchers.push(watch_ns(&*storage, "ns", start).await);
     }
     let mut writers = Vec::new();
     for w in 0..4 {

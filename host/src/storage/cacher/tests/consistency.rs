@@ -5,21 +5,26 @@ use super::*;
 use crate::storage::etcd3::testing::EtcdServer;
 use crate::storage::etcd3::Etcd3Store;
 
-/// A private etcd and a store on it.
-async fn etcd_store() -> (EtcdServer, Arc<Etcd3Store>) {
+/// A private etcd, a store on it, and a cacher over that store with `config`.
+async fn etcd_cacher(config: CacherConfig) -> (EtcdServer, Arc<Etcd3Store>, Arc<Cacher>) {
     let etcd = EtcdServer::start_in_test().await;
-    let below = etcd.connect_store().await;
-    (etcd, Arc::new(below))
+    let below = Arc::new(etcd.connect_store().await);
+    let cacher = cacher_over(below.clone(), config).await;
+    (etcd, below, cacher)
+}
+
+/// Without read-your-writes, a consistent read cannot lean on the cacher's own writes: it
+/// must prove the cache current (or fall back to etcd).
+fn proving() -> CacherConfig {
+    CacherConfig {
+        read_your_writes: false,
+        ..Default::default()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
-    let (etcd, below) = etcd_store().await;
-    let config = CacherConfig {
-        read_your_writes: false,
-        ..Default::default()
-    };
-    let cacher = cacher_over(below.clone(), config).await;
+    let (etcd, below, cacher) = etcd_cacher(proving()).await;
     for name in ["a", "b", "c"] {
         create(&*below, "ns", name).await;
     }
@@ -70,8 +75,7 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_consistent_reads_share_proofs() {
-    let (etcd, below) = etcd_store().await;
-    let cacher = cacher_over(below.clone(), CacherConfig::default()).await;
+    let (etcd, below, cacher) = etcd_cacher(CacherConfig::default()).await;
     create(&*below, "ns", "a").await;
     cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
     let txns_before = etcd.grpc_calls_handled("Txn");
@@ -94,12 +98,7 @@ async fn concurrent_consistent_reads_share_proofs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_gets_and_pages_read_only_what_they_return() {
-    let (etcd, below) = etcd_store().await;
-    let config = CacherConfig {
-        read_your_writes: false,
-        ..Default::default()
-    };
-    let cacher = cacher_over(below.clone(), config).await;
+    let (etcd, below, cacher) = etcd_cacher(proving()).await;
     for i in 0..20 {
         let name = format!("o{i:02}");
         create(&*below, "ns", &name).await;
