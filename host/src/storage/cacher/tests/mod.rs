@@ -47,6 +47,14 @@ fn watch_opts(rv: &str) -> ListOptions {
     }
 }
 
+/// Watches every widget (the cacher's whole prefix) for changes after `rv`.
+async fn watch_all(store: &dyn Storage, rv: u64) -> WatchStream {
+    store
+        .watch(PREFIX, watch_opts(&rv.to_string()))
+        .await
+        .expect("watch")
+}
+
 /// The next event that is not a bookmark, within 10 s; `None` when the stream ended.
 async fn next_change(w: &mut WatchStream) -> Option<WatchEvent> {
     loop {
@@ -147,10 +155,7 @@ async fn watch_from_before_the_window_is_expired() {
     assert!(err.is_expired(), "{err}");
     // From the window's start, the window replays.
     let start = cacher.stats().window_start;
-    let mut w = cacher
-        .watch(PREFIX, watch_opts(&start.to_string()))
-        .await
-        .unwrap();
+    let mut w = watch_all(&*cacher, start).await;
     for _ in 0..4 {
         let e = next_change(&mut w).await.unwrap();
         assert_eq!(e.type_name(), "MODIFIED");
@@ -166,18 +171,10 @@ async fn slow_watcher_is_closed_while_fast_ones_get_everything() {
     };
     let cacher = cacher_over(Arc::new(embedded().await), config).await;
     let start = cacher.current_revision().await.unwrap();
-    let mut slow = cacher
-        .watch(PREFIX, watch_opts(&start.to_string()))
-        .await
-        .unwrap();
+    let mut slow = watch_all(&*cacher, start).await;
     let mut fast = Vec::new();
     for _ in 0..3 {
-        fast.push(
-            cacher
-                .watch(PREFIX, watch_opts(&start.to_string()))
-                .await
-                .unwrap(),
-        );
+        fast.push(watch_all(&*cacher, start).await);
     }
     let writes = 200;
     let readers: Vec<_> = fast
@@ -213,10 +210,7 @@ async fn slow_watcher_is_closed_while_fast_ones_get_everything() {
     assert!(seen.len() < writes);
     assert_eq!(seen[..], committed[..seen.len()]);
     let last = seen.last().copied().unwrap_or(start);
-    let mut resumed = cacher
-        .watch(PREFIX, watch_opts(&last.to_string()))
-        .await
-        .unwrap();
+    let mut resumed = watch_all(&*cacher, last).await;
     while seen.len() < writes {
         seen.push(next_change(&mut resumed).await.unwrap().revision().unwrap());
     }

@@ -61,10 +61,7 @@ async fn relists_after_the_store_below_compacted_its_revision() {
     });
     let cacher = cacher_over(flaky.clone(), CacherConfig::default()).await;
     let a = create(&*cacher, "ns", "a").await;
-    let mut old_watch = cacher
-        .watch(PREFIX, watch_opts(&rv(&a).to_string()))
-        .await
-        .unwrap();
+    let mut old_watch = watch_all(&*cacher, rv(&a)).await;
     // Cut the reflector off, change the world and compact it away.
     flaky.refuse.store(true, Ordering::SeqCst);
     flaky.cut.send_modify(|n| *n += 1);
@@ -182,10 +179,7 @@ async fn survives_an_etcd_restart_without_losing_or_repeating_events() {
     let store = Etcd3Store::connect(config).await.unwrap();
     let cacher = cacher_over(Arc::new(store), CacherConfig::default()).await;
     let start = cacher.current_revision().await.unwrap();
-    let mut w = cacher
-        .watch(PREFIX, watch_opts(&start.to_string()))
-        .await
-        .unwrap();
+    let mut w = watch_all(&*cacher, start).await;
     let mut committed = Vec::new();
     for i in 0..5 {
         let name = format!("before-{i}");
@@ -222,10 +216,7 @@ async fn survives_an_etcd_restart_without_losing_or_repeating_events() {
         "every event once, in order, across the restart"
     );
     // A client resuming from the middle gets exactly the rest.
-    let mut resumed = cacher
-        .watch(PREFIX, watch_opts(&committed[4].to_string()))
-        .await
-        .unwrap();
+    let mut resumed = watch_all(&*cacher, committed[4]).await;
     for want in &committed[5..] {
         assert_eq!(
             next_change(&mut resumed).await.unwrap().revision(),
@@ -285,10 +276,7 @@ async fn randomized_writers_and_watchers_see_exactly_the_committed_history() {
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..20))).await;
         let from = cacher.current_revision().await.unwrap();
-        let w = cacher
-            .watch(PREFIX, watch_opts(&from.to_string()))
-            .await
-            .unwrap();
+        let w = watch_all(&*cacher, from).await;
         watchers.push((from, w));
     }
     let mut history = BTreeMap::new();
