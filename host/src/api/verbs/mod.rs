@@ -183,6 +183,21 @@ async fn run(
     }
 }
 
+/// A read's answer as a Table (`as=Table` in the client's Accept): `items`' rows under the
+/// list metadata `meta`, recorded for audit.
+fn table_response(
+    res: &Resolved,
+    version: &str,
+    items: &[Value],
+    meta: Value,
+    format: &Format,
+) -> Response<Body> {
+    let include_object = format.include_object.as_str();
+    let t = super::table::table(res.def(), version, items, meta, include_object, true);
+    res.audit.log_response_object(&t);
+    response::json(200, &t, &[])
+}
+
 /// What every write verb answers with: the written object in the client's encoding, with the
 /// request's warnings and the write's, once a definition write is served (see
 /// [`settle_definitions`]).
