@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Attributes, Authorizer, Decision, RuleResolver};
 use crate::authorization::rbac::policy::go_quote;
+use crate::registry::system_fields::strings;
 use crate::registry::{Error, Result, Target};
 use crate::strategy::{FieldError, FieldErrorKind, UserInfo};
 
@@ -115,15 +116,6 @@ fn validate_attributes(spec: &Value) -> Vec<FieldError> {
 
 /// The user a SubjectAccessReview asks about.
 fn spec_user(spec: &Value) -> UserInfo {
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let extra: BTreeMap<String, Vec<String>> = spec
         .get("extra")
         .and_then(Value::as_object)

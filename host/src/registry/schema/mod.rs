@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::registry::system_fields::strings;
 use crate::strategy::{FieldError, FieldErrorKind};
 
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
@@ -67,15 +68,7 @@ pub fn list_type(schema: Option<&Value>) -> ListType {
         .and_then(Value::as_str);
     match marker {
         Some("map") => {
-            let keys: Vec<String> = schema
-                .and_then(|s| s.get("x-kubernetes-list-map-keys"))
-                .and_then(Value::as_array)
-                .map(|k| {
-                    k.iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let keys = strings(schema.and_then(|s| s.get("x-kubernetes-list-map-keys")));
             if keys.is_empty() {
                 ListType::Atomic
             } else {
