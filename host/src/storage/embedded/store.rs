@@ -6,11 +6,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::reader::{self, with_snapshot, KeyFilter, ListRequest};
+use super::reader::{self, with_snapshot, ListRequest};
 use super::schema::read_revisions;
 use super::writer::Request;
 use super::{watch, EmbeddedStore};
 use crate::storage::error::{Result, StorageError};
+use crate::storage::key::KeyScope;
 use crate::storage::key::{prepare_key, recursive_prefix};
 use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList};
 use crate::storage::pager::Pager;
@@ -28,14 +29,10 @@ impl EmbeddedStore {
     }
 
     /// The keys a list or watch covers, and the prefix its continue tokens are relative to.
-    fn filter(&self, key: &str, recursive: bool) -> Result<(KeyFilter, String)> {
-        let full = self.full_key(key)?;
-        Ok(if recursive {
-            let prefix = recursive_prefix(&full);
-            (KeyFilter::Prefix(prefix.clone()), prefix)
-        } else {
-            (KeyFilter::Exact(full.clone()), full)
-        })
+    fn filter(&self, key: &str, recursive: bool) -> Result<(KeyScope, String)> {
+        let scope = KeyScope::of(self.full_key(key)?, recursive);
+        let base = scope.base().to_string();
+        Ok((scope, base))
     }
 
     /// `Storage::get` and `Storage::get_shared`: the latest state, which must be at least as

@@ -12,9 +12,10 @@ use futures::StreamExt;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use super::watch_cache::{Incoming, Scope, WatchCache, WindowBounds};
+use super::watch_cache::{Incoming, WatchCache, WindowBounds};
 use super::{Cacher, CacherConfig};
 use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
+use crate::storage::key::KeyScope;
 use crate::storage::testing::{create, key, names, object, rv, update_size};
 use crate::storage::WatchEvent;
 use crate::storage::{
@@ -110,7 +111,7 @@ fn window_grows_while_fresh_and_shrinks_when_stale() {
     assert_eq!(cache.capacity(), 16, "never beyond the upper bound");
     assert_eq!(cache.window_len(), 16);
     assert_eq!(cache.window_start(), 14, "events 15..=30 are kept");
-    let scope = Scope::Prefix(format!("{PREFIX}/"));
+    let scope = KeyScope::Prefix(format!("{PREFIX}/"));
     assert!(cache.events_after(13, &scope).is_none());
     assert_eq!(cache.events_after(14, &scope).unwrap().len(), 16);
     // Much later: the newest quarter is stale, so the window halves (keeping the newest).
