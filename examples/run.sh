@@ -15,7 +15,7 @@ target=${CARGO_TARGET_DIR:-target}
 mkdir -p "$target/example-strategies"
 for s in deployment configmap project; do
     # Write then rename, so the directory watcher never sees a half-written module.
-    cp "$target/wasm32-unknown-unknown/release/strategy_${s}.wasm" "$target/example-strategies/.${s}.tmp"
+    cp "$target/wasm32-unknown-unknown/release/strategy-${s}.wasm" "$target/example-strategies/.${s}.tmp"
     mv "$target/example-strategies/.${s}.tmp" "$target/example-strategies/strategy_${s}.wasm"
 done
 exec cargo run --release -p strategy-host --bin strategy-host -- \

@@ -20,7 +20,7 @@ cargo build --release -q --target wasm32-unknown-unknown -p strategy-deployment
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/strategies"
-module="$target"/wasm32-unknown-unknown/release/strategy_deployment.wasm
+module="$target"/wasm32-unknown-unknown/release/strategy-deployment.wasm
 cp "$module" "$work/in-force.wasm"
 cp "$module" "$work/candidate.wasm"
 # A custom section (id 0, 2 bytes: name length 1, "x"): same code, another digest.

@@ -16,7 +16,7 @@ cargo build --release -q --target wasm32-unknown-unknown -p strategy-deployment
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/strategies"
-cp "$target"/wasm32-unknown-unknown/release/strategy_deployment.wasm "$work/strategies/"
+cp "$target"/wasm32-unknown-unknown/release/strategy-deployment.wasm "$work/strategies/"
 RUST_LOG=warn "$target"/release/strategy-host --dev-mode --listen 127.0.0.1:18181 --data-dir "$work/wasm" \
     --strategy-dir "$work/strategies" &
 RUST_LOG=warn "$target"/release/native-host --dev-mode --listen 127.0.0.1:18182 --data-dir "$work/native" &

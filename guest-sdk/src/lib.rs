@@ -2,8 +2,9 @@
 //! `wasm32-unknown-unknown`, and drop the `.wasm` file into the host's strategy directory.
 //!
 //! An author implements [`Strategy`] (every method has a default) on a type whose
-//! [`Strategy::Object`] is either a typed serde struct or [`serde_json::Value`], and exports it
-//! with [`export_strategy!`]. The SDK hides the host/guest ABI (protobuf messages defined in
+//! [`Strategy::Object`] is either a typed serde struct or [`serde_json::Value`], in the crate's
+//! library (`src/lib.rs`), and exports it with [`export_strategy!`] in the crate's module
+//! (`src/main.rs`, two lines), so other strategies can reuse the library. The SDK hides the host/guest ABI (protobuf messages defined in
 //! `proto/strategy.proto`, objects as JSON bytes, an allocator pair and one entry point).
 //!
 //! The same code compiles natively, where the host functions ([`host::log`], [`host::apply`],
@@ -16,9 +17,11 @@
 //!
 //! # Examples
 //!
+//! A library, `src/lib.rs`:
+//!
 //! ```
 //! use serde_json::Value;
-//! use strategy_guest_sdk::{export_strategy, Context, FieldError, FieldPath, Resource, Scope, Strategy};
+//! use strategy_guest_sdk::{Context, FieldError, FieldPath, Resource, Scope, Strategy};
 //!
 //! #[derive(Default)]
 //! struct Widgets;
@@ -44,13 +47,22 @@
 //!     }
 //! }
 //!
-//! export_strategy!(Widgets);
-//!
+//! // Natively, the strategy is plain Rust to test.
 //! let mut obj = serde_json::json!({"spec": {}});
 //! Widgets.prepare_for_create(&Context::default(), &mut obj);
 //! assert_eq!(obj["spec"]["size"], 1);
 //! assert!(Widgets.validate(&Context::default(), &obj).is_empty());
 //! ```
+//!
+//! and its module, `src/main.rs` (for a crate named `strategy-widgets`; see [`export_strategy!`]):
+//!
+//! ```ignore
+//! #![cfg_attr(target_arch = "wasm32", no_main)]
+//! strategy_guest_sdk::export_strategy!(strategy_widgets::Widgets);
+//! ```
+//!
+//! `cargo build --release --target wasm32-unknown-unknown` then writes the module to
+//! `target/wasm32-unknown-unknown/release/strategy-widgets.wasm`.
 #![deny(missing_docs)]
 
 pub mod abi;
@@ -99,27 +111,33 @@ pub const ABI_MINOR_VERSION: u32 = 1;
 
 /// Exports a [`Strategy`] type as the module's ABI: `alloc`, `dealloc`, `manifest` and `call`.
 ///
+/// The export belongs to the final module, not to the library that defines the strategy: a
+/// strategy crate keeps its [`Strategy`] type in `src/lib.rs` and invokes this macro in
+/// `src/main.rs`, Cargo's binary target, which for `wasm32-unknown-unknown` is the `.wasm`
+/// module. Another strategy crate can then depend on the library (to reuse its types and rules)
+/// without linking a second set of entry points, and any set of strategy crates builds in one
+/// `cargo build`. The whole of a module's `src/main.rs`:
+///
+/// ```
+/// #![cfg_attr(target_arch = "wasm32", no_main)]
+/// # mod strategy_gadgets {
+/// #     use strategy_guest_sdk::{Resource, Scope, Strategy};
+/// #     #[derive(Default)]
+/// #     pub struct Gadgets;
+/// #     impl Strategy for Gadgets {
+/// #         type Object = serde_json::Value;
+/// #         const NAME: &'static str = "gadgets";
+/// #         const RESOURCES: &'static [Resource] =
+/// #             &[Resource::new("example.com", "v1", "Gadget", "gadgets", Scope::Cluster)];
+/// #     }
+/// # }
+/// strategy_guest_sdk::export_strategy!(strategy_gadgets::Gadgets);
+/// ```
+///
 /// The type must implement [`Strategy`] and [`Default`] (a fresh value serves each call). On
-/// targets other than `wasm32` the macro expands to nothing, so the crate still builds and
-/// tests natively. Invoke it once per crate.
-///
-/// # Examples
-///
-/// ```
-/// use strategy_guest_sdk::{export_strategy, Resource, Scope, Strategy};
-///
-/// #[derive(Default)]
-/// struct Gadgets;
-///
-/// impl Strategy for Gadgets {
-///     type Object = serde_json::Value;
-///     const NAME: &'static str = "gadgets";
-///     const RESOURCES: &'static [Resource] =
-///         &[Resource::new("example.com", "v1", "Gadget", "gadgets", Scope::Cluster)];
-/// }
-///
-/// export_strategy!(Gadgets);
-/// ```
+/// `wasm32` the binary has no `main` (hence `no_main`): the host calls the exports. On other
+/// targets the macro expands to an empty `main` instead, so the crate still builds and its
+/// library tests natively. Invoke it once, in the module.
 #[macro_export]
 macro_rules! export_strategy {
     ($strategy:ty) => {
@@ -145,5 +163,10 @@ macro_rules! export_strategy {
                 $crate::export::call::<$strategy>(ptr, len)
             }
         };
+
+        // Natively a module has nothing to run: its strategy is tested through the library.
+        #[cfg(not(target_arch = "wasm32"))]
+        #[allow(dead_code)]
+        fn main() {}
     };
 }

@@ -23,33 +23,23 @@ const TEST_PROGRAMS: &[(&str, &str)] = &[
 /// The module the host embeds (built again here so tests can load it into tables of their own).
 const EMBEDDED: (&str, &str) = ("strategy-builtin", "BUILTIN");
 
-/// The crates that link the ConfigMap example's rules without its exports. They build in a cargo
-/// invocation of their own: built together with the example, cargo would unify its features and
-/// link two sets of entry points.
-const WITHOUT_EXAMPLE_EXPORTS: &[&str] = &["strategy-builtin", "strategy-configmap-strict"];
-
 fn main() {
     let root = strategy_wasm_build::workspace_root(2);
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
+    // Every strategy crate in one cargo invocation, those that link another's library (the
+    // built-in kinds and the strict ConfigMap link the ConfigMap example) beside it.
     let crates: Vec<&str> = STRATEGIES
         .iter()
         .chain(TEST_PROGRAMS)
+        .chain([&EMBEDDED])
         .map(|(krate, _)| *krate)
-        .filter(|krate| !WITHOUT_EXAMPLE_EXPORTS.contains(krate))
         .collect();
     strategy_wasm_build::rerun_if_changed(&root, &crates);
-    strategy_wasm_build::rerun_if_changed(&root, WITHOUT_EXAMPLE_EXPORTS);
-    // (crate name, its `.wasm`) of everything built, from the two invocations.
+    // (crate name, its `.wasm`) of everything built.
     let built: Vec<(&str, PathBuf)> = crates
         .iter()
         .copied()
         .zip(strategy_wasm_build::build(&root, &crates))
-        .chain(
-            WITHOUT_EXAMPLE_EXPORTS
-                .iter()
-                .copied()
-                .zip(strategy_wasm_build::build(&root, WITHOUT_EXAMPLE_EXPORTS)),
-        )
         .collect();
     let file = |krate: &str| {
         let (_, file) = built.iter().find(|(k, _)| *k == krate).unwrap();
@@ -80,5 +70,10 @@ fn main() {
     )
     .unwrap();
     all.push_str("];\n");
+    writeln!(
+        consts,
+        "/// The strategy crates built above, all in one `cargo build`.\npub const BUILT_TOGETHER: &[&str] = &{crates:?};"
+    )
+    .unwrap();
     std::fs::write(out_dir.join("artifacts.rs"), consts + &all).unwrap();
 }

@@ -130,16 +130,24 @@ fn resource_entries(r: &ServedResource, version: &str) -> Vec<Value> {
     entries
 }
 
-/// `/api/v1` or `/apis/{group}/{version}`, if served.
-pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+/// The resources `registry` serves at `group`/`version`; `None` when it serves none there (the
+/// group-version is not served at all).
+pub(crate) fn served_at(
+    registry: &Registry,
+    group: &str,
+    version: &str,
+) -> Option<Vec<ServedResource>> {
     let served: Vec<ServedResource> = registry
         .resources()
         .into_iter()
         .filter(|r| r.def.group == group && r.def.version(version).is_some())
         .collect();
-    if served.is_empty() {
-        return None;
-    }
+    (!served.is_empty()).then_some(served)
+}
+
+/// `/api/v1` or `/apis/{group}/{version}`, if served.
+pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    let served = served_at(registry, group, version)?;
     let resources: Vec<Value> = served
         .iter()
         .flat_map(|r| resource_entries(r, version))

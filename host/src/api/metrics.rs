@@ -13,6 +13,7 @@ use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry as MetricsRegistry;
 
 use super::route::{Route, Verb};
@@ -254,70 +255,65 @@ impl Collector for WatchCaches {
             .map(|(prefix, s)| (vec![("resource", resource_of(&prefix))], s))
             .collect();
         type Pick = fn(&crate::storage::cacher::CacherStats) -> u64;
-        let gauges: [(&str, &str, Pick); 5] = [
+        // Every family is a gauge but the counts of what happened since start.
+        let families: [(&str, &str, MetricType, Pick); 8] = [
             (
                 "apiserver_storage_objects",
                 "Objects held by the watch cache",
+                MetricType::Gauge,
                 |s| s.objects as u64,
             ),
             (
                 "apiserver_watch_cache_capacity",
                 "Capacity of the watch cache's event window",
+                MetricType::Gauge,
                 |s| s.window_capacity as u64,
             ),
             (
                 "apiserver_watch_cache_window_events",
                 "Events in the watch cache's window",
+                MetricType::Gauge,
                 |s| s.window_len as u64,
             ),
             (
                 "apiserver_watch_cache_resource_version",
                 "The watch cache's revision",
+                MetricType::Gauge,
                 |s| s.revision,
             ),
             (
                 "apiserver_registered_watchers",
                 "Watchers served by the watch cache",
+                MetricType::Gauge,
                 |s| s.watchers,
             ),
-        ];
-        for (name, help, pick) in gauges {
-            let mut family = encoder.encode_descriptor(
-                name,
-                help,
-                None,
-                prometheus_client::metrics::MetricType::Gauge,
-            )?;
-            for (labels, s) in &stats {
-                ConstGauge::new(pick(s) as i64).encode(family.encode_family(labels)?)?;
-            }
-        }
-        let counters: [(&str, &str, Pick); 3] = [
             (
                 "apiserver_terminated_watchers",
                 "Watchers closed because they could not keep up",
+                MetricType::Counter,
                 |s| s.terminated_watchers,
             ),
             (
                 "apiserver_watch_cache_relists",
                 "Relists after the store below compacted the cache's revision",
+                MetricType::Counter,
                 |s| s.relists,
             ),
             (
                 "apiserver_watch_cache_delegated_reads",
                 "Reads the watch cache passed to the store below",
+                MetricType::Counter,
                 |s| s.delegated_reads,
             ),
         ];
-        for (name, help, pick) in counters {
-            let mut family = encoder.encode_descriptor(
-                name,
-                help,
-                None,
-                prometheus_client::metrics::MetricType::Counter,
-            )?;
+        for (name, help, kind, pick) in families {
+            let mut family = encoder.encode_descriptor(name, help, None, kind)?;
             for (labels, s) in &stats {
-                ConstCounter::new(pick(s)).encode(family.encode_family(labels)?)?;
+                let value = family.encode_family(labels)?;
+                match kind {
+                    MetricType::Counter => ConstCounter::new(pick(s)).encode(value)?,
+                    _ => ConstGauge::new(pick(s) as i64).encode(value)?,
+                }
             }
         }
         Ok(())
@@ -337,7 +333,7 @@ impl Collector for ModuleStates {
             "strategy_module_state",
             "The latest version of each module source: 1 for its state",
             None,
-            prometheus_client::metrics::MetricType::Gauge,
+            MetricType::Gauge,
         )?;
         for s in modules.statuses() {
             let labels = vec![

@@ -278,14 +278,7 @@ fn gv_path(group: &str, version: &str) -> String {
 
 /// The OpenAPI v3 document of one group-version, if served.
 pub(crate) fn v3_group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
-    let served: Vec<ServedResource> = registry
-        .resources()
-        .into_iter()
-        .filter(|r| r.def.group == group && r.def.version(version).is_some())
-        .collect();
-    if served.is_empty() {
-        return None;
-    }
+    let served = super::discovery::served_at(registry, group, version)?;
     let prefix = "#/components/schemas/";
     let mut schemas = meta_schemas(prefix);
     let mut paths = Map::new();

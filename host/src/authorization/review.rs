@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Attributes, Authorizer, Decision, RuleResolver};
 use crate::authorization::rbac::policy::go_quote;
+use crate::registry::system_fields::strings;
 use crate::registry::{Error, Result, Target};
 use crate::strategy::{FieldError, FieldErrorKind, UserInfo};
 
@@ -115,15 +116,6 @@ fn validate_attributes(spec: &Value) -> Vec<FieldError> {
 
 /// The user a SubjectAccessReview asks about.
 fn spec_user(spec: &Value) -> UserInfo {
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let extra: BTreeMap<String, Vec<String>> = spec
         .get("extra")
         .and_then(Value::as_object)
@@ -203,15 +195,9 @@ fn refuse(kind: &str, causes: Vec<FieldError>) -> Result<()> {
     })
 }
 
-/// `POST /apis/authorization.k8s.io/v1/subjectaccessreviews`: whether `spec.user` (with
-/// `spec.groups`, `uid`, `extra`) may do what `spec.resourceAttributes` or
-/// `spec.nonResourceAttributes` describe.
-///
-/// # Errors
-/// 400 for a body that is not a SubjectAccessReview, 422 for an invalid spec.
-pub fn subject_access_review(authorizer: &dyn Authorizer, body: Value) -> Result<Value> {
-    const KIND: &str = "SubjectAccessReview";
-    let obj = body_of(KIND, body)?;
+/// The spec of a SubjectAccessReview (local or not), the user it asks about, and the causes
+/// the spec is refused for (`ValidateSubjectAccessReviewSpec`).
+fn subject_spec(obj: &Map<String, Value>) -> (Value, UserInfo, Vec<FieldError>) {
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     let mut causes = validate_attributes(&spec);
     let user = spec_user(&spec);
@@ -221,15 +207,51 @@ pub fn subject_access_review(authorizer: &dyn Authorizer, body: Value) -> Result
             "\"\": at least one of user or group must be specified".into(),
         ));
     }
-    if !metadata_empty_except(obj.get("metadata"), &[]) {
-        causes.push(invalid(
-            "metadata",
-            format!("{}: must be empty", obj["metadata"]),
-        ));
+    (spec, user, causes)
+}
+
+/// The cause of a review whose metadata holds more than the fields `allowed`.
+fn metadata_cause(obj: &Map<String, Value>, allowed: &[&str]) -> Option<FieldError> {
+    if metadata_empty_except(obj.get("metadata"), allowed) {
+        return None;
     }
-    refuse(KIND, causes)?;
-    let decision = authorizer.authorize(&attributes(user, &spec));
-    Ok(respond(KIND, obj, access_status(&decision)))
+    let except = match allowed {
+        [] => String::new(),
+        fields => format!(" except for {}", fields.join(", ")),
+    };
+    Some(invalid(
+        "metadata",
+        format!("{}: must be empty{except}", obj["metadata"]),
+    ))
+}
+
+/// Answers an access review: refused for `causes`, otherwise with whether `user` may do what
+/// `spec` describes.
+fn decide(
+    authorizer: &dyn Authorizer,
+    kind: &str,
+    obj: Map<String, Value>,
+    spec: &Value,
+    user: UserInfo,
+    causes: Vec<FieldError>,
+) -> Result<Value> {
+    refuse(kind, causes)?;
+    let decision = authorizer.authorize(&attributes(user, spec));
+    Ok(respond(kind, obj, access_status(&decision)))
+}
+
+/// `POST /apis/authorization.k8s.io/v1/subjectaccessreviews`: whether `spec.user` (with
+/// `spec.groups`, `uid`, `extra`) may do what `spec.resourceAttributes` or
+/// `spec.nonResourceAttributes` describe.
+///
+/// # Errors
+/// 400 for a body that is not a SubjectAccessReview, 422 for an invalid spec.
+pub fn subject_access_review(authorizer: &dyn Authorizer, body: Value) -> Result<Value> {
+    const KIND: &str = "SubjectAccessReview";
+    let obj = body_of(KIND, body)?;
+    let (spec, user, mut causes) = subject_spec(&obj);
+    causes.extend(metadata_cause(&obj, &[]));
+    decide(authorizer, KIND, obj, &spec, user, causes)
 }
 
 /// `POST /apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews`: a
@@ -259,21 +281,8 @@ pub fn local_subject_access_review(
                 .into(),
         )),
     }
-    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    let mut causes = validate_attributes(&spec);
-    let user = spec_user(&spec);
-    if user.username.is_empty() && user.groups.is_empty() {
-        causes.push(invalid(
-            "spec.user",
-            "\"\": at least one of user or group must be specified".into(),
-        ));
-    }
-    if !metadata_empty_except(obj.get("metadata"), &["namespace"]) {
-        causes.push(invalid(
-            "metadata",
-            format!("{}: must be empty except for namespace", obj["metadata"]),
-        ));
-    }
+    let (spec, user, mut causes) = subject_spec(&obj);
+    causes.extend(metadata_cause(&obj, &["namespace"]));
     if let Some(r) = spec.get("resourceAttributes").filter(|v| !v.is_null()) {
         if text(r, "namespace") != namespace {
             causes.push(invalid(
@@ -294,9 +303,7 @@ pub fn local_subject_access_review(
             ),
         ));
     }
-    refuse(KIND, causes)?;
-    let decision = authorizer.authorize(&attributes(user, &spec));
-    Ok(respond(KIND, obj, access_status(&decision)))
+    decide(authorizer, KIND, obj, &spec, user, causes)
 }
 
 /// `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews`: whether the requester may
@@ -313,15 +320,8 @@ pub fn self_subject_access_review(
     let obj = body_of(KIND, body)?;
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     let mut causes = validate_attributes(&spec);
-    if !metadata_empty_except(obj.get("metadata"), &[]) {
-        causes.push(invalid(
-            "metadata",
-            format!("{}: must be empty", obj["metadata"]),
-        ));
-    }
-    refuse(KIND, causes)?;
-    let decision = authorizer.authorize(&attributes(requester.clone(), &spec));
-    Ok(respond(KIND, obj, access_status(&decision)))
+    causes.extend(metadata_cause(&obj, &[]));
+    decide(authorizer, KIND, obj, &spec, requester.clone(), causes)
 }
 
 /// `POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`: every rule the requester

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
 use super::system_fields::now_rfc3339;
-use crate::storage::{accept_any_deletion, ListOptions, Preconditions, Storage};
+use crate::storage::{ConditionalDelete, ListOptions, Storage};
 use crate::strategy::{Admission, Strategy, StrategyContext, StrategyError};
 
 /// The strategy of `customresourcedefinitions`.
@@ -115,11 +115,7 @@ impl Strategy for CrdStrategy {
             .map_err(|e| failed(e.to_string()))?;
         for item in list.items {
             let key = def.object_key(item.namespace(), item.name().unwrap_or_default());
-            if let Err(e) = self
-                .base
-                .delete(&key, &Preconditions::none(), accept_any_deletion(), None)
-                .await
-            {
+            if let Err(e) = self.base.delete(&key, ConditionalDelete::default()).await {
                 if !e.is_not_found() {
                     return Err(failed(e.to_string()));
                 }

@@ -19,7 +19,8 @@ use super::namespace_lifecycle::{self as namespaces, spec_finalizers};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, metadata_mut, now_rfc3339};
 use crate::storage::{
-    GetOptions, ListOptions, Preconditions, StorageError, TryUpdate, ValidateDeletion,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, Preconditions, StorageError,
+    TryUpdate, ValidateDeletion,
 };
 use crate::strategy::{Strategy, StrategyContext};
 
@@ -251,24 +252,15 @@ impl RegistryStore {
         });
         for _ in 0..MAX_DECISION_FLIPS {
             let written = if remove {
-                self.storage
-                    .delete(
-                        &key,
-                        &opts.preconditions,
-                        decider.validate_removal(),
-                        hint.take(),
-                    )
-                    .await
+                let request = ConditionalDelete::new(decider.validate_removal())
+                    .preconditions(&opts.preconditions)
+                    .cached_existing(hint.take());
+                self.storage.delete(&key, request).await
             } else {
-                self.storage
-                    .guaranteed_update(
-                        &key,
-                        &opts.preconditions,
-                        false,
-                        decider.mark_deleting(),
-                        hint.take(),
-                    )
-                    .await
+                let request = GuaranteedUpdate::new(decider.mark_deleting())
+                    .preconditions(&opts.preconditions)
+                    .cached_existing(hint.take());
+                self.storage.guaranteed_update(&key, request).await
             };
             match written {
                 Ok(object) if remove => {

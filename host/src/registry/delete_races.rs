@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::{DeleteOptions, Error, RegistryStore, RequestScope, ResourceDefinition};
 use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::{
-    GetOptions, ListOptions, ObjectList, Preconditions, Result, Storage, TryUpdate,
-    ValidateDeletion, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Preconditions,
+    Result, Storage, TryUpdate, WatchStream,
 };
 use crate::strategy::{Admission, Refusal, Strategy, StrategyContext, StrategyError};
 
@@ -36,7 +36,7 @@ impl RacingStore {
             Box::pin(async move { Ok(obj) })
         });
         self.inner
-            .guaranteed_update(key, &Preconditions::none(), false, update, None)
+            .guaranteed_update(key, GuaranteedUpdate::new(update))
             .await
             .expect("the racing write lands");
     }
@@ -47,17 +47,9 @@ impl Storage for RacingStore {
     async fn create(&self, key: &str, obj: Value) -> Result<Value> {
         self.inner.create(key, obj).await
     }
-    async fn delete(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        validate: ValidateDeletion<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
+    async fn delete(&self, key: &str, request: ConditionalDelete<'_>) -> Result<Value> {
         self.race(key).await;
-        self.inner
-            .delete(key, preconditions, validate, cached_existing)
-            .await
+        self.inner.delete(key, request).await
     }
     async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream> {
         self.inner.watch(key, opts).await
@@ -68,24 +60,9 @@ impl Storage for RacingStore {
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList> {
         self.inner.get_list(key, opts).await
     }
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        ignore_not_found: bool,
-        try_update: TryUpdate<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
+    async fn guaranteed_update(&self, key: &str, request: GuaranteedUpdate<'_>) -> Result<Value> {
         self.race(key).await;
-        self.inner
-            .guaranteed_update(
-                key,
-                preconditions,
-                ignore_not_found,
-                try_update,
-                cached_existing,
-            )
-            .await
+        self.inner.guaranteed_update(key, request).await
     }
     async fn count(&self, key: &str) -> Result<u64> {
         self.inner.count(key).await

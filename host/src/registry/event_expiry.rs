@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::system_fields::parse_rfc3339;
 use super::Registry;
-use crate::storage::{accept_any_deletion, ListOptions, Preconditions};
+use crate::storage::{ConditionalDelete, ListOptions, Preconditions};
 
 /// How often the sweep runs at most (and at least every tenth of the TTL).
 const MAX_SWEEP_INTERVAL: Duration = Duration::from_secs(60);
@@ -83,7 +83,10 @@ async fn sweep(events: &super::ServedResource, ttl: Duration) -> crate::storage:
         };
         let key = events.def.object_key(Some(ns), name);
         match storage
-            .delete(&key, &preconditions, accept_any_deletion(), None)
+            .delete(
+                &key,
+                ConditionalDelete::default().preconditions(&preconditions),
+            )
             .await
         {
             Ok(_) => tracing::debug!(namespace = ns, name, "expired event deleted"),

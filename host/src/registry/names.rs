@@ -155,6 +155,27 @@ pub fn metadata_shape_error(obj: &Value) -> Option<String> {
     }
 }
 
+/// `metadata.<field>` of `obj` when it is a map; when it is something else, the error saying
+/// so is added to `errors` (absent and `null` are no error).
+fn metadata_map<'a>(
+    obj: &'a Value,
+    field: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<&'a serde_json::Map<String, Value>> {
+    match obj.get("metadata")?.get(field)? {
+        Value::Null => None,
+        Value::Object(map) => Some(map),
+        other => {
+            errors.push(FieldError {
+                kind: FieldErrorKind::Invalid,
+                field: format!("metadata.{field}"),
+                detail: format!("{other}: must be a map of strings"),
+            });
+            None
+        }
+    }
+}
+
 /// Validates `metadata.labels`, `metadata.annotations` and `metadata.finalizers` of `obj`.
 pub fn validate_labels_and_annotations(obj: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -163,60 +184,46 @@ pub fn validate_labels_and_annotations(obj: &Value) -> Vec<FieldError> {
         field,
         detail,
     };
-    match obj.pointer("/metadata/labels") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(labels)) => {
-            for (k, v) in labels {
-                if let Some(why) = qualified_name_error(k) {
-                    errors.push(invalid("metadata.labels".into(), format!("{k:?}: {why}")));
-                }
-                match v.as_str() {
-                    Some(s) if s.is_empty() || is_qualified_part(s) => {}
-                    _ => errors.push(invalid(
-                        "metadata.labels".to_string(),
-                        format!(
-                            "{v}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-                        ),
-                    )),
-                }
+    if let Some(labels) = metadata_map(obj, "labels", &mut errors) {
+        for (k, v) in labels {
+            if let Some(why) = qualified_name_error(k) {
+                errors.push(invalid("metadata.labels".into(), format!("{k:?}: {why}")));
+            }
+            match v.as_str() {
+                Some(s) if s.is_empty() || is_qualified_part(s) => {}
+                _ => errors.push(invalid(
+                    "metadata.labels".to_string(),
+                    format!(
+                        "{v}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+                    ),
+                )),
             }
         }
-        Some(other) => errors.push(invalid(
-            "metadata.labels".into(),
-            format!("{other}: must be a map of strings"),
-        )),
     }
-    match obj.pointer("/metadata/annotations") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(annotations)) => {
-            let mut total = 0;
-            for (k, v) in annotations {
-                total += k.len() + v.as_str().map_or(0, str::len);
-                if let Some(why) = qualified_name_error(&k.to_ascii_lowercase()) {
-                    errors.push(invalid(
-                        "metadata.annotations".into(),
-                        format!("{k:?}: {why}"),
-                    ));
-                }
-                if !v.is_string() {
-                    errors.push(invalid(
-                        "metadata.annotations".to_string(),
-                        format!("{v}: annotation values must be strings"),
-                    ));
-                }
+    if let Some(annotations) = metadata_map(obj, "annotations", &mut errors) {
+        let mut total = 0;
+        for (k, v) in annotations {
+            total += k.len() + v.as_str().map_or(0, str::len);
+            if let Some(why) = qualified_name_error(&k.to_ascii_lowercase()) {
+                errors.push(invalid(
+                    "metadata.annotations".into(),
+                    format!("{k:?}: {why}"),
+                ));
             }
-            if total > ANNOTATIONS_MAX_BYTES {
-                errors.push(FieldError {
-                    kind: FieldErrorKind::TooLong,
-                    field: "metadata.annotations".into(),
-                    detail: format!("may not have more than {ANNOTATIONS_MAX_BYTES} bytes"),
-                });
+            if !v.is_string() {
+                errors.push(invalid(
+                    "metadata.annotations".to_string(),
+                    format!("{v}: annotation values must be strings"),
+                ));
             }
         }
-        Some(other) => errors.push(invalid(
-            "metadata.annotations".into(),
-            format!("{other}: must be a map of strings"),
-        )),
+        if total > ANNOTATIONS_MAX_BYTES {
+            errors.push(FieldError {
+                kind: FieldErrorKind::TooLong,
+                field: "metadata.annotations".into(),
+                detail: format!("may not have more than {ANNOTATIONS_MAX_BYTES} bytes"),
+            });
+        }
     }
     match obj.pointer("/metadata/finalizers") {
         None | Some(Value::Null) => {}

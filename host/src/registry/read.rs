@@ -11,19 +11,20 @@ use super::store::{RegistryStore, RequestScope};
 use crate::storage::{GetOptions, ListOptions, ObjectList, SharedObject, WatchEvent, WatchStream};
 
 impl RegistryStore {
+    /// What a read of `name` found: a storage error as the registry's, nothing as NotFound.
+    fn found<T>(&self, name: &str, read: crate::storage::Result<Option<T>>) -> Result<T> {
+        let target = self.target(name);
+        read.map_err(|e| Error::storage(e, &target))?
+            .ok_or_else(|| Error::NotFound(target.into()))
+    }
+
     /// Reads one object.
     ///
     /// # Errors
     /// `NotFound`; storage errors.
     pub async fn get(&self, scope: &RequestScope, name: &str, opts: GetOptions) -> Result<Value> {
-        let target = self.target(name);
-        let obj = self
-            .storage
-            .get(&self.key(scope, name), opts)
-            .await
-            .map_err(|e| Error::storage(e, &target))?
-            .ok_or_else(|| Error::NotFound(target.into()))?;
-        Ok(self.to_version(obj, &scope.version))
+        let read = self.storage.get(&self.key(scope, name), opts).await;
+        Ok(self.to_version(self.found(name, read)?, &scope.version))
     }
 
     /// [`RegistryStore::get`] as shared bytes, for a response that forwards the object: the
@@ -37,13 +38,8 @@ impl RegistryStore {
         name: &str,
         opts: GetOptions,
     ) -> Result<Arc<SharedObject>> {
-        let target = self.target(name);
-        let obj = self
-            .storage
-            .get_shared(&self.key(scope, name), opts)
-            .await
-            .map_err(|e| Error::storage(e, &target))?
-            .ok_or_else(|| Error::NotFound(target.into()))?;
+        let read = self.storage.get_shared(&self.key(scope, name), opts).await;
+        let obj = self.found(name, read)?;
         let api_version = self.def.api_version(&scope.version);
         Ok(self.shared_at_version(obj, &scope.version, &api_version))
     }

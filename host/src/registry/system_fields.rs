@@ -183,16 +183,20 @@ pub fn prepare_for_update(new: &mut Value, old: &Value, tracks_generation: bool)
     }
 }
 
-/// The object's finalizers.
-pub fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
+/// The strings of a JSON array (other items skipped); none when it is absent or not an array.
+pub fn strings(list: Option<&Value>) -> Vec<String> {
+    list.and_then(Value::as_array)
         .map(|a| {
             a.iter()
                 .filter_map(|v| v.as_str().map(String::from))
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The object's finalizers.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    strings(obj.pointer("/metadata/finalizers"))
 }
 
 /// True once the object's deletion has begun.

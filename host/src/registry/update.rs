@@ -11,7 +11,7 @@ use super::error::{Carried, Error, Result};
 use super::namespace_lifecycle::{finalize_written_over, spec_finalizers};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut};
-use crate::storage::{accept_any_deletion, Preconditions};
+use crate::storage::{ConditionalDelete, GuaranteedUpdate, Preconditions};
 use crate::strategy::{FieldError, FieldErrorKind};
 
 /// Produces the new object from the current one (`None` when it does not exist): a PUT returns
@@ -94,7 +94,10 @@ impl RegistryStore {
         });
         let stored = self
             .storage
-            .guaranteed_update(&key, &Preconditions::none(), allow_create, try_update, None)
+            .guaranteed_update(
+                &key,
+                GuaranteedUpdate::new(try_update).ignore_not_found(allow_create),
+            )
             .await
             .map_err(|e| Error::from_storage_call(e, &target))?;
         let (warnings, created, old) = result
@@ -114,7 +117,12 @@ impl RegistryStore {
             };
             let deleted = match self
                 .storage
-                .delete(&key, &pre, accept_any_deletion(), Some(stored.clone()))
+                .delete(
+                    &key,
+                    ConditionalDelete::default()
+                        .preconditions(&pre)
+                        .cached_existing(Some(stored.clone())),
+                )
                 .await
             {
                 Ok(d) => d,

@@ -68,6 +68,16 @@ pub enum StorageError {
     Internal(String),
 }
 
+/// Defines one `is_*` test per variant, for callers that branch on the kind of failure.
+macro_rules! is_variant {
+    ($($name:ident => $variant:ident,)*) => {$(
+        #[doc = concat!("True for `", stringify!($variant), "`.")]
+        pub fn $name(&self) -> bool {
+            matches!(self, Self::$variant { .. })
+        }
+    )*};
+}
+
 impl StorageError {
     /// Builds a `NotFound` for `key`.
     pub fn not_found(key: impl Into<String>) -> Self {
@@ -116,41 +126,16 @@ impl StorageError {
         }
     }
 
-    /// True for `NotFound`.
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, Self::NotFound { .. })
-    }
-    /// True for `AlreadyExists`.
-    pub fn is_already_exists(&self) -> bool {
-        matches!(self, Self::AlreadyExists { .. })
-    }
-    /// True for `Conflict`.
-    pub fn is_conflict(&self) -> bool {
-        matches!(self, Self::Conflict { .. })
-    }
-    /// True for `InvalidObject`.
-    pub fn is_invalid_object(&self) -> bool {
-        matches!(self, Self::InvalidObject { .. })
-    }
-    /// True for `BadRequest`.
-    pub fn is_bad_request(&self) -> bool {
-        matches!(self, Self::BadRequest(_))
-    }
-    /// True for `Expired`.
-    pub fn is_expired(&self) -> bool {
-        matches!(self, Self::Expired { .. })
-    }
-    /// True for `TooLargeResourceVersion`.
-    pub fn is_too_large_resource_version(&self) -> bool {
-        matches!(self, Self::TooLargeResourceVersion { .. })
-    }
-    /// True for `Unavailable`.
-    pub fn is_unavailable(&self) -> bool {
-        matches!(self, Self::Unavailable(_))
-    }
-    /// True for `Aborted`.
-    pub fn is_aborted(&self) -> bool {
-        matches!(self, Self::Aborted(_))
+    is_variant! {
+        is_not_found => NotFound,
+        is_already_exists => AlreadyExists,
+        is_conflict => Conflict,
+        is_invalid_object => InvalidObject,
+        is_bad_request => BadRequest,
+        is_expired => Expired,
+        is_too_large_resource_version => TooLargeResourceVersion,
+        is_unavailable => Unavailable,
+        is_aborted => Aborted,
     }
 
     /// A copy of this error for fan-out to several receivers (an `Aborted` source is rendered to

@@ -280,12 +280,7 @@ mod tests {
         assert_eq!(revision, store.current_revision().await.unwrap());
         store.create("/things/c", obj("c")).await.unwrap();
         let deleted = store
-            .delete(
-                "/things/a",
-                &Default::default(),
-                crate::storage::accept_any_deletion(),
-                None,
-            )
+            .delete("/things/a", crate::storage::ConditionalDelete::default())
             .await
             .unwrap();
         let mut seen = Vec::new();

@@ -1,6 +1,7 @@
 //! `Instrumented`: a `Storage` that times every call to the store it wraps, as
 //! kube-apiserver's `etcd_request_duration_seconds{operation, type}` (whatever the backend).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,8 +12,8 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 
 use super::{
-    GetOptions, ListOptions, ObjectList, Preconditions, Result, SharedObject, Storage, TryUpdate,
-    ValidateDeletion, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Result, SharedObject,
+    Storage, WatchStream,
 };
 
 type Labels = Vec<(&'static str, String)>;
@@ -47,7 +48,15 @@ impl StorageMetrics {
         );
     }
 
-    fn observe(&self, operation: &'static str, key: &str, started: Instant) {
+    /// Runs `call`, an `operation` on `key`, and records how long it took.
+    async fn time<T>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        call: impl Future<Output = T>,
+    ) -> T {
+        let started = Instant::now();
+        let out = call.await;
         let labels = vec![
             ("operation", operation.to_string()),
             ("type", super::key::resource_of(key)),
@@ -55,6 +64,7 @@ impl StorageMetrics {
         self.duration
             .get_or_create(&labels)
             .observe(started.elapsed().as_secs_f64());
+        out
     }
 }
 
@@ -74,84 +84,49 @@ impl Instrumented {
 #[async_trait]
 impl Storage for Instrumented {
     async fn create(&self, key: &str, obj: Value) -> Result<Value> {
-        let started = Instant::now();
-        let out = self.inner.create(key, obj).await;
-        self.metrics.observe("create", key, started);
-        out
+        self.metrics
+            .time("create", key, self.inner.create(key, obj))
+            .await
     }
 
-    async fn delete(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        validate: ValidateDeletion<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
-        let started = Instant::now();
-        let out = self
-            .inner
-            .delete(key, preconditions, validate, cached_existing)
-            .await;
-        self.metrics.observe("delete", key, started);
-        out
+    async fn delete(&self, key: &str, request: ConditionalDelete<'_>) -> Result<Value> {
+        self.metrics
+            .time("delete", key, self.inner.delete(key, request))
+            .await
     }
 
     async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream> {
-        let started = Instant::now();
-        let out = self.inner.watch(key, opts).await;
-        self.metrics.observe("watch", key, started);
-        out
+        self.metrics
+            .time("watch", key, self.inner.watch(key, opts))
+            .await
     }
 
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
-        let started = Instant::now();
-        let out = self.inner.get(key, opts).await;
-        self.metrics.observe("get", key, started);
-        out
+        self.metrics
+            .time("get", key, self.inner.get(key, opts))
+            .await
     }
 
     async fn get_shared(&self, key: &str, opts: GetOptions) -> Result<Option<Arc<SharedObject>>> {
-        let started = Instant::now();
-        let out = self.inner.get_shared(key, opts).await;
-        self.metrics.observe("get", key, started);
-        out
+        self.metrics
+            .time("get", key, self.inner.get_shared(key, opts))
+            .await
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList> {
-        let started = Instant::now();
-        let out = self.inner.get_list(key, opts).await;
-        self.metrics.observe("list", key, started);
-        out
+        self.metrics
+            .time("list", key, self.inner.get_list(key, opts))
+            .await
     }
 
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        ignore_not_found: bool,
-        try_update: TryUpdate<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
-        let started = Instant::now();
-        let out = self
-            .inner
-            .guaranteed_update(
-                key,
-                preconditions,
-                ignore_not_found,
-                try_update,
-                cached_existing,
-            )
-            .await;
-        self.metrics.observe("update", key, started);
-        out
+    async fn guaranteed_update(&self, key: &str, request: GuaranteedUpdate<'_>) -> Result<Value> {
+        self.metrics
+            .time("update", key, self.inner.guaranteed_update(key, request))
+            .await
     }
 
     async fn count(&self, key: &str) -> Result<u64> {
-        let started = Instant::now();
-        let out = self.inner.count(key).await;
-        self.metrics.observe("count", key, started);
-        out
+        self.metrics.time("count", key, self.inner.count(key)).await
     }
 
     async fn current_revision(&self) -> Result<u64> {

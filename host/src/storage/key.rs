@@ -6,6 +6,49 @@
 
 use super::error::{Result, StorageError};
 
+/// The keys a read or a watch covers: exactly one key, or every key under a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeyScope {
+    /// Exactly this key.
+    Key(String),
+    /// Every key starting with this prefix.
+    Prefix(String),
+}
+
+impl KeyScope {
+    /// `key` alone, or (`recursive`) every key under it.
+    pub(crate) fn of(key: String, recursive: bool) -> Self {
+        if recursive {
+            Self::Prefix(recursive_prefix(&key))
+        } else {
+            Self::Key(key)
+        }
+    }
+
+    /// True when `key` is covered.
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        match self {
+            Self::Key(k) => k == key,
+            Self::Prefix(p) => key.starts_with(p.as_str()),
+        }
+    }
+
+    /// The key, or the prefix.
+    pub(crate) fn base(&self) -> &str {
+        match self {
+            Self::Key(k) | Self::Prefix(k) => k,
+        }
+    }
+
+    /// The first key of the range at or after `start` (when given).
+    pub(crate) fn start<'a>(&'a self, start: Option<&'a str>) -> &'a str {
+        match start {
+            Some(s) if s > self.base() => s,
+            _ => self.base(),
+        }
+    }
+}
+
 /// Checks a caller's key and joins it under `prefix` (which must end in `/`).
 ///
 /// # Errors

@@ -8,6 +8,7 @@
 //!   follower and the StrategyModule source consume;
 //! - `instrumented.rs`: a store that times every call of the store it wraps;
 //! - `pager.rs`: one page of a list, filled the same way by every store;
+//! - `request.rs`: the requests of the two conditional writes (`guaranteed_update`, `delete`);
 //! - `testing/` (feature `testing`): the conformance suite every implementation passes.
 //!
 //! Objects are JSON values on the write path; lists and watch events carry them shared, as
@@ -28,6 +29,7 @@ pub mod object;
 pub mod options;
 pub mod pager;
 pub mod predicate;
+pub mod request;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod txn;
@@ -37,30 +39,13 @@ pub mod watch;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use serde_json::Value;
 
 pub use error::{BoxError, Result, StorageError};
 pub use options::{GetOptions, ListOptions, ObjectList, Preconditions, ResourceVersionMatch};
 pub use predicate::{FieldSelector, LabelSelector, SelectionPredicate};
+pub use request::{ConditionalDelete, GuaranteedUpdate, TryUpdate, ValidateDeletion};
 pub use watch::{SharedObject, WatchEvent, WatchStream};
-
-/// The callback of `guaranteed_update`: given the current object (`None` when it does not exist
-/// and `ignore_not_found` was set), return the object to store. Called again with fresh state
-/// whenever the write loses a race; an error aborts the update and comes back as
-/// `StorageError::Aborted`.
-pub type TryUpdate<'a> =
-    Box<dyn FnMut(Option<Value>) -> BoxFuture<'static, Result<Value, BoxError>> + Send + 'a>;
-
-/// The callback of `delete`: may refuse the deletion of the current object. Re-run on fresh
-/// state whenever the delete loses a race.
-pub type ValidateDeletion<'a> =
-    Box<dyn FnMut(Value) -> BoxFuture<'static, Result<(), BoxError>> + Send + 'a>;
-
-/// A `ValidateDeletion` that accepts every deletion.
-pub fn accept_any_deletion<'a>() -> ValidateDeletion<'a> {
-    Box::new(|_| Box::pin(async { Ok(()) }))
-}
 
 /// The storage interface every layer above talks to.
 ///
@@ -74,19 +59,13 @@ pub trait Storage: Send + Sync + 'static {
     /// resourceVersion or is not a JSON object.
     async fn create(&self, key: &str, obj: Value) -> Result<Value>;
 
-    /// Deletes the object at `key` once `preconditions` and `validate` accept the current state,
-    /// and returns its last state stamped with the deletion's revision. `cached_existing` is a
-    /// hint that saves a read; it is re-read when stale.
+    /// Deletes the object at `key` once the request's preconditions and validation accept the
+    /// current state, and returns its last state stamped with the deletion's revision. The
+    /// request's cached copy is a hint that saves a read; it is re-read when stale.
     ///
     /// # Errors
     /// `NotFound`, `Conflict` (preconditions), `Aborted` (validation).
-    async fn delete(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        validate: ValidateDeletion<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value>;
+    async fn delete(&self, key: &str, request: ConditionalDelete<'_>) -> Result<Value>;
 
     /// Watches `key` (or everything under it when `opts.recursive`) for changes after
     /// `opts.resource_version`; `""` or `"0"` first replays the current state as ADDED events.
@@ -122,19 +101,12 @@ pub trait Storage: Send + Sync + 'static {
     /// `TooLargeResourceVersion`.
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList>;
 
-    /// Reads, transforms with `try_update` and writes back, retrying on conflict until the write
-    /// lands; writes nothing when the new object equals the stored one.
+    /// Reads, transforms with the request's `try_update` and writes back, retrying on conflict
+    /// until the write lands; writes nothing when the new object equals the stored one.
     ///
     /// # Errors
     /// `NotFound` (unless `ignore_not_found`), `Conflict` (preconditions), `Aborted`.
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        ignore_not_found: bool,
-        try_update: TryUpdate<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value>;
+    async fn guaranteed_update(&self, key: &str, request: GuaranteedUpdate<'_>) -> Result<Value>;
 
     /// Counts the objects under `key`.
     async fn count(&self, key: &str) -> Result<u64>;

@@ -8,11 +8,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::error::{Result, StorageError};
-use super::options::Preconditions;
+use super::request::{ConditionalDelete, GuaranteedUpdate};
 use super::versioner::{
     decode_from_storage, encode_for_storage, object_resource_version, set_object_resource_version,
 };
-use super::{TryUpdate, ValidateDeletion};
 
 /// A key's stored bytes and the revisions that describe them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,12 +73,26 @@ impl State {
     }
 }
 
+/// Decodes a key's raw state (`None`: the key does not exist).
+fn decode_state(full_key: &str, raw: Option<RawValue>) -> Result<Option<State>> {
+    raw.map(|raw| State::from_raw(full_key, raw)).transpose()
+}
+
 async fn read_state(store: &dyn CasStore, full_key: &str) -> Result<Option<State>> {
-    store
-        .read_latest(full_key)
-        .await?
-        .map(|raw| State::from_raw(full_key, raw))
-        .transpose()
+    decode_state(full_key, store.read_latest(full_key).await?)
+}
+
+/// The state a loop starts from: the cached copy when it has a usable revision (not known to be
+/// current, hence `false`), otherwise a fresh read (`true`).
+async fn first_state(
+    store: &dyn CasStore,
+    full_key: &str,
+    cached_existing: Option<Value>,
+) -> Result<(Option<State>, bool)> {
+    match cached_existing.and_then(|c| State::from_cached(full_key, c)) {
+        Some(hint) => Ok((Some(hint), false)),
+        None => Ok((read_state(store, full_key).await?, true)),
+    }
 }
 
 /// Creates `full_key` from `obj`.
@@ -107,17 +120,10 @@ pub async fn create(store: &dyn CasStore, full_key: &str, mut obj: Value) -> Res
 pub async fn guaranteed_update(
     store: &dyn CasStore,
     full_key: &str,
-    preconditions: &Preconditions,
-    ignore_not_found: bool,
-    mut try_update: TryUpdate<'_>,
-    cached_existing: Option<Value>,
+    mut request: GuaranteedUpdate<'_>,
 ) -> Result<Value> {
-    let hint = cached_existing.and_then(|c| State::from_cached(full_key, c));
-    let mut is_current = hint.is_none();
-    let mut state = match hint {
-        Some(h) => Some(h),
-        None => read_state(store, full_key).await?,
-    };
+    let cached = request.cached_existing.take();
+    let (mut state, mut is_current) = first_state(store, full_key, cached).await?;
     loop {
         // A stale hint may be why anything below fails: re-read once before answering.
         // When the re-read shows the hint was current after all, the callback would see the
@@ -137,15 +143,15 @@ pub async fn guaranteed_update(
         }
         let current = match &state {
             Some(s) => {
-                if let Err(e) = preconditions.check(full_key, &s.object) {
+                if let Err(e) = request.preconditions.check(full_key, &s.object) {
                     retry_if_stale!(e);
                 }
                 Some(s.object.clone())
             }
-            None if ignore_not_found => None,
+            None if request.ignore_not_found => None,
             None => retry_if_stale!(StorageError::not_found(full_key)),
         };
-        let mut updated = match try_update(current).await {
+        let mut updated = match (request.try_update)(current).await {
             Ok(v) => v,
             Err(e) => retry_if_stale!(StorageError::Aborted(e)),
         };
@@ -164,9 +170,7 @@ pub async fn guaranteed_update(
         match store.put_if(full_key, data, expected).await? {
             CasOutcome::Committed(rev) => return Ok(committed(updated, rev)),
             CasOutcome::Stale(fresh) => {
-                state = fresh
-                    .map(|raw| State::from_raw(full_key, raw))
-                    .transpose()?;
+                state = decode_state(full_key, fresh)?;
                 is_current = true;
             }
         }
@@ -184,22 +188,16 @@ fn committed(mut obj: Value, revision: u64) -> Value {
 pub async fn conditional_delete(
     store: &dyn CasStore,
     full_key: &str,
-    preconditions: &Preconditions,
-    mut validate: ValidateDeletion<'_>,
-    cached_existing: Option<Value>,
+    mut request: ConditionalDelete<'_>,
 ) -> Result<Value> {
-    let hint = cached_existing.and_then(|c| State::from_cached(full_key, c));
-    let mut is_current = hint.is_none();
-    let mut state = match hint {
-        Some(h) => Some(h),
-        None => read_state(store, full_key).await?,
-    };
+    let cached = request.cached_existing.take();
+    let (mut state, mut is_current) = first_state(store, full_key, cached).await?;
     loop {
         let checked = match &state {
             None => Err(StorageError::not_found(full_key)),
-            Some(s) => match preconditions.check(full_key, &s.object) {
+            Some(s) => match request.preconditions.check(full_key, &s.object) {
                 Err(e) => Err(e),
-                Ok(()) => validate(s.object.clone())
+                Ok(()) => (request.validate)(s.object.clone())
                     .await
                     .map_err(StorageError::Aborted),
             },
@@ -216,9 +214,7 @@ pub async fn conditional_delete(
         match store.delete_if(full_key, s.mod_revision).await? {
             CasOutcome::Committed(rev) => return decode_from_storage(full_key, &s.data, rev),
             CasOutcome::Stale(fresh) => {
-                state = fresh
-                    .map(|raw| State::from_raw(full_key, raw))
-                    .transpose()?;
+                state = decode_state(full_key, fresh)?;
                 is_current = true;
             }
         }

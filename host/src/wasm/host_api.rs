@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
-use super::runtime::{CallerInfo, HostApi};
+use super::runtime::{CallerInfo, Collection, HostApi};
 use crate::registry::{Registry, RequestScope, ServedResource};
 use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
 use crate::strategy::UserInfo;
@@ -30,16 +30,32 @@ impl RegistryHostApi {
         }
     }
 
-    fn resource(&self, group: &str, plural: &str) -> Result<ServedResource, String> {
-        let registry = self
+    fn registry(&self) -> Result<Arc<Registry>, String> {
+        Ok(self
             .registry
             .upgrade()
-            .ok_or("the server is shutting down")?;
-        registry
+            .ok_or("the server is shutting down")?)
+    }
+
+    /// The served resource of `objects`, and the scope `caller` reads it in.
+    fn read(
+        &self,
+        caller: &CallerInfo,
+        objects: Collection<'_>,
+    ) -> Result<(ServedResource, RequestScope), String> {
+        let Collection {
+            group,
+            plural,
+            namespace,
+        } = objects;
+        let r = self
+            .registry()?
             .resources()
             .into_iter()
             .find(|r| r.def.group == group && r.def.plural == plural)
-            .ok_or_else(|| format!("the resource {plural}.{group} is not served"))
+            .ok_or_else(|| format!("the resource {plural}.{group} is not served"))?;
+        let scope = Self::scope(&r, caller, namespace);
+        Ok((r, scope))
     }
 
     fn scope(r: &ServedResource, caller: &CallerInfo, namespace: &str) -> RequestScope {
@@ -66,13 +82,10 @@ impl HostApi for RegistryHostApi {
     fn get(
         &self,
         caller: &CallerInfo,
-        group: &str,
-        plural: &str,
-        namespace: &str,
+        objects: Collection<'_>,
         name: &str,
     ) -> Result<Option<Value>, String> {
-        let r = self.resource(group, plural)?;
-        let scope = Self::scope(&r, caller, namespace);
+        let (r, scope) = self.read(caller, objects)?;
         let opts = GetOptions {
             resource_version: "0".into(),
             ignore_not_found: false,
@@ -87,13 +100,10 @@ impl HostApi for RegistryHostApi {
     fn list(
         &self,
         caller: &CallerInfo,
-        group: &str,
-        plural: &str,
-        namespace: &str,
+        objects: Collection<'_>,
         label_selector: &str,
     ) -> Result<Vec<Value>, String> {
-        let r = self.resource(group, plural)?;
-        let scope = Self::scope(&r, caller, namespace);
+        let (r, scope) = self.read(caller, objects)?;
         let label = LabelSelector::parse(label_selector).map_err(|e| e.to_string())?;
         let opts = ListOptions {
             resource_version: "0".into(),
@@ -111,10 +121,7 @@ impl HostApi for RegistryHostApi {
     }
 
     fn apply(&self, caller: &CallerInfo, depth: u32, object: Value) -> Result<Value, String> {
-        let registry = self
-            .registry
-            .upgrade()
-            .ok_or("the server is shutting down")?;
+        let registry = self.registry()?;
         let api_version = object
             .get("apiVersion")
             .and_then(Value::as_str)

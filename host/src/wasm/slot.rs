@@ -42,9 +42,6 @@ impl Slot {
     }
 }
 
-/// What is in force in a slot, without any staged version: the strategy replay compares with.
-pub(crate) struct InForce(pub(crate) Arc<Slot>);
-
 macro_rules! in_force {
     ($slot:expr, $method:ident($($arg:expr),*)) => {{
         match $slot.current.load_full() {
@@ -54,40 +51,35 @@ macro_rules! in_force {
     }};
 }
 
-#[async_trait]
-impl Strategy for InForce {
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-
-    async fn before_create(
-        &self,
-        ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
-        in_force!(self.0, before_create(ctx, obj))
-    }
-
-    async fn before_update(
-        &self,
-        ctx: &StrategyContext,
-        new: &mut Value,
-        old: &Value,
-    ) -> Result<Admission, StrategyError> {
-        in_force!(self.0, before_update(ctx, new, old))
-    }
-
-    async fn before_delete(
-        &self,
-        ctx: &StrategyContext,
-        obj: &Value,
-    ) -> Result<Admission, StrategyError> {
-        in_force!(self.0, before_delete(ctx, obj))
-    }
+/// The registry's handle on a slot; or, for a replay to compare with, what is in force in it
+/// without any staged version.
+pub(crate) struct SlotStrategy {
+    slot: Arc<Slot>,
+    /// Whether a staged version takes its share of calls (shadow runs, the canary's calls).
+    with_staged: bool,
 }
 
-/// The registry's handle on a slot.
-pub(crate) struct SlotStrategy(pub(crate) Arc<Slot>);
+impl SlotStrategy {
+    /// The registry's strategy for `slot`.
+    pub(crate) fn new(slot: Arc<Slot>) -> Self {
+        Self {
+            slot,
+            with_staged: true,
+        }
+    }
+
+    /// The version in force in `slot` alone.
+    pub(crate) fn in_force(slot: Arc<Slot>) -> Self {
+        Self {
+            slot,
+            with_staged: false,
+        }
+    }
+
+    fn live_staged(&self) -> Option<Arc<StagedVersion>> {
+        self.with_staged.then(|| self.slot.live_staged()).flatten()
+    }
+}
 
 /// A before-write phase through the slot: the canary's share goes to the staged version (its
 /// failures and latency judged), everything else to the version in force, with a shadow run
@@ -97,7 +89,7 @@ pub(crate) struct SlotStrategy(pub(crate) Arc<Slot>);
 macro_rules! phase {
     ($self:ident, $ctx:ident, $verb:expr, $method:ident($($arg:expr),*),
      input: $input:expr, old: $old:expr, after: $after:expr) => {{
-        match $self.0.live_staged() {
+        match $self.live_staged() {
             Some(s) if s.serves_this_request() => {
                 let started = Instant::now();
                 let result = s.strategy().$method($($arg),*).await;
@@ -107,7 +99,7 @@ macro_rules! phase {
             Some(s) if s.mode() == RolloutMode::Shadow => {
                 let (input, old) = ($input, $old);
                 let started = Instant::now();
-                let result = in_force!($self.0, $method($($arg),*));
+                let result = in_force!($self.slot, $method($($arg),*));
                 let outcome = Outcome {
                     result: result.clone(),
                     object: $after,
@@ -116,7 +108,7 @@ macro_rules! phase {
                 s.shadow($ctx, $verb, input, old, outcome);
                 result
             }
-            _ => in_force!($self.0, $method($($arg),*)),
+            _ => in_force!($self.slot, $method($($arg),*)),
         }
     }};
 }
@@ -124,7 +116,7 @@ macro_rules! phase {
 #[async_trait]
 impl Strategy for SlotStrategy {
     fn name(&self) -> &str {
-        &self.0.name
+        &self.slot.name
     }
 
     async fn before_create(
@@ -156,21 +148,21 @@ impl Strategy for SlotStrategy {
     }
 
     fn allow_create_on_update(&self) -> bool {
-        match self.0.current.load().as_ref() {
+        match self.slot.current.load().as_ref() {
             Some(b) => b.strategy.allow_create_on_update(),
             None => DefaultStrategy.allow_create_on_update(),
         }
     }
 
     fn allow_unconditional_update(&self) -> bool {
-        match self.0.current.load().as_ref() {
+        match self.slot.current.load().as_ref() {
             Some(b) => b.strategy.allow_unconditional_update(),
             None => DefaultStrategy.allow_unconditional_update(),
         }
     }
 
     async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
-        in_force!(self.0, after_create(ctx, obj))
+        in_force!(self.slot, after_create(ctx, obj))
     }
 
     async fn after_update(
@@ -179,10 +171,10 @@ impl Strategy for SlotStrategy {
         new: &Value,
         old: &Value,
     ) -> Result<(), StrategyError> {
-        in_force!(self.0, after_update(ctx, new, old))
+        in_force!(self.slot, after_update(ctx, new, old))
     }
 
     async fn after_delete(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
-        in_force!(self.0, after_delete(ctx, obj))
+        in_force!(self.slot, after_delete(ctx, obj))
     }
 }

@@ -12,7 +12,7 @@ use strategy_host::storage::cacher::{Cacher, CacherConfig};
 use strategy_host::storage::etcd3::testing::EtcdCluster;
 use strategy_host::storage::etcd3::{Etcd3Config, Etcd3Store};
 use strategy_host::storage::{
-    accept_any_deletion, GetOptions, ListOptions, Preconditions, Storage, WatchEvent, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, Storage, WatchEvent, WatchStream,
 };
 
 /// Concurrent request loops; half of them go through the cacher.
@@ -71,14 +71,11 @@ async fn workload(stores: &[Arc<dyn Storage>], phase: &str, duration: Duration) 
                 let updated = storage
                     .guaranteed_update(
                         &key,
-                        &Preconditions::none(),
-                        false,
-                        Box::new(|cur| {
+                        GuaranteedUpdate::new(Box::new(|cur| {
                             let mut obj = cur.expect("exists");
                             obj["spec"]["n"] = json!(1);
                             Box::pin(async move { Ok(obj) })
-                        }),
-                        None,
+                        })),
                     )
                     .await;
                 match updated {
@@ -103,9 +100,7 @@ async fn workload(stores: &[Arc<dyn Storage>], phase: &str, duration: Duration) 
                 }
                 if i % 2 == 0 {
                     requests += 1;
-                    let deleted = storage
-                        .delete(&key, &Preconditions::none(), accept_any_deletion(), None)
-                        .await;
+                    let deleted = storage.delete(&key, ConditionalDelete::default()).await;
                     match deleted {
                         Ok(_) => {
                             model.insert(key.clone(), None);

@@ -134,6 +134,29 @@ async fn configmap_keys_size_and_immutability() {
     );
 }
 
+/// A strategy crate that reuses another as a library (the strict ConfigMap links the example's
+/// rules) is a module of its own: built in the same cargo invocation as the example, it answers
+/// with its rules and the example's, and the example with the example's alone.
+#[tokio::test]
+async fn a_strategy_linking_another_as_a_library_serves_its_own_rules() {
+    let rt = runtime();
+    let ctx = ctx("example.com", "ConfigMap", "configmaps", true);
+    let legacy = json!({"metadata": {"name": "c"}, "data": {"legacy-x": "1", "bad/key": "2"}});
+    let strict = ["data[bad/key]", "data[legacy-x]"];
+    for (module, want) in [
+        (strategy_artifacts::CONFIGMAP, &strict[..1]),
+        (strategy_artifacts::CONFIGMAP_STRICT, &strict[..]),
+    ] {
+        let s = WasmStrategy::new(rt.clone(), load(&rt, module));
+        let mut obj = legacy.clone();
+        let errs = s.before_create(&ctx, &mut obj).await.unwrap().field_errors;
+        let fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, want, "{module}");
+    }
+    // The built-in kinds link the same library and export their own manifest.
+    assert_eq!(load(&rt, strategy_artifacts::BUILTIN).name(), "builtin");
+}
+
 /// Records what the Project hook applies.
 #[derive(Default)]
 struct Recorder(std::sync::Mutex<Vec<(u32, serde_json::Value)>>);
@@ -142,9 +165,7 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
     fn get(
         &self,
         _: &strategy_host::wasm::runtime::CallerInfo,
-        _: &str,
-        _: &str,
-        _: &str,
+        _: strategy_host::wasm::runtime::Collection<'_>,
         _: &str,
     ) -> Result<Option<serde_json::Value>, String> {
         Ok(None)
@@ -152,9 +173,7 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
     fn list(
         &self,
         _: &strategy_host::wasm::runtime::CallerInfo,
-        _: &str,
-        _: &str,
-        _: &str,
+        _: strategy_host::wasm::runtime::Collection<'_>,
         _: &str,
     ) -> Result<Vec<serde_json::Value>, String> {
         Ok(vec![])

@@ -4,7 +4,7 @@
 //! operator can replace it; each kind's rules are Kubernetes' own (see each file).
 
 use serde_json::Value;
-use strategy_guest_sdk::{export_strategy, Context, FieldError, Resource, Scope, Strategy};
+use strategy_guest_sdk::{Context, FieldError, Resource, Scope, Strategy};
 
 mod event;
 mod lease;
@@ -112,5 +112,3 @@ impl Strategy for BuiltinKinds {
         kind_strategy(ctx).validate_update(new, old)
     }
 }
-
-export_strategy!(BuiltinKinds);

@@ -2,7 +2,7 @@
 //! same module name `configmaps`, same resource `example.com/v1` `ConfigMap`), so tests can stage
 //! one version of a module against another (rollout, replay, `strategy-host module diff`).
 //!
-//! It keeps every rule of the example (linked without the example's exports) and adds:
+//! It keeps every rule of the example (its library, `strategy_configmap`) and adds:
 //! - data keys starting with `legacy-` are refused (`data[legacy-x]`, Invalid);
 //! - on create, the label `example.com/policy: strict` is set when absent;
 //! - a warning when a ConfigMap has more than [`MAX_KEYS_WITHOUT_WARNING`] data keys;
@@ -11,7 +11,7 @@
 //! Not an example to follow: it exists for tests.
 
 use strategy_configmap::{ConfigMap, ConfigMaps};
-use strategy_guest_sdk::{export_strategy, Context, FieldError, FieldPath, Resource, Strategy};
+use strategy_guest_sdk::{Context, FieldError, FieldPath, Resource, Strategy};
 
 /// The label set on create when absent.
 pub const POLICY_LABEL: &str = "example.com/policy";
@@ -83,8 +83,6 @@ impl Strategy for StrictConfigMaps {
         Self::warnings(new)
     }
 }
-
-export_strategy!(StrictConfigMaps);
 
 #[cfg(test)]
 mod tests {

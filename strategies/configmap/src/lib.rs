@@ -5,8 +5,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-#[cfg(feature = "export")]
-use strategy_guest_sdk::export_strategy;
 use strategy_guest_sdk::meta::{config_map_key_errors, ObjectMeta};
 use strategy_guest_sdk::{Context, FieldError, FieldPath, Resource, Scope, Strategy};
 
@@ -121,11 +119,6 @@ impl Strategy for ConfigMaps {
         errs
     }
 }
-
-// Behind a feature so a module reusing this logic (the built-in core kinds) can link it without
-// exporting a second strategy.
-#[cfg(feature = "export")]
-export_strategy!(ConfigMaps);
 
 #[cfg(test)]
 mod tests {

@@ -7,9 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use strategy_guest_sdk::meta::ObjectMeta;
-use strategy_guest_sdk::{
-    export_strategy, Context, FieldError, FieldPath, Resource, Scope, Strategy,
-};
+use strategy_guest_sdk::{Context, FieldError, FieldPath, Resource, Scope, Strategy};
 
 /// The workload object; fields it does not name are kept in `rest`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -208,8 +206,6 @@ impl Strategy for Deployments {
         errs
     }
 }
-
-export_strategy!(Deployments);
 
 #[cfg(test)]
 mod tests;

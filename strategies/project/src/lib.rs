@@ -9,8 +9,8 @@ use strategy_guest_sdk::meta::{
     annotation, dns1123_label_errors, name, remove_annotation, set_annotation,
 };
 use strategy_guest_sdk::{
-    export_strategy, host, Context, FieldError, FieldPath, GroupKind, HostFunction, Operation,
-    Resource, Scope, Strategy,
+    host, Context, FieldError, FieldPath, GroupKind, HostFunction, Operation, Resource, Scope,
+    Strategy,
 };
 
 /// The strategy.
@@ -135,8 +135,6 @@ impl Strategy for Projects {
         Ok(())
     }
 }
-
-export_strategy!(Projects);
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use strategy_guest_sdk::meta::name;
 use strategy_guest_sdk::{
-    export_strategy, host, Context, GroupKind, HostFunction, Operation, Resource, Scope, Strategy,
+    host, Context, GroupKind, HostFunction, Operation, Resource, Scope, Strategy,
 };
 
 /// The strategy.
@@ -54,8 +54,6 @@ impl Strategy for Replicators {
         host::apply(&next).map(drop)
     }
 }
-
-export_strategy!(Replicators);
 
 #[cfg(test)]
 mod tests {

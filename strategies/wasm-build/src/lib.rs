@@ -1,6 +1,10 @@
 //! Compiles guest crates of this workspace to `wasm32-unknown-unknown` from a build script (the
 //! way wasmtime's `crates/test-programs/artifacts/build.rs` builds its guests).
 //!
+//! A strategy crate's module is its binary target (`src/main.rs`, where `export_strategy!`
+//! exports the library's strategy), so the crates build together in one `cargo build` even when
+//! one links another as a library.
+//!
 //! The inner `cargo build` uses its own target directory under `OUT_DIR`, so it never waits on
 //! the lock the outer build holds; the calling script reruns only when a guest or the SDK
 //! changes (see [`rerun_if_changed`]), and the inner build is incremental.
@@ -52,8 +56,8 @@ fn crate_dir(root: &Path, krate: &str) -> PathBuf {
         .join(krate.trim_start_matches("strategy-"))
 }
 
-/// Builds `crates` for wasm into a target directory under `OUT_DIR` and returns the path of each
-/// crate's `.wasm`, in order.
+/// Builds `crates` for wasm, in one cargo invocation, into a target directory under `OUT_DIR`
+/// and returns the path of each crate's module (its binary, `<crate>.wasm`), in order.
 ///
 /// # Panics
 /// When cargo fails or a module is missing: a build script has no better way to report it.
@@ -97,7 +101,7 @@ pub fn build(root: &Path, crates: &[&str]) -> Vec<PathBuf> {
     crates
         .iter()
         .map(|krate| {
-            let file = wasm_dir.join(format!("{}.wasm", krate.replace('-', "_")));
+            let file = wasm_dir.join(format!("{krate}.wasm"));
             assert!(file.exists(), "{} was not built", file.display());
             file
         })

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use strategy_host::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use strategy_host::storage::etcd3::testing::EtcdServer;
 use strategy_host::storage::etcd3::{Etcd3Config, Etcd3Store};
-use strategy_host::storage::{GetOptions, ListOptions, Preconditions, Storage, TryUpdate};
+use strategy_host::storage::{GetOptions, GuaranteedUpdate, ListOptions, Storage, TryUpdate};
 
 #[derive(Parser, Debug)]
 #[command(about = "Storage layer load tool")]
@@ -96,8 +96,11 @@ impl Target {
                     // The previous result is the cached hint, as the cacher passes it.
                     let cached = hint.take();
                     *hint = Some(
-                        s.guaranteed_update(&hot, &Preconditions::none(), false, set, cached)
-                            .await?,
+                        s.guaranteed_update(
+                            &hot,
+                            GuaranteedUpdate::new(set).cached_existing(cached),
+                        )
+                        .await?,
                     );
                 }
                 Op::List => {

@@ -104,12 +104,13 @@ impl Policy {
     /// # Errors
     /// What is wrong, in Kubernetes' field-error words (`rules[0].level: Unsupported value ...`).
     pub(crate) fn parse(text: &str) -> Result<(Self, Vec<String>), String> {
-        let doc: PolicyDoc = if text.trim_start().starts_with('{') {
+        let doc: Doc<PolicyDoc> = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| format!("failed decoding: {e}"))?
         } else {
             serde_yaml::from_str(text).map_err(|e| format!("failed decoding: {e}"))?
         };
-        doc.validate()
+        let mut p = Problems::default();
+        p.known("", doc).validate(p)
     }
 
     /// The level, omitted stages and managed-fields choice for a request.
@@ -211,17 +212,25 @@ fn has(list: &[String], value: &str) -> bool {
     list.iter().any(|s| s == value)
 }
 
-/// The policy document as written; unknown fields are collected and refused.
+/// A part of the policy document as written, and the fields it does not know (reported, as
+/// Kubernetes' lenient decoding does).
+#[derive(Debug, Deserialize)]
+struct Doc<T> {
+    #[serde(flatten)]
+    known: T,
+    #[serde(flatten)]
+    unknown: BTreeMap<String, Value>,
+}
+
+/// The policy document as written.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PolicyDoc {
     api_version: Option<String>,
     kind: Option<String>,
-    rules: Option<Vec<RuleDoc>>,
+    rules: Option<Vec<Doc<RuleDoc>>>,
     omit_stages: Option<Vec<String>>,
     omit_managed_fields: Option<bool>,
-    #[serde(flatten)]
-    unknown: BTreeMap<String, Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -231,14 +240,12 @@ struct RuleDoc {
     users: Option<Vec<String>>,
     user_groups: Option<Vec<String>>,
     verbs: Option<Vec<String>>,
-    resources: Option<Vec<GroupResourcesDoc>>,
+    resources: Option<Vec<Doc<GroupResourcesDoc>>>,
     namespaces: Option<Vec<String>>,
     #[serde(rename = "nonResourceURLs")]
     non_resource_urls: Option<Vec<String>>,
     omit_stages: Option<Vec<String>>,
     omit_managed_fields: Option<bool>,
-    #[serde(flatten)]
-    unknown: BTreeMap<String, Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -247,8 +254,6 @@ struct GroupResourcesDoc {
     group: Option<String>,
     resources: Option<Vec<String>>,
     resource_names: Option<Vec<String>>,
-    #[serde(flatten)]
-    unknown: BTreeMap<String, Value>,
 }
 
 /// Field errors gathered while validating, reported together, and the unknown fields (which
@@ -264,8 +269,21 @@ impl Problems {
         self.errors.push(format!("{field}: {}", what.into()));
     }
 
-    fn unknown(&mut self, at: &str, unknown: &BTreeMap<String, Value>) {
-        for key in unknown.keys() {
+    /// Checks a field that must hold exactly `supported`.
+    fn require(&mut self, field: &str, value: Option<&str>, supported: &str) {
+        match value {
+            Some(v) if v == supported => {}
+            Some(other) => self.push(
+                field,
+                format!("Unsupported value: {other:?}: supported values: {supported:?}"),
+            ),
+            None => self.push(field, "Required value"),
+        }
+    }
+
+    /// The known part of `doc` at `at`, recording its unknown fields.
+    fn known<T>(&mut self, at: &str, doc: Doc<T>) -> T {
+        for key in doc.unknown.keys() {
             if at.is_empty() && key == "metadata" {
                 continue;
             }
@@ -276,6 +294,7 @@ impl Problems {
             };
             self.unknown.push(format!("unknown field \"{field}\""));
         }
+        doc.known
     }
 
     fn stages(&mut self, field: &str, names: &[String]) -> StageSet {
@@ -297,26 +316,10 @@ impl Problems {
 }
 
 impl PolicyDoc {
-    /// The policy and the unknown fields ignored.
-    fn validate(self) -> Result<(Policy, Vec<String>), String> {
-        let mut p = Problems::default();
-        match self.api_version.as_deref() {
-            Some("audit.k8s.io/v1") => {}
-            Some(other) => p.push(
-                "apiVersion",
-                format!("Unsupported value: {other:?}: supported values: \"audit.k8s.io/v1\""),
-            ),
-            None => p.push("apiVersion", "Required value"),
-        }
-        match self.kind.as_deref() {
-            Some("Policy") => {}
-            Some(other) => p.push(
-                "kind",
-                format!("Unsupported value: {other:?}: supported values: \"Policy\""),
-            ),
-            None => p.push("kind", "Required value"),
-        }
-        p.unknown("", &self.unknown);
+    /// The policy and the unknown fields ignored (`p`'s, with those found here).
+    fn validate(self, mut p: Problems) -> Result<(Policy, Vec<String>), String> {
+        p.require("apiVersion", self.api_version.as_deref(), "audit.k8s.io/v1");
+        p.require("kind", self.kind.as_deref(), "Policy");
         let omit_stages = p.stages("omitStages", &self.omit_stages.unwrap_or_default());
         let docs = self.rules.unwrap_or_default();
         if docs.is_empty() {
@@ -325,7 +328,10 @@ impl PolicyDoc {
         let rules: Vec<Rule> = docs
             .into_iter()
             .enumerate()
-            .map(|(i, r)| r.validate(&format!("rules[{i}]"), omit_stages, &mut p))
+            .map(|(i, r)| {
+                let at = format!("rules[{i}]");
+                p.known(&at, r).validate(&at, omit_stages, &mut p)
+            })
             .collect();
         if !p.errors.is_empty() {
             return Err(p.errors.join("; "));
@@ -341,7 +347,6 @@ impl PolicyDoc {
 
 impl RuleDoc {
     fn validate(self, at: &str, policy_stages: StageSet, p: &mut Problems) -> Rule {
-        p.unknown(at, &self.unknown);
         let level = match self.level.as_deref() {
             None | Some("") => {
                 p.push(&format!("{at}.level"), "Required value");
@@ -385,7 +390,10 @@ impl RuleDoc {
             .unwrap_or_default()
             .into_iter()
             .enumerate()
-            .map(|(i, gr)| gr.validate(&format!("{at}.resources[{i}]"), p))
+            .map(|(i, gr)| {
+                let at = format!("{at}.resources[{i}]");
+                p.known(&at, gr).validate(&at, p)
+            })
             .collect();
         if !urls.is_empty() && (!resources.is_empty() || !namespaces.is_empty()) {
             p.push(
@@ -413,7 +421,6 @@ impl RuleDoc {
 
 impl GroupResourcesDoc {
     fn validate(self, at: &str, p: &mut Problems) -> GroupResources {
-        p.unknown(at, &self.unknown);
         let group = self.group.unwrap_or_default();
         if !group.is_empty() && !is_dns_subdomain(&group) {
             p.push(

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::ProtobufError;
@@ -49,8 +50,8 @@ pub(super) enum Presence {
     Keep,
 }
 
-/// One field of a k8s-pb struct: `Option<T>`, `Vec<T>` or `BTreeMap<String, T>` of a
-/// [`JsonValue`].
+/// One field of a k8s-pb struct: `Option<T>` of a [`JsonValue`], or a [`Repeated`] one
+/// (`Vec<T>`, `BTreeMap<String, T>`).
 pub(super) trait JsonField: Sized {
     /// Writes the field into `obj` under `key`, or leaves it out (absent, or empty under
     /// [`Presence::OmitEmpty`]).
@@ -69,6 +70,35 @@ pub(super) trait JsonField: Sized {
     fn unset_fields(&self, path: &str, out: &mut Vec<String>);
 }
 
+/// Writes a present field's value unless `OmitEmpty` leaves its zero value out; a value whose
+/// JSON form is `null` (a zero `Time`) is left out too.
+fn put_value<T: JsonValue>(
+    value: &T,
+    obj: &mut Map<String, Value>,
+    key: &'static str,
+    presence: Presence,
+) -> Result<(), ProtobufError> {
+    if presence == Presence::OmitEmpty && value.is_zero() {
+        return Ok(());
+    }
+    let json = value.to_json().map_err(|e| e.within(key))?;
+    if !json.is_null() {
+        obj.insert(key.to_owned(), json);
+    }
+    Ok(())
+}
+
+/// Reads the value of field `key`; `None` when it is absent or `null`.
+fn take_value<T: JsonValue>(
+    obj: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<T>, ProtobufError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => T::from_json(value).map(Some).map_err(|e| e.within(key)),
+    }
+}
+
 impl<T: JsonValue> JsonField for Option<T> {
     fn put(
         &self,
@@ -76,22 +106,12 @@ impl<T: JsonValue> JsonField for Option<T> {
         key: &'static str,
         presence: Presence,
     ) -> Result<(), ProtobufError> {
-        let Some(value) = self else { return Ok(()) };
-        if presence == Presence::OmitEmpty && value.is_zero() {
-            return Ok(());
-        }
-        let json = value.to_json().map_err(|e| e.within(key))?;
-        if !json.is_null() {
-            obj.insert(key.to_owned(), json);
-        }
-        Ok(())
+        self.as_ref()
+            .map_or(Ok(()), |value| put_value(value, obj, key, presence))
     }
 
     fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(value) => T::from_json(value).map(Some).map_err(|e| e.within(key)),
-        }
+        take_value(obj, key)
     }
 
     #[cfg(test)]
@@ -103,155 +123,146 @@ impl<T: JsonValue> JsonField for Option<T> {
     }
 }
 
-impl<T: JsonValue> JsonField for Vec<T> {
+/// A repeated field, a list or a map: never absent, only empty (its zero value).
+pub(super) trait Repeated: JsonValue + Default {}
+
+impl<T: JsonValue> Repeated for Vec<T> {}
+
+impl<T: JsonValue> Repeated for BTreeMap<String, T> {}
+
+impl<C: Repeated> JsonField for C {
     fn put(
         &self,
         obj: &mut Map<String, Value>,
         key: &'static str,
         presence: Presence,
     ) -> Result<(), ProtobufError> {
-        if self.is_empty() && presence == Presence::OmitEmpty {
-            return Ok(());
-        }
-        let items = self
-            .iter()
+        put_value(self, obj, key, presence)
+    }
+
+    fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError> {
+        Ok(take_value(obj, key)?.unwrap_or_default())
+    }
+
+    #[cfg(test)]
+    fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
+        JsonValue::unset_fields(self, path, out);
+    }
+}
+
+/// A list: a JSON array; errors name the item's index.
+impl<T: JsonValue> JsonValue for Vec<T> {
+    fn to_json(&self) -> Result<Value, ProtobufError> {
+        self.iter()
             .enumerate()
             .map(|(i, v)| v.to_json().map_err(|e| e.at_index(i)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.within(key))?;
-        obj.insert(key.to_owned(), Value::Array(items));
-        Ok(())
-    }
-
-    fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| T::from_json(v).map_err(|e| e.at_index(i)))
-                .collect::<Result<_, _>>()
-                .map_err(|e| e.within(key)),
-            Some(other) => Err(ProtobufError::expected("an array", other).within(key)),
-        }
-    }
-
-    #[cfg(test)]
-    fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
-        if self.is_empty() {
-            out.push(path.to_owned());
-        }
-        for (i, value) in self.iter().enumerate() {
-            value.unset_fields(&format!("{path}[{i}]"), out);
-        }
-    }
-}
-
-impl<T: JsonValue> JsonField for BTreeMap<String, T> {
-    fn put(
-        &self,
-        obj: &mut Map<String, Value>,
-        key: &'static str,
-        presence: Presence,
-    ) -> Result<(), ProtobufError> {
-        if self.is_empty() && presence == Presence::OmitEmpty {
-            return Ok(());
-        }
-        let map = self
-            .iter()
-            .map(|(k, v)| Ok((k.clone(), v.to_json().map_err(|e| e.at_key(k))?)))
-            .collect::<Result<Map<_, _>, ProtobufError>>()
-            .map_err(|e| e.within(key))?;
-        obj.insert(key.to_owned(), Value::Object(map));
-        Ok(())
-    }
-
-    fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(BTreeMap::new()),
-            Some(Value::Object(map)) => map
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), T::from_json(v).map_err(|e| e.at_key(k))?)))
-                .collect::<Result<_, ProtobufError>>()
-                .map_err(|e| e.within(key)),
-            Some(other) => Err(ProtobufError::expected("an object", other).within(key)),
-        }
-    }
-
-    #[cfg(test)]
-    fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
-        if self.is_empty() {
-            out.push(path.to_owned());
-        }
-        for (k, value) in self {
-            value.unset_fields(&format!("{path}[{k}]"), out);
-        }
-    }
-}
-
-impl JsonValue for String {
-    fn to_json(&self) -> Result<Value, ProtobufError> {
-        Ok(Value::String(self.clone()))
+            .collect::<Result<_, _>>()
+            .map(Value::Array)
     }
 
     fn from_json(value: &Value) -> Result<Self, ProtobufError> {
-        value
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| ProtobufError::expected("a string", value))
+        let items = value
+            .as_array()
+            .ok_or_else(|| ProtobufError::expected("an array", value))?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| T::from_json(v).map_err(|e| e.at_index(i)))
+            .collect()
     }
 
     fn is_zero(&self) -> bool {
         self.is_empty()
     }
-}
 
-impl JsonValue for bool {
-    fn to_json(&self) -> Result<Value, ProtobufError> {
-        Ok(Value::Bool(*self))
-    }
-
-    fn from_json(value: &Value) -> Result<Self, ProtobufError> {
-        value
-            .as_bool()
-            .ok_or_else(|| ProtobufError::expected("a boolean", value))
-    }
-
-    fn is_zero(&self) -> bool {
-        !*self
+    #[cfg(test)]
+    fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
+        let items = self.iter().enumerate().map(|(i, v)| (i.to_string(), v));
+        unset_items(path, items, out);
     }
 }
 
-impl JsonValue for i64 {
+/// A map: a JSON object; errors name the entry's key.
+impl<T: JsonValue> JsonValue for BTreeMap<String, T> {
     fn to_json(&self) -> Result<Value, ProtobufError> {
-        Ok(Value::from(*self))
+        self.iter()
+            .map(|(k, v)| Ok((k.clone(), v.to_json().map_err(|e| e.at_key(k))?)))
+            .collect::<Result<_, _>>()
+            .map(Value::Object)
     }
 
     fn from_json(value: &Value) -> Result<Self, ProtobufError> {
-        value
-            .as_i64()
-            .ok_or_else(|| ProtobufError::expected("a 64-bit integer", value))
+        let map = value
+            .as_object()
+            .ok_or_else(|| ProtobufError::expected("an object", value))?;
+        map.iter()
+            .map(|(k, v)| Ok((k.clone(), T::from_json(v).map_err(|e| e.at_key(k))?)))
+            .collect()
     }
 
     fn is_zero(&self) -> bool {
-        *self == 0
+        self.is_empty()
+    }
+
+    #[cfg(test)]
+    fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
+        unset_items(path, self.iter().map(|(k, v)| (k.clone(), v)), out);
     }
 }
 
-impl JsonValue for i32 {
+/// Test support: the unset fields of a list's or map's items, each under `path[label]`; an
+/// empty list or map is itself unset.
+#[cfg(test)]
+fn unset_items<'a, T: JsonValue + 'a>(
+    path: &str,
+    items: impl ExactSizeIterator<Item = (String, &'a T)>,
+    out: &mut Vec<String>,
+) {
+    if items.len() == 0 {
+        out.push(path.to_owned());
+    }
+    for (label, value) in items {
+        value.unset_fields(&format!("{path}[{label}]"), out);
+    }
+}
+
+/// A scalar whose JSON form is serde's own (a string, a boolean, an integer) and whose Go zero
+/// value is its `Default`.
+pub(super) trait Scalar:
+    Serialize + for<'de> Deserialize<'de> + Default + PartialEq
+{
+    /// What a reader expected, for the error when the JSON holds something else.
+    const EXPECTED: &'static str;
+}
+
+impl Scalar for String {
+    const EXPECTED: &'static str = "a string";
+}
+
+impl Scalar for bool {
+    const EXPECTED: &'static str = "a boolean";
+}
+
+impl Scalar for i64 {
+    const EXPECTED: &'static str = "a 64-bit integer";
+}
+
+impl Scalar for i32 {
+    const EXPECTED: &'static str = "a 32-bit integer";
+}
+
+impl<T: Scalar> JsonValue for T {
     fn to_json(&self) -> Result<Value, ProtobufError> {
-        Ok(Value::from(*self))
+        serde_json::to_value(self).map_err(|e| ProtobufError::invalid(e.to_string()))
     }
 
     fn from_json(value: &Value) -> Result<Self, ProtobufError> {
-        value
-            .as_i64()
-            .and_then(|n| i32::try_from(n).ok())
-            .ok_or_else(|| ProtobufError::expected("a 32-bit integer", value))
+        // `&Value` is a deserializer: a string is read without copying the tree.
+        T::deserialize(value).map_err(|_| ProtobufError::expected(T::EXPECTED, value))
     }
 
     fn is_zero(&self) -> bool {
-        *self == 0
+        *self == T::default()
     }
 }
 

@@ -79,6 +79,20 @@ impl KindCodec {
         }
     }
 
+    /// A stored kind `item_kind` whose message is `M` (`list`: false), or its list, whose
+    /// message is `L`.
+    fn stored<M, L>(list: bool, item_kind: &'static str) -> Self
+    where
+        M: Message + Default + JsonValue,
+        L: Message + Default + JsonValue,
+    {
+        if list {
+            Self::list::<L>(item_kind)
+        } else {
+            Self::object::<M>()
+        }
+    }
+
     /// A list kind whose message is `M` and whose items are `item_kind`.
     fn list<M: Message + Default + JsonValue>(item_kind: &'static str) -> Self {
         Self {
@@ -103,41 +117,55 @@ fn message_json<M: Message + Default + JsonValue>(
 
 /// The codec of an (apiVersion, kind) that has a protobuf form, or `None`.
 fn codec(api_version: &str, kind: &str) -> Option<KindCodec> {
+    match kind.strip_suffix("List") {
+        Some(item) => stored(api_version, item, true),
+        None => stored(api_version, kind, false).or_else(|| unstored(api_version, kind)),
+    }
+}
+
+/// The codec of a kind the server stores (`list`: false) or of its list (`{Kind}List`).
+fn stored(api_version: &str, kind: &str, list: bool) -> Option<KindCodec> {
     Some(match (api_version, kind) {
-        ("v1", "Namespace") => KindCodec::object::<core::Namespace>(),
-        ("v1", "NamespaceList") => KindCodec::list::<core::NamespaceList>("Namespace"),
-        ("v1", "ConfigMap") => KindCodec::object::<core::ConfigMap>(),
-        ("v1", "ConfigMapList") => KindCodec::list::<core::ConfigMapList>("ConfigMap"),
-        ("v1", "Secret") => KindCodec::object::<core::Secret>(),
-        ("v1", "SecretList") => KindCodec::list::<core::SecretList>("Secret"),
-        ("v1", "ServiceAccount") => KindCodec::object::<core::ServiceAccount>(),
-        ("v1", "ServiceAccountList") => {
-            KindCodec::list::<core::ServiceAccountList>("ServiceAccount")
+        ("v1", "Namespace") => {
+            KindCodec::stored::<core::Namespace, core::NamespaceList>(list, "Namespace")
         }
-        ("v1", "Event") => KindCodec::object::<core::Event>(),
-        ("v1", "EventList") => KindCodec::list::<core::EventList>("Event"),
-        ("events.k8s.io/v1", "Event") => KindCodec::object::<events::Event>(),
-        ("events.k8s.io/v1", "EventList") => KindCodec::list::<events::EventList>("Event"),
-        ("coordination.k8s.io/v1", "Lease") => KindCodec::object::<coordination::Lease>(),
-        ("coordination.k8s.io/v1", "LeaseList") => {
-            KindCodec::list::<coordination::LeaseList>("Lease")
+        ("v1", "ConfigMap") => {
+            KindCodec::stored::<core::ConfigMap, core::ConfigMapList>(list, "ConfigMap")
         }
-        ("rbac.authorization.k8s.io/v1", "Role") => KindCodec::object::<rbac::Role>(),
-        ("rbac.authorization.k8s.io/v1", "RoleList") => KindCodec::list::<rbac::RoleList>("Role"),
-        ("rbac.authorization.k8s.io/v1", "ClusterRole") => KindCodec::object::<rbac::ClusterRole>(),
-        ("rbac.authorization.k8s.io/v1", "ClusterRoleList") => {
-            KindCodec::list::<rbac::ClusterRoleList>("ClusterRole")
+        ("v1", "Secret") => KindCodec::stored::<core::Secret, core::SecretList>(list, "Secret"),
+        ("v1", "ServiceAccount") => KindCodec::stored::<
+            core::ServiceAccount,
+            core::ServiceAccountList,
+        >(list, "ServiceAccount"),
+        ("v1", "Event") => KindCodec::stored::<core::Event, core::EventList>(list, "Event"),
+        ("events.k8s.io/v1", "Event") => {
+            KindCodec::stored::<events::Event, events::EventList>(list, "Event")
         }
-        ("rbac.authorization.k8s.io/v1", "RoleBinding") => KindCodec::object::<rbac::RoleBinding>(),
-        ("rbac.authorization.k8s.io/v1", "RoleBindingList") => {
-            KindCodec::list::<rbac::RoleBindingList>("RoleBinding")
+        ("coordination.k8s.io/v1", "Lease") => {
+            KindCodec::stored::<coordination::Lease, coordination::LeaseList>(list, "Lease")
+        }
+        ("rbac.authorization.k8s.io/v1", "Role") => {
+            KindCodec::stored::<rbac::Role, rbac::RoleList>(list, "Role")
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => {
+            KindCodec::stored::<rbac::ClusterRole, rbac::ClusterRoleList>(list, "ClusterRole")
+        }
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
+            KindCodec::stored::<rbac::RoleBinding, rbac::RoleBindingList>(list, "RoleBinding")
         }
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
-            KindCodec::object::<rbac::ClusterRoleBinding>()
+            KindCodec::stored::<rbac::ClusterRoleBinding, rbac::ClusterRoleBindingList>(
+                list,
+                "ClusterRoleBinding",
+            )
         }
-        ("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList") => {
-            KindCodec::list::<rbac::ClusterRoleBindingList>("ClusterRoleBinding")
-        }
+        _ => return None,
+    })
+}
+
+/// The codec of a kind without a list: a create-only kind, `Status` or `DeleteOptions`.
+fn unstored(api_version: &str, kind: &str) -> Option<KindCodec> {
+    Some(match (api_version, kind) {
         // Create-only kinds: the body of a POST and its answer, never stored or listed.
         ("authentication.k8s.io/v1", "TokenRequest") => {
             KindCodec::object::<authentication::TokenRequest>()

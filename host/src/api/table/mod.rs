@@ -87,38 +87,23 @@ pub(crate) fn human_duration(secs: i64) -> String {
     let y = d / 365;
     match () {
         _ if s < 120 => format!("{s}s"),
-        _ if m < 10 => {
-            if s % 60 == 0 {
-                format!("{m}m")
-            } else {
-                format!("{m}m{}s", s % 60)
-            }
-        }
+        _ if m < 10 => units(m, 'm', s % 60, 's'),
         _ if h < 3 => format!("{m}m"),
-        _ if h < 8 => {
-            if m % 60 == 0 {
-                format!("{h}h")
-            } else {
-                format!("{h}h{}m", m % 60)
-            }
-        }
+        _ if h < 8 => units(h, 'h', m % 60, 'm'),
         _ if h < 48 => format!("{h}h"),
-        _ if h < 192 => {
-            if h % 24 == 0 {
-                format!("{d}d")
-            } else {
-                format!("{d}d{}h", h % 24)
-            }
-        }
+        _ if h < 192 => units(d, 'd', h % 24, 'h'),
         _ if y < 2 => format!("{d}d"),
-        _ if y < 8 => {
-            if d % 365 == 0 {
-                format!("{y}y")
-            } else {
-                format!("{y}y{}d", d % 365)
-            }
-        }
+        _ if y < 8 => units(y, 'y', d % 365, 'd'),
         _ => format!("{y}y"),
+    }
+}
+
+/// `5m30s`: a count of a unit and of the next smaller one, which is left out when zero (`5m`).
+fn units(count: i64, unit: char, rest: i64, rest_unit: char) -> String {
+    if rest == 0 {
+        format!("{count}{unit}")
+    } else {
+        format!("{count}{unit}{rest}{rest_unit}")
     }
 }
 

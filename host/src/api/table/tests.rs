@@ -32,13 +32,18 @@ fn row(def: &ResourceDefinition, obj: Value) -> (Value, Vec<Value>) {
     (t, cells)
 }
 
+/// The table of `obj` under a CRD with these printer columns, and its one row's cells.
+fn crd_row(group: &str, kind: &str, columns: Value, obj: Value) -> (Value, Vec<Value>) {
+    row(&crd(group, kind, columns), obj)
+}
+
 fn meta(name: &str) -> Value {
     json!({"name": name, "creationTimestamp": "2020-01-01T00:00:00Z"})
 }
 
 #[test]
 fn argo_cd_application_declares_no_age() {
-    let def = crd(
+    let (t, cells) = crd_row(
         "argoproj.io",
         "Application",
         json!([
@@ -47,9 +52,6 @@ fn argo_cd_application_declares_no_age() {
             {"name": "Revision", "type": "string", "jsonPath": ".status.sync.revision", "priority": 10},
             {"name": "Project", "type": "string", "jsonPath": ".spec.project", "priority": 10}
         ]),
-    );
-    let (t, cells) = row(
-        &def,
         json!({"metadata": meta("guestbook"), "spec": {"project": "default"},
                "status": {"sync": {"status": "Synced", "revision": "53e28ff"}}}),
     );
@@ -82,16 +84,13 @@ fn argo_cd_application_declares_no_age() {
 
 #[test]
 fn gateway_api_httproute_prints_lists_as_json() {
-    let def = crd(
+    let (t, cells) = crd_row(
         "gateway.networking.k8s.io",
         "HTTPRoute",
         json!([
             {"name": "Hostnames", "type": "string", "jsonPath": ".spec.hostnames"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
         ]),
-    );
-    let (t, cells) = row(
-        &def,
         json!({"metadata": meta("web"), "spec": {"hostnames": ["example.com", "www.example.com"]}}),
     );
     assert_eq!(names(&t), ["Name", "Hostnames", "Age"]);
@@ -102,7 +101,7 @@ fn gateway_api_httproute_prints_lists_as_json() {
 
 #[test]
 fn keda_columns_print_the_first_match() {
-    let scaled_object = crd(
+    let (t, cells) = crd_row(
         "keda.sh",
         "ScaledObject",
         json!([
@@ -116,9 +115,6 @@ fn keda_columns_print_the_first_match() {
             {"name": "Active", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Active\")].status"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
         ]),
-    );
-    let (t, cells) = row(
-        &scaled_object,
         json!({"metadata": meta("worker"),
                "spec": {"scaleTargetRef": {"name": "worker"}, "minReplicaCount": 1, "maxReplicaCount": "ten",
                         "triggers": [{"type": "cpu"}, {"type": "prometheus", "authenticationRef": {"name": "prom-auth"}}]},
@@ -140,7 +136,7 @@ fn keda_columns_print_the_first_match() {
             json!("False"),
         ]
     );
-    let trigger_auth = crd(
+    let (t, cells) = crd_row(
         "keda.sh",
         "TriggerAuthentication",
         json!([
@@ -148,9 +144,6 @@ fn keda_columns_print_the_first_match() {
             {"name": "Secret", "type": "string", "jsonPath": ".spec.secretTargetRef[*].name"},
             {"name": "Env", "type": "string", "jsonPath": ".spec.env[*].name"}
         ]),
-    );
-    let (t, cells) = row(
-        &trigger_auth,
         json!({"metadata": meta("auth"),
                "spec": {"secretTargetRef": [{"parameter": "user", "name": "creds", "key": "u"},
                                             {"parameter": "password", "name": "other", "key": "p"}]}}),

@@ -4,10 +4,10 @@ use hyper::Response;
 use serde_json::json;
 
 use super::resolve::Resolved;
+use super::table_response;
 use crate::api::params::{Format, GetParams};
 use crate::api::response::{self, Body};
 use crate::api::status::Status;
-use crate::api::table;
 
 /// Reads one object.
 ///
@@ -36,16 +36,7 @@ pub(crate) async fn get(
         .map_err(|e| Status::from(&e))?;
     if format.as_table {
         let meta = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()});
-        let t = table::table(
-            res.def(),
-            &scope.version,
-            &[obj],
-            meta,
-            format.include_object.as_str(),
-            true,
-        );
-        res.audit.log_response_object(&t);
-        return Ok(response::json(200, &t, &[]));
+        return Ok(table_response(res, &scope.version, &[obj], meta, &format));
     }
     res.audit.log_response_object(&obj);
     Ok(response::object(200, &obj, &[], format.protobuf))

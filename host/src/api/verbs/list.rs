@@ -3,10 +3,10 @@
 use hyper::Response;
 
 use super::resolve::Resolved;
+use super::table_response;
 use crate::api::params::{Format, ListParams};
 use crate::api::response::{self, Body};
 use crate::api::status::Status;
-use crate::api::table;
 
 /// Lists the objects the parameters select.
 ///
@@ -25,16 +25,8 @@ pub(crate) async fn list(
         .await
         .map_err(|e| Status::from(&e))?;
     if format.as_table {
-        let t = table::table(
-            res.def(),
-            &scope.version,
-            &list.item_values(),
-            list.metadata(),
-            format.include_object.as_str(),
-            true,
-        );
-        res.audit.log_response_object(&t);
-        return Ok(response::json(200, &t, &[]));
+        let (items, meta) = (list.item_values(), list.metadata());
+        return Ok(table_response(res, &scope.version, &items, meta, &format));
     }
     res.audit.log_response_object_with(|| list.to_value());
     if format.protobuf {

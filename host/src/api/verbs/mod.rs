@@ -142,11 +142,16 @@ async fn run(
             let (obj, warnings) =
                 body::decode_object_in(content_type, &bytes, params.field_validation, builtin)?;
             res.audit.log_request_object(&obj);
-            if verb == Verb::Create {
-                create::create(state, &res, params, obj, warnings, format()).await
+            let mut scope = res.scope(params.dry_run, params.field_validation);
+            scope.field_manager = params.field_manager;
+            let outcome = if verb == Verb::Create {
+                create::create(&res, &scope, obj).await?
             } else {
-                update::update(state, &res, params, obj, warnings, format()).await
-            }
+                update::update(&res, &scope, obj).await?
+            };
+            // A create answers 201, and so does an update that created (create-on-update).
+            let code = if outcome.created { 201 } else { 200 };
+            Ok(written(state, &res, &scope, outcome, warnings, code, format()).await)
         }
         Verb::Patch => {
             let params = PatchParams::from_query(query)?;
@@ -176,6 +181,21 @@ async fn run(
             delete_collection::delete_collection(state, &res, params, format()).await
         }
     }
+}
+
+/// A read's answer as a Table (`as=Table` in the client's Accept): `items`' rows under the
+/// list metadata `meta`, recorded for audit.
+fn table_response(
+    res: &Resolved,
+    version: &str,
+    items: &[Value],
+    meta: Value,
+    format: &Format,
+) -> Response<Body> {
+    let include_object = format.include_object.as_str();
+    let t = super::table::table(res.def(), version, items, meta, include_object, true);
+    res.audit.log_response_object(&t);
+    response::json(200, &t, &[])
 }
 
 /// What every write verb answers with: the written object in the client's encoding, with the

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::*;
 use crate::registry::names::{dns1123_label_error, dns1123_subdomain_error};
+use crate::registry::system_fields::strings;
 use crate::strategy::FieldErrorKind;
 
 impl ResourceDefinition {
@@ -21,16 +22,6 @@ impl ResourceDefinition {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string()
-        };
-        let strings = |v: &Value, p: &str| -> Vec<String> {
-            v.pointer(p)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default()
         };
         let err = |kind, field: &str, detail: String| FieldError {
             kind,
@@ -184,7 +175,7 @@ impl ResourceDefinition {
                             priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
                             json_path: s(c, "/jsonPath"),
                             count_paths: if builtin {
-                                strings(c, "/x-count")
+                                strings(c.pointer("/x-count"))
                             } else {
                                 Vec::new()
                             },
@@ -236,8 +227,8 @@ impl ResourceDefinition {
             singular,
             kind,
             list_kind,
-            short_names: strings(crd, "/spec/names/shortNames"),
-            categories: strings(crd, "/spec/names/categories"),
+            short_names: strings(crd.pointer("/spec/names/shortNames")),
+            categories: strings(crd.pointer("/spec/names/categories")),
             namespaced,
             versions,
             builtin: false,

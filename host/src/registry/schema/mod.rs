@@ -1,8 +1,11 @@
 //! Structural OpenAPI v3 schemas of custom resources: defaulting, pruning of unknown fields and
 //! validation, with one field error per violation, worded as Kubernetes words them.
 
+use std::cmp::Ordering;
+
 use serde_json::{Map, Value};
 
+use crate::registry::system_fields::strings;
 use crate::strategy::{FieldError, FieldErrorKind};
 
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
@@ -67,15 +70,7 @@ pub fn list_type(schema: Option<&Value>) -> ListType {
         .and_then(Value::as_str);
     match marker {
         Some("map") => {
-            let keys: Vec<String> = schema
-                .and_then(|s| s.get("x-kubernetes-list-map-keys"))
-                .and_then(Value::as_array)
-                .map(|k| {
-                    k.iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let keys = strings(schema.and_then(|s| s.get("x-kubernetes-list-map-keys")));
             if keys.is_empty() {
                 ListType::Atomic
             } else {
@@ -282,33 +277,36 @@ fn validate_at(value: &Value, schema: &Value, path: &str, errors: &mut Vec<Field
         Value::String(text) => validate_string(text, value, s, path, shown, errors),
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or_default();
-            if let Some(min) = s.get("minimum").and_then(Value::as_f64) {
-                let exclusive = s.get("exclusiveMinimum") == Some(&Value::Bool(true));
-                if x < min || (exclusive && x == min) {
+            // The bound, its exclusive flag, the word for the allowed side, and where `x` may not be.
+            for (bound, exclusive_key, op, outside) in [
+                (
+                    "minimum",
+                    "exclusiveMinimum",
+                    "greater than",
+                    Ordering::Less,
+                ),
+                (
+                    "maximum",
+                    "exclusiveMaximum",
+                    "less than",
+                    Ordering::Greater,
+                ),
+            ] {
+                let Some(limit) = s.get(bound).and_then(Value::as_f64) else {
+                    continue;
+                };
+                let exclusive = s.get(exclusive_key) == Some(&Value::Bool(true));
+                let side = x.partial_cmp(&limit);
+                if side == Some(outside) || (exclusive && side == Some(Ordering::Equal)) {
                     let op = if exclusive {
-                        "greater than"
+                        op.to_string()
                     } else {
-                        "greater than or equal to"
+                        format!("{op} or equal to")
                     };
                     errors.push(invalid(
                         path,
                         value,
-                        format!("{shown} in body should be {op} {}", s["minimum"]),
-                    ));
-                }
-            }
-            if let Some(max) = s.get("maximum").and_then(Value::as_f64) {
-                let exclusive = s.get("exclusiveMaximum") == Some(&Value::Bool(true));
-                if x > max || (exclusive && x == max) {
-                    let op = if exclusive {
-                        "less than"
-                    } else {
-                        "less than or equal to"
-                    };
-                    errors.push(invalid(
-                        path,
-                        value,
-                        format!("{shown} in body should be {op} {}", s["maximum"]),
+                        format!("{shown} in body should be {op} {}", s[bound]),
                     ));
                 }
             }
@@ -337,15 +335,7 @@ fn validate_at(value: &Value, schema: &Value, path: &str, errors: &mut Vec<Field
                     ));
                 }
             }
-            if let Some(max) = s.get("maxItems").and_then(Value::as_u64) {
-                if items.len() as u64 > max {
-                    errors.push(FieldError {
-                        kind: FieldErrorKind::TooMany,
-                        field: path.into(),
-                        detail: format!("{}: must have at most {max} items", items.len()),
-                    });
-                }
-            }
+            too_many(s, "maxItems", items.len(), path, errors);
             if let Some(sub) = s.get("items") {
                 for (i, v) in items.iter().enumerate() {
                     validate_at(v, sub, &format!("{path}[{i}]"), errors);
@@ -472,12 +462,24 @@ fn validate_object(
             ));
         }
     }
-    if let Some(max) = s.get("maxProperties").and_then(Value::as_u64) {
-        if map.len() as u64 > max {
+    too_many(s, "maxProperties", map.len(), path, errors);
+}
+
+/// `maxItems` or `maxProperties` (`key`): TooMany when the list or map at `path` holds more
+/// than the bound (Kubernetes says "items" for both).
+fn too_many(
+    s: &Map<String, Value>,
+    key: &str,
+    len: usize,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    if let Some(max) = s.get(key).and_then(Value::as_u64) {
+        if len as u64 > max {
             errors.push(FieldError {
                 kind: FieldErrorKind::TooMany,
                 field: path.into(),
-                detail: format!("{}: must have at most {max} items", map.len()),
+                detail: format!("{len}: must have at most {max} items"),
             });
         }
     }

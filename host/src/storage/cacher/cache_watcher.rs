@@ -11,8 +11,9 @@ use std::time::Instant;
 use futures::Stream;
 use tokio::sync::mpsc;
 
-use super::watch_cache::{CacheEvent, CachedObject, EventKind, Scope};
+use super::watch_cache::{CacheEvent, CachedObject, EventKind};
 
+use crate::storage::key::KeyScope;
 use crate::storage::predicate::SelectionPredicate;
 use crate::storage::watch::WatchEvent;
 
@@ -39,7 +40,7 @@ pub(crate) enum Offer {
 /// The dispatcher's side of one client watch.
 #[derive(Debug)]
 pub(crate) struct CacheWatcher {
-    pub scope: Scope,
+    pub scope: KeyScope,
     pub predicate: SelectionPredicate,
     /// Only events after this revision are for this watcher (earlier ones were replayed).
     pub after: u64,

@@ -45,10 +45,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::storage::error::{Result, StorageError};
-use crate::storage::options::{GetOptions, ListOptions, ObjectList, Preconditions};
+use crate::storage::key::KeyScope;
+use crate::storage::options::{GetOptions, ListOptions, ObjectList};
 use crate::storage::versioner::object_resource_version;
 use crate::storage::watch::{SharedObject as CachedObject, WatchStream};
-use crate::storage::{key, Storage, TryUpdate, ValidateDeletion};
+use crate::storage::{key, ConditionalDelete, GuaranteedUpdate, Storage};
 
 pub use cache_watcher::SharedWatchStream;
 
@@ -57,7 +58,7 @@ use consistency::Consistency;
 use dispatcher::Dispatcher;
 use ready::Ready;
 use reflector::Reflector;
-use watch_cache::{Scope, WatchCache, WindowBounds};
+use watch_cache::{WatchCache, WindowBounds};
 
 /// How a cacher sizes its window, buffers and waits.
 #[derive(Debug, Clone)]
@@ -194,7 +195,7 @@ pub(crate) fn object_key(prefix: &str, obj: &CachedObject) -> Option<String> {
 /// Where a request is answered.
 enum Route {
     /// From the cache, for this scope (possibly after waiting or falling back).
-    Cache(Scope),
+    Cache(KeyScope),
     /// By the store below: the key is outside the cached prefix.
     Below,
 }
@@ -309,14 +310,10 @@ impl Cacher {
     /// Validates `key` and decides who answers for it.
     fn route(&self, key: &str, recursive: bool) -> Result<Route> {
         let normalized = key::prepare_key("/", key)?;
-        let scope = if recursive {
-            Scope::Prefix(key::recursive_prefix(&normalized))
-        } else {
-            Scope::Key(normalized)
-        };
+        let scope = KeyScope::of(normalized, recursive);
         let inside = match &scope {
-            Scope::Prefix(p) => p.starts_with(&self.shared.prefix_slash),
-            Scope::Key(k) => {
+            KeyScope::Prefix(p) => p.starts_with(&self.shared.prefix_slash),
+            KeyScope::Key(k) => {
                 k.starts_with(&self.shared.prefix_slash) && k.len() > self.shared.prefix_slash.len()
             }
         };
@@ -333,7 +330,7 @@ impl Cacher {
             return None;
         }
         match self.route(key, false) {
-            Ok(Route::Cache(Scope::Key(k))) => self.shared.read().get(&k).map(|o| o.to_value()),
+            Ok(Route::Cache(KeyScope::Key(k))) => self.shared.read().get(&k).map(|o| o.to_value()),
             _ => None,
         }
     }
@@ -361,19 +358,9 @@ impl Storage for Cacher {
         Ok(created)
     }
 
-    async fn delete(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        validate: ValidateDeletion<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
-        let hint = cached_existing.or_else(|| self.cached(key));
-        let deleted = self
-            .shared
-            .below
-            .delete(key, preconditions, validate, hint)
-            .await?;
+    async fn delete(&self, key: &str, mut request: ConditionalDelete<'_>) -> Result<Value> {
+        request.cached_existing = request.cached_existing.or_else(|| self.cached(key));
+        let deleted = self.shared.below.delete(key, request).await?;
         self.observe_write(key, &deleted).await;
         Ok(deleted)
     }
@@ -390,7 +377,7 @@ impl Storage for Cacher {
 
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
         let found = match self.route(key, false)? {
-            Route::Cache(Scope::Key(k)) if self.is_ready() => {
+            Route::Cache(KeyScope::Key(k)) if self.is_ready() => {
                 self.get_cached(key, &k, opts).await?
             }
             Route::Cache(_) => self.delegate_get(key, opts).await?,
@@ -401,7 +388,9 @@ impl Storage for Cacher {
 
     async fn get_shared(&self, key: &str, opts: GetOptions) -> Result<Option<Arc<CachedObject>>> {
         match self.route(key, false)? {
-            Route::Cache(Scope::Key(k)) if self.is_ready() => self.get_cached(key, &k, opts).await,
+            Route::Cache(KeyScope::Key(k)) if self.is_ready() => {
+                self.get_cached(key, &k, opts).await
+            }
             Route::Cache(_) => self.delegate_get(key, opts).await,
             Route::Below => self.shared.below.get_shared(key, opts).await,
         }
@@ -418,17 +407,10 @@ impl Storage for Cacher {
     async fn guaranteed_update(
         &self,
         key: &str,
-        preconditions: &Preconditions,
-        ignore_not_found: bool,
-        try_update: TryUpdate<'_>,
-        cached_existing: Option<Value>,
+        mut request: GuaranteedUpdate<'_>,
     ) -> Result<Value> {
-        let hint = cached_existing.or_else(|| self.cached(key));
-        let updated = self
-            .shared
-            .below
-            .guaranteed_update(key, preconditions, ignore_not_found, try_update, hint)
-            .await?;
+        request.cached_existing = request.cached_existing.or_else(|| self.cached(key));
+        let updated = self.shared.below.guaranteed_update(key, request).await?;
         self.observe_write(key, &updated).await;
         Ok(updated)
     }

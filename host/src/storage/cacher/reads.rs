@@ -9,9 +9,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::watch_cache::{CachedObject, Scope};
+use super::watch_cache::CachedObject;
 use super::Cacher;
 use crate::storage::error::{Result, StorageError};
+use crate::storage::key::KeyScope;
 use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList};
 use crate::storage::pager::{Page, Pager};
 use crate::storage::versioner::parse_resource_version;
@@ -127,13 +128,10 @@ impl Cacher {
     pub(super) async fn list_cached(
         &self,
         key: &str,
-        scope: Scope,
+        scope: KeyScope,
         opts: ListOptions,
     ) -> Result<ObjectList> {
-        let list_prefix = match &scope {
-            Scope::Prefix(p) => p.clone(),
-            Scope::Key(k) => k.clone(),
-        };
+        let list_prefix = scope.base().to_string();
         let plan = plan_list(&opts, &list_prefix)?;
         if let Some(at) = plan.revision {
             // Exact, or a continue page: from memory only if the scope is unchanged since.
@@ -149,7 +147,7 @@ impl Cacher {
             };
         }
         let extent = match &scope {
-            Scope::Prefix(_) if opts.limit == 0 => Extent::Whole,
+            KeyScope::Prefix(_) if opts.limit == 0 => Extent::Whole,
             _ => Extent::Bounded,
         };
         let rv = opts.parsed_resource_version()?;
@@ -171,11 +169,11 @@ impl Cacher {
     fn read_page(
         &self,
         cache: &super::watch_cache::WatchCache,
-        scope: &Scope,
+        scope: &KeyScope,
         start: Option<&str>,
         opts: &ListOptions,
     ) -> Page {
-        let pager = Pager::for_list(opts, matches!(scope, Scope::Prefix(_)));
+        let pager = Pager::for_list(opts, matches!(scope, KeyScope::Prefix(_)));
         cache.list(scope, start, pager)
     }
 }

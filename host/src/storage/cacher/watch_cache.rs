@@ -11,27 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::storage::key::KeyScope;
 use crate::storage::pager::{Page, Pager};
 use crate::storage::predicate::SelectionPredicate;
-
-/// What a watch or a list covers: one key, or every key under a prefix (ending in `/`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// Exactly this key.
-    Key(String),
-    /// Every key starting with this prefix.
-    Prefix(String),
-}
-
-impl Scope {
-    /// True when `key` is in scope.
-    pub(crate) fn contains(&self, key: &str) -> bool {
-        match self {
-            Self::Key(k) => k == key,
-            Self::Prefix(p) => key.starts_with(p.as_str()),
-        }
-    }
-}
 
 /// One committed change as the cache keeps it: the states before and after, shared.
 #[derive(Debug)]
@@ -279,7 +261,7 @@ impl WatchCache {
     pub(crate) fn events_after(
         &self,
         revision: u64,
-        scope: &Scope,
+        scope: &KeyScope,
     ) -> Option<Vec<Arc<CacheEvent>>> {
         if revision < self.window_start {
             return None;
@@ -296,7 +278,7 @@ impl WatchCache {
 
     /// True when nothing in scope changed after `revision`, so the current state of the scope is
     /// its state at `revision`.
-    pub(crate) fn unchanged_since(&self, revision: u64, scope: &Scope) -> bool {
+    pub(crate) fn unchanged_since(&self, revision: u64, scope: &KeyScope) -> bool {
         revision <= self.revision
             && self
                 .events_after(revision, scope)
@@ -309,15 +291,15 @@ impl WatchCache {
     }
 
     /// The objects in scope from `start` (inclusive), into `pager`.
-    pub(crate) fn list(&self, scope: &Scope, start: Option<&str>, mut pager: Pager<'_>) -> Page {
+    pub(crate) fn list(&self, scope: &KeyScope, start: Option<&str>, mut pager: Pager<'_>) -> Page {
         let prefix = match scope {
-            Scope::Key(k) => {
+            KeyScope::Key(k) => {
                 if let Some(obj) = self.get(k) {
                     let _ = pager.offer(k, || Ok(obj));
                 }
                 return pager.finish();
             }
-            Scope::Prefix(p) => p,
+            KeyScope::Prefix(p) => p,
         };
         let from = match start {
             Some(s) if s > prefix.as_str() => s,
@@ -339,7 +321,7 @@ impl WatchCache {
     /// Every object in scope matching `predicate`.
     pub(crate) fn snapshot(
         &self,
-        scope: &Scope,
+        scope: &KeyScope,
         predicate: &SelectionPredicate,
     ) -> Vec<Arc<CachedObject>> {
         self.list(scope, None, Pager::new(predicate, 0, false))

@@ -10,9 +10,10 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 
 use super::cache_watcher::{event_of, CacheWatcher, SharedWatchStream};
-use super::watch_cache::{CachedObject, Scope};
+use super::watch_cache::CachedObject;
 use super::Cacher;
 use crate::storage::error::{Result, StorageError};
+use crate::storage::key::KeyScope;
 use crate::storage::options::{ListOptions, ResourceVersionMatch};
 use crate::storage::watch::WatchEvent;
 
@@ -34,7 +35,7 @@ impl Cacher {
     pub(super) async fn watch_cached(
         &self,
         key: &str,
-        scope: Scope,
+        scope: KeyScope,
         opts: ListOptions,
     ) -> Result<SharedWatchStream> {
         let config = &self.shared.config;
@@ -116,7 +117,7 @@ impl Cacher {
     /// so it receives exactly the events after what it replayed.
     fn register(
         &self,
-        scope: Scope,
+        scope: KeyScope,
         opts: &ListOptions,
         start: Start,
     ) -> Result<SharedWatchStream> {

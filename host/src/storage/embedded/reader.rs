@@ -7,47 +7,17 @@ use redb::ReadTransaction;
 
 use super::schema::{db_err, decode_version, range_end, read_revisions, HISTORY, LATEST, LOG};
 use crate::storage::error::{Result, StorageError};
+use crate::storage::key::KeyScope;
 use crate::storage::object::SharedObject;
 pub(crate) use crate::storage::pager::Page;
 use crate::storage::pager::Pager;
 use crate::storage::txn::RawValue;
 use crate::storage::watch::Change;
 
-/// Which keys an operation covers: one key, or every key under a prefix ending in `/`.
-#[derive(Debug, Clone)]
-pub(crate) enum KeyFilter {
-    /// Exactly this full key.
-    Exact(String),
-    /// Every full key starting with this prefix.
-    Prefix(String),
-}
-
-impl KeyFilter {
-    /// True when `key` is covered.
-    pub(crate) fn matches(&self, key: &str) -> bool {
-        match self {
-            Self::Exact(k) => k == key,
-            Self::Prefix(p) => key.starts_with(p.as_str()),
-        }
-    }
-
-    /// The first key of the range at or after `start` (when given).
-    fn start<'a>(&'a self, start: Option<&'a str>) -> &'a str {
-        let base = match self {
-            Self::Exact(k) => k.as_str(),
-            Self::Prefix(p) => p.as_str(),
-        };
-        match start {
-            Some(s) if s > base => s,
-            _ => base,
-        }
-    }
-}
-
 /// What a list read asks for.
 pub(crate) struct ListRequest<'a> {
     /// The keys covered.
-    pub filter: &'a KeyFilter,
+    pub filter: &'a KeyScope,
     /// The first key to read (inclusive), from a continue token.
     pub start_key: Option<&'a str>,
     /// The revision to read at; `None` reads the latest state.
@@ -91,9 +61,9 @@ fn list_latest(txn: &ReadTransaction, req: &ListRequest<'_>, mut pager: Pager<'_
         .map_err(|e| db_err("open latest", e))?;
     let start = req.filter.start(req.start_key);
     let range = match req.filter {
-        KeyFilter::Exact(k) if start == k.as_str() => table.range(start..=k.as_str()),
-        KeyFilter::Exact(_) => return Ok(Page::default()),
-        KeyFilter::Prefix(p) => match range_end(p) {
+        KeyScope::Key(k) if start == k.as_str() => table.range(start..=k.as_str()),
+        KeyScope::Key(_) => return Ok(Page::default()),
+        KeyScope::Prefix(p) => match range_end(p) {
             Some(end) => table.range(start..end.as_str()),
             None => table.range(start..),
         },
@@ -120,9 +90,9 @@ fn list_at(
         .map_err(|e| db_err("open history", e))?;
     let start = req.filter.start(req.start_key);
     let range = match req.filter {
-        KeyFilter::Exact(k) if start == k.as_str() => table.range((start, 0u64)..=(start, at)),
-        KeyFilter::Exact(_) => return Ok(Page::default()),
-        KeyFilter::Prefix(p) => match range_end(p) {
+        KeyScope::Key(k) if start == k.as_str() => table.range((start, 0u64)..=(start, at)),
+        KeyScope::Key(_) => return Ok(Page::default()),
+        KeyScope::Prefix(p) => match range_end(p) {
             Some(end) => table.range((start, 0u64)..(end.as_str(), 0u64)),
             None => table.range((start, 0u64)..),
         },
@@ -189,7 +159,7 @@ pub(crate) struct LogChunk {
 /// `Expired` when `after` is older than the compacted revision.
 pub(crate) fn replay_log(
     txn: &ReadTransaction,
-    filter: &KeyFilter,
+    filter: &KeyScope,
     after: u64,
     max: usize,
 ) -> Result<LogChunk> {
@@ -215,7 +185,7 @@ pub(crate) fn replay_log(
         let (rev, key) = entry.map_err(|e| db_err("scan log", e))?;
         let (rev, key) = (rev.value(), key.value());
         chunk.last = rev;
-        if filter.matches(key) {
+        if filter.contains(key) {
             chunk.changes.push(change_at(&history, key, rev)?);
         }
     }

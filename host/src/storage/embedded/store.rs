@@ -6,18 +6,19 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::reader::{self, with_snapshot, KeyFilter, ListRequest};
+use super::reader::{self, with_snapshot, ListRequest};
 use super::schema::read_revisions;
 use super::writer::Request;
 use super::{watch, EmbeddedStore};
 use crate::storage::error::{Result, StorageError};
+use crate::storage::key::KeyScope;
 use crate::storage::key::{prepare_key, recursive_prefix};
-use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList, Preconditions};
+use crate::storage::options::{plan_list, GetOptions, ListOptions, ObjectList};
 use crate::storage::pager::Pager;
 use crate::storage::txn::{self, CasOutcome, CasStore, RawValue};
 use crate::storage::versioner::{decode_from_storage, parse_resource_version};
 use crate::storage::watch::{SharedObject, WatchStream};
-use crate::storage::{Storage, TryUpdate, ValidateDeletion};
+use crate::storage::{ConditionalDelete, GuaranteedUpdate, Storage};
 
 /// The largest object the store accepts, in bytes.
 const MAX_OBJECT_BYTES: usize = 64 << 20;
@@ -28,14 +29,10 @@ impl EmbeddedStore {
     }
 
     /// The keys a list or watch covers, and the prefix its continue tokens are relative to.
-    fn filter(&self, key: &str, recursive: bool) -> Result<(KeyFilter, String)> {
-        let full = self.full_key(key)?;
-        Ok(if recursive {
-            let prefix = recursive_prefix(&full);
-            (KeyFilter::Prefix(prefix.clone()), prefix)
-        } else {
-            (KeyFilter::Exact(full.clone()), full)
-        })
+    fn filter(&self, key: &str, recursive: bool) -> Result<(KeyScope, String)> {
+        let scope = KeyScope::of(self.full_key(key)?, recursive);
+        let base = scope.base().to_string();
+        Ok((scope, base))
     }
 
     /// `Storage::get` and `Storage::get_shared`: the latest state, which must be at least as
@@ -70,15 +67,8 @@ impl Storage for EmbeddedStore {
         txn::create(self, &full, obj).await
     }
 
-    async fn delete(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        validate: ValidateDeletion<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
-        let full = self.full_key(key)?;
-        txn::conditional_delete(self, &full, preconditions, validate, cached_existing).await
+    async fn delete(&self, key: &str, request: ConditionalDelete<'_>) -> Result<Value> {
+        txn::conditional_delete(self, &self.full_key(key)?, request).await
     }
 
     async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream> {
@@ -156,24 +146,8 @@ impl Storage for EmbeddedStore {
         .await
     }
 
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        ignore_not_found: bool,
-        try_update: TryUpdate<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
-        let full = self.full_key(key)?;
-        txn::guaranteed_update(
-            self,
-            &full,
-            preconditions,
-            ignore_not_found,
-            try_update,
-            cached_existing,
-        )
-        .await
+    async fn guaranteed_update(&self, key: &str, request: GuaranteedUpdate<'_>) -> Result<Value> {
+        txn::guaranteed_update(self, &self.full_key(key)?, request).await
     }
 
     async fn count(&self, key: &str) -> Result<u64> {

@@ -8,20 +8,14 @@ use serde_json::{json, Value};
 
 use super::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::predicate::LabelSelector;
+use crate::storage::testing::{exact, modify, rv};
 use crate::storage::{
-    accept_any_deletion, GetOptions, ListOptions, Preconditions, ResourceVersionMatch,
-    SelectionPredicate, Storage, WatchEvent, WatchStream,
+    ConditionalDelete, GetOptions, ListOptions, SelectionPredicate, Storage, WatchEvent,
+    WatchStream,
 };
 
 fn obj(name: &str, label: &str) -> Value {
     json!({"metadata": {"name": name, "labels": {"l": label}}, "spec": {}})
-}
-
-fn rv(v: &Value) -> u64 {
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .expect("resourceVersion")
 }
 
 async fn open(dir: &std::path::Path) -> EmbeddedStore {
@@ -30,22 +24,9 @@ async fn open(dir: &std::path::Path) -> EmbeddedStore {
     EmbeddedStore::open(config).await.expect("open")
 }
 
+/// Sets the object's label `l`.
 async fn update(store: &EmbeddedStore, key: &str, label: &str) -> Value {
-    let label = label.to_string();
-    store
-        .guaranteed_update(
-            key,
-            &Preconditions::none(),
-            false,
-            Box::new(move |cur| {
-                let mut o = cur.expect("exists");
-                o["metadata"]["labels"]["l"] = json!(label.clone());
-                Box::pin(async move { Ok(o) })
-            }),
-            None,
-        )
-        .await
-        .expect("update")
+    modify(store, key, |o| o["metadata"]["labels"]["l"] = json!(label)).await
 }
 
 async fn next(w: &mut WatchStream) -> WatchEvent {
@@ -53,15 +34,6 @@ async fn next(w: &mut WatchStream) -> WatchEvent {
         .await
         .expect("event in time")
         .expect("stream open")
-}
-
-fn exact(rev: u64) -> ListOptions {
-    ListOptions {
-        resource_version: rev.to_string(),
-        resource_version_match: Some(ResourceVersionMatch::Exact),
-        recursive: true,
-        ..Default::default()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,7 +47,7 @@ async fn data_survives_reopen_with_the_same_revisions() {
         let b = update(&store, "/w/b", "2").await;
         store.create("/w/c", obj("c", "1")).await.unwrap();
         store
-            .delete("/w/c", &Preconditions::none(), accept_any_deletion(), None)
+            .delete("/w/c", ConditionalDelete::default())
             .await
             .unwrap();
         (a, b, store.current_revision().await.unwrap())
@@ -127,12 +99,7 @@ async fn compaction_expires_old_revisions_but_keeps_the_compacted_one() {
     store.create("/w/gone", obj("gone", "1")).await.unwrap();
     let a2 = update(&store, "/w/a", "2").await;
     store
-        .delete(
-            "/w/gone",
-            &Preconditions::none(),
-            accept_any_deletion(),
-            None,
-        )
+        .delete("/w/gone", ConditionalDelete::default())
         .await
         .unwrap();
     let at = store.current_revision().await.unwrap();

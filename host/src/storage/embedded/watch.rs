@@ -10,10 +10,11 @@ use redb::Database;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::reader::{self, with_snapshot, KeyFilter, ListRequest};
+use super::reader::{self, with_snapshot, ListRequest};
 use super::schema::read_revisions;
 use super::writer::Batch;
 use crate::storage::error::StorageError;
+use crate::storage::key::KeyScope;
 use crate::storage::pager::Pager;
 use crate::storage::predicate::SelectionPredicate;
 use crate::storage::watch::{WatchEvent, WatchStream};
@@ -40,7 +41,7 @@ pub(crate) struct Watcher {
     /// The broadcast of committed batches, subscribed before any replay read.
     pub live: broadcast::Receiver<Batch>,
     /// The keys watched.
-    pub filter: KeyFilter,
+    pub filter: KeyScope,
     /// The objects watched.
     pub predicate: SelectionPredicate,
     /// Send bookmarks when idle.
@@ -109,7 +110,7 @@ impl Watcher {
                                 continue;
                             }
                             last = change.revision;
-                            if !self.filter.matches(&change.key) {
+                            if !self.filter.contains(&change.key) {
                                 continue;
                             }
                             if let Some(event) = change.to_change()?.to_event(&self.predicate) {

@@ -157,18 +157,12 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing::EtcdServer;
-    use super::super::{Etcd3Config, Etcd3Store};
     use crate::storage::{GetOptions, Storage};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_gets_share_requests_and_each_sees_its_own_key() {
-        let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-            .await
-            .unwrap()
-            .expect("etcd");
-        let store = Etcd3Store::connect(Etcd3Config::new(vec![etcd.endpoint()]))
-            .await
-            .unwrap();
+        let etcd = EtcdServer::start_in_test().await;
+        let store = etcd.connect_store().await;
         let names: Vec<String> = (0..50).map(|i| format!("o{i}")).collect();
         for name in &names {
             let obj =

@@ -56,9 +56,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::storage::error::{Result, StorageError};
-use crate::storage::options::{GetOptions, ListOptions, ObjectList, Preconditions};
+use crate::storage::options::{GetOptions, ListOptions, ObjectList};
 use crate::storage::watch::{SharedObject, WatchStream};
-use crate::storage::{key, txn, Storage, TryUpdate, ValidateDeletion};
+use crate::storage::{key, txn, ConditionalDelete, GuaranteedUpdate, Storage};
 
 /// PEM files for a TLS connection to etcd (`--etcd-cafile`, `--etcd-certfile`,
 /// `--etcd-keyfile`). The certificate and key go together.
@@ -246,15 +246,8 @@ impl Storage for Etcd3Store {
         txn::create(self, &full_key, obj).await
     }
 
-    async fn delete(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        validate: ValidateDeletion<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
-        let full_key = self.full_key(key)?;
-        txn::conditional_delete(self, &full_key, preconditions, validate, cached_existing).await
+    async fn delete(&self, key: &str, request: ConditionalDelete<'_>) -> Result<Value> {
+        txn::conditional_delete(self, &self.full_key(key)?, request).await
     }
 
     async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream> {
@@ -273,24 +266,8 @@ impl Storage for Etcd3Store {
         self.list(key, opts).await
     }
 
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: &Preconditions,
-        ignore_not_found: bool,
-        try_update: TryUpdate<'_>,
-        cached_existing: Option<Value>,
-    ) -> Result<Value> {
-        let full_key = self.full_key(key)?;
-        txn::guaranteed_update(
-            self,
-            &full_key,
-            preconditions,
-            ignore_not_found,
-            try_update,
-            cached_existing,
-        )
-        .await
+    async fn guaranteed_update(&self, key: &str, request: GuaranteedUpdate<'_>) -> Result<Value> {
+        txn::guaranteed_update(self, &self.full_key(key)?, request).await
     }
 
     async fn count(&self, key: &str) -> Result<u64> {

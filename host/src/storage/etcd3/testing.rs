@@ -75,6 +75,27 @@ impl EtcdServer {
         Self::start_with(Some(tls))
     }
 
+    /// [`Self::start`] for async tests: on a blocking thread (the health check blocks).
+    ///
+    /// # Panics
+    /// When etcd does not start.
+    pub async fn start_in_test() -> EtcdServer {
+        tokio::task::spawn_blocking(Self::start)
+            .await
+            .expect("the etcd start-up thread")
+            .expect("etcd")
+    }
+
+    /// A store on this etcd with the default options.
+    ///
+    /// # Panics
+    /// When it cannot connect.
+    pub async fn connect_store(&self) -> super::Etcd3Store {
+        super::Etcd3Store::connect(super::Etcd3Config::new(vec![self.endpoint()]))
+            .await
+            .expect("connect to etcd")
+    }
+
     fn start_with(tls: Option<ServerTls>) -> anyhow::Result<EtcdServer> {
         let binary = find_etcd()?;
         let mut last_error = None;

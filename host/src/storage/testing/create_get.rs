@@ -2,17 +2,14 @@
 
 use serde_json::json;
 
-use super::fixtures::{content, get, key, object, rv, update_size};
+use super::fixtures::{at, content, create, get, key, object, rv, update_size};
 use super::TestStore;
-use crate::storage::{accept_any_deletion, GetOptions, ListOptions, Preconditions};
+use crate::storage::{ConditionalDelete, GetOptions, ListOptions};
 
 /// A created object comes back with a resourceVersion and reads back the same.
 pub(super) async fn run_create(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     assert!(rv(&created) > 0);
     assert_eq!(content(&created), object("ns", "a"));
     let read = get(store, &key("ns", "a")).await.unwrap().unwrap();
@@ -23,10 +20,7 @@ pub(super) async fn run_create(s: TestStore) {
 /// A second create of the same key fails with AlreadyExists and changes nothing.
 pub(super) async fn run_create_already_exists(s: TestStore) {
     let store = &*s.storage;
-    let first = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let first = create(store, "ns", "a").await;
     let mut other = object("ns", "a");
     other["spec"]["size"] = json!(99);
     let err = store.create(&key("ns", "a"), other).await.unwrap_err();
@@ -47,10 +41,7 @@ pub(super) async fn run_create_with_resource_version_rejected(s: TestStore) {
 /// get with resourceVersion "", "0", an older one, the current one, and one from the future.
 pub(super) async fn run_get_resource_versions(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 2).await;
     let current = rv(&updated);
     for asked in [
@@ -59,41 +50,17 @@ pub(super) async fn run_get_resource_versions(s: TestStore) {
         rv(&created).to_string(),
         current.to_string(),
     ] {
-        let got = store
-            .get(
-                &key("ns", "a"),
-                GetOptions {
-                    resource_version: asked.clone(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(got, updated, "get at resourceVersion {asked:?}");
+        let got = store.get(&key("ns", "a"), at(&asked)).await.unwrap();
+        assert_eq!(
+            got,
+            Some(updated.clone()),
+            "get at resourceVersion {asked:?}"
+        );
     }
-    let future = store.current_revision().await.unwrap() + 1_000_000;
-    let err = store
-        .get(
-            &key("ns", "a"),
-            GetOptions {
-                resource_version: future.to_string(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap_err();
+    let future = (store.current_revision().await.unwrap() + 1_000_000).to_string();
+    let err = store.get(&key("ns", "a"), at(&future)).await.unwrap_err();
     assert!(err.is_too_large_resource_version(), "{err}");
-    let err = store
-        .get(
-            &key("ns", "a"),
-            GetOptions {
-                resource_version: "abc".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap_err();
+    let err = store.get(&key("ns", "a"), at("abc")).await.unwrap_err();
     assert!(err.is_bad_request(), "{err}");
 }
 
@@ -112,18 +79,11 @@ pub(super) async fn run_get_not_found(s: TestStore) {
 /// parsed, with its revision), nothing or NotFound for a missing key, and the same refusals.
 pub(super) async fn run_get_shared_is_get(s: TestStore) {
     let store = &*s.storage;
-    store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 2).await;
     for asked in [String::new(), "0".to_string(), rv(&updated).to_string()] {
-        let opts = GetOptions {
-            resource_version: asked.clone(),
-            ..Default::default()
-        };
         let shared = store
-            .get_shared(&key("ns", "a"), opts)
+            .get_shared(&key("ns", "a"), at(&asked))
             .await
             .unwrap()
             .unwrap();
@@ -144,11 +104,11 @@ pub(super) async fn run_get_shared_is_get(s: TestStore) {
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    let future = GetOptions {
-        resource_version: (store.current_revision().await.unwrap() + 1_000_000).to_string(),
-        ..Default::default()
-    };
-    let err = store.get_shared(&key("ns", "a"), future).await.unwrap_err();
+    let future = (store.current_revision().await.unwrap() + 1_000_000).to_string();
+    let err = store
+        .get_shared(&key("ns", "a"), at(&future))
+        .await
+        .unwrap_err();
     assert!(err.is_too_large_resource_version(), "{err}");
 }
 
@@ -168,7 +128,7 @@ pub(super) async fn run_key_validation(s: TestStore) {
         assert!(err.is_bad_request(), "list {bad:?}: {err}");
         assert!(store.watch(bad, list).await.is_err(), "watch {bad:?}");
         let err = store
-            .delete(bad, &Preconditions::none(), accept_any_deletion(), None)
+            .delete(bad, ConditionalDelete::default())
             .await
             .unwrap_err();
         assert!(err.is_bad_request(), "delete {bad:?}: {err}");

@@ -2,28 +2,20 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::fixtures::{delete, get, key, object, rv, update_size};
+use super::fixtures::{create, delete, get, key, rv, update_size};
 use super::TestStore;
-use crate::storage::{accept_any_deletion, Preconditions, ValidateDeletion};
+use crate::storage::{ConditionalDelete, Preconditions, ValidateDeletion};
 
 /// An unconditional delete returns the last state stamped with the deletion's revision.
 pub(super) async fn run_delete_unconditional(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let deleted = delete(store, &key("ns", "a")).await;
     assert!(rv(&deleted) > rv(&created), "deletion revision must be new");
     assert_eq!(deleted["spec"], created["spec"]);
     assert!(get(store, &key("ns", "a")).await.unwrap().is_none());
     let err = store
-        .delete(
-            &key("ns", "a"),
-            &Preconditions::none(),
-            accept_any_deletion(),
-            None,
-        )
+        .delete(&key("ns", "a"), ConditionalDelete::default())
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
@@ -32,10 +24,7 @@ pub(super) async fn run_delete_unconditional(s: TestStore) {
 /// uid and resourceVersion preconditions that do not hold answer Conflict and delete nothing.
 pub(super) async fn run_delete_preconditions(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let wrong_uid = Preconditions {
         uid: Some("other".into()),
         ..Default::default()
@@ -46,7 +35,10 @@ pub(super) async fn run_delete_preconditions(s: TestStore) {
     };
     for p in [wrong_uid, wrong_rv] {
         let err = store
-            .delete(&key("ns", "a"), &p, accept_any_deletion(), None)
+            .delete(
+                &key("ns", "a"),
+                ConditionalDelete::default().preconditions(&p),
+            )
             .await
             .unwrap_err();
         assert!(err.is_conflict(), "{err}");
@@ -57,7 +49,10 @@ pub(super) async fn run_delete_preconditions(s: TestStore) {
         resource_version: Some(rv(&created).to_string()),
     };
     store
-        .delete(&key("ns", "a"), &right, accept_any_deletion(), None)
+        .delete(
+            &key("ns", "a"),
+            ConditionalDelete::default().preconditions(&right),
+        )
         .await
         .unwrap();
     assert!(get(store, &key("ns", "a")).await.unwrap().is_none());
@@ -75,10 +70,7 @@ fn recording_validation(seen: Arc<Mutex<Vec<u64>>>) -> ValidateDeletion<'static>
 /// validation sees the fresh state.
 pub(super) async fn run_delete_with_stale_cached_object(s: TestStore) {
     let store = &*s.storage;
-    let stale = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let stale = create(store, "ns", "a").await;
     let fresh = update_size(store, &key("ns", "a"), 7).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let p = Preconditions {
@@ -88,9 +80,9 @@ pub(super) async fn run_delete_with_stale_cached_object(s: TestStore) {
     let deleted = store
         .delete(
             &key("ns", "a"),
-            &p,
-            recording_validation(seen.clone()),
-            Some(stale),
+            ConditionalDelete::new(recording_validation(seen.clone()))
+                .preconditions(&p)
+                .cached_existing(Some(stale)),
         )
         .await
         .unwrap();
@@ -106,10 +98,7 @@ pub(super) async fn run_delete_with_stale_cached_object(s: TestStore) {
 /// new state before the delete lands.
 pub(super) async fn run_delete_revalidates_after_concurrent_update(s: TestStore) {
     let storage = s.storage.clone();
-    storage
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&*storage, "ns", "a").await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let seen_in = seen.clone();
     let store_in = storage.clone();
@@ -126,7 +115,7 @@ pub(super) async fn run_delete_revalidates_after_concurrent_update(s: TestStore)
         })
     });
     let deleted = storage
-        .delete(&key("ns", "a"), &Preconditions::none(), validate, None)
+        .delete(&key("ns", "a"), ConditionalDelete::new(validate))
         .await
         .unwrap();
     let seen = seen.lock().unwrap().clone();
@@ -142,14 +131,11 @@ pub(super) async fn run_delete_revalidates_after_concurrent_update(s: TestStore)
 /// A validation that refuses aborts the delete and keeps the object.
 pub(super) async fn run_delete_validation_refuses(s: TestStore) {
     let store = &*s.storage;
-    store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(store, "ns", "a").await;
     let refuse: ValidateDeletion<'static> =
         Box::new(|_| Box::pin(async { Err("protected by policy".into()) }));
     let err = store
-        .delete(&key("ns", "a"), &Preconditions::none(), refuse, None)
+        .delete(&key("ns", "a"), ConditionalDelete::new(refuse))
         .await
         .unwrap_err();
     assert!(err.is_aborted(), "{err}");

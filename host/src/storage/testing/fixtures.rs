@@ -6,8 +6,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::storage::{
-    accept_any_deletion, GetOptions, ListOptions, Preconditions, Storage, StorageError, TryUpdate,
-    WatchEvent, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, ResourceVersionMatch,
+    Storage, StorageError, TryUpdate, WatchEvent, WatchStream,
 };
 
 /// The key of widget `name` in namespace `ns`.
@@ -36,10 +36,18 @@ pub fn object_with_labels(ns: &str, name: &str, labels: Value) -> Value {
 }
 
 /// The resourceVersion of an object, as a number.
-pub(super) fn rv(obj: &Value) -> u64 {
+pub fn rv(obj: &Value) -> u64 {
     crate::storage::versioner::object_resource_version(obj)
         .expect("valid resourceVersion")
         .expect("resourceVersion set")
+}
+
+/// The names of a list's items, in order.
+pub fn names(list: &ObjectList) -> Vec<String> {
+    list.items
+        .iter()
+        .map(|o| o.name().unwrap_or_default().to_string())
+        .collect()
 }
 
 /// The object without its resourceVersion, for comparing content.
@@ -62,29 +70,62 @@ pub(super) async fn get(store: &dyn Storage, key: &str) -> Result<Option<Value>,
         .await
 }
 
-/// A try-update that sets `spec.size`.
-pub(super) fn set_size<'a>(size: u64) -> TryUpdate<'a> {
+/// Options of a get at resourceVersion `rv`.
+pub(super) fn at(rv: &str) -> GetOptions {
+    GetOptions {
+        resource_version: rv.to_string(),
+        ..Default::default()
+    }
+}
+
+/// A try-update that applies `change` to the current object, which must exist.
+pub fn modifying<'a>(mut change: impl FnMut(&mut Value) + Send + 'a) -> TryUpdate<'a> {
     Box::new(move |current| {
-        Box::pin(async move {
-            let mut obj = current.ok_or("no object")?;
-            obj["spec"]["size"] = json!(size);
-            Ok(obj)
-        })
+        let updated = match current {
+            Some(mut obj) => {
+                change(&mut obj);
+                Ok(obj)
+            }
+            None => Err("no object".into()),
+        };
+        Box::pin(async move { updated })
     })
 }
 
-/// Sets `spec.size` unconditionally and returns the stored object.
-pub(super) async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
+/// A try-update that sets `spec.size`.
+pub fn set_size<'a>(size: u64) -> TryUpdate<'a> {
+    modifying(move |obj| obj["spec"]["size"] = json!(size))
+}
+
+/// Creates widget `name` in `ns` (see [`object`]) and returns it as stored.
+pub async fn create(store: &dyn Storage, ns: &str, name: &str) -> Value {
     store
-        .guaranteed_update(key, &Preconditions::none(), false, set_size(size), None)
+        .create(&key(ns, name), object(ns, name))
+        .await
+        .expect("create")
+}
+
+/// Applies `change` to the object at `key` unconditionally and returns the stored object.
+pub async fn modify(
+    store: &dyn Storage,
+    key: &str,
+    change: impl FnMut(&mut Value) + Send,
+) -> Value {
+    store
+        .guaranteed_update(key, GuaranteedUpdate::new(modifying(change)))
         .await
         .expect("update")
+}
+
+/// Sets `spec.size` unconditionally and returns the stored object.
+pub async fn update_size(store: &dyn Storage, key: &str, size: u64) -> Value {
+    modify(store, key, move |obj| obj["spec"]["size"] = json!(size)).await
 }
 
 /// Deletes `key` unconditionally and returns the deleted object.
 pub(super) async fn delete(store: &dyn Storage, key: &str) -> Value {
     store
-        .delete(key, &Preconditions::none(), accept_any_deletion(), None)
+        .delete(key, ConditionalDelete::default())
         .await
         .expect("delete")
 }
@@ -96,6 +137,24 @@ pub(super) fn watch_from(rv: u64, recursive: bool) -> ListOptions {
         recursive,
         ..Default::default()
     }
+}
+
+/// Options of a recursive list at exactly revision `rv`.
+pub fn exact(rv: u64) -> ListOptions {
+    ListOptions {
+        resource_version: rv.to_string(),
+        resource_version_match: Some(ResourceVersionMatch::Exact),
+        recursive: true,
+        ..Default::default()
+    }
+}
+
+/// Watches every widget in `ns` for changes after `rv`.
+pub(super) async fn watch_ns(store: &dyn Storage, ns: &str, rv: u64) -> WatchStream {
+    store
+        .watch(&ns_key(ns), watch_from(rv, true))
+        .await
+        .expect("watch")
 }
 
 /// The next non-bookmark event, or a panic after ten seconds.

@@ -3,7 +3,9 @@
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-use super::fixtures::{delete, key, ns_key, object, object_with_labels, rv, update_size};
+use super::fixtures::{
+    create, delete, exact, key, names, ns_key, object, object_with_labels, rv, update_size,
+};
 use super::TestStore;
 use crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS;
 use crate::storage::{
@@ -18,13 +20,6 @@ fn list_opts(rv: &str, rv_match: Option<ResourceVersionMatch>) -> ListOptions {
         recursive: true,
         ..Default::default()
     }
-}
-
-fn names(list: &ObjectList) -> Vec<String> {
-    list.items
-        .iter()
-        .map(|o| o.name().unwrap_or_default().to_string())
-        .collect()
 }
 
 /// A list's items as trees, to compare with what the writes returned.
@@ -126,28 +121,13 @@ pub(super) async fn run_list_resource_versions(s: TestStore) {
 /// An Exact list answers the state at that revision, before later changes.
 pub(super) async fn run_list_exact_sees_history(s: TestStore) {
     let store = &*s.storage;
-    let a = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
-    let b = store
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
+    let a = create(store, "ns", "a").await;
+    let b = create(store, "ns", "b").await;
     let at = rv(&b);
     update_size(store, &key("ns", "a"), 8).await;
     delete(store, &key("ns", "b")).await;
-    store
-        .create(&key("ns", "c"), object("ns", "c"))
-        .await
-        .unwrap();
-    let list = store
-        .get_list(
-            &ns_key("ns"),
-            list_opts(&at.to_string(), Some(ResourceVersionMatch::Exact)),
-        )
-        .await
-        .unwrap();
+    create(store, "ns", "c").await;
+    let list = store.get_list(&ns_key("ns"), exact(at)).await.unwrap();
     assert_eq!(list.resource_version, at);
     assert_eq!(values(&list), vec![a, b]);
 }
@@ -163,14 +143,8 @@ pub(super) async fn run_list_paging_is_consistent(s: TestStore) {
     let first = store.get_list(&ns_key("ns"), opts.clone()).await.unwrap();
     assert_eq!(first.items.len(), 3);
     // Change the world between pages.
-    store
-        .create(&key("ns", "obj-05a"), object("ns", "obj-05a"))
-        .await
-        .unwrap();
-    store
-        .create(&key("ns", "zzz"), object("ns", "zzz"))
-        .await
-        .unwrap();
+    create(store, "ns", "obj-05a").await;
+    create(store, "ns", "zzz").await;
     update_size(store, &key("ns", "obj-07"), 9).await;
     delete(store, &key("ns", "obj-08")).await;
     let mut items = values(&first);
@@ -270,25 +244,13 @@ pub(super) async fn run_list_compacted(s: TestStore) {
     update_size(store, &key("ns", "b"), 4).await;
     let current = store.current_revision().await.unwrap();
     (s.compact)(current).await.unwrap();
-    let err = store
-        .get_list(
-            &ns_key("ns"),
-            list_opts(&old.to_string(), Some(ResourceVersionMatch::Exact)),
-        )
-        .await
-        .unwrap_err();
+    let err = store.get_list(&ns_key("ns"), exact(old)).await.unwrap_err();
     assert!(err.is_expired(), "exact at compacted revision: {err}");
     opts.continue_token = page.continue_token;
     let err = store.get_list(&ns_key("ns"), opts).await.unwrap_err();
     assert!(err.is_expired(), "continue at compacted revision: {err}");
     // The current state is still readable, also exactly at the compaction revision.
-    let list = store
-        .get_list(
-            &ns_key("ns"),
-            list_opts(&current.to_string(), Some(ResourceVersionMatch::Exact)),
-        )
-        .await
-        .unwrap();
+    let list = store.get_list(&ns_key("ns"), exact(current)).await.unwrap();
     assert_eq!(names(&list), ["a", "b", "c"]);
 }
 
@@ -356,10 +318,7 @@ pub(super) async fn run_count(s: TestStore) {
     let store = &*s.storage;
     assert_eq!(store.count(&ns_key("ns")).await.unwrap(), 0);
     create_all(store, "ns", &["a".into(), "b".into(), "c".into()]).await;
-    store
-        .create(&key("other", "d"), object("other", "d"))
-        .await
-        .unwrap();
+    create(store, "other", "d").await;
     assert_eq!(store.count(&ns_key("ns")).await.unwrap(), 3);
     delete(store, &key("ns", "b")).await;
     assert_eq!(store.count(&ns_key("ns")).await.unwrap(), 2);

@@ -22,7 +22,10 @@ use libtest_mimic::{Failed, Trial};
 
 use super::{Result, Storage};
 
-pub use fixtures::{key, object, object_with_labels};
+pub use fixtures::{
+    create, exact, key, modify, modifying, names, object, object_with_labels, rv, set_size,
+    update_size,
+};
 
 /// Compacts the store under test up to (and excluding) a revision, as etcd's compaction does.
 pub type Compactor = Arc<dyn Fn(u64) -> BoxFuture<'static, Result<()>> + Send + Sync>;

@@ -7,21 +7,17 @@ use serde_json::json;
 
 use std::time::Duration;
 
-use super::fixtures::{expect_silence, get, key, object, rv, set_size, update_size, watch_from};
+use super::fixtures::{
+    create, expect_silence, get, key, object, rv, set_size, update_size, watch_from,
+};
 use super::TestStore;
-use crate::storage::{Preconditions, TryUpdate};
+use crate::storage::{GuaranteedUpdate, Preconditions, TryUpdate};
 
 /// Updating a missing object is NotFound.
 pub(super) async fn run_update_not_found(s: TestStore) {
     let store = &*s.storage;
     let err = store
-        .guaranteed_update(
-            &key("ns", "a"),
-            &Preconditions::none(),
-            false,
-            set_size(2),
-            None,
-        )
+        .guaranteed_update(&key("ns", "a"), GuaranteedUpdate::new(set_size(2)))
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
@@ -38,7 +34,10 @@ pub(super) async fn run_update_creates_when_ignore_not_found(s: TestStore) {
         })
     });
     let created = store
-        .guaranteed_update(&key("ns", "a"), &Preconditions::none(), true, create, None)
+        .guaranteed_update(
+            &key("ns", "a"),
+            GuaranteedUpdate::new(create).ignore_not_found(true),
+        )
         .await
         .unwrap();
     assert_eq!(get(store, &key("ns", "a")).await.unwrap().unwrap(), created);
@@ -47,10 +46,7 @@ pub(super) async fn run_update_creates_when_ignore_not_found(s: TestStore) {
 /// An update that changes nothing writes nothing: same resourceVersion, no event.
 pub(super) async fn run_update_no_op_writes_nothing(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     // The store's revision is shared with other keys (and other cases on a shared etcd), so
     // "nothing written" is checked on this key: its watch stays silent.
     let mut w = store
@@ -66,10 +62,7 @@ pub(super) async fn run_update_no_op_writes_nothing(s: TestStore) {
 /// A real change gets a new, larger resourceVersion and is visible to reads.
 pub(super) async fn run_update_writes_new_revision(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 5).await;
     assert!(rv(&updated) > rv(&created));
     assert_eq!(updated["spec"]["size"], 5);
@@ -79,10 +72,7 @@ pub(super) async fn run_update_writes_new_revision(s: TestStore) {
 /// Concurrent read-modify-write updates all land: none is lost to a conflict.
 pub(super) async fn run_update_retries_on_conflict(s: TestStore) {
     let storage = s.storage.clone();
-    storage
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&*storage, "ns", "a").await;
     let workers = 8;
     let per_worker = 5;
     let mut tasks = Vec::new();
@@ -99,13 +89,7 @@ pub(super) async fn run_update_retries_on_conflict(s: TestStore) {
                     })
                 });
                 storage
-                    .guaranteed_update(
-                        &key("ns", "a"),
-                        &Preconditions::none(),
-                        false,
-                        increment,
-                        None,
-                    )
+                    .guaranteed_update(&key("ns", "a"), GuaranteedUpdate::new(increment))
                     .await
                     .unwrap();
             }
@@ -121,10 +105,7 @@ pub(super) async fn run_update_retries_on_conflict(s: TestStore) {
 /// A stale cached object is only a hint: the callback ends up applied to the fresh state.
 pub(super) async fn run_update_rereads_stale_hint(s: TestStore) {
     let store = &*s.storage;
-    let stale = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let stale = create(store, "ns", "a").await;
     update_size(store, &key("ns", "a"), 9).await;
     let calls = Arc::new(AtomicUsize::new(0));
     let calls_in = calls.clone();
@@ -139,10 +120,7 @@ pub(super) async fn run_update_rereads_stale_hint(s: TestStore) {
     let out = store
         .guaranteed_update(
             &key("ns", "a"),
-            &Preconditions::none(),
-            false,
-            add_label,
-            Some(stale),
+            GuaranteedUpdate::new(add_label).cached_existing(Some(stale)),
         )
         .await
         .unwrap();
@@ -159,10 +137,7 @@ pub(super) async fn run_update_rereads_stale_hint(s: TestStore) {
 /// false conflict when the fresh state meets them.
 pub(super) async fn run_update_preconditions(s: TestStore) {
     let store = &*s.storage;
-    let stale = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let stale = create(store, "ns", "a").await;
     let fresh = update_size(store, &key("ns", "a"), 2).await;
     for p in [
         Preconditions {
@@ -175,7 +150,10 @@ pub(super) async fn run_update_preconditions(s: TestStore) {
         },
     ] {
         let err = store
-            .guaranteed_update(&key("ns", "a"), &p, false, set_size(3), None)
+            .guaranteed_update(
+                &key("ns", "a"),
+                GuaranteedUpdate::new(set_size(3)).preconditions(&p),
+            )
             .await
             .unwrap_err();
         assert!(err.is_conflict(), "{err}");
@@ -185,7 +163,12 @@ pub(super) async fn run_update_preconditions(s: TestStore) {
         resource_version: Some(rv(&fresh).to_string()),
     };
     let out = store
-        .guaranteed_update(&key("ns", "a"), &p, false, set_size(3), Some(stale))
+        .guaranteed_update(
+            &key("ns", "a"),
+            GuaranteedUpdate::new(set_size(3))
+                .preconditions(&p)
+                .cached_existing(Some(stale)),
+        )
         .await
         .unwrap();
     assert_eq!(out["spec"]["size"], 3);
@@ -194,10 +177,7 @@ pub(super) async fn run_update_preconditions(s: TestStore) {
 /// A callback error aborts the update, comes back to the caller, and writes nothing.
 pub(super) async fn run_update_aborted_writes_nothing(s: TestStore) {
     let store = &*s.storage;
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let created = create(store, "ns", "a").await;
     let seen = Arc::new(Mutex::new(0));
     let seen_in = seen.clone();
     let refuse: TryUpdate<'static> = Box::new(move |_| {
@@ -205,7 +185,7 @@ pub(super) async fn run_update_aborted_writes_nothing(s: TestStore) {
         Box::pin(async { Err("spec.size: Invalid value".into()) })
     });
     let err = store
-        .guaranteed_update(&key("ns", "a"), &Preconditions::none(), false, refuse, None)
+        .guaranteed_update(&key("ns", "a"), GuaranteedUpdate::new(refuse))
         .await
         .unwrap_err();
     assert!(err.is_aborted(), "{err}");

@@ -7,24 +7,20 @@ use futures::StreamExt;
 use serde_json::json;
 
 use super::fixtures::{
-    delete, expect_event, expect_silence, key, next_event, ns_key, object, object_with_labels, rv,
-    update_size, watch_from,
+    create, delete, expect_event, expect_silence, key, next_event, ns_key, object,
+    object_with_labels, rv, update_size, watch_from, watch_ns,
 };
 use super::TestStore;
-use crate::storage::{LabelSelector, ListOptions, SelectionPredicate, WatchEvent};
+use crate::storage::{
+    GuaranteedUpdate, LabelSelector, ListOptions, SelectionPredicate, WatchEvent,
+};
 
 /// A watch sees ADDED, MODIFIED and DELETED in order; DELETED carries the deletion revision.
 pub(super) async fn run_watch_added_modified_deleted(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
-    let mut w = store
-        .watch(&ns_key("ns"), watch_from(start, true))
-        .await
-        .unwrap();
-    let created = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let mut w = watch_ns(store, "ns", start).await;
+    let created = create(store, "ns", "a").await;
     let updated = update_size(store, &key("ns", "a"), 2).await;
     let deleted = delete(store, &key("ns", "a")).await;
     assert_eq!(
@@ -44,14 +40,8 @@ pub(super) async fn run_watch_added_modified_deleted(s: TestStore) {
 /// A watch from "0" (or "") first replays the current objects as ADDED.
 pub(super) async fn run_watch_from_zero_replays_state(s: TestStore) {
     let store = &*s.storage;
-    store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
-    store
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
+    create(store, "ns", "a").await;
+    create(store, "ns", "b").await;
     delete(store, &key("ns", "b")).await;
     let a = update_size(store, &key("ns", "a"), 3).await;
     for from in ["0", ""] {
@@ -87,19 +77,10 @@ fn from_name(from: &str) -> &'static str {
 /// A watch from N sees exactly the changes after N.
 pub(super) async fn run_watch_from_revision_sees_only_later(s: TestStore) {
     let store = &*s.storage;
-    let a = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let a = create(store, "ns", "a").await;
     let a2 = update_size(store, &key("ns", "a"), 2).await;
-    let b = store
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
-    let mut w = store
-        .watch(&ns_key("ns"), watch_from(rv(&a), true))
-        .await
-        .unwrap();
+    let b = create(store, "ns", "b").await;
+    let mut w = watch_ns(store, "ns", rv(&a)).await;
     assert_eq!(expect_event(next_event(&mut w).await, "MODIFIED", "a"), a2);
     assert_eq!(expect_event(next_event(&mut w).await, "ADDED", "b"), b);
     expect_silence(&mut w, Duration::from_millis(200)).await;
@@ -108,10 +89,7 @@ pub(super) async fn run_watch_from_revision_sees_only_later(s: TestStore) {
 /// A watch from a compacted revision fails with Expired, up front or as its only event.
 pub(super) async fn run_watch_compacted(s: TestStore) {
     let store = &*s.storage;
-    let a = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let a = create(store, "ns", "a").await;
     update_size(store, &key("ns", "a"), 2).await;
     let b = update_size(store, &key("ns", "a"), 3).await;
     (s.compact)(rv(&b)).await.unwrap();
@@ -123,10 +101,7 @@ pub(super) async fn run_watch_compacted(s: TestStore) {
         },
     }
     // From the compaction revision itself the watch still works.
-    let mut w = store
-        .watch(&ns_key("ns"), watch_from(rv(&b), true))
-        .await
-        .unwrap();
+    let mut w = watch_ns(store, "ns", rv(&b)).await;
     let c = update_size(store, &key("ns", "a"), 4).await;
     assert_eq!(expect_event(next_event(&mut w).await, "MODIFIED", "a"), c);
 }
@@ -135,26 +110,14 @@ pub(super) async fn run_watch_compacted(s: TestStore) {
 pub(super) async fn run_watch_scoping(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
-    let mut ns1 = store
-        .watch(&ns_key("n1"), watch_from(start, true))
-        .await
-        .unwrap();
+    let mut ns1 = watch_ns(store, "n1", start).await;
     let mut single = store
         .watch(&key("n1", "a"), watch_from(start, false))
         .await
         .unwrap();
-    store
-        .create(&key("n2", "a"), object("n2", "a"))
-        .await
-        .unwrap();
-    store
-        .create(&key("n1", "ab"), object("n1", "ab"))
-        .await
-        .unwrap();
-    let a = store
-        .create(&key("n1", "a"), object("n1", "a"))
-        .await
-        .unwrap();
+    create(store, "n2", "a").await;
+    create(store, "n1", "ab").await;
+    let a = create(store, "n1", "a").await;
     expect_event(next_event(&mut ns1).await, "ADDED", "ab");
     expect_event(next_event(&mut ns1).await, "ADDED", "a");
     assert_eq!(expect_event(next_event(&mut single).await, "ADDED", "a"), a);
@@ -186,14 +149,13 @@ pub(super) async fn run_watch_predicate_transitions(s: TestStore) {
             })
         })
     };
-    let none = crate::storage::Preconditions::none();
     let on = store
-        .guaranteed_update(&k, &none, false, relabel("web"), None)
+        .guaranteed_update(&k, GuaranteedUpdate::new(relabel("web")))
         .await
         .unwrap();
     let on2 = update_size(store, &k, 7).await;
     let off = store
-        .guaranteed_update(&k, &none, false, relabel("db"), None)
+        .guaranteed_update(&k, GuaranteedUpdate::new(relabel("db")))
         .await
         .unwrap();
     assert_eq!(expect_event(next_event(&mut w).await, "ADDED", "a"), on);
@@ -207,14 +169,8 @@ pub(super) async fn run_watch_predicate_transitions(s: TestStore) {
 pub(super) async fn run_watch_slow_reader_blocks_nobody(s: TestStore) {
     let store = &*s.storage;
     let start = store.current_revision().await.unwrap();
-    let _stalled = store
-        .watch(&ns_key("ns"), watch_from(start, true))
-        .await
-        .unwrap();
-    let mut reader = store
-        .watch(&ns_key("ns"), watch_from(start, true))
-        .await
-        .unwrap();
+    let _stalled = watch_ns(store, "ns", start).await;
+    let mut reader = watch_ns(store, "ns", start).await;
     let writes = 300;
     let writer = async {
         for i in 0..writes {
@@ -237,21 +193,12 @@ pub(super) async fn run_watch_slow_reader_blocks_nobody(s: TestStore) {
 pub(super) async fn run_watch_cancel_closes_cleanly(s: TestStore) {
     let store = &*s.storage;
     for _ in 0..20 {
-        let w = store
-            .watch(&ns_key("ns"), watch_from(0, true))
-            .await
-            .unwrap();
+        let w = watch_ns(store, "ns", 0).await;
         drop(w);
     }
     let start = store.current_revision().await.unwrap();
-    let mut w = store
-        .watch(&ns_key("ns"), watch_from(start, true))
-        .await
-        .unwrap();
-    let a = store
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let mut w = watch_ns(store, "ns", start).await;
+    let a = create(store, "ns", "a").await;
     assert_eq!(expect_event(next_event(&mut w).await, "ADDED", "a"), a);
 }
 
@@ -261,12 +208,7 @@ pub(super) async fn run_watch_concurrent_writers_in_order(s: TestStore) {
     let start = storage.current_revision().await.unwrap();
     let mut watchers = Vec::new();
     for _ in 0..3 {
-        watchers.push(
-            storage
-                .watch(&ns_key("ns"), watch_from(start, true))
-                .await
-                .unwrap(),
-        );
+        watchers.push(watch_ns(&*storage, "ns", start).await);
     }
     let mut writers = Vec::new();
     for w in 0..4 {
@@ -314,10 +256,7 @@ pub(super) async fn run_watch_progress_request(s: TestStore) {
     let mut opts = watch_from(start, true);
     opts.allow_bookmarks = true;
     let mut w = store.watch(&ns_key("quiet"), opts).await.unwrap();
-    store
-        .create(&key("busy", "a"), object("busy", "a"))
-        .await
-        .unwrap();
+    create(store, "busy", "a").await;
     let target = store.current_revision().await.unwrap();
     if !store.request_watch_progress().await.unwrap() {
         return; // Periodic progress only: nothing to check on demand.

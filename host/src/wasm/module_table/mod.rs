@@ -148,7 +148,7 @@ impl ModuleTable {
     /// The strategy of a resource, for the registry to hold: it calls whichever module is active
     /// for (group, kind) at the time of each call, or the default strategy when none is.
     pub fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy> {
-        Arc::new(SlotStrategy(self.slot(&key(group, kind))))
+        Arc::new(SlotStrategy::new(self.slot(&key(group, kind))))
     }
 
     /// The module active for a resource, if any.

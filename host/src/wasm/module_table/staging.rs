@@ -8,8 +8,8 @@ use std::time::SystemTime;
 use super::{key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, Sources};
 use crate::strategy::{ResourceInfo, Strategy, StrategyContext, UserInfo};
 use crate::wasm::rollout::{RolloutMode, RolloutSpec, StagedVersion};
-use crate::wasm::runtime::{digest, CallerInfo, Result, StrategyModule};
-use crate::wasm::slot::{InForce, Slot};
+use crate::wasm::runtime::{digest, CallerInfo, Collection, Result, StrategyModule};
+use crate::wasm::slot::{Slot, SlotStrategy};
 use crate::wasm::wasm_strategy::WasmStrategy;
 
 /// How often a replay tries to list a resource that is not served yet, and how far apart.
@@ -192,7 +192,7 @@ impl ModuleTable {
                 for _ in 0..LIST_ATTEMPTS {
                     let (api, caller, r) = (api.clone(), caller.clone(), resource.clone());
                     listed = tokio::task::spawn_blocking(move || {
-                        api.list(&caller, &r.group, &r.plural, "", "")
+                        api.list(&caller, Collection::new(&r.group, &r.plural, ""), "")
                     })
                     .await
                     .unwrap_or_else(|e| Err(e.to_string()));
@@ -220,7 +220,7 @@ impl ModuleTable {
                         ..UserInfo::default()
                     }),
                 };
-                let in_force: &dyn Strategy = &InForce(slot);
+                let in_force: &dyn Strategy = &SlotStrategy::in_force(slot);
                 version.replay(in_force, &ctx, &objects).await;
                 replayed += objects.len() as u64;
             }

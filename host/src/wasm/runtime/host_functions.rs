@@ -29,6 +29,30 @@ pub struct CallerInfo {
     pub dry_run: bool,
 }
 
+/// The objects a `get` or `list` reads: one resource's, in one namespace (Kubernetes' word for
+/// them: a collection). `namespace` is `""` for a cluster-scoped resource, or for a `list` of
+/// every namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collection<'a> {
+    /// The resource's API group (`""`: the core group).
+    pub group: &'a str,
+    /// The resource's plural name.
+    pub plural: &'a str,
+    /// The namespace.
+    pub namespace: &'a str,
+}
+
+impl<'a> Collection<'a> {
+    /// The objects of `plural` in `group`, in `namespace`.
+    pub fn new(group: &'a str, plural: &'a str, namespace: &'a str) -> Self {
+        Self {
+            group,
+            plural,
+            namespace,
+        }
+    }
+}
+
 /// What the host functions reach: reads from the cacher and writes through the registry. The
 /// registry supplies it with [`super::Runtime::set_host_api`].
 ///
@@ -36,23 +60,19 @@ pub struct CallerInfo {
 /// run on tokio's blocking pool from their start), never on an async worker, so they may block,
 /// e.g. with `tokio::runtime::Handle::block_on`. Errors go back to the guest as strings.
 pub trait HostApi: Send + Sync + 'static {
-    /// One object, or `None` when it does not exist.
+    /// Object `name` of `objects`, or `None` when it does not exist.
     fn get(
         &self,
         caller: &CallerInfo,
-        group: &str,
-        plural: &str,
-        namespace: &str,
+        objects: Collection<'_>,
         name: &str,
     ) -> Result<Option<Value>, String>;
 
-    /// Objects of a resource in `namespace` (`""`: all) matching `label_selector` (`""`: all).
+    /// The objects of `objects` matching `label_selector` (`""`: all).
     fn list(
         &self,
         caller: &CallerInfo,
-        group: &str,
-        plural: &str,
-        namespace: &str,
+        objects: Collection<'_>,
         label_selector: &str,
     ) -> Result<Vec<Value>, String>;
 
@@ -68,25 +88,11 @@ pub trait HostApi: Send + Sync + 'static {
 pub struct NoHostApi;
 
 impl HostApi for NoHostApi {
-    fn get(
-        &self,
-        _: &CallerInfo,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: &str,
-    ) -> Result<Option<Value>, String> {
+    fn get(&self, _: &CallerInfo, _: Collection<'_>, _: &str) -> Result<Option<Value>, String> {
         Err("the host has no object access configured".into())
     }
 
-    fn list(
-        &self,
-        _: &CallerInfo,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: &str,
-    ) -> Result<Vec<Value>, String> {
+    fn list(&self, _: &CallerInfo, _: Collection<'_>, _: &str) -> Result<Vec<Value>, String> {
         Err("the host has no object access configured".into())
     }
 
@@ -227,48 +233,33 @@ async fn host_call<Req: Message + Default, Resp: Message + HasError>(
     write_guest(&mut caller, &out).await
 }
 
+/// A host function's answer, which can carry an error for the guest instead.
 trait HasError: Default {
     fn error(msg: String) -> Self;
 }
 
-impl HasError for abi::GetResponse {
-    fn error(error: String) -> Self {
-        Self {
-            error,
-            ..Default::default()
+/// Implements [`HasError`] for answers whose `error` field says what failed.
+macro_rules! has_error {
+    ($($response:ty),*) => {$(
+        impl HasError for $response {
+            fn error(error: String) -> Self {
+                Self {
+                    error,
+                    ..Default::default()
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl HasError for abi::ListResponse {
-    fn error(error: String) -> Self {
-        Self {
-            error,
-            ..Default::default()
-        }
-    }
-}
-
-impl HasError for abi::ApplyResponse {
-    fn error(error: String) -> Self {
-        Self {
-            error,
-            ..Default::default()
-        }
-    }
-}
+has_error!(abi::GetResponse, abi::ListResponse, abi::ApplyResponse);
 
 fn get(s: &CallState, req: abi::GetRequest) -> abi::GetResponse {
     if !s.grants.get {
         return HasError::error("host function get is not granted".into());
     }
-    match s.host_api.get(
-        &s.caller,
-        &req.group,
-        &req.plural,
-        &req.namespace,
-        &req.name,
-    ) {
+    let objects = Collection::new(&req.group, &req.plural, &req.namespace);
+    match s.host_api.get(&s.caller, objects, &req.name) {
         Ok(Some(obj)) => abi::GetResponse {
             found: true,
             object: obj.to_string().into_bytes(),
@@ -283,13 +274,8 @@ fn list(s: &CallState, req: abi::ListRequest) -> abi::ListResponse {
     if !s.grants.list {
         return HasError::error("host function list is not granted".into());
     }
-    match s.host_api.list(
-        &s.caller,
-        &req.group,
-        &req.plural,
-        &req.namespace,
-        &req.label_selector,
-    ) {
+    let objects = Collection::new(&req.group, &req.plural, &req.namespace);
+    match s.host_api.list(&s.caller, objects, &req.label_selector) {
         Ok(items) => abi::ListResponse {
             items: items.iter().map(|v| v.to_string().into_bytes()).collect(),
             error: String::new(),

@@ -18,7 +18,7 @@ mod placement;
 
 pub use engine::{Runtime, RuntimeConfig};
 pub use error::{one_line, CallFailure, Error, FailureKind, Result};
-pub use host_functions::{CallerInfo, HostApi, NoHostApi};
+pub use host_functions::{CallerInfo, Collection, HostApi, NoHostApi};
 pub(crate) use instance::SessionOptions;
 pub use limits::EPOCH_TICK;
 pub use manifest::{GroupKind, ModuleManifest};

@@ -54,6 +54,18 @@ fn run(
     response
 }
 
+/// The events `policy` writes for one request to `uri` (see [`run`]).
+fn audited(
+    policy: Policy,
+    attrs: &Attributes,
+    uri: &str,
+    handle: impl FnOnce(&AuditContext) -> Response<Body>,
+) -> Vec<Value> {
+    let (a, out) = auditor(policy);
+    run(&a, attrs, request(uri), handle);
+    written(a, &out)
+}
+
 /// The events written once the auditor (and everything holding its sink) is gone.
 fn written(auditor: Auditor, out: &Buffer) -> Vec<Value> {
     drop(auditor);
@@ -145,20 +157,18 @@ fn a_client_audit_id_is_kept() {
 
 #[test]
 fn request_level_records_the_request_object_and_fills_the_object_ref() {
-    let (a, out) = auditor(Policy::single(Level::Request));
     let attrs = resource("create", "", "configmaps", "default", "");
     let body = json!({"kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default", "managedFields": [{}]}});
-    run(
-        &a,
+    let events = audited(
+        Policy::single(Level::Request),
         &attrs,
-        request("/api/v1/namespaces/default/configmaps"),
+        "/api/v1/namespaces/default/configmaps",
         |ctx| {
             ctx.log_request_object(&body);
             ctx.log_response_object(&body);
             response::json(201, &body, &[])
         },
     );
-    let events = written(a, &out);
     assert!(
         events[0].get("requestObject").is_none(),
         "not known yet at RequestReceived"
@@ -172,19 +182,18 @@ fn request_level_records_the_request_object_and_fills_the_object_ref() {
 
 #[test]
 fn metadata_level_names_the_object_without_recording_it() {
-    let (a, out) = auditor(Policy::single(Level::Metadata));
     let attrs = resource("create", "", "configmaps", "default", "");
-    run(
-        &a,
+    let events = audited(
+        Policy::single(Level::Metadata),
         &attrs,
-        request("/api/v1/namespaces/default/configmaps"),
+        "/api/v1/namespaces/default/configmaps",
         |ctx| {
             ctx.log_request_object(&json!({"metadata": {"name": "cm", "uid": "u1"}}));
             ctx.log_request_body(|| panic!("not built below Request"));
             response::json(201, &json!({}), &[])
         },
     );
-    let complete = &written(a, &out)[1];
+    let complete = &events[1];
     assert_eq!(complete["objectRef"]["name"], "cm");
     assert_eq!(complete["objectRef"]["uid"], "u1");
     assert!(complete.get("requestObject").is_none());
@@ -192,24 +201,21 @@ fn metadata_level_names_the_object_without_recording_it() {
 
 #[test]
 fn request_response_records_both_without_managed_fields_when_asked() {
-    let (a, out) = auditor(policy(
-        "omitManagedFields: true\nrules: [{level: RequestResponse}]",
-    ));
     let attrs = resource("list", "", "configmaps", "default", "");
     let list = json!({"kind": "ConfigMapList", "metadata": {}, "items": [
         {"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}]}}
     ]});
-    run(
-        &a,
+    let events = audited(
+        policy("omitManagedFields: true\nrules: [{level: RequestResponse}]"),
         &attrs,
-        request("/api/v1/namespaces/default/configmaps"),
+        "/api/v1/namespaces/default/configmaps",
         |ctx| {
             ctx.log_request_body(|| Some(json!({"patch": true})));
             ctx.log_response_object(&list);
             response::json(200, &list, &[])
         },
     );
-    let complete = &written(a, &out)[1];
+    let complete = &events[1];
     assert_eq!(complete["requestObject"], json!({"patch": true}));
     assert_eq!(
         complete["responseObject"],
@@ -219,15 +225,14 @@ fn request_response_records_both_without_managed_fields_when_asked() {
 
 #[test]
 fn a_status_answer_gives_its_reason_and_message() {
-    let (a, out) = auditor(Policy::single(Level::RequestResponse));
     let attrs = resource("get", "", "pods", "default", "nope");
-    run(
-        &a,
+    let events = audited(
+        Policy::single(Level::RequestResponse),
         &attrs,
-        request("/api/v1/namespaces/default/pods/nope"),
+        "/api/v1/namespaces/default/pods/nope",
         |_| response::status(&Status::not_found("pods \"nope\" not found")),
     );
-    let complete = &written(a, &out)[1];
+    let complete = &events[1];
     let status = &complete["responseStatus"];
     assert_eq!(status["metadata"], json!({}));
     assert_eq!(status["status"], "Failure");
@@ -259,16 +264,13 @@ fn the_authorization_decision_is_annotated() {
 
 #[test]
 fn omitted_stages_are_not_written() {
-    let (a, out) = auditor(policy(
-        "omitStages: [RequestReceived]\nrules: [{level: Metadata}]",
-    ));
-    run(
-        &a,
+    let events = audited(
+        policy("omitStages: [RequestReceived]\nrules: [{level: Metadata}]"),
         &non_resource("get", "/healthz"),
-        request("/healthz"),
+        "/healthz",
         |_| response::text(200, "ok".into()),
     );
-    assert_eq!(stages(&written(a, &out)), ["ResponseComplete"]);
+    assert_eq!(stages(&events), ["ResponseComplete"]);
 }
 
 #[tokio::test]
@@ -298,13 +300,12 @@ async fn a_watch_is_complete_when_its_stream_ends() {
 
 #[test]
 fn a_panicked_handler_is_written_at_the_panic_stage() {
-    let (a, out) = auditor(Policy::single(Level::Metadata));
-    run(&a, &non_resource("get", "/boom"), request("/boom"), |_| {
+    let boom = non_resource("get", "/boom");
+    let events = audited(Policy::single(Level::Metadata), &boom, "/boom", |_| {
         let mut r = response::status(&Status::internal("the request could not be completed"));
         mark_panicked(&mut r, "index out of bounds");
         r
     });
-    let events = written(a, &out);
     assert_eq!(stages(&events), ["RequestReceived", "Panic"]);
     assert_eq!(
         events[1]["responseStatus"],

@@ -4,6 +4,7 @@ use super::{non_resource, resource, user};
 use crate::api::audit::event::{Level, Stage};
 use crate::api::audit::policy::Policy;
 use crate::api::audit::Error;
+use crate::authorization::Attributes;
 
 fn policy(yaml: &str) -> Policy {
     let (policy, ignored) = Policy::parse(yaml).unwrap();
@@ -11,8 +12,15 @@ fn policy(yaml: &str) -> Policy {
     policy
 }
 
-fn level(p: &Policy, attrs: &crate::authorization::Attributes) -> Level {
+fn level(p: &Policy, attrs: &Attributes) -> Level {
     p.evaluate(attrs).level
+}
+
+/// Asserts the level `p` decides for each request.
+fn assert_levels<const N: usize>(p: &Policy, cases: [(Attributes, Level); N]) {
+    for (attrs, want) in cases {
+        assert_eq!(level(p, &attrs), want, "{attrs:?}");
+    }
 }
 
 fn problem(yaml: &str) -> String {
@@ -43,19 +51,18 @@ fn the_first_matching_rule_decides() {
 - level: Metadata
 "
     ));
-    assert_eq!(
-        level(&p, &resource("get", "", "events", "ns", "")),
-        Level::None
+    assert_levels(
+        &p,
+        [
+            (resource("get", "", "events", "ns", ""), Level::None),
+            (
+                resource("get", "", "pods", "ns", ""),
+                Level::RequestResponse,
+            ),
+            (resource("get", "", "secrets", "ns", ""), Level::Metadata),
+            (non_resource("get", "/healthz"), Level::Metadata),
+        ],
     );
-    assert_eq!(
-        level(&p, &resource("get", "", "pods", "ns", "")),
-        Level::RequestResponse
-    );
-    assert_eq!(
-        level(&p, &resource("get", "", "secrets", "ns", "")),
-        Level::Metadata
-    );
-    assert_eq!(level(&p, &non_resource("get", "/healthz")), Level::Metadata);
 }
 
 #[test]
@@ -126,19 +133,18 @@ fn star_and_a_group_alone_match_every_resource_of_the_group() {
 "
     ));
     let rbac = "rbac.authorization.k8s.io";
-    assert_eq!(
-        level(&p, &resource("get", rbac, "roles", "ns", "")),
-        Level::Request
+    assert_levels(
+        &p,
+        [
+            (resource("get", rbac, "roles", "ns", ""), Level::Request),
+            (
+                resource("get", "apps", "deployments/scale", "ns", ""),
+                Level::Metadata,
+            ),
+            (resource("get", "", "pods", "ns", ""), Level::None),
+            (non_resource("get", "/apis"), Level::None),
+        ],
     );
-    assert_eq!(
-        level(&p, &resource("get", "apps", "deployments/scale", "ns", "")),
-        Level::Metadata
-    );
-    assert_eq!(
-        level(&p, &resource("get", "", "pods", "ns", "")),
-        Level::None
-    );
-    assert_eq!(level(&p, &non_resource("get", "/apis")), Level::None);
 }
 
 #[test]
@@ -171,22 +177,21 @@ fn namespaces_with_the_empty_one_for_cluster_scope() {
   namespaces: ['']
 "
     ));
-    assert_eq!(
-        level(&p, &resource("get", "", "pods", "kube-system", "")),
-        Level::Request
-    );
-    assert_eq!(
-        level(&p, &resource("get", "", "namespaces", "", "x")),
-        Level::RequestResponse
-    );
-    assert_eq!(
-        level(&p, &resource("get", "", "pods", "default", "")),
-        Level::None
-    );
-    assert_eq!(
-        level(&p, &non_resource("get", "/healthz")),
-        Level::None,
-        "namespaces select resource requests only"
+    assert_levels(
+        &p,
+        [
+            (
+                resource("get", "", "pods", "kube-system", ""),
+                Level::Request,
+            ),
+            (
+                resource("get", "", "namespaces", "", "x"),
+                Level::RequestResponse,
+            ),
+            (resource("get", "", "pods", "default", ""), Level::None),
+            // Namespaces select resource requests only.
+            (non_resource("get", "/healthz"), Level::None),
+        ],
     );
 }
 
@@ -200,21 +205,17 @@ fn non_resource_urls_match_exactly_or_by_a_trailing_star() {
   nonResourceURLs: ['*']
 "
     ));
-    assert_eq!(level(&p, &non_resource("get", "/healthz")), Level::None);
-    assert_eq!(
-        level(&p, &non_resource("get", "/healthz/etcd")),
-        Level::None
-    );
-    assert_eq!(level(&p, &non_resource("get", "/version")), Level::None);
-    assert_eq!(
-        level(&p, &non_resource("get", "/version/x")),
-        Level::Request
-    );
-    assert_eq!(level(&p, &non_resource("get", "/metrics")), Level::Request);
-    assert_eq!(
-        level(&p, &resource("get", "", "pods", "ns", "")),
-        Level::None,
-        "URL rules never match resource requests"
+    assert_levels(
+        &p,
+        [
+            (non_resource("get", "/healthz"), Level::None),
+            (non_resource("get", "/healthz/etcd"), Level::None),
+            (non_resource("get", "/version"), Level::None),
+            (non_resource("get", "/version/x"), Level::Request),
+            (non_resource("get", "/metrics"), Level::Request),
+            // URL rules never match resource requests.
+            (resource("get", "", "pods", "ns", ""), Level::None),
+        ],
     );
 }
 
@@ -249,11 +250,13 @@ rules:
 #[test]
 fn a_single_level_applies_to_every_request() {
     let p = Policy::single(Level::Request);
-    assert_eq!(
-        level(&p, &resource("get", "", "pods", "", "")),
-        Level::Request
+    assert_levels(
+        &p,
+        [
+            (resource("get", "", "pods", "", ""), Level::Request),
+            (non_resource("get", "/healthz"), Level::Request),
+        ],
     );
-    assert_eq!(level(&p, &non_resource("get", "/healthz")), Level::Request);
 }
 
 #[test]

@@ -3,41 +3,30 @@
 
 use super::*;
 use crate::storage::etcd3::testing::EtcdServer;
-use crate::storage::etcd3::{Etcd3Config, Etcd3Store};
+use crate::storage::etcd3::Etcd3Store;
 
-/// Names in the cache, in order.
-fn names(list: &crate::storage::ObjectList) -> Vec<String> {
-    list.items
-        .iter()
-        .map(|o| o.name().unwrap_or_default().to_string())
-        .collect()
+/// A private etcd, a store on it, and a cacher over that store with `config`.
+async fn etcd_cacher(config: CacherConfig) -> (EtcdServer, Arc<Etcd3Store>, Arc<Cacher>) {
+    let etcd = EtcdServer::start_in_test().await;
+    let below = Arc::new(etcd.connect_store().await);
+    let cacher = cacher_over(below.clone(), config).await;
+    (etcd, below, cacher)
 }
 
-/// A private etcd and a store on it.
-async fn etcd_store() -> (EtcdServer, Arc<Etcd3Store>) {
-    let etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .expect("etcd");
-    let below = Etcd3Store::connect(Etcd3Config::new(vec![etcd.endpoint()]))
-        .await
-        .unwrap();
-    (etcd, Arc::new(below))
+/// Without read-your-writes, a consistent read cannot lean on the cacher's own writes: it
+/// must prove the cache current (or fall back to etcd).
+fn proving() -> CacherConfig {
+    CacherConfig {
+        read_your_writes: false,
+        ..Default::default()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
-    let (etcd, below) = etcd_store().await;
-    let config = CacherConfig {
-        read_your_writes: false,
-        ..Default::default()
-    };
-    let cacher = cacher_over(below.clone(), config).await;
+    let (etcd, below, cacher) = etcd_cacher(proving()).await;
     for name in ["a", "b", "c"] {
-        below
-            .create(&key("ns", name), object("ns", name))
-            .await
-            .unwrap();
+        create(&*below, "ns", name).await;
     }
     // The first consistent read learns that this etcd cannot report progress (one revision
     // read); from then on only proofs go out.
@@ -65,26 +54,18 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
 
     // Writes under the prefix behind the cacher's back are never missed, deletes included.
     for i in 0..15 {
-        let written = update(&*below, &key("ns", "a"), 100 + i).await;
+        let written = update_size(&*below, &key("ns", "a"), 100 + i).await;
         let got = cacher
             .get(&key("ns", "a"), GetOptions::default())
             .await
             .unwrap();
         assert_eq!(got, Some(written), "consistent get after update {i}");
         let name = format!("n{i:02}");
-        below
-            .create(&key("ns", &name), object("ns", &name))
-            .await
-            .unwrap();
+        create(&*below, "ns", &name).await;
         let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
         assert!(names(&list).contains(&name), "create {name} missed");
         below
-            .delete(
-                &key("ns", &name),
-                &Preconditions::none(),
-                accept_any_deletion(),
-                None,
-            )
+            .delete(&key("ns", &name), ConditionalDelete::default())
             .await
             .unwrap();
         let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
@@ -94,12 +75,8 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_consistent_reads_share_proofs() {
-    let (etcd, below) = etcd_store().await;
-    let cacher = cacher_over(below.clone(), CacherConfig::default()).await;
-    below
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let (etcd, below, cacher) = etcd_cacher(CacherConfig::default()).await;
+    create(&*below, "ns", "a").await;
     cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
     let txns_before = etcd.grpc_calls_handled("Txn");
     let reads = 200;
@@ -121,18 +98,10 @@ async fn concurrent_consistent_reads_share_proofs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_gets_and_pages_read_only_what_they_return() {
-    let (etcd, below) = etcd_store().await;
-    let config = CacherConfig {
-        read_your_writes: false,
-        ..Default::default()
-    };
-    let cacher = cacher_over(below.clone(), config).await;
+    let (etcd, below, cacher) = etcd_cacher(proving()).await;
     for i in 0..20 {
         let name = format!("o{i:02}");
-        below
-            .create(&key("ns", &name), object("ns", &name))
-            .await
-            .unwrap();
+        create(&*below, "ns", &name).await;
     }
     let page_opts = ListOptions {
         limit: 5,
@@ -143,7 +112,7 @@ async fn consistent_gets_and_pages_read_only_what_they_return() {
     let txns_before = etcd.grpc_calls_handled("Txn");
     for i in 0..10 {
         // Each write lands behind the cacher's back: a consistent read must still see it.
-        let written = update(&*below, &key("ns", "o03"), 100 + i).await;
+        let written = update_size(&*below, &key("ns", "o03"), 100 + i).await;
         let got = cacher
             .get(&key("ns", "o03"), GetOptions::default())
             .await

@@ -12,22 +12,18 @@ use futures::StreamExt;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use super::watch_cache::{Incoming, Scope, WatchCache, WindowBounds};
+use super::watch_cache::{Incoming, WatchCache, WindowBounds};
 use super::{Cacher, CacherConfig};
 use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
-use crate::storage::testing::{key, object};
-use crate::storage::versioner::object_resource_version;
+use crate::storage::key::KeyScope;
+use crate::storage::testing::{create, key, names, object, rv, update_size};
 use crate::storage::WatchEvent;
 use crate::storage::{
-    accept_any_deletion, GetOptions, ListOptions, ObjectList, Preconditions, Storage, StorageError,
-    TryUpdate, ValidateDeletion, WatchStream,
+    ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Storage,
+    StorageError, WatchStream,
 };
 
 const PREFIX: &str = "/example.com/widgets";
-
-fn rv(obj: &Value) -> u64 {
-    object_resource_version(obj).unwrap().unwrap()
-}
 
 async fn embedded() -> EmbeddedStore {
     let dir = tempfile::tempdir().unwrap().keep();
@@ -44,29 +40,20 @@ async fn cacher_over(below: Arc<dyn Storage>, config: CacherConfig) -> Arc<Cache
     cacher
 }
 
-fn set_size<'a>(size: u64) -> TryUpdate<'a> {
-    Box::new(move |cur| {
-        Box::pin(async move {
-            let mut o = cur.ok_or("missing")?;
-            o["spec"]["size"] = json!(size);
-            Ok(o)
-        })
-    })
-}
-
-async fn update(store: &dyn Storage, k: &str, size: u64) -> Value {
-    store
-        .guaranteed_update(k, &Preconditions::none(), false, set_size(size), None)
-        .await
-        .unwrap()
-}
-
 fn watch_opts(rv: &str) -> ListOptions {
     ListOptions {
         resource_version: rv.into(),
         recursive: true,
         ..Default::default()
     }
+}
+
+/// Watches every widget (the cacher's whole prefix) for changes after `rv`.
+async fn watch_all(store: &dyn Storage, rv: u64) -> WatchStream {
+    store
+        .watch(PREFIX, watch_opts(&rv.to_string()))
+        .await
+        .expect("watch")
 }
 
 /// The next event that is not a bookmark, within 10 s; `None` when the stream ended.
@@ -124,7 +111,7 @@ fn window_grows_while_fresh_and_shrinks_when_stale() {
     assert_eq!(cache.capacity(), 16, "never beyond the upper bound");
     assert_eq!(cache.window_len(), 16);
     assert_eq!(cache.window_start(), 14, "events 15..=30 are kept");
-    let scope = Scope::Prefix(format!("{PREFIX}/"));
+    let scope = KeyScope::Prefix(format!("{PREFIX}/"));
     assert!(cache.events_after(13, &scope).is_none());
     assert_eq!(cache.events_after(14, &scope).unwrap().len(), 16);
     // Much later: the newest quarter is stale, so the window halves (keeping the newest).
@@ -155,12 +142,9 @@ async fn watch_from_before_the_window_is_expired() {
         ..Default::default()
     };
     let cacher = cacher_over(Arc::new(embedded().await), config).await;
-    let first = cacher
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let first = create(&*cacher, "ns", "a").await;
     for size in 2..12 {
-        update(&*cacher, &key("ns", "a"), size).await;
+        update_size(&*cacher, &key("ns", "a"), size).await;
     }
     let err = match cacher
         .watch(PREFIX, watch_opts(&rv(&first).to_string()))
@@ -172,10 +156,7 @@ async fn watch_from_before_the_window_is_expired() {
     assert!(err.is_expired(), "{err}");
     // From the window's start, the window replays.
     let start = cacher.stats().window_start;
-    let mut w = cacher
-        .watch(PREFIX, watch_opts(&start.to_string()))
-        .await
-        .unwrap();
+    let mut w = watch_all(&*cacher, start).await;
     for _ in 0..4 {
         let e = next_change(&mut w).await.unwrap();
         assert_eq!(e.type_name(), "MODIFIED");
@@ -191,18 +172,10 @@ async fn slow_watcher_is_closed_while_fast_ones_get_everything() {
     };
     let cacher = cacher_over(Arc::new(embedded().await), config).await;
     let start = cacher.current_revision().await.unwrap();
-    let mut slow = cacher
-        .watch(PREFIX, watch_opts(&start.to_string()))
-        .await
-        .unwrap();
+    let mut slow = watch_all(&*cacher, start).await;
     let mut fast = Vec::new();
     for _ in 0..3 {
-        fast.push(
-            cacher
-                .watch(PREFIX, watch_opts(&start.to_string()))
-                .await
-                .unwrap(),
-        );
+        fast.push(watch_all(&*cacher, start).await);
     }
     let writes = 200;
     let readers: Vec<_> = fast
@@ -220,10 +193,7 @@ async fn slow_watcher_is_closed_while_fast_ones_get_everything() {
     let mut committed = Vec::new();
     for i in 0..writes {
         let name = format!("o{i:03}");
-        let created = cacher
-            .create(&key("ns", &name), object("ns", &name))
-            .await
-            .unwrap();
+        let created = create(&*cacher, "ns", &name).await;
         committed.push(rv(&created));
     }
     for r in readers {
@@ -241,10 +211,7 @@ async fn slow_watcher_is_closed_while_fast_ones_get_everything() {
     assert!(seen.len() < writes);
     assert_eq!(seen[..], committed[..seen.len()]);
     let last = seen.last().copied().unwrap_or(start);
-    let mut resumed = cacher
-        .watch(PREFIX, watch_opts(&last.to_string()))
-        .await
-        .unwrap();
+    let mut resumed = watch_all(&*cacher, last).await;
     while seen.len() < writes {
         seen.push(next_change(&mut resumed).await.unwrap().revision().unwrap());
     }
@@ -255,10 +222,7 @@ async fn slow_watcher_is_closed_while_fast_ones_get_everything() {
 async fn not_older_than_a_future_revision_waits_for_the_write() {
     let below = Arc::new(embedded().await);
     let cacher = cacher_over(below.clone(), CacherConfig::default()).await;
-    cacher
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&*cacher, "ns", "a").await;
     let next = cacher.current_revision().await.unwrap() + 1;
     let reader = {
         let cacher = cacher.clone();
@@ -273,7 +237,7 @@ async fn not_older_than_a_future_revision_waits_for_the_write() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!reader.is_finished(), "the read waits for revision {next}");
     // Written straight to the store below: the cache learns it from its watch.
-    let updated = update(&*below, &key("ns", "a"), 7).await;
+    let updated = update_size(&*below, &key("ns", "a"), 7).await;
     assert_eq!(rv(&updated), next);
     let got = reader.await.unwrap().unwrap().unwrap();
     assert_eq!(got, updated);
@@ -300,13 +264,10 @@ async fn consistent_reads_never_miss_an_acknowledged_write() {
         ..Default::default()
     };
     let cacher = cacher_over(below.clone(), config).await;
-    below
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&*below, "ns", "a").await;
     for size in 2..40 {
         // Acknowledged by the store below, behind the cacher's back.
-        let written = update(&*below, &key("ns", "a"), size).await;
+        let written = update_size(&*below, &key("ns", "a"), size).await;
         let got = cacher
             .get(&key("ns", "a"), GetOptions::default())
             .await
@@ -329,10 +290,7 @@ async fn bookmarks_and_initial_events() {
         ..Default::default()
     };
     let cacher = cacher_over(Arc::new(embedded().await), config).await;
-    let a = cacher
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    let a = create(&*cacher, "ns", "a").await;
     let opts = ListOptions {
         send_initial_events: true,
         allow_bookmarks: true,
@@ -353,10 +311,7 @@ async fn bookmarks_and_initial_events() {
     }
     let _ = other.next().await; // its initial ADDED
     let _ = other.next().await; // and bookmark
-    let b = cacher
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
+    let b = create(&*cacher, "ns", "b").await;
     // Every watcher gets the same object, not a copy.
     match (w.next().await.unwrap(), other.next().await.unwrap()) {
         (WatchEvent::Added(mine), WatchEvent::Added(theirs)) => {

@@ -15,14 +15,8 @@ impl Storage for Flaky {
     async fn create(&self, key: &str, obj: Value) -> Result<Value, StorageError> {
         self.inner.create(key, obj).await
     }
-    async fn delete(
-        &self,
-        key: &str,
-        p: &Preconditions,
-        v: ValidateDeletion<'_>,
-        c: Option<Value>,
-    ) -> Result<Value, StorageError> {
-        self.inner.delete(key, p, v, c).await
+    async fn delete(&self, key: &str, r: ConditionalDelete<'_>) -> Result<Value, StorageError> {
+        self.inner.delete(key, r).await
     }
     async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream, StorageError> {
         if self.refuse.load(Ordering::SeqCst) {
@@ -45,12 +39,9 @@ impl Storage for Flaky {
     async fn guaranteed_update(
         &self,
         key: &str,
-        p: &Preconditions,
-        ignore: bool,
-        t: TryUpdate<'_>,
-        c: Option<Value>,
+        r: GuaranteedUpdate<'_>,
     ) -> Result<Value, StorageError> {
-        self.inner.guaranteed_update(key, p, ignore, t, c).await
+        self.inner.guaranteed_update(key, r).await
     }
     async fn count(&self, key: &str) -> Result<u64, StorageError> {
         self.inner.count(key).await
@@ -69,22 +60,13 @@ async fn relists_after_the_store_below_compacted_its_revision() {
         cut: tokio::sync::watch::Sender::new(0),
     });
     let cacher = cacher_over(flaky.clone(), CacherConfig::default()).await;
-    let a = cacher
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
-    let mut old_watch = cacher
-        .watch(PREFIX, watch_opts(&rv(&a).to_string()))
-        .await
-        .unwrap();
+    let a = create(&*cacher, "ns", "a").await;
+    let mut old_watch = watch_all(&*cacher, rv(&a)).await;
     // Cut the reflector off, change the world and compact it away.
     flaky.refuse.store(true, Ordering::SeqCst);
     flaky.cut.send_modify(|n| *n += 1);
-    inner
-        .create(&key("ns", "b"), object("ns", "b"))
-        .await
-        .unwrap();
-    update(&inner, &key("ns", "a"), 9).await;
+    create(&inner, "ns", "b").await;
+    update_size(&inner, &key("ns", "a"), 9).await;
     let now = inner.current_revision().await.unwrap();
     inner.compact(now).await.unwrap();
     flaky.refuse.store(false, Ordering::SeqCst);
@@ -111,10 +93,7 @@ async fn relists_after_the_store_below_compacted_its_revision() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_wait_for_readiness_and_reads_go_below_meanwhile() {
     let inner = embedded().await;
-    inner
-        .create(&key("ns", "a"), object("ns", "a"))
-        .await
-        .unwrap();
+    create(&inner, "ns", "a").await;
     let flaky = Arc::new(Flaky {
         inner,
         refuse: AtomicBool::new(true),
@@ -159,13 +138,7 @@ impl Storage for NeverLists {
     async fn create(&self, _: &str, _: Value) -> Result<Value, StorageError> {
         Err(down())
     }
-    async fn delete(
-        &self,
-        _: &str,
-        _: &Preconditions,
-        _: ValidateDeletion<'_>,
-        _: Option<Value>,
-    ) -> Result<Value, StorageError> {
+    async fn delete(&self, _: &str, _: ConditionalDelete<'_>) -> Result<Value, StorageError> {
         Err(down())
     }
     async fn watch(&self, _: &str, _: ListOptions) -> Result<WatchStream, StorageError> {
@@ -180,10 +153,7 @@ impl Storage for NeverLists {
     async fn guaranteed_update(
         &self,
         _: &str,
-        _: &Preconditions,
-        _: bool,
-        _: TryUpdate<'_>,
-        _: Option<Value>,
+        _: GuaranteedUpdate<'_>,
     ) -> Result<Value, StorageError> {
         Err(down())
     }
@@ -203,26 +173,17 @@ fn down() -> StorageError {
 async fn survives_an_etcd_restart_without_losing_or_repeating_events() {
     use crate::storage::etcd3::testing::EtcdServer;
     use crate::storage::etcd3::{Etcd3Config, Etcd3Store};
-    let mut etcd = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .expect("etcd");
+    let mut etcd = EtcdServer::start_in_test().await;
     let mut config = Etcd3Config::new(vec![etcd.endpoint()]);
     config.request_timeout = Duration::from_secs(2);
     let store = Etcd3Store::connect(config).await.unwrap();
     let cacher = cacher_over(Arc::new(store), CacherConfig::default()).await;
     let start = cacher.current_revision().await.unwrap();
-    let mut w = cacher
-        .watch(PREFIX, watch_opts(&start.to_string()))
-        .await
-        .unwrap();
+    let mut w = watch_all(&*cacher, start).await;
     let mut committed = Vec::new();
     for i in 0..5 {
         let name = format!("before-{i}");
-        committed.push(rv(&cacher
-            .create(&key("ns", &name), object("ns", &name))
-            .await
-            .unwrap()));
+        committed.push(rv(&create(&*cacher, "ns", &name).await));
     }
     etcd = tokio::task::spawn_blocking(move || {
         etcd.stop();
@@ -255,10 +216,7 @@ async fn survives_an_etcd_restart_without_losing_or_repeating_events() {
         "every event once, in order, across the restart"
     );
     // A client resuming from the middle gets exactly the rest.
-    let mut resumed = cacher
-        .watch(PREFIX, watch_opts(&committed[4].to_string()))
-        .await
-        .unwrap();
+    let mut resumed = watch_all(&*cacher, committed[4]).await;
     for want in &committed[5..] {
         assert_eq!(
             next_change(&mut resumed).await.unwrap().revision(),
@@ -297,11 +255,11 @@ async fn randomized_writers_and_watchers_see_exactly_the_committed_history() {
                         cacher.create(&k, object("ns", &name)).await.unwrap()
                     } else if rng.random_bool(0.3) {
                         cacher
-                            .delete(&k, &Preconditions::none(), accept_any_deletion(), None)
+                            .delete(&k, ConditionalDelete::default())
                             .await
                             .unwrap()
                     } else {
-                        update(&*cacher, &k, size).await
+                        update_size(&*cacher, &k, size).await
                     };
                     log.push((rv(&written), written));
                     if rng.random_bool(0.2) {
@@ -318,10 +276,7 @@ async fn randomized_writers_and_watchers_see_exactly_the_committed_history() {
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..20))).await;
         let from = cacher.current_revision().await.unwrap();
-        let w = cacher
-            .watch(PREFIX, watch_opts(&from.to_string()))
-            .await
-            .unwrap();
+        let w = watch_all(&*cacher, from).await;
         watchers.push((from, w));
     }
     let mut history = BTreeMap::new();

@@ -1,0 +1,4 @@
+//! The `strategy-replicator` wasm module: the library's `Replicators`, exported as the entry points.
+#![cfg_attr(target_arch = "wasm32", no_main)]
+
+strategy_guest_sdk::export_strategy!(strategy_replicator::Replicators);
