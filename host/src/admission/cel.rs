@@ -77,35 +77,34 @@ impl Activation {
     /// # Errors
     /// An evaluation error, or a result that is not a boolean.
     pub fn truth(&self, expression: &Expression) -> Result<bool, String> {
-        match expression.program.execute(&self.context) {
-            Ok(CelValue::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!(
+        match self.evaluate(expression, "expression")? {
+            CelValue::Bool(b) => Ok(b),
+            other => Err(format!(
                 "expression {:?} returned a non-boolean: {other:?}",
-                expression.source
-            )),
-            Err(e) => Err(format!(
-                "expression {:?} resulted in error: {e}",
                 expression.source
             )),
         }
     }
 
-    /// Evaluates `expression` to a string.
+    /// Evaluates a `messageExpression` to a string.
     ///
     /// # Errors
     /// An evaluation error, or a result that is not a string.
     pub fn text(&self, expression: &Expression) -> Result<String, String> {
-        match expression.program.execute(&self.context) {
-            Ok(CelValue::String(s)) => Ok((*s).clone()),
-            Ok(other) => Err(format!(
+        match self.evaluate(expression, "messageExpression")? {
+            CelValue::String(s) => Ok((*s).clone()),
+            other => Err(format!(
                 "messageExpression {:?} returned a non-string: {other:?}",
                 expression.source
             )),
-            Err(e) => Err(format!(
-                "messageExpression {:?} resulted in error: {e}",
-                expression.source
-            )),
         }
+    }
+
+    fn evaluate(&self, expression: &Expression, what: &str) -> Result<CelValue, String> {
+        expression
+            .program
+            .execute(&self.context)
+            .map_err(|e| format!("{what} {:?} resulted in error: {e}", expression.source))
     }
 }
 

@@ -3,6 +3,7 @@
 //! whole set after each change.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
 
 use futures::StreamExt as _;
 use serde_json::Value;
@@ -54,4 +55,40 @@ pub fn follow(
             }
         }
     });
+}
+
+/// Follows the objects of `group`/`plural` into `into`, as `parse` reads the whole set, for as
+/// long as `into` lives.
+pub fn follow_into<T: Send + Sync + 'static>(
+    registry: &Registry,
+    group: &str,
+    plural: &str,
+    into: &Arc<RwLock<T>>,
+    parse: impl Fn(&BTreeMap<String, Value>) -> T + Send + 'static,
+) {
+    let weak = Arc::downgrade(into);
+    follow(registry, group, plural, move |all| {
+        let Some(target) = weak.upgrade() else {
+            return false;
+        };
+        *target.write().unwrap_or_else(|p| p.into_inner()) = parse(all);
+        true
+    });
+}
+
+/// The namespace `name` as the watch cache holds it (for selectors and `namespaceObject`).
+pub async fn namespace_object(
+    registry: &std::sync::Weak<Registry>,
+    name: Option<&str>,
+) -> Option<Value> {
+    let served = registry.upgrade()?.resolve("", "v1", "namespaces")?;
+    let scope = crate::registry::RequestScope {
+        version: "v1".into(),
+        ..Default::default()
+    };
+    let options = crate::storage::GetOptions {
+        resource_version: "0".into(),
+        ignore_not_found: false,
+    };
+    served.store.get(&scope, name?, options).await.ok()
 }

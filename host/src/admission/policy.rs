@@ -205,47 +205,34 @@ struct InForce {
 /// The validating admission plugin for policies.
 pub struct Policies {
     registry: Weak<Registry>,
-    policies: RwLock<BTreeMap<String, Arc<Policy>>>,
-    bindings: RwLock<Vec<Binding>>,
+    policies: Arc<RwLock<BTreeMap<String, Arc<Policy>>>>,
+    bindings: Arc<RwLock<Vec<Binding>>>,
 }
 
 /// Starts following policies and bindings; answers the plugin.
 pub fn start(registry: &Arc<Registry>) -> Arc<Policies> {
     let plugin = Arc::new(Policies {
         registry: Arc::downgrade(registry),
-        policies: RwLock::default(),
-        bindings: RwLock::default(),
+        policies: Arc::default(),
+        bindings: Arc::default(),
     });
-    let weak = Arc::downgrade(&plugin);
-    crate::admission::followed::follow(
+    crate::admission::followed::follow_into(
         registry,
         GROUP,
         "validatingadmissionpolicies",
-        move |all| {
-            let Some(this) = weak.upgrade() else {
-                return false;
-            };
-            let parsed = all
-                .iter()
+        &plugin.policies,
+        |all| {
+            all.iter()
                 .map(|(n, o)| (n.clone(), Arc::new(Policy::parse(o))))
-                .collect();
-            *this.policies.write().unwrap_or_else(|p| p.into_inner()) = parsed;
-            true
+                .collect()
         },
     );
-    let weak = Arc::downgrade(&plugin);
-    crate::admission::followed::follow(
+    crate::admission::followed::follow_into(
         registry,
         GROUP,
         "validatingadmissionpolicybindings",
-        move |all| {
-            let Some(this) = weak.upgrade() else {
-                return false;
-            };
-            let parsed = all.values().map(Binding::parse).collect();
-            *this.bindings.write().unwrap_or_else(|p| p.into_inner()) = parsed;
-            true
-        },
+        &plugin.bindings,
+        |all| all.values().map(Binding::parse).collect(),
     );
     plugin
 }
@@ -264,21 +251,6 @@ impl Policies {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),
         }
-    }
-
-    /// The namespace object of a namespaced request (for selectors and `namespaceObject`).
-    async fn namespace_object(&self, request: &AdmissionRequest<'_>) -> Option<Value> {
-        let ns = request.namespace?;
-        let served = self.registry.upgrade()?.resolve("", "v1", "namespaces")?;
-        let scope = RequestScope {
-            version: "v1".into(),
-            ..Default::default()
-        };
-        let options = GetOptions {
-            resource_version: "0".into(),
-            ignore_not_found: false,
-        };
-        served.store.get(&scope, ns, options).await.ok()
     }
 
     /// The params a binding names: `paramRef.name` in its namespace (or the request's), or
@@ -382,7 +354,8 @@ impl ValidatingAdmission for Policies {
         if in_force.bindings.is_empty() {
             return Ok(Vec::new());
         }
-        let namespace = self.namespace_object(request).await;
+        let namespace =
+            crate::admission::followed::namespace_object(&self.registry, request.namespace).await;
         let mut warnings = Vec::new();
         for binding in &in_force.bindings {
             let Some(policy) = in_force.policies.get(&binding.policy) else {

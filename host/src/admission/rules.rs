@@ -18,14 +18,7 @@ pub struct Rule {
 
 /// The strings of `v[field]`.
 pub fn strings(v: &Value, field: &str) -> Vec<String> {
-    v.get(field)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::registry::system_fields::strings_at(v, &format!("/{field}"))
 }
 
 impl Rule {

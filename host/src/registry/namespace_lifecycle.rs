@@ -36,15 +36,7 @@ pub fn terminating_refusal(ns: &str) -> String {
 
 /// A namespace's `spec.finalizers`.
 pub fn spec_finalizers(namespace: &Value) -> Vec<String> {
-    namespace
-        .pointer("/spec/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    super::system_fields::strings_at(namespace, "/spec/finalizers")
 }
 
 /// What a write to `namespaces/{name}/finalize` stores: `old` with `new`'s `spec.finalizers`.

@@ -194,9 +194,21 @@ pub fn strings(list: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The strings of the list at `pointer` in `obj` (none when it is missing or no list).
+pub fn strings_at(obj: &Value, pointer: &str) -> Vec<String> {
+    obj.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The object's finalizers.
 pub fn finalizers(obj: &Value) -> Vec<String> {
-    strings(obj.pointer("/metadata/finalizers"))
+    strings_at(obj, "/metadata/finalizers")
 }
 
 /// True once the object's deletion has begun.

@@ -7,7 +7,6 @@ pub mod call;
 pub mod configuration;
 pub mod metrics;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, Weak};
 
 use async_trait::async_trait;
@@ -21,8 +20,7 @@ use crate::registry::admission::{
 };
 use crate::registry::labels::labels_of;
 use crate::registry::system_fields::new_uid;
-use crate::registry::{Registry, RequestScope};
-use crate::storage::GetOptions;
+use crate::registry::Registry;
 
 /// Which configurations a plugin follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +42,7 @@ impl Kind {
 pub struct Webhooks {
     kind: Kind,
     registry: Weak<Registry>,
-    current: RwLock<Arc<Vec<Webhook>>>,
+    current: Arc<RwLock<Arc<Vec<Webhook>>>>,
     metrics: WebhookMetrics,
 }
 
@@ -55,7 +53,7 @@ pub fn start(registry: &Arc<Registry>, metrics: &WebhookMetrics) -> (Arc<Webhook
         let webhooks = Arc::new(Webhooks {
             kind,
             registry: Arc::downgrade(registry),
-            current: RwLock::default(),
+            current: Arc::default(),
             metrics: metrics.clone(),
         });
         webhooks.follow(registry);
@@ -66,23 +64,20 @@ pub fn start(registry: &Arc<Registry>, metrics: &WebhookMetrics) -> (Arc<Webhook
 
 impl Webhooks {
     fn follow(self: &Arc<Self>, registry: &Registry) {
-        let weak = Arc::downgrade(self);
+        // Configurations in name order, as Kubernetes calls them.
         let plural = self.kind.plural();
-        crate::admission::followed::follow(
+        crate::admission::followed::follow_into(
             registry,
             "admissionregistration.k8s.io",
             plural,
-            move |configurations| {
-                let Some(this) = weak.upgrade() else {
-                    return false;
-                };
-                // Configurations in name order, as Kubernetes calls them.
-                let webhooks: Vec<Webhook> = configurations
-                    .values()
-                    .flat_map(Webhook::of_configuration)
-                    .collect();
-                *this.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(webhooks);
-                true
+            &self.current,
+            |configurations| {
+                Arc::new(
+                    configurations
+                        .values()
+                        .flat_map(Webhook::of_configuration)
+                        .collect(),
+                )
             },
         );
     }
@@ -92,26 +87,6 @@ impl Webhooks {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-    }
-
-    /// The labels of the request's namespace (for namespace selectors).
-    async fn namespace_labels(
-        &self,
-        request: &AdmissionRequest<'_>,
-    ) -> Option<BTreeMap<String, String>> {
-        let namespace = request.namespace?;
-        let registry = self.registry.upgrade()?;
-        let served = registry.resolve("", "v1", "namespaces")?;
-        let scope = RequestScope {
-            version: "v1".into(),
-            ..Default::default()
-        };
-        let options = GetOptions {
-            resource_version: "0".into(),
-            ignore_not_found: false,
-        };
-        let ns = served.store.get(&scope, namespace, options).await.ok()?;
-        Some(labels_of(&ns))
     }
 
     /// Calls `webhook`, recording the call's duration and any rejection.
@@ -176,7 +151,10 @@ impl Webhooks {
         if candidates.is_empty() {
             return Vec::new();
         }
-        let labels = self.namespace_labels(request).await;
+        let labels =
+            crate::admission::followed::namespace_object(&self.registry, request.namespace)
+                .await
+                .map(|ns| labels_of(&ns));
         candidates
             .into_iter()
             .filter(|w| w.selectors_match(request, labels.as_ref()))
@@ -310,15 +288,7 @@ fn read_response(sent: &Value, answer: &Value) -> Result<Value, String> {
 }
 
 fn answer_for(webhook: &Webhook, response: Value) -> Answer {
-    let warnings: Vec<String> = response
-        .get("warnings")
-        .and_then(Value::as_array)
-        .map(|w| {
-            w.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let warnings = crate::registry::system_fields::strings_at(&response, "/warnings");
     if response.get("allowed") != Some(&Value::Bool(true)) {
         let status = response.get("status").cloned().unwrap_or(Value::Null);
         let code = status

@@ -8,23 +8,24 @@
 //! definitions), keeps the ownership [`graph::Graph`], and acts through the registry's verbs.
 //! An owner the graph does not know is looked up live before anything is deleted for it.
 
+mod edits;
+mod follow;
 pub mod graph;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt as _;
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use self::edits::{drop_finalizer, drop_owner_references, unblock};
 use self::graph::{Graph, Node, OwnerReference, Uid};
 use super::client::{Client, ObjectRef};
 use super::events::{EventRecorder, InvolvedObject};
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
 
 /// Objects worked on at once (kube-controller-manager's `--concurrent-gc-syncs` is 20).
 const WORKERS: usize = 16;
@@ -98,7 +99,11 @@ pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()
     });
     let (synced_tx, synced) = watch::channel(false);
     let mut tasks = JoinSet::new();
-    tasks.spawn(follow(collector.clone(), registry.clone(), synced_tx));
+    tasks.spawn(follow::follow(
+        collector.clone(),
+        registry.clone(),
+        synced_tx,
+    ));
     for _ in 0..WORKERS {
         let (collector, mut synced) = (collector.clone(), synced.clone());
         tasks.spawn(async move {
@@ -127,121 +132,6 @@ pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()
     }
     drop(synced);
     tasks
-}
-
-/// The informers' events, tagged with the resource they come from.
-type Tagged = (String, String, InformerEvent);
-
-/// Follows every served resource (starting and stopping informers as definitions come and
-/// go) and keeps the graph; marks the collector synced once every resource was listed.
-async fn follow(collector: Arc<Collector>, registry: Arc<Registry>, synced: watch::Sender<bool>) {
-    let weak = Arc::downgrade(&registry);
-    let mut changes = registry.subscribe_changes();
-    drop(registry);
-    let (tx, mut rx) = mpsc::channel::<Tagged>(4096);
-    let mut followed: HashMap<(String, String), tokio::task::AbortHandle> = HashMap::new();
-    let mut informers = JoinSet::new();
-    let mut unlisted: HashSet<(String, String)> = HashSet::new();
-    let mut listing: HashMap<(String, String), HashSet<Uid>> = HashMap::new();
-    let mut reconcile = true;
-    loop {
-        if reconcile {
-            let Some(registry) = weak.upgrade() else {
-                return;
-            };
-            let wanted: HashMap<(String, String), _> = registry
-                .resources()
-                .into_iter()
-                .filter(|r| !r.def.create_only && r.def.stored_as.is_none())
-                .map(|r| ((r.def.group.clone(), r.def.plural.clone()), r))
-                .collect();
-            followed.retain(|key, handle| {
-                let keep = wanted.contains_key(key);
-                if !keep {
-                    handle.abort();
-                    let mut graph = collector.lock_graph();
-                    for uid in graph.uids_of(&key.0, &key.1) {
-                        let woken = graph.forget(&uid);
-                        collector.wake(woken);
-                    }
-                }
-                keep
-            });
-            for (key, served) in wanted {
-                if followed.contains_key(&key) {
-                    continue;
-                }
-                let (storage, prefix) = (served.store.storage().clone(), served.def.key_prefix());
-                let tx = tx.clone();
-                let tag = key.clone();
-                let handle = informers.spawn(async move {
-                    let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
-                    while let Some(event) = events.next().await {
-                        if tx
-                            .send((tag.0.clone(), tag.1.clone(), event))
-                            .await
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                });
-                if !*synced.borrow() {
-                    unlisted.insert(key.clone());
-                }
-                followed.insert(key, handle);
-            }
-            reconcile = false;
-        }
-        tokio::select! {
-            changed = changes.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                reconcile = true;
-            }
-            Some((group, plural, event)) = rx.recv() => {
-                let key = (group, plural);
-                match event {
-                    InformerEvent::Init => {
-                        listing.insert(key.clone(), HashSet::new());
-                    }
-                    InformerEvent::InitApply(obj) => {
-                        let uid = collector.observe(&key, &obj.to_value());
-                        if let (Some(uid), Some(seen)) = (uid, listing.get_mut(&key)) {
-                            seen.insert(uid);
-                        }
-                    }
-                    InformerEvent::InitDone { .. } => {
-                        let seen = listing.remove(&key).unwrap_or_default();
-                        let mut graph = collector.lock_graph();
-                        for uid in graph.uids_of(&key.0, &key.1) {
-                            if !seen.contains(&uid) {
-                                let woken = graph.forget(&uid);
-                                collector.wake(woken);
-                            }
-                        }
-                        drop(graph);
-                        unlisted.remove(&key);
-                        if unlisted.is_empty() {
-                            synced.send_if_modified(|s| !std::mem::replace(s, true));
-                        }
-                    }
-                    InformerEvent::Apply(obj) => {
-                        collector.observe(&key, &obj.to_value());
-                    }
-                    InformerEvent::Delete(obj) => {
-                        if let Some(uid) = obj.to_value().pointer("/metadata/uid").and_then(Value::as_str) {
-                            collector.lock_absent().insert(uid);
-                            let woken = collector.lock_graph().forget(uid);
-                            collector.wake(woken);
-                        }
-                    }
-                    InformerEvent::Progress(_) => {}
-                }
-            }
-        }
-    }
 }
 
 impl Collector {
@@ -514,55 +404,4 @@ fn object_of(node: &Node) -> ObjectRef {
         namespace: node.namespace.clone(),
         name: node.name.clone(),
     }
-}
-
-/// Removes the owner references `gone` selects; answers whether any was removed.
-fn drop_owner_references(obj: &mut Value, gone: impl Fn(&Value) -> bool) -> bool {
-    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return false;
-    };
-    let Some(refs) = meta
-        .get_mut("ownerReferences")
-        .and_then(Value::as_array_mut)
-    else {
-        return false;
-    };
-    let before = refs.len();
-    refs.retain(|r| !gone(r));
-    let changed = refs.len() != before;
-    if refs.is_empty() {
-        meta.remove("ownerReferences");
-    }
-    changed
-}
-
-/// Removes `finalizer`; answers whether it was there.
-fn drop_finalizer(obj: &mut Value, finalizer: &str) -> bool {
-    let Some(list) = obj
-        .pointer_mut("/metadata/finalizers")
-        .and_then(Value::as_array_mut)
-    else {
-        return false;
-    };
-    let before = list.len();
-    list.retain(|f| f != finalizer);
-    before != list.len()
-}
-
-/// Sets `blockOwnerDeletion: false` on the references to the `waiting` owners.
-fn unblock(obj: &mut Value, waiting: &HashSet<String>) -> bool {
-    let mut changed = false;
-    if let Some(refs) = obj
-        .pointer_mut("/metadata/ownerReferences")
-        .and_then(Value::as_array_mut)
-    {
-        for r in refs {
-            let targeted = r["uid"].as_str().is_some_and(|u| waiting.contains(u));
-            if targeted && r["blockOwnerDeletion"] == true {
-                r["blockOwnerDeletion"] = Value::Bool(false);
-                changed = true;
-            }
-        }
-    }
-    changed
 }
