@@ -2,6 +2,7 @@
 //! rule matches a request, exactly as Kubernetes' `rbac/v1/evaluation_helpers.go` and
 //! `RuleAllows` decide it.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -121,30 +122,27 @@ fn service_account_matches(namespace: &str, name: &str, username: &str) -> bool 
         .is_some_and(|rest| rest == name)
 }
 
-/// The rules of a Role or ClusterRole object (`rules`), skipping entries that do not decode.
-pub fn rules_of(obj: &Value) -> Vec<PolicyRule> {
-    obj.get("rules")
+/// The entries of the list `field` of `obj` that decode as `T` (the others skipped).
+fn decoded_list<T: DeserializeOwned>(obj: &Value, field: &str) -> Vec<T> {
+    obj.get(field)
         .and_then(Value::as_array)
-        .map(|rules| {
-            rules
+        .map(|items| {
+            items
                 .iter()
-                .filter_map(|r| serde_json::from_value(r.clone()).ok())
+                .filter_map(|item| T::deserialize(item).ok())
                 .collect()
         })
         .unwrap_or_default()
 }
 
-/// The subjects of a binding object.
+/// The rules of a Role or ClusterRole object (`rules`), skipping entries that do not decode.
+pub fn rules_of(obj: &Value) -> Vec<PolicyRule> {
+    decoded_list(obj, "rules")
+}
+
+/// The subjects of a binding object, skipping entries that do not decode.
 pub fn subjects_of(obj: &Value) -> Vec<Subject> {
-    obj.get("subjects")
-        .and_then(Value::as_array)
-        .map(|subjects| {
-            subjects
-                .iter()
-                .filter_map(|s| serde_json::from_value(s.clone()).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    decoded_list(obj, "subjects")
 }
 
 /// The roleRef of a binding object.
@@ -295,6 +293,13 @@ pub(crate) mod tests {
         }
     }
 
+    /// Asserts whether `rule` allows each request.
+    fn assert_allows(rule: &PolicyRule, cases: &[(Attributes, bool)]) {
+        for (request, allowed) in cases {
+            assert_eq!(rule_allows(request, rule), *allowed, "{request:?}");
+        }
+    }
+
     fn url(verb: &str, path: &str) -> Attributes {
         Attributes {
             verb: verb.into(),
@@ -306,17 +311,16 @@ pub(crate) mod tests {
     #[test]
     fn verbs_groups_and_resources_match_exactly_or_by_star() {
         let r = rule(&["get", "list"], &[""], &["configmaps"], &[]);
-        assert!(rule_allows(&request("get", "", "configmaps", "", "x"), &r));
-        assert!(rule_allows(&request("list", "", "configmaps", "", ""), &r));
-        assert!(!rule_allows(
-            &request("delete", "", "configmaps", "", "x"),
-            &r
-        ));
-        assert!(!rule_allows(
-            &request("get", "apps", "configmaps", "", "x"),
-            &r
-        ));
-        assert!(!rule_allows(&request("get", "", "secrets", "", "x"), &r));
+        assert_allows(
+            &r,
+            &[
+                (request("get", "", "configmaps", "", "x"), true),
+                (request("list", "", "configmaps", "", ""), true),
+                (request("delete", "", "configmaps", "", "x"), false),
+                (request("get", "apps", "configmaps", "", "x"), false),
+                (request("get", "", "secrets", "", "x"), false),
+            ],
+        );
         let all = rule(&["*"], &["*"], &["*"], &[]);
         assert!(rule_allows(
             &request("escalate", "x.io", "things", "status", "n"),
@@ -332,39 +336,42 @@ pub(crate) mod tests {
             &plain
         ));
         let token = rule(&["create"], &[""], &["serviceaccounts/token"], &[]);
-        assert!(rule_allows(
-            &request("create", "", "serviceaccounts", "token", "a"),
-            &token
-        ));
-        assert!(!rule_allows(
-            &request("create", "", "serviceaccounts", "", ""),
-            &token
-        ));
+        assert_allows(
+            &token,
+            &[
+                (request("create", "", "serviceaccounts", "token", "a"), true),
+                (request("create", "", "serviceaccounts", "", ""), false),
+            ],
+        );
         let any_status = rule(&["update"], &["*"], &["*/status"], &[]);
-        assert!(rule_allows(
-            &request("update", "apps", "deployments", "status", "d"),
-            &any_status
-        ));
-        assert!(!rule_allows(
-            &request("update", "apps", "deployments", "scale", "d"),
-            &any_status
-        ));
-        assert!(!rule_allows(
-            &request("update", "apps", "deployments", "", "d"),
-            &any_status
-        ));
+        assert_allows(
+            &any_status,
+            &[
+                (
+                    request("update", "apps", "deployments", "status", "d"),
+                    true,
+                ),
+                (
+                    request("update", "apps", "deployments", "scale", "d"),
+                    false,
+                ),
+                (request("update", "apps", "deployments", "", "d"), false),
+            ],
+        );
     }
 
     #[test]
     fn resource_names_need_a_name() {
         let r = rule(&["get", "list", "create"], &[""], &["secrets"], &["db"]);
-        assert!(rule_allows(&request("get", "", "secrets", "", "db"), &r));
-        assert!(!rule_allows(
-            &request("get", "", "secrets", "", "other"),
-            &r
-        ));
-        assert!(!rule_allows(&request("list", "", "secrets", "", ""), &r));
-        assert!(!rule_allows(&request("create", "", "secrets", "", ""), &r));
+        assert_allows(
+            &r,
+            &[
+                (request("get", "", "secrets", "", "db"), true),
+                (request("get", "", "secrets", "", "other"), false),
+                (request("list", "", "secrets", "", ""), false),
+                (request("create", "", "secrets", "", ""), false),
+            ],
+        );
     }
 
     #[test]
@@ -374,12 +381,17 @@ pub(crate) mod tests {
             non_resource_urls: vec!["/healthz".into(), "/apis/*".into()],
             ..PolicyRule::default()
         };
-        assert!(rule_allows(&url("get", "/healthz"), &r));
-        assert!(!rule_allows(&url("get", "/healthz/etcd"), &r));
-        assert!(rule_allows(&url("get", "/apis/apps/v1"), &r));
-        assert!(rule_allows(&url("get", "/apis/"), &r));
-        assert!(!rule_allows(&url("get", "/apis"), &r));
-        assert!(!rule_allows(&url("post", "/healthz"), &r));
+        assert_allows(
+            &r,
+            &[
+                (url("get", "/healthz"), true),
+                (url("get", "/healthz/etcd"), false),
+                (url("get", "/apis/apps/v1"), true),
+                (url("get", "/apis/"), true),
+                (url("get", "/apis"), false),
+                (url("post", "/healthz"), false),
+            ],
+        );
         // A resource rule never allows a non-resource request, and the reverse.
         let resources = rule(&["*"], &["*"], &["*"], &[]);
         assert!(!rule_allows(&url("get", "/healthz"), &resources));
