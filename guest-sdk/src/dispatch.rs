@@ -68,7 +68,7 @@ pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
 /// }
 ///
 /// let m = abi::Manifest::decode(manifest::<Nop>().as_slice()).unwrap();
-/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 1, "nop"));
+/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 2, "nop"));
 /// assert!(m.applies.is_empty());
 ///
 /// // A module whose hook applies a Quota declares it, beside the `apply` grant.
@@ -98,26 +98,27 @@ pub fn manifest<S: Strategy>() -> Vec<u8> {
         operations: S::OPERATIONS.iter().map(|o| o.to_abi() as i32).collect(),
         host_functions,
         applies: S::APPLIES.iter().map(|gk| gk.to_abi()).collect(),
+        admission_policy: None,
     }
     .encode_to_vec()
 }
 
-fn failure(reason: &str) -> abi::Response {
+pub(crate) fn failure(reason: &str) -> abi::Response {
     abi::Response {
         error: reason.to_owned(),
         ..Default::default()
     }
 }
 
-fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, String> {
+pub(crate) fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, String> {
     serde_json::from_slice(bytes).map_err(|e| format!("the {what} did not decode: {e}"))
 }
 
-fn encode<T: Serialize>(obj: &T) -> Result<Vec<u8>, String> {
+pub(crate) fn encode<T: Serialize>(obj: &T) -> Result<Vec<u8>, String> {
     serde_json::to_vec(obj).map_err(|e| format!("the object did not encode: {e}"))
 }
 
-fn errors(errs: Vec<FieldError>) -> Vec<abi::FieldError> {
+pub(crate) fn errors(errs: Vec<FieldError>) -> Vec<abi::FieldError> {
     errs.iter().map(FieldError::to_abi).collect()
 }
 
@@ -183,6 +184,7 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
             }
             resp.object = encode(&obj)?;
         }
+        Op::Admit(_) => return Err("a strategy is not an admission policy".into()),
         Op::BeforeUpdate(r) => {
             let mut obj = decode("object", &r.object)?;
             let old = decode("old object", &r.old_object)?;

@@ -74,6 +74,22 @@ pub fn call<S: Strategy + Default>(ptr: u32, len: u32) -> u64 {
     pack(crate::dispatch::handle(&S::default(), &request))
 }
 
+/// `manifest() -> packed` of an admission policy.
+pub fn policy_manifest<P: crate::AdmissionPolicy>() -> u64 {
+    install_panic_hook();
+    pack(crate::policy_dispatch::policy_manifest::<P>())
+}
+
+/// `call(ptr, len) -> packed` of an admission policy.
+pub fn policy_call<P: crate::AdmissionPolicy + Default>(ptr: u32, len: u32) -> u64 {
+    install_panic_hook();
+    let request = take_buffer((u64::from(ptr) << 32) | u64::from(len));
+    pack(crate::policy_dispatch::handle_policy(
+        &P::default(),
+        &request,
+    ))
+}
+
 /// Sends a panic's message to the host's log before the module traps.
 fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();

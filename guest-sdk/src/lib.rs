@@ -75,6 +75,8 @@ pub mod export;
 mod field;
 pub mod host;
 pub mod meta;
+mod policy;
+mod policy_dispatch;
 mod strategy;
 
 /// Every strategy module allocates from a per-call arena (see [`arena`]); turn the
@@ -86,6 +88,11 @@ static ALLOCATOR: arena::CallArena = arena::CallArena::new();
 pub use context::{Context, ResourceInfo, UserInfo};
 pub use dispatch::{handle, manifest};
 pub use field::{FieldError, FieldErrorKind, FieldPath};
+pub use policy::{
+    AdmissionOperation, AdmissionPolicy, AdmissionRequest, FailurePolicy, LabelRequirement,
+    LabelSelector, MatchCondition, MatchResources, Rule, RuleScope, ValidationAction,
+};
+pub use policy_dispatch::{handle_policy, policy_manifest};
 pub use strategy::{GroupKind, HostFunction, Operation, Resource, Scope, Strategy};
 
 /// The ABI's major version this SDK speaks; the host refuses a module whose manifest names
@@ -98,16 +105,15 @@ pub use strategy::{GroupKind, HostFunction, Operation, Resource, Scope, Strategy
 /// ```
 pub const ABI_VERSION: u32 = 1;
 
-/// The ABI's minor version this SDK builds modules for: 1, which added [`Context::user`]. A host
-/// loads a module whose minor version is at most its own; one older than 1.1 loads a module of
-/// this SDK too (it reads no minor version) but tells it no user.
+/// The ABI's minor version this SDK builds modules for: 2 (1.1 added [`Context::user`], 1.2
+/// admission policies). A host loads a module whose minor version is at most its own.
 ///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 1);
+/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 2);
 /// ```
-pub const ABI_MINOR_VERSION: u32 = 1;
+pub const ABI_MINOR_VERSION: u32 = 2;
 
 /// Exports a [`Strategy`] type as the module's ABI: `alloc`, `dealloc`, `manifest` and `call`.
 ///
@@ -165,6 +171,58 @@ macro_rules! export_strategy {
         };
 
         // Natively a module has nothing to run: its strategy is tested through the library.
+        #[cfg(not(target_arch = "wasm32"))]
+        #[allow(dead_code)]
+        fn main() {}
+    };
+}
+
+/// Exports an [`AdmissionPolicy`] type as the module's ABI, as [`export_strategy!`] exports a
+/// strategy: `alloc`, `dealloc`, `manifest` and `call`, in the module's `src/main.rs`.
+///
+/// ```
+/// #![cfg_attr(target_arch = "wasm32", no_main)]
+/// # mod policy_owner_label {
+/// #     use strategy_guest_sdk::{AdmissionPolicy, MatchResources, Rule};
+/// #     #[derive(Default)]
+/// #     pub struct OwnerLabel;
+/// #     impl AdmissionPolicy for OwnerLabel {
+/// #         type Object = serde_json::Value;
+/// #         const NAME: &'static str = "owner-label";
+/// #         const MATCH: MatchResources = MatchResources::rules(&[Rule::new(&["*"], &["*"], &["*"], &["*"])]);
+/// #     }
+/// # }
+/// strategy_guest_sdk::export_admission_policy!(policy_owner_label::OwnerLabel);
+/// ```
+///
+/// The type must implement [`AdmissionPolicy`] and [`Default`].
+#[macro_export]
+macro_rules! export_admission_policy {
+    ($policy:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            #[no_mangle]
+            extern "C" fn alloc(len: u32) -> u32 {
+                $crate::export::alloc(len)
+            }
+
+            #[no_mangle]
+            extern "C" fn dealloc(ptr: u32, len: u32) {
+                $crate::export::dealloc(ptr, len)
+            }
+
+            #[no_mangle]
+            extern "C" fn manifest() -> u64 {
+                $crate::export::policy_manifest::<$policy>()
+            }
+
+            #[no_mangle]
+            extern "C" fn call(ptr: u32, len: u32) -> u64 {
+                $crate::export::policy_call::<$policy>(ptr, len)
+            }
+        };
+
+        // Natively a module has nothing to run: its policy is tested through the library.
         #[cfg(not(target_arch = "wasm32"))]
         #[allow(dead_code)]
         fn main() {}

@@ -84,6 +84,7 @@ fn bench(c: &mut Criterion) {
         request_id: String::new(),
         hook_depth: 0,
         user: Default::default(),
+        admission: None,
     };
     c.bench_function(
         "wasm create phase, 1 KiB object (Strategy::before_create)",

@@ -56,6 +56,35 @@ pub struct FieldError {
     pub detail: String,
 }
 
+impl FieldError {
+    /// Kubernetes' message for the error, without the field (`Invalid value: 3: must be ...`).
+    pub fn message(&self) -> String {
+        let head = match self.kind {
+            FieldErrorKind::Required => "Required value",
+            FieldErrorKind::Invalid => "Invalid value",
+            FieldErrorKind::Forbidden => "Forbidden",
+            FieldErrorKind::Duplicate => "Duplicate value",
+            FieldErrorKind::NotSupported => "Unsupported value",
+            FieldErrorKind::TooLong => "Too long",
+            FieldErrorKind::TooMany => "Too many",
+        };
+        match self.detail.is_empty() {
+            true => head.to_string(),
+            false => format!("{head}: {}", self.detail),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    /// `field: message`, as Kubernetes lists causes (the message alone without a field).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.field.is_empty() {
+            true => f.write_str(&self.message()),
+            false => write!(f, "{}: {}", self.field, self.message()),
+        }
+    }
+}
+
 /// The resource a strategy call is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceInfo {
@@ -114,6 +143,32 @@ pub struct StrategyContext {
     pub hook_depth: u32,
     /// Who makes the request.
     pub user: Arc<UserInfo>,
+    /// Set when the call asks an admission policy module about a write of `resource` (rather
+    /// than asking the resource's own strategy).
+    pub admission: Option<AdmissionAttributes>,
+}
+
+/// Where in the admission chain a policy is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdmissionPhase {
+    /// With the mutating plugins, before the resource's strategy: the policy may change the
+    /// object.
+    Mutate,
+    /// With the validating plugins, after the strategy: the policy admits or refuses.
+    Validate,
+}
+
+/// What an admission policy is told about a write beyond the strategy's context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmissionAttributes {
+    /// The phase.
+    pub phase: AdmissionPhase,
+    /// The object's namespace, for a namespaced resource.
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// The subresource written (`status`), if any.
+    pub subresource: Option<String>,
 }
 
 /// A write refused as a whole rather than for its fields (Kubernetes' storage and admission

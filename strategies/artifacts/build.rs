@@ -10,6 +10,7 @@ const STRATEGIES: &[(&str, &str)] = &[
     ("strategy-deployment", "DEPLOYMENT"),
     ("strategy-configmap", "CONFIGMAP"),
     ("strategy-project", "PROJECT"),
+    ("strategy-owner-label", "OWNER_LABEL"),
 ];
 
 /// (crate name, constant name) of the test programs built beside them: strategies that exist to
@@ -18,6 +19,7 @@ const STRATEGIES: &[(&str, &str)] = &[
 const TEST_PROGRAMS: &[(&str, &str)] = &[
     ("strategy-replicator", "REPLICATOR"),
     ("strategy-configmap-strict", "CONFIGMAP_STRICT"),
+    ("strategy-owner-label-strict", "OWNER_LABEL_STRICT"),
 ];
 
 /// The module the host embeds (built again here so tests can load it into tables of their own).

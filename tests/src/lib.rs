@@ -566,9 +566,19 @@ impl KubeFixture {
     /// # Panics
     /// When the server does not start.
     pub fn start(kubectl: PathBuf) -> Self {
+        Self::start_with(kubectl, &[])
+    }
+
+    /// Starts a server with more flags (`args`) and picks `kubectl` to drive it.
+    ///
+    /// # Panics
+    /// When the server does not start.
+    pub fn start_with(kubectl: PathBuf, args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let data = dir.path().join("data").display().to_string();
-        let host = HostProcess::start(&["--data-dir", &data]).expect("the server starts");
+        let mut all = vec!["--data-dir", &data];
+        all.extend_from_slice(args);
+        let host = HostProcess::start(&all).expect("the server starts");
         Self { host, dir, kubectl }
     }
 

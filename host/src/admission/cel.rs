@@ -72,6 +72,28 @@ impl Activation {
         Self { context }
     }
 
+    /// Binds `variables` (a policy's `spec.variables`, in order, each seeing those before it) as
+    /// `variables.<name>`. A variable that does not compile or evaluate is left out, so only an
+    /// expression that uses it fails, as Kubernetes evaluates variables lazily.
+    pub fn bind_variables(&mut self, variables: &[(String, Result<Expression, String>)]) {
+        if variables.is_empty() {
+            return;
+        }
+        let mut bound: HashMap<Key, CelValue> = HashMap::new();
+        for (name, expression) in variables {
+            let Ok(expression) = expression else {
+                continue;
+            };
+            if let Ok(value) = self.evaluate(expression, "variable") {
+                bound.insert(Key::String(Arc::new(name.clone())), value);
+                let map = CelValue::Map(Map {
+                    map: Arc::new(bound.clone()),
+                });
+                self.context.add_variable_from_value("variables", map);
+            }
+        }
+    }
+
     /// Evaluates `expression` to a boolean.
     ///
     /// # Errors
@@ -132,5 +154,21 @@ mod tests {
         assert!(holds("object.nope.x == 1").is_err());
         assert!(holds("'a'").is_err());
         assert!(Expression::compile("object.(").is_err());
+    }
+
+    #[test]
+    fn variables_see_the_ones_before_them_and_a_broken_one_fails_only_where_used() {
+        let object = json!({"spec": {"replicas": 3}});
+        let mut a = Activation::new(&[("object", &object)]);
+        let variable = |name: &str, e: &str| (name.to_string(), Expression::compile(e));
+        a.bind_variables(&[
+            variable("replicas", "object.spec.replicas"),
+            variable("doubled", "variables.replicas * 2"),
+            variable("broken", "object.spec.nope"),
+        ]);
+        let holds = |e: &str| a.truth(&Expression::compile(e).unwrap());
+        assert_eq!(holds("variables.doubled == 6"), Ok(true));
+        assert!(holds("variables.broken == 1").is_err());
+        assert_eq!(holds("variables.replicas < 5"), Ok(true));
     }
 }

@@ -1,6 +1,6 @@
 //! Admission beyond a resource's own strategy, plugged into the registry's admission chain
 //! (`registry/admission.rs`): the webhooks and the validating admission policies of
-//! `admissionregistration.k8s.io/v1`. Beside
+//! `admissionregistration.k8s.io/v1`, and admission policies as wasm modules. Beside
 //! `api` and `controllers`: it follows configurations through the informer and reads through
 //! the registry, never storage directly.
 
@@ -8,4 +8,5 @@ pub mod cel;
 pub mod followed;
 pub mod policy;
 pub mod rules;
+pub mod wasm_policy;
 pub mod webhook;

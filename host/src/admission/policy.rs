@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use crate::admission::cel::{Activation, Expression};
-use crate::admission::rules::{strings, Rule};
+use crate::admission::rules::{strings, MatchResources};
 use crate::admission::webhook::operation_name;
 use crate::registry::admission::{AdmissionRequest, Rejection, ValidatingAdmission, Verdict};
 use crate::registry::labels::{labels_of, selector_matches};
@@ -21,50 +21,6 @@ use crate::registry::{Registry, RequestScope};
 use crate::storage::{GetOptions, ListOptions};
 
 const GROUP: &str = "admissionregistration.k8s.io";
-
-/// Which writes a policy or binding is about.
-#[derive(Debug, Clone, Default)]
-struct Matching {
-    rules: Vec<Rule>,
-    exclude: Vec<Rule>,
-    namespace_selector: Value,
-    object_selector: Value,
-    equivalent: bool,
-}
-
-impl Matching {
-    fn parse(m: Option<&Value>) -> Option<Self> {
-        let m = m?;
-        Some(Self {
-            rules: Rule::list(m.get("resourceRules")),
-            exclude: Rule::list(m.get("excludeResourceRules")),
-            namespace_selector: m.get("namespaceSelector").cloned().unwrap_or(Value::Null),
-            object_selector: m.get("objectSelector").cloned().unwrap_or(Value::Null),
-            equivalent: m.get("matchPolicy").and_then(Value::as_str) != Some("Exact"),
-        })
-    }
-
-    fn matches(&self, request: &AdmissionRequest<'_>, namespace: Option<&Value>) -> bool {
-        let named = self
-            .rules
-            .iter()
-            .any(|r| r.matches(request, self.equivalent))
-            && !self
-                .exclude
-                .iter()
-                .any(|r| r.matches(request, self.equivalent));
-        let empty = |s: &Value| s.is_null() || s.as_object().is_some_and(|m| m.is_empty());
-        let namespace_ok = empty(&self.namespace_selector)
-            || namespace
-                .is_none_or(|ns| selector_matches(&self.namespace_selector, &labels_of(ns)));
-        let object_ok = empty(&self.object_selector)
-            || selector_matches(&self.object_selector, &labels_of(request.object))
-            || request
-                .old_object
-                .is_some_and(|o| selector_matches(&self.object_selector, &labels_of(o)));
-        named && namespace_ok && object_ok
-    }
-}
 
 /// One validation of a policy.
 #[derive(Debug)]
@@ -87,9 +43,11 @@ fn compile(v: &Value, field: &str) -> Result<Expression, String> {
 #[derive(Debug)]
 struct Policy {
     fail_closed: bool,
-    matching: Matching,
+    matching: MatchResources,
     match_conditions: Vec<Result<Expression, String>>,
     validations: Vec<Validation>,
+    /// `variables`: (name, expression), in order.
+    variables: Vec<(String, Result<Expression, String>)>,
     /// `paramKind`: (group, version, kind).
     param_kind: Option<(String, String, String)>,
 }
@@ -123,12 +81,19 @@ impl Policy {
             .collect();
         Self {
             fail_closed: spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
-            matching: Matching::parse(spec.get("matchConstraints")).unwrap_or_default(),
+            matching: MatchResources::parse(spec.get("matchConstraints")).unwrap_or_default(),
             match_conditions: items(spec.get("matchConditions"))
                 .iter()
                 .map(|c| compile(c, "expression"))
                 .collect(),
             validations,
+            variables: items(spec.get("variables"))
+                .iter()
+                .map(|v| {
+                    let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+                    (name.to_string(), compile(v, "expression"))
+                })
+                .collect(),
             param_kind,
         }
     }
@@ -170,7 +135,7 @@ struct Binding {
     name: String,
     policy: String,
     actions: Vec<String>,
-    matching: Option<Matching>,
+    matching: Option<MatchResources>,
     param_ref: Option<Value>,
 }
 
@@ -189,7 +154,7 @@ impl Binding {
                 .unwrap_or_default()
                 .to_string(),
             actions: strings(&spec, "validationActions"),
-            matching: Matching::parse(spec.get("matchResources")),
+            matching: MatchResources::parse(spec.get("matchResources")),
             param_ref: spec.get("paramRef").cloned(),
         }
     }
@@ -317,8 +282,8 @@ impl Policies {
     }
 }
 
-/// The `request` variable.
-fn request_variable(request: &AdmissionRequest<'_>) -> Value {
+/// The `request` variable CEL expressions see.
+pub fn request_variable(request: &AdmissionRequest<'_>) -> Value {
     let def = request.resource;
     let user = request.user;
     json!({
@@ -405,7 +370,8 @@ impl ValidatingAdmission for Policies {
                 if let Some(ns) = &namespace {
                     variables.push(("namespaceObject", ns));
                 }
-                let activation = Activation::new(&variables);
+                let mut activation = Activation::new(&variables);
+                activation.bind_variables(&policy.variables);
                 let (message, reason) = match policy.violation(&activation) {
                     Ok(Some(found)) => found,
                     Ok(None) => continue,
@@ -414,6 +380,13 @@ impl ValidatingAdmission for Policies {
                         continue;
                     }
                 };
+                if binding.actions.iter().any(|a| a == "Audit") {
+                    tracing::info!(
+                        policy = %binding.policy,
+                        binding = %binding.name,
+                        "ValidatingAdmissionPolicy validation failed (Audit): {message}"
+                    );
+                }
                 if binding.actions.iter().any(|a| a == "Warn") {
                     warnings.push(format!(
                         "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",

@@ -1,10 +1,12 @@
 //! Which writes an admission rule names (`RuleWithOperations` of webhooks and policies):
 //! operations, API groups, versions (with `matchPolicy: Equivalent`, any version of the same
-//! resource), resources and subresources (`*`, `res/*`, `*/sub`), and scope.
+//! resource), resources and subresources (`*`, `res/*`, `*/sub`), and scope; and the
+//! `MatchResources` that gathers rules with namespace and object selectors.
 
 use serde_json::Value;
 
 use crate::registry::admission::AdmissionRequest;
+use crate::registry::labels::{labels_of, selector_matches};
 
 /// One rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,5 +76,52 @@ impl Rule {
             && version_ok
             && resource_named
             && scoped
+    }
+}
+
+/// Which writes a policy, binding or policy module is about (Kubernetes' `MatchResources`): the
+/// rules name them and no exclusion does, the namespace and object selectors select them.
+#[derive(Debug, Clone, Default)]
+pub struct MatchResources {
+    rules: Vec<Rule>,
+    exclude: Vec<Rule>,
+    namespace_selector: Value,
+    object_selector: Value,
+    equivalent: bool,
+}
+
+impl MatchResources {
+    /// Reads a `MatchResources` object (`None` when absent).
+    pub fn parse(m: Option<&Value>) -> Option<Self> {
+        let m = m?;
+        Some(Self {
+            rules: Rule::list(m.get("resourceRules")),
+            exclude: Rule::list(m.get("excludeResourceRules")),
+            namespace_selector: m.get("namespaceSelector").cloned().unwrap_or(Value::Null),
+            object_selector: m.get("objectSelector").cloned().unwrap_or(Value::Null),
+            equivalent: m.get("matchPolicy").and_then(Value::as_str) != Some("Exact"),
+        })
+    }
+
+    /// Whether the write matches; `namespace` is the object's namespace, when it has one.
+    pub fn matches(&self, request: &AdmissionRequest<'_>, namespace: Option<&Value>) -> bool {
+        let named = self
+            .rules
+            .iter()
+            .any(|r| r.matches(request, self.equivalent))
+            && !self
+                .exclude
+                .iter()
+                .any(|r| r.matches(request, self.equivalent));
+        let empty = |s: &Value| s.is_null() || s.as_object().is_some_and(|m| m.is_empty());
+        let namespace_ok = empty(&self.namespace_selector)
+            || namespace
+                .is_none_or(|ns| selector_matches(&self.namespace_selector, &labels_of(ns)));
+        let object_ok = empty(&self.object_selector)
+            || selector_matches(&self.object_selector, &labels_of(request.object))
+            || request
+                .old_object
+                .is_some_and(|o| selector_matches(&self.object_selector, &labels_of(o)));
+        named && namespace_ok && object_ok
     }
 }

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::registry::{Error as RegistryError, Target};
 use crate::storage::StorageError;
-use crate::strategy::{FieldError, FieldErrorKind};
+use crate::strategy::FieldError;
 
 /// One cause of an Invalid error: `{reason, message, field}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,27 +22,9 @@ impl From<&FieldError> for Cause {
     fn from(e: &FieldError) -> Self {
         Self {
             reason: e.kind.cause_type().to_string(),
-            message: field_error_message(e),
+            message: e.message(),
             field: e.field.clone(),
         }
-    }
-}
-
-/// Kubernetes' message for a field error, without the field (`Invalid value: 3: must be ...`).
-fn field_error_message(e: &FieldError) -> String {
-    let head = match e.kind {
-        FieldErrorKind::Required => "Required value",
-        FieldErrorKind::Invalid => "Invalid value",
-        FieldErrorKind::Forbidden => "Forbidden",
-        FieldErrorKind::Duplicate => "Duplicate value",
-        FieldErrorKind::NotSupported => "Unsupported value",
-        FieldErrorKind::TooLong => "Too long",
-        FieldErrorKind::TooMany => "Too many",
-    };
-    if e.detail.is_empty() {
-        head.to_string()
-    } else {
-        format!("{head}: {}", e.detail)
     }
 }
 
@@ -358,6 +340,7 @@ fn known_reason(reason: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::strategy::FieldErrorKind;
 
     #[test]
     fn storage_errors_map_to_kubernetes_codes() {

@@ -136,10 +136,16 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.
     let webhook_metrics = crate::admission::webhook::metrics::WebhookMetrics::default();
     let (mutating, validating) = crate::admission::webhook::start(&registry, &webhook_metrics);
+    // Mutating webhooks, then the mutating policy modules; validating policies (CEL, then
+    // modules), then the validating webhooks — Kubernetes' order within each phase.
+    let policy_modules =
+        crate::admission::wasm_policy::WasmPolicies::new(modules.clone(), &registry);
     registry.admission().add_mutating(mutating);
+    registry.admission().add_mutating(policy_modules.clone());
     registry
         .admission()
         .add(crate::admission::policy::start(&registry));
+    registry.admission().add(policy_modules.clone());
     registry.admission().add(validating);
     let controller_metrics = ControllerMetrics::default();
     let parts = crate::controllers::Parts {
@@ -176,6 +182,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     metrics.register_with(|m| {
         controller_metrics.register(m);
         webhook_metrics.register(m);
+        policy_modules.register(m);
     });
     let state = AppState::new(
         storage,

@@ -128,6 +128,9 @@ impl LoadedModule {
         let kind = object.object["kind"].as_str().unwrap_or("");
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let manifest = self.strategy.module().manifest();
+        if manifest.admission_policy.is_some() {
+            return Ok(policy_context(object, group, version, kind));
+        }
         let resource = manifest
             .resources
             .iter()
@@ -155,6 +158,7 @@ impl LoadedModule {
                 username: TEST_USER.into(),
                 ..UserInfo::default()
             }),
+            admission: None,
         })
     }
 
@@ -183,6 +187,41 @@ impl LoadedModule {
             old,
         )
         .await)
+    }
+}
+
+/// The context of a dry-run request by [`TEST_USER`] asking an admission policy module (which
+/// serves no resource of its own) for its verdict on `object`: the validating phase, the
+/// resource named by the object's `apiVersion` and `kind` (plural: the kind in lower case with
+/// an `s`), namespaced when the object has a namespace.
+fn policy_context(object: &InputObject, group: &str, version: &str, kind: &str) -> StrategyContext {
+    let namespace = object.object["metadata"]["namespace"]
+        .as_str()
+        .map(String::from);
+    StrategyContext {
+        resource: crate::strategy::ResourceInfo {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            plural: format!("{}s", kind.to_lowercase()),
+            namespaced: namespace.is_some(),
+        },
+        dry_run: true,
+        request_id: format!("{TEST_USER}/{}", object.source),
+        hook_depth: 0,
+        user: Arc::new(UserInfo {
+            username: TEST_USER.into(),
+            ..UserInfo::default()
+        }),
+        admission: Some(crate::strategy::AdmissionAttributes {
+            phase: crate::strategy::AdmissionPhase::Validate,
+            name: object.object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            namespace,
+            subresource: None,
+        }),
     }
 }
 

@@ -132,6 +132,7 @@ mod tests {
             request_id: String::new(),
             hook_depth: 0,
             user: std::sync::Arc::new(crate::strategy::UserInfo::server()),
+            admission: None,
         };
         NamespaceStrategy
             .before_create(&ctx, &mut ns)

@@ -11,7 +11,8 @@ use super::runtime::{
     CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
 };
 use crate::strategy::{
-    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError, UserInfo,
+    Admission, AdmissionPhase, FieldError, FieldErrorKind, Strategy, StrategyContext,
+    StrategyError, UserInfo,
 };
 
 const CREATE_OPS: &[Operation] = &[
@@ -123,6 +124,44 @@ impl WasmStrategy {
     }
 }
 
+impl WasmStrategy {
+    /// Asks an admission policy module about a write (`operation`: `CREATE`, `UPDATE` or
+    /// `DELETE`); `None` when the call is not one for a policy, which then admits. In the
+    /// mutating phase the module's object replaces `object`.
+    async fn admit(
+        &self,
+        ctx: &StrategyContext,
+        operation: &str,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Option<Result<Admission, StrategyError>> {
+        let (attributes, declared) = (
+            ctx.admission.as_ref()?,
+            self.module.manifest().admission_policy.as_ref()?,
+        );
+        let phase = match attributes.phase {
+            AdmissionPhase::Mutate if !declared.mutates || object.is_none() => {
+                return Some(Ok(Admission::default()))
+            }
+            AdmissionPhase::Mutate => abi::AdmissionPhase::Mutate,
+            AdmissionPhase::Validate => abi::AdmissionPhase::Validate,
+        };
+        let op = Op::Admit(abi::AdmitRequest {
+            phase: phase as i32,
+            operation: operation.to_owned(),
+            object: object.as_deref().map(json).unwrap_or_default(),
+            old_object: old.map(json).unwrap_or_default(),
+            namespace: attributes.namespace.clone().unwrap_or_default(),
+            name: attributes.name.clone(),
+            subresource: attributes.subresource.clone().unwrap_or_default(),
+        });
+        Some(match self.run(ctx, op, false).await {
+            Ok(resp) => self.admission(resp, object),
+            Err(e) => Err(e),
+        })
+    }
+}
+
 fn json(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).expect("a JSON value serializes")
 }
@@ -194,6 +233,9 @@ impl Strategy for WasmStrategy {
         ctx: &StrategyContext,
         obj: &mut Value,
     ) -> Result<Admission, StrategyError> {
+        if let Some(admitted) = self.admit(ctx, "CREATE", Some(&mut *obj), None).await {
+            return admitted;
+        }
         if !self.module.manifest().implements_any(CREATE_OPS) {
             return Ok(Admission::default());
         }
@@ -208,6 +250,9 @@ impl Strategy for WasmStrategy {
         new: &mut Value,
         old: &Value,
     ) -> Result<Admission, StrategyError> {
+        if let Some(admitted) = self.admit(ctx, "UPDATE", Some(&mut *new), Some(old)).await {
+            return admitted;
+        }
         if !self.module.manifest().implements_any(UPDATE_OPS) {
             return Ok(Admission::default());
         }
@@ -224,6 +269,9 @@ impl Strategy for WasmStrategy {
         ctx: &StrategyContext,
         obj: &Value,
     ) -> Result<Admission, StrategyError> {
+        if let Some(admitted) = self.admit(ctx, "DELETE", None, Some(obj)).await {
+            return admitted;
+        }
         if !self.module.manifest().implements(Operation::BeforeDelete) {
             return Ok(Admission::default());
         }

@@ -86,6 +86,7 @@ pub fn widget_manifest(abi_version: u32, host_functions: &[i32]) -> Vec<u8> {
         ],
         host_functions: host_functions.to_vec(),
         applies: Vec::new(),
+        admission_policy: None,
     }
     .encode_to_vec()
 }

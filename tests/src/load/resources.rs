@@ -126,7 +126,7 @@ fn gateway(name: &str, api_version: &str) -> Value {
 fn config_map(name: &str, counter: u64) -> Value {
     let mut cm = json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "labels": {"app": "web", "team": "storefront"}},
+        "metadata": {"name": name, "labels": {"app": "web", "team": "storefront", "owner": "storefront"}},
         "data": {"counter": counter.to_string(), "LOG_LEVEL": "info", "FEATURE_FLAGS": "checkout-v2,search-suggest"},
     });
     let len = cm.to_string().len();

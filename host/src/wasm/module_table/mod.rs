@@ -86,13 +86,38 @@ struct Sources {
     staged: BTreeMap<String, (Arc<StagedVersion>, Vec<Key>)>,
 }
 
+/// The slots a module serves: its resources', or an admission policy's own.
 fn keys_of(module: &StrategyModule) -> Vec<Key> {
-    module
-        .manifest()
+    let manifest = module.manifest();
+    if manifest.admission_policy.is_some() {
+        return vec![policy_key(&manifest.name)];
+    }
+    manifest
         .resources
         .iter()
         .map(|r| key(&r.group, &r.kind))
         .collect()
+}
+
+/// The kind part of an admission policy's slot key: a `/` no real kind has, then its name.
+const POLICY_KEY_PREFIX: &str = "admission-policy/";
+
+/// The slot of the admission policy module named `name`.
+fn policy_key(name: &str) -> Key {
+    (String::new(), format!("{POLICY_KEY_PREFIX}{name}"))
+}
+
+/// An admission policy module in force (or staged), as the admission chain asks it.
+#[derive(Clone)]
+pub struct PolicyInForce {
+    /// The policy's name (its manifest's).
+    pub name: String,
+    /// The module whose declaration says which writes it is asked about: the version in force,
+    /// or the staged one when nothing is in force yet.
+    pub module: Arc<StrategyModule>,
+    /// Calls it through its slot (with any shadow or canary beside it); the call's context
+    /// carries the admission attributes.
+    pub strategy: Arc<dyn Strategy>,
 }
 
 /// The active module of every resource, and the status of every source.
@@ -161,6 +186,28 @@ impl ModuleTable {
             .cloned()?;
         let binding = slot.current.load_full()?;
         Some(binding.strategy.module().clone())
+    }
+
+    /// Every admission policy module with a version in force or staged, by name.
+    pub fn policies(&self) -> Vec<PolicyInForce> {
+        let slots = self.slots.read().expect("slots");
+        let mut policies: Vec<PolicyInForce> = slots
+            .iter()
+            .filter_map(|((_, kind), slot)| {
+                let name = kind.strip_prefix(POLICY_KEY_PREFIX)?;
+                let module = match slot.current.load_full() {
+                    Some(binding) => binding.strategy.module().clone(),
+                    None => slot.staged.load_full()?.module().clone(),
+                };
+                Some(PolicyInForce {
+                    name: name.to_owned(),
+                    module,
+                    strategy: Arc::new(SlotStrategy::new(slot.clone())),
+                })
+            })
+            .collect();
+        policies.sort_by(|a, b| a.name.cmp(&b.name));
+        policies
     }
 
     /// Installs a check every module's resources must pass before it is swapped in (e.g. against
@@ -430,18 +477,22 @@ impl ModuleTable {
         module: Arc<StrategyModule>,
     ) -> Result<Arc<StrategyModule>> {
         let check = self.resource_check.read().expect("check").clone();
-        for r in &module.manifest().resources {
-            let k = key(&r.group, &r.kind);
+        for k in keys_of(&module) {
             // A module built into the binary yields its resources to any other source.
             if let Some((other, _)) = sources
                 .iter()
                 .find(|(s, e)| s.as_str() != source && !is_builtin_source(s) && e.keys.contains(&k))
             {
+                let what = match k.1.strip_prefix(POLICY_KEY_PREFIX) {
+                    Some(name) => format!("admission policy {name:?}"),
+                    None => format!("resource {}/{}", k.0, k.1),
+                };
                 return Err(Error::Resource(format!(
-                    "resource {}/{} is already served by the module from {other}",
-                    r.group, r.kind
+                    "{what} is already served by the module from {other}"
                 )));
             }
+        }
+        for r in &module.manifest().resources {
             if let Some(check) = &check {
                 check(r).map_err(|e| {
                     Error::Resource(format!("resource {}/{}: {e}", r.group, r.kind))

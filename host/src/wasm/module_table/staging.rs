@@ -219,6 +219,7 @@ impl ModuleTable {
                         groups: vec!["system:authenticated".into()],
                         ..UserInfo::default()
                     }),
+                    admission: None,
                 };
                 let in_force: &dyn Strategy = &SlotStrategy::in_force(slot);
                 version.replay(in_force, &ctx, &objects).await;

@@ -317,6 +317,7 @@ mod tests {
             request_id: String::new(),
             hook_depth: 0,
             user: Default::default(),
+            admission: None,
         };
         let out = evaluate(&Stamps, &ctx, Verb::Update, json!({"a": 1}), None).await;
         assert_eq!(out.object, Some(json!({"a": 1, "stamped": true})));

@@ -10,6 +10,7 @@ use wasmtime::{ExternType, Module, ValType};
 
 use super::abi::{self, AbiVersion, HostFunction, Operation};
 use super::error::{Error, Result};
+use super::policy_declaration::PolicyDeclaration;
 use crate::strategy::ResourceInfo;
 
 /// The names of the host functions the runtime's linker defines.
@@ -34,6 +35,8 @@ pub struct ModuleManifest {
     pub resources: Vec<ResourceInfo>,
     /// The ABI version it was built for (one the host serves).
     pub abi_version: AbiVersion,
+    /// An admission policy module's declaration (then `resources` is empty).
+    pub admission_policy: Option<PolicyDeclaration>,
     operations: BTreeSet<i32>,
     pub(crate) grants: Grants,
 }
@@ -76,9 +79,22 @@ impl ModuleManifest {
                 "the module's name must have 1 to 253 characters".into(),
             ));
         }
-        if m.resources.is_empty() {
-            return Err(Error::Manifest("no resources".into()));
-        }
+        let admission_policy = match &m.admission_policy {
+            Some(_) if abi_version.minor < 2 => {
+                return Err(Error::Manifest(
+                    "admission policies need ABI 1.2 or later".into(),
+                ))
+            }
+            Some(_) if !m.resources.is_empty() => {
+                return Err(Error::Manifest(
+                    "a module is either a strategy (resources) or an admission policy, not both"
+                        .into(),
+                ))
+            }
+            Some(p) => Some(PolicyDeclaration::from_abi(p, &m.operations)?),
+            None if m.resources.is_empty() => return Err(Error::Manifest("no resources".into())),
+            None => None,
+        };
         let mut resources = Vec::new();
         for r in &m.resources {
             let namespaced = match r.scope() {
@@ -116,6 +132,13 @@ impl ModuleManifest {
                 Ok(Operation::Unspecified) | Err(_) => {
                     return Err(Error::Manifest(format!("unknown operation {op}")));
                 }
+                Ok(Operation::AdmitMutate | Operation::AdmitValidate)
+                    if admission_policy.is_none() =>
+                {
+                    return Err(Error::Manifest(
+                        "the admit operations are for admission policies".into(),
+                    ));
+                }
                 Ok(_) => operations.insert(*op),
             };
         }
@@ -146,6 +169,7 @@ impl ModuleManifest {
             name: m.name,
             resources,
             abi_version,
+            admission_policy,
             operations,
             grants,
         })
@@ -157,6 +181,7 @@ impl ModuleManifest {
             name: String::new(),
             resources: Vec::new(),
             abi_version: AbiVersion::HOST,
+            admission_policy: None,
             operations: BTreeSet::new(),
             grants: Grants::default(),
         }

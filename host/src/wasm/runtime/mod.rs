@@ -15,6 +15,7 @@ mod metrics;
 mod module;
 mod module_cache;
 mod placement;
+mod policy_declaration;
 
 pub use engine::{Runtime, RuntimeConfig};
 pub use error::{one_line, CallFailure, Error, FailureKind, Result};
@@ -24,3 +25,4 @@ pub use limits::EPOCH_TICK;
 pub use manifest::{GroupKind, ModuleManifest};
 pub use metrics::{ApplyRefusal, Metrics, ModuleCounters};
 pub use module::{digest, StrategyModule};
+pub use policy_declaration::{PolicyDeclaration, ValidationAction};

@@ -1,5 +1,5 @@
 //! The built-in `StrategyModule` kind (`strategyhost.io/v1alpha1`, cluster-scoped): an API
-//! object carrying a module's bytes and the resource it binds to, stored like any object so every
+//! object carrying a module's bytes and the resource (or admission policy) it binds to, stored like any object so every
 //! host replica on the same store loads the same version. Its native strategy checks the spec;
 //! `object_source.rs` loads it and writes the status.
 
@@ -44,6 +44,8 @@ pub struct ModuleSpec {
     pub group: String,
     /// The bound resource's kind.
     pub kind: String,
+    /// The admission policy bound instead of a resource (`spec.admissionPolicy.name`).
+    pub policy: Option<String>,
     /// The module's bytes.
     pub bytes: Vec<u8>,
     /// Their SHA-256, in hex.
@@ -71,11 +73,21 @@ impl ModuleSpec {
             }
         };
         let (group, kind) = (text("/spec/resource/group"), text("/spec/resource/kind"));
-        required(
-            "spec.resource.kind",
-            kind,
-            "the kind the module is the strategy of",
-        );
+        let policy = obj
+            .pointer("/spec/admissionPolicy")
+            .map(|_| text("/spec/admissionPolicy/name"));
+        match policy {
+            None => required(
+                "spec.resource.kind",
+                kind,
+                "the kind the module is the strategy of",
+            ),
+            Some(name) => required(
+                "spec.admissionPolicy.name",
+                name,
+                "the name of the admission policy the module declares",
+            ),
+        }
         required(
             "spec.module",
             text("/spec/module"),
@@ -103,6 +115,13 @@ impl ModuleSpec {
                 ),
             });
         }
+        if policy.is_some() && obj.pointer("/spec/resource").is_some() {
+            errors.push(FieldError {
+                kind: FieldErrorKind::Forbidden,
+                field: "spec.admissionPolicy".into(),
+                detail: "may not be set with spec.resource: a module is a resource's strategy or an admission policy".into(),
+            });
+        }
         let rollout = RolloutSpec::from_json(obj.pointer("/spec/rollout"), "spec.rollout")
             .unwrap_or_else(|e| {
                 errors.extend(e);
@@ -112,6 +131,7 @@ impl ModuleSpec {
             Ok(Self {
                 group: group.into(),
                 kind: kind.into(),
+                policy: policy.map(String::from),
                 bytes,
                 digest: actual,
                 rollout,
@@ -195,6 +215,21 @@ mod tests {
         let errors = ModuleSpec::from_object(&object("not base64!", None)).unwrap_err();
         assert_eq!(errors[0].field, "spec.module");
         assert_eq!(errors[0].kind, FieldErrorKind::Invalid);
+    }
+
+    #[test]
+    fn an_admission_policy_binds_instead_of_a_resource() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
+        let obj = json!({"spec": {"admissionPolicy": {"name": "owner-label"}, "module": b64}});
+        let spec = ModuleSpec::from_object(&obj).unwrap();
+        assert_eq!(spec.policy.as_deref(), Some("owner-label"));
+        let mut both = object(&b64, None);
+        both["spec"]["admissionPolicy"] = json!({"name": "owner-label"});
+        let errors = ModuleSpec::from_object(&both).unwrap_err();
+        assert_eq!(errors[0].field, "spec.admissionPolicy");
+        let unnamed = json!({"spec": {"admissionPolicy": {}, "module": b64}});
+        let errors = ModuleSpec::from_object(&unnamed).unwrap_err();
+        assert_eq!(errors[0].field, "spec.admissionPolicy.name");
     }
 
     #[test]

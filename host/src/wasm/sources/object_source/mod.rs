@@ -199,7 +199,7 @@ impl Follower {
                 let offered = (
                     spec.digest.clone(),
                     spec.group.clone(),
-                    spec.kind.clone(),
+                    spec.policy.clone().unwrap_or_else(|| spec.kind.clone()),
                     format!("{:?}", spec.rollout),
                 );
                 if self.seen.get(&name) != Some(&offered) {
@@ -208,7 +208,7 @@ impl Follower {
                     let src = source.clone();
                     let loaded = tokio::task::spawn_blocking(move || {
                         table.stage(&src, &spec.bytes, &spec.rollout, rolled_back, &|m| {
-                            binds(m, &spec.group, &spec.kind)
+                            binds(m, &spec)
                         })
                     })
                     .await;
@@ -254,9 +254,30 @@ impl Follower {
     }
 }
 
-/// The object's module must declare the resource the object binds it to.
-fn binds(module: &StrategyModule, group: &str, kind: &str) -> Result<(), String> {
-    let declared = &module.manifest().resources;
+/// The object's module must declare the resource (or admission policy) the object binds it to.
+fn binds(module: &StrategyModule, spec: &ModuleSpec) -> Result<(), String> {
+    let manifest = module.manifest();
+    match (&spec.policy, &manifest.admission_policy) {
+        (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
+        (Some(name), Some(_)) => {
+            return Err(format!(
+                "spec.admissionPolicy.name is {name:?} but the module's policy is {:?}",
+                manifest.name
+            ))
+        }
+        (Some(_), None) => {
+            return Err("spec.admissionPolicy is set but the module is a strategy, not an admission policy".into())
+        }
+        (None, Some(_)) => {
+            return Err(format!(
+                "the module is the admission policy {:?}: bind it with spec.admissionPolicy, not spec.resource",
+                manifest.name
+            ))
+        }
+        (None, None) => {}
+    }
+    let (group, kind) = (spec.group.as_str(), spec.kind.as_str());
+    let declared = &manifest.resources;
     if declared.iter().any(|r| r.group == group && r.kind == kind) {
         return Ok(());
     }
