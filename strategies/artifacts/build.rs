@@ -10,8 +10,12 @@ const STRATEGIES: &[(&str, &str)] = &[
     ("strategy-deployment", "DEPLOYMENT"),
     ("strategy-configmap", "CONFIGMAP"),
     ("strategy-project", "PROJECT"),
-    ("strategy-owner-label", "OWNER_LABEL"),
 ];
+
+/// (crate name, constant name) of the example admission policy modules: built like the
+/// strategies but not in `ALL` (what `examples/run.sh` loads), since a policy guards every
+/// resource and the walk-through turns it on by hand.
+const POLICIES: &[(&str, &str)] = &[("strategy-owner-label", "OWNER_LABEL")];
 
 /// (crate name, constant name) of the test programs built beside them: strategies that exist to
 /// misbehave in a way a WAT fixture could not easily (e.g. a hook applying its own kind), or to
@@ -33,6 +37,7 @@ fn main() {
     let crates: Vec<&str> = STRATEGIES
         .iter()
         .chain(TEST_PROGRAMS)
+        .chain(POLICIES)
         .chain([&EMBEDDED])
         .map(|(krate, _)| *krate)
         .collect();
@@ -52,7 +57,7 @@ fn main() {
     let mut all = String::from(
         "/// Every example strategy: (crate name, path of its `.wasm`).\npub const ALL: &[(&str, &str)] = &[\n",
     );
-    for (krate, name) in STRATEGIES.iter().chain(TEST_PROGRAMS) {
+    for (krate, name) in STRATEGIES.iter().chain(TEST_PROGRAMS).chain(POLICIES) {
         let path = file(krate).display().to_string();
         writeln!(
             consts,

@@ -1,7 +1,8 @@
 """An admission webhook server as users run them (Python standard library, HTTPS), for the
 end-to-end tests: /mutate adds a label with a JSONPatch and a warning, /deny refuses objects with
 a `forbidden` data key, /protect refuses deleting objects labelled protected=true, /hang never answers in time, /garbage answers something that is not an
-AdmissionReview. Prints `ready PORT` once it listens.
+AdmissionReview; GET /stats answers how many connections and requests it has served (it keeps
+connections open between requests, as HTTP/1.1 servers do). Prints `ready PORT` once it listens.
 
     python3 tests/python/webhook.py CERT_FILE KEY_FILE
 """
@@ -10,12 +11,27 @@ import http.server
 import json
 import ssl
 import sys
+import threading
 import time
+
+STATS = {"connections": 0, "requests": 0}
+LOCK = threading.Lock()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
     def log_message(self, *args):
         pass
+
+    def setup(self):
+        super().setup()
+        with LOCK:
+            STATS["connections"] += 1
+
+    def do_GET(self):
+        with LOCK:
+            self.answer(dict(STATS))
 
     def answer(self, body):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -26,6 +42,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self):
+        with LOCK:
+            STATS["requests"] += 1
         length = int(self.headers.get("Content-Length", 0))
         review = json.loads(self.rfile.read(length))
         request = review["request"]

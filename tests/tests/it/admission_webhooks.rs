@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use strategy_host_e2e::{call, eventually, latest_kubectl_path, KubeFixture};
+use strategy_host_e2e::{call, eventually, latest_kubectl_path, secure, KubeFixture};
 
 /// A CA and a serving certificate for 127.0.0.1, written into `dir`; answers the CA's PEM.
 fn certificates(dir: &Path) -> String {
@@ -96,6 +96,50 @@ fn configuration(
 
 fn post(k: &KubeFixture, path: &str, obj: &Value) -> strategy_host_e2e::Reply {
     call("POST", &k.host.url(path), Some(obj)).unwrap()
+}
+
+#[test]
+fn calls_to_a_webhook_reuse_its_connections() {
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
+    let ca = certificates(k.dir.path());
+    let webhook = WebhookServer::start(k.dir.path());
+    let config = configuration(
+        "ValidatingWebhookConfiguration",
+        "deny.example.com",
+        &webhook.url("/deny"),
+        &ca,
+        "configmaps",
+        json!({}),
+    );
+    let path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    assert_eq!(post(&k, path, &config).code, 201);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm = |name: &str, data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data});
+    eventually("the webhook to deny", Duration::from_secs(10), || {
+        post(&k, cms, &cm("bad", json!({"forbidden": "x"}))).code == 403
+    });
+    std::fs::write(k.dir.path().join("webhook-ca.crt"), &ca).unwrap();
+    let agent = secure::https_agent(&k.dir.path().join("webhook-ca.crt"), None).unwrap();
+    let stats = || -> Value {
+        agent
+            .get(&webhook.url("/stats"))
+            .call()
+            .unwrap()
+            .into_json()
+            .unwrap()
+    };
+    let before = stats();
+    for i in 0..20 {
+        let r = post(&k, cms, &cm(&format!("ok-{i}"), json!({"a": "1"})));
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+    let after = stats();
+    let requests = after["requests"].as_u64().unwrap() - before["requests"].as_u64().unwrap();
+    // (The agent asking for the stats keeps its own connection between the two asks.)
+    let connections =
+        after["connections"].as_u64().unwrap() - before["connections"].as_u64().unwrap();
+    assert_eq!(requests, 20, "{before} {after}");
+    assert!(connections <= 2, "20 calls took {connections} connections");
 }
 
 #[test]

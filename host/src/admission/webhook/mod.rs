@@ -6,6 +6,7 @@
 pub mod call;
 pub mod configuration;
 pub mod metrics;
+mod pool;
 
 use std::sync::{Arc, RwLock, Weak};
 
