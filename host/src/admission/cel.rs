@@ -2,22 +2,89 @@
 //! evaluated over `object`, `oldObject`, `request`, `params` and `namespaceObject` with
 //! Kubernetes' CEL libraries (`kube-cel` on the `cel` crate). Objects become CEL maps with
 //! their keys as they are — annotations and labels are read as `m['example.com/x']`, as
-//! Kubernetes reads map-typed fields.
+//! Kubernetes reads map-typed fields. Typed object literals (`Object{spec: Object.spec{...}}`,
+//! `JSONPatch{op: "add", ...}`), which the interpreter cannot evaluate, are read as maps keyed by
+//! their field names — what they are as JSON.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use kube_cel::cel::common::ast::{
+    EntryExpr, Expr, IdedEntryExpr, LiteralValue, MapEntryExpr, MapExpr,
+};
 use kube_cel::cel::objects::{Key, Map};
-use kube_cel::cel::{Context, Program, Value as CelValue};
+use kube_cel::cel::{Context, IdedExpr, Program, Value as CelValue};
 use kube_cel::KubeCelExt as _;
 use serde_json::Value;
 
 /// A compiled expression.
 #[derive(Debug)]
 pub struct Expression {
-    program: Program,
+    /// The parsed expression, its struct literals made maps.
+    ast: IdedExpr,
     /// Its text.
     pub source: String,
+}
+
+/// Rewrites every struct literal in `e` into a map literal keyed by its field names.
+fn structs_as_maps(e: &mut IdedExpr) {
+    let each = |children: &mut [&mut IdedExpr]| {
+        for child in children.iter_mut() {
+            structs_as_maps(child);
+        }
+    };
+    match &mut e.expr {
+        Expr::Struct(s) => {
+            let entries = std::mem::take(&mut s.entries)
+                .into_iter()
+                .map(|entry| match entry.expr {
+                    EntryExpr::StructField(field) => {
+                        let key = IdedExpr {
+                            id: entry.id,
+                            expr: Expr::Literal(LiteralValue::String(field.field.as_str().into())),
+                        };
+                        let mut value = field.value;
+                        structs_as_maps(&mut value);
+                        let expr = EntryExpr::MapEntry(MapEntryExpr {
+                            key,
+                            value,
+                            optional: field.optional,
+                        });
+                        IdedEntryExpr { id: entry.id, expr }
+                    }
+                    other => IdedEntryExpr {
+                        id: entry.id,
+                        expr: other,
+                    },
+                })
+                .collect();
+            e.expr = Expr::Map(MapExpr { entries });
+            structs_as_maps(e);
+        }
+        Expr::Map(m) => {
+            for entry in &mut m.entries {
+                if let EntryExpr::MapEntry(me) = &mut entry.expr {
+                    each(&mut [&mut me.key, &mut me.value]);
+                }
+            }
+        }
+        Expr::Call(c) => {
+            if let Some(target) = &mut c.target {
+                structs_as_maps(target);
+            }
+            c.args.iter_mut().for_each(structs_as_maps);
+        }
+        Expr::List(l) => l.elements.iter_mut().for_each(structs_as_maps),
+        Expr::Select(s) => structs_as_maps(&mut s.operand),
+        Expr::Comprehension(c) => each(&mut [
+            &mut c.iter_range,
+            &mut c.accu_init,
+            &mut c.loop_cond,
+            &mut c.loop_step,
+            &mut c.result,
+        ]),
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+    }
 }
 
 impl Expression {
@@ -26,12 +93,13 @@ impl Expression {
     /// # Errors
     /// The parse errors, as text.
     pub fn compile(source: &str) -> Result<Self, String> {
-        Program::compile(source)
-            .map(|program| Self {
-                program,
-                source: source.to_string(),
-            })
-            .map_err(|e| format!("compilation failed: {e}"))
+        let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
+        let mut ast = program.expression().clone();
+        structs_as_maps(&mut ast);
+        Ok(Self {
+            ast,
+            source: source.to_string(),
+        })
     }
 }
 
@@ -55,6 +123,38 @@ pub fn to_cel(value: &Value) -> CelValue {
             CelValue::Map(Map { map: Arc::new(map) })
         }
     }
+}
+
+/// A CEL value as JSON (map keys as strings); `Err` names what JSON cannot hold.
+fn from_cel(value: &CelValue) -> Result<Value, String> {
+    Ok(match value {
+        CelValue::Null => Value::Null,
+        CelValue::Bool(b) => Value::Bool(*b),
+        CelValue::Int(i) => Value::from(*i),
+        CelValue::UInt(u) => Value::from(*u),
+        CelValue::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .ok_or("a non-finite number")?,
+        CelValue::String(s) => Value::String((**s).clone()),
+        CelValue::List(items) => {
+            Value::Array(items.iter().map(from_cel).collect::<Result<_, _>>()?)
+        }
+        CelValue::Map(m) => Value::Object(
+            m.map
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Key::String(s) => (**s).clone(),
+                        Key::Int(i) => i.to_string(),
+                        Key::Uint(u) => u.to_string(),
+                        Key::Bool(b) => b.to_string(),
+                    };
+                    Ok((key, from_cel(v)?))
+                })
+                .collect::<Result<_, String>>()?,
+        ),
+        other => return Err(format!("{other:?}")),
+    })
 }
 
 /// The variables one evaluation sees.
@@ -122,10 +222,21 @@ impl Activation {
         }
     }
 
+    /// Evaluates `expression` (a mutation's) to JSON.
+    ///
+    /// # Errors
+    /// An evaluation error, or a result JSON cannot hold (a function, a type).
+    pub fn json(&self, expression: &Expression) -> Result<Value, String> {
+        from_cel(&self.evaluate(expression, "expression")?).map_err(|what| {
+            format!(
+                "expression {:?} returned {what}, which is not JSON",
+                expression.source
+            )
+        })
+    }
+
     fn evaluate(&self, expression: &Expression, what: &str) -> Result<CelValue, String> {
-        expression
-            .program
-            .execute(&self.context)
+        CelValue::resolve(&expression.ast, &self.context)
             .map_err(|e| format!("{what} {:?} resulted in error: {e}", expression.source))
     }
 }
@@ -154,6 +265,29 @@ mod tests {
         assert!(holds("object.nope.x == 1").is_err());
         assert!(holds("'a'").is_err());
         assert!(Expression::compile("object.(").is_err());
+    }
+
+    #[test]
+    fn typed_object_literals_are_maps() {
+        let object = json!({"spec": {"replicas": 3}});
+        let a = Activation::new(&[("object", &object)]);
+        let e = |source: &str| Expression::compile(source).unwrap();
+        assert_eq!(
+            a.truth(&e(
+                "Object{spec: Object.spec{replicas: object.spec.replicas + 1}}.spec.replicas == 4"
+            )),
+            Ok(true)
+        );
+        assert_eq!(
+            a.truth(&e(
+                "[JSONPatch{op: 'add', path: '/spec/x', value: 1}][0].op == 'add'"
+            )),
+            Ok(true)
+        );
+        assert_eq!(
+            a.truth(&e("object.spec.all(k, Object{a: k}.a == 'replicas')")),
+            Ok(true)
+        );
     }
 
     #[test]

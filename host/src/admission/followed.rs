@@ -11,14 +11,14 @@ use serde_json::Value;
 use crate::registry::Registry;
 use crate::storage::informer::{informer, InformerConfig, InformerEvent};
 
-/// Follows the objects of `group`/`plural` until `on_change` answers `false` (its owner is gone).
+/// Follows the objects of `group`/`version`/`plural` until `on_change` answers `false` (its
+/// owner is gone).
 pub fn follow(
     registry: &Registry,
-    group: &str,
-    plural: &str,
+    (group, version, plural): (&str, &str, &str),
     mut on_change: impl FnMut(&BTreeMap<String, Value>) -> bool + Send + 'static,
 ) {
-    let Some(served) = registry.resolve(group, "v1", plural) else {
+    let Some(served) = registry.resolve(group, version, plural) else {
         return;
     };
     let (storage, prefix) = (served.store.storage().clone(), served.def.key_prefix());
@@ -57,17 +57,16 @@ pub fn follow(
     });
 }
 
-/// Follows the objects of `group`/`plural` into `into`, as `parse` reads the whole set, for as
-/// long as `into` lives.
+/// Follows the objects of `resource` (group, version, plural) into `into`, as `parse` reads the
+/// whole set, for as long as `into` lives.
 pub fn follow_into<T: Send + Sync + 'static>(
     registry: &Registry,
-    group: &str,
-    plural: &str,
+    resource: (&str, &str, &str),
     into: &Arc<RwLock<T>>,
     parse: impl Fn(&BTreeMap<String, Value>) -> T + Send + 'static,
 ) {
     let weak = Arc::downgrade(into);
-    follow(registry, group, plural, move |all| {
+    follow(registry, resource, move |all| {
         let Some(target) = weak.upgrade() else {
             return false;
         };

@@ -31,12 +31,38 @@ struct Validation {
     reason: String,
 }
 
-fn items(list: Option<&Value>) -> Vec<Value> {
+/// The items of a JSON list (none when absent).
+pub fn items(list: Option<&Value>) -> Vec<Value> {
     list.and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
-fn compile(v: &Value, field: &str) -> Result<Expression, String> {
+/// Compiles the expression in `v[field]`.
+pub fn compile(v: &Value, field: &str) -> Result<Expression, String> {
     Expression::compile(v.get(field).and_then(Value::as_str).unwrap_or_default())
+}
+
+/// A policy spec's `paramKind`, as (group, version, kind).
+pub fn param_kind_of(spec: &Value) -> Option<(String, String, String)> {
+    spec.get("paramKind").map(|p| {
+        let api_version = p
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default();
+        (group.to_string(), version.to_string(), kind.to_string())
+    })
+}
+
+/// A policy spec's `variables`, compiled: (name, expression), in order.
+pub fn variables_of(spec: &Value) -> Vec<(String, Result<Expression, String>)> {
+    items(spec.get("variables"))
+        .iter()
+        .map(|v| {
+            let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+            (name.to_string(), compile(v, "expression"))
+        })
+        .collect()
 }
 
 /// One policy, its expressions compiled.
@@ -55,15 +81,7 @@ struct Policy {
 impl Policy {
     fn parse(obj: &Value) -> Self {
         let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-        let param_kind = spec.get("paramKind").map(|p| {
-            let api_version = p
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-            let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default();
-            (group.to_string(), version.to_string(), kind.to_string())
-        });
+        let param_kind = param_kind_of(&spec);
         let validations = items(spec.get("validations"))
             .iter()
             .map(|v| Validation {
@@ -87,13 +105,7 @@ impl Policy {
                 .map(|c| compile(c, "expression"))
                 .collect(),
             validations,
-            variables: items(spec.get("variables"))
-                .iter()
-                .map(|v| {
-                    let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
-                    (name.to_string(), compile(v, "expression"))
-                })
-                .collect(),
+            variables: variables_of(&spec),
             param_kind,
         }
     }
@@ -183,8 +195,7 @@ pub fn start(registry: &Arc<Registry>) -> Arc<Policies> {
     });
     crate::admission::followed::follow_into(
         registry,
-        GROUP,
-        "validatingadmissionpolicies",
+        (GROUP, "v1", "validatingadmissionpolicies"),
         &plugin.policies,
         |all| {
             all.iter()
@@ -194,8 +205,7 @@ pub fn start(registry: &Arc<Registry>) -> Arc<Policies> {
     );
     crate::admission::followed::follow_into(
         registry,
-        GROUP,
-        "validatingadmissionpolicybindings",
+        (GROUP, "v1", "validatingadmissionpolicybindings"),
         &plugin.bindings,
         |all| all.values().map(Binding::parse).collect(),
     );
@@ -217,69 +227,73 @@ impl Policies {
                 .clone(),
         }
     }
+}
 
-    /// The params a binding names: `paramRef.name` in its namespace (or the request's), or
-    /// every object `paramRef.selector` selects; `None` when the policy takes none.
-    async fn params(
-        &self,
-        policy: &Policy,
-        binding: &Binding,
-        request: &AdmissionRequest<'_>,
-    ) -> Result<Option<Vec<Value>>, String> {
-        let Some((group, version, kind)) = &policy.param_kind else {
-            return Ok(None);
-        };
-        let Some(param_ref) = &binding.param_ref else {
-            return Err(format!("failed to configure binding: paramRef is required when the policy has paramKind {kind}"));
-        };
-        let registry = self.registry.upgrade().ok_or("the server is stopping")?;
-        let served = registry.resolve_kind(group, version, kind).ok_or_else(|| {
-            format!("failed to configure binding: paramKind {group}/{version} {kind} is not served")
-        })?;
-        let namespace = param_ref
-            .get("namespace")
-            .and_then(Value::as_str)
-            .or(request.namespace)
-            .filter(|_| served.def.namespaced)
-            .map(String::from);
-        let scope = RequestScope {
-            version: version.clone(),
-            namespace,
-            ..Default::default()
-        };
-        let found = match param_ref.get("name").and_then(Value::as_str) {
-            Some(name) => match served.store.get(&scope, name, GetOptions::default()).await {
-                Ok(obj) => vec![obj],
-                Err(e) if e.is_not_found() => Vec::new(),
-                Err(e) => return Err(e.to_string()),
-            },
-            None => {
-                let listed = served
-                    .store
-                    .list(&scope, ListOptions::default())
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let selector = param_ref.get("selector").cloned().unwrap_or(Value::Null);
-                listed
-                    .items
-                    .iter()
-                    .map(|o| o.to_value())
-                    .filter(|o| selector.is_null() || selector_matches(&selector, &labels_of(o)))
-                    .collect()
-            }
-        };
-        if found.is_empty()
-            && param_ref
-                .get("parameterNotFoundAction")
-                .and_then(Value::as_str)
-                != Some("Allow")
-        {
-            return Err(
-                "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-            );
+/// The params a binding names (`param_ref`) for a policy taking `param_kind` (group, version,
+/// kind): `paramRef.name` in its namespace (or the request's), or every object
+/// `paramRef.selector` selects; `None` when the policy takes none.
+///
+/// # Errors
+/// Why no params could be read, worded as Kubernetes words it.
+pub async fn params(
+    registry: &Weak<Registry>,
+    param_kind: Option<&(String, String, String)>,
+    param_ref: Option<&Value>,
+    request: &AdmissionRequest<'_>,
+) -> Result<Option<Vec<Value>>, String> {
+    let Some((group, version, kind)) = param_kind else {
+        return Ok(None);
+    };
+    let Some(param_ref) = param_ref else {
+        return Err(format!("failed to configure binding: paramRef is required when the policy has paramKind {kind}"));
+    };
+    let registry = registry.upgrade().ok_or("the server is stopping")?;
+    let served = registry.resolve_kind(group, version, kind).ok_or_else(|| {
+        format!("failed to configure binding: paramKind {group}/{version} {kind} is not served")
+    })?;
+    let namespace = param_ref
+        .get("namespace")
+        .and_then(Value::as_str)
+        .or(request.namespace)
+        .filter(|_| served.def.namespaced)
+        .map(String::from);
+    let scope = RequestScope {
+        version: version.clone(),
+        namespace,
+        ..Default::default()
+    };
+    let found = match param_ref.get("name").and_then(Value::as_str) {
+        Some(name) => match served.store.get(&scope, name, GetOptions::default()).await {
+            Ok(obj) => vec![obj],
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => return Err(e.to_string()),
+        },
+        None => {
+            let listed = served
+                .store
+                .list(&scope, ListOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let selector = param_ref.get("selector").cloned().unwrap_or(Value::Null);
+            listed
+                .items
+                .iter()
+                .map(|o| o.to_value())
+                .filter(|o| selector.is_null() || selector_matches(&selector, &labels_of(o)))
+                .collect()
         }
-        Ok(Some(found))
+    };
+    if found.is_empty()
+        && param_ref
+            .get("parameterNotFoundAction")
+            .and_then(Value::as_str)
+            != Some("Allow")
+    {
+        return Err(
+            "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+        );
     }
+    Ok(Some(found))
 }
 
 /// The `request` variable CEL expressions see.
@@ -349,7 +363,14 @@ impl ValidatingAdmission for Policies {
                     Ok(Vec::new())
                 }
             };
-            let params = match self.params(policy, binding, request).await {
+            let params = match params(
+                &self.registry,
+                policy.param_kind.as_ref(),
+                binding.param_ref.as_ref(),
+                request,
+            )
+            .await
+            {
                 Ok(p) => p,
                 Err(why) => {
                     fail(why)?;

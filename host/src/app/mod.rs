@@ -136,12 +136,14 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.
     let webhook_metrics = crate::admission::webhook::metrics::WebhookMetrics::default();
     let (mutating, validating) = crate::admission::webhook::start(&registry, &webhook_metrics);
-    // Mutating webhooks, then the mutating policy modules; validating policies (CEL, then
-    // modules), then the validating webhooks — Kubernetes' order within each phase.
+    // Kubernetes' order within each phase: policies (CEL, then modules), then webhooks.
     let policy_modules =
         crate::admission::wasm_policy::WasmPolicies::new(modules.clone(), &registry);
-    registry.admission().add_mutating(mutating);
+    registry
+        .admission()
+        .add_mutating(crate::admission::mutating_policy::start(&registry));
     registry.admission().add_mutating(policy_modules.clone());
+    registry.admission().add_mutating(mutating);
     registry
         .admission()
         .add(crate::admission::policy::start(&registry));

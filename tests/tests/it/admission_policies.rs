@@ -132,3 +132,104 @@ spec:
         "{err}"
     );
 }
+
+#[test]
+fn mutating_policies_apply_configurations_and_json_patches() {
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
+    let manifests = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: defaults, namespace: default}
+data: {env: prod}
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata: {name: env-label}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  matchConditions:
+  - {name: not-the-defaults, expression: "object.metadata.name != 'defaults'"}
+  variables:
+  - {name: env, expression: "params.data.env"}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'env': variables.env}}}"
+  reinvocationPolicy: Never
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: env-label-binding}
+spec:
+  policyName: env-label
+  paramRef: {name: defaults, namespace: default, parameterNotFoundAction: Deny}
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata: {name: stamp-secrets}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["secrets"]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >-
+        [JSONPatch{op: "add", path: "/metadata/annotations",
+                   value: {"stamped-by": request.userInfo.username}}]
+  reinvocationPolicy: Never
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: stamp-secrets-binding}
+spec:
+  policyName: stamp-secrets
+"#;
+    let out = k.ok_with(&["apply", "-f", "-"], Some(manifests));
+    assert!(
+        out.contains("mutatingadmissionpolicy.admissionregistration.k8s.io/env-label created"),
+        "{out}"
+    );
+    let mut n = 0;
+    eventually(
+        "the policy to label a new ConfigMap",
+        Duration::from_secs(10),
+        || {
+            n += 1;
+            let name = format!("web-{n}");
+            k.ok(&["create", "configmap", &name, "--from-literal=a=b"]);
+            k.ok(&[
+                "get",
+                "configmap",
+                &name,
+                "-o",
+                "jsonpath={.metadata.labels.env}",
+            ]) == "prod"
+        },
+    );
+    let stamped = k.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "s1",
+        "--from-literal=a=b",
+        "-o",
+        "jsonpath={.metadata.annotations}",
+    ]);
+    // Development mode makes every request the user `admin`.
+    assert_eq!(stamped, r#"{"stamped-by":"admin"}"#);
+    // The kinds are discovered at v1beta1 beside the v1 ones.
+    let resources = k.ok(&[
+        "api-resources",
+        "--api-group",
+        "admissionregistration.k8s.io",
+    ]);
+    assert!(
+        resources.contains("mutatingadmissionpolicies")
+            && resources.contains("admissionregistration.k8s.io/v1beta1"),
+        "{resources}"
+    );
+}

@@ -69,8 +69,7 @@ impl Webhooks {
         let plural = self.kind.plural();
         crate::admission::followed::follow_into(
             registry,
-            "admissionregistration.k8s.io",
-            plural,
+            ("admissionregistration.k8s.io", "v1", plural),
             &self.current,
             |configurations| {
                 Arc::new(

@@ -1,0 +1,332 @@
+//! `MutatingAdmissionPolicy` and `MutatingAdmissionPolicyBinding` (v1beta1): each binding
+//! applies its policy's CEL `mutations` to the writes both match (the policy's
+//! `matchConstraints`, the binding's `matchResources`, then `matchConditions`), with the
+//! binding's params. A mutation is an `ApplyConfiguration` (an `Object{...}` merged into the
+//! object: maps field by field, anything else replaced) or a `JSONPatch` (a list of
+//! `JSONPatch{op, path, value}` applied in order); each sees the object as the mutations before
+//! it left it. Failures follow the policy's `failurePolicy`.
+//!
+//! The merge of an apply configuration does not read the resource's schema: a list is replaced
+//! as a whole, where Kubernetes merges lists whose schema keys them (`x-kubernetes-list-type:
+//! map`) item by item.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock, Weak};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::admission::cel::{Activation, Expression};
+use crate::admission::policy::{
+    compile, items, param_kind_of, params, request_variable, variables_of,
+};
+use crate::admission::rules::MatchResources;
+use crate::registry::admission::{AdmissionRequest, MutatingAdmission, Rejection, Verdict};
+use crate::registry::Registry;
+
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// One mutation of a policy.
+#[derive(Debug)]
+enum Mutation {
+    /// `patchType: ApplyConfiguration`.
+    Apply(Result<Expression, String>),
+    /// `patchType: JSONPatch`.
+    JsonPatch(Result<Expression, String>),
+}
+
+/// One policy, its expressions compiled.
+#[derive(Debug)]
+struct Policy {
+    fail_closed: bool,
+    matching: MatchResources,
+    match_conditions: Vec<Result<Expression, String>>,
+    variables: Vec<(String, Result<Expression, String>)>,
+    mutations: Vec<Mutation>,
+    param_kind: Option<(String, String, String)>,
+}
+
+impl Policy {
+    fn parse(obj: &Value) -> Self {
+        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        let mutations = items(spec.get("mutations"))
+            .iter()
+            .map(|m| match m.get("patchType").and_then(Value::as_str) {
+                Some("JSONPatch") => Mutation::JsonPatch(
+                    m.get("jsonPatch")
+                        .map_or(Err("jsonPatch is required".into()), |p| {
+                            compile(p, "expression")
+                        }),
+                ),
+                _ => Mutation::Apply(
+                    m.get("applyConfiguration")
+                        .map_or(Err("applyConfiguration is required".into()), |p| {
+                            compile(p, "expression")
+                        }),
+                ),
+            })
+            .collect();
+        Self {
+            fail_closed: spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
+            matching: MatchResources::parse(spec.get("matchConstraints")).unwrap_or_default(),
+            match_conditions: items(spec.get("matchConditions"))
+                .iter()
+                .map(|c| compile(c, "expression"))
+                .collect(),
+            variables: variables_of(&spec),
+            mutations,
+            param_kind: param_kind_of(&spec),
+        }
+    }
+
+    /// Applies every mutation to `object` under the bindings `base` variables; `Ok(false)` when
+    /// a match condition does not hold.
+    fn mutate(&self, base: &[(&str, &Value)], object: &mut Value) -> Result<bool, String> {
+        let activation = |object: &Value| {
+            let mut variables = base.to_vec();
+            variables.push(("object", object));
+            let mut a = Activation::new(&variables);
+            a.bind_variables(&self.variables);
+            a
+        };
+        let first = activation(object);
+        for condition in &self.match_conditions {
+            if !first.truth(condition.as_ref().map_err(Clone::clone)?)? {
+                return Ok(false);
+            }
+        }
+        for mutation in &self.mutations {
+            let a = activation(object);
+            match mutation {
+                Mutation::Apply(e) => {
+                    let applied = a.json(e.as_ref().map_err(Clone::clone)?)?;
+                    if !applied.is_object() {
+                        return Err("an applyConfiguration must return an Object".into());
+                    }
+                    merge(object, applied);
+                }
+                Mutation::JsonPatch(e) => {
+                    let ops = a.json(e.as_ref().map_err(Clone::clone)?)?;
+                    let patch: json_patch::Patch = serde_json::from_value(ops)
+                        .map_err(|e| format!("the JSONPatch is not valid: {e}"))?;
+                    json_patch::patch(object, &patch)
+                        .map_err(|e| format!("the JSONPatch could not be applied: {e}"))?;
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Merges an apply configuration into `object`: maps field by field, anything else replaced.
+fn merge(object: &mut Value, applied: Value) {
+    match (object, applied) {
+        (Value::Object(into), Value::Object(from)) => {
+            for (k, v) in from {
+                match into.get_mut(&k) {
+                    Some(existing) => merge(existing, v),
+                    None => {
+                        into.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+/// One binding.
+#[derive(Debug, Clone)]
+struct Binding {
+    name: String,
+    policy: String,
+    matching: Option<MatchResources>,
+    param_ref: Option<Value>,
+}
+
+impl Binding {
+    fn parse(obj: &Value) -> Self {
+        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
+        Self {
+            name: text(obj.pointer("/metadata/name")),
+            policy: text(spec.get("policyName")),
+            matching: MatchResources::parse(spec.get("matchResources")),
+            param_ref: spec.get("paramRef").cloned(),
+        }
+    }
+}
+
+/// The mutating admission plugin for policies.
+pub struct MutatingPolicies {
+    registry: Weak<Registry>,
+    policies: Arc<RwLock<BTreeMap<String, Arc<Policy>>>>,
+    bindings: Arc<RwLock<Vec<Binding>>>,
+}
+
+/// Starts following mutating policies and bindings; answers the plugin.
+pub fn start(registry: &Arc<Registry>) -> Arc<MutatingPolicies> {
+    let plugin = Arc::new(MutatingPolicies {
+        registry: Arc::downgrade(registry),
+        policies: Arc::default(),
+        bindings: Arc::default(),
+    });
+    use crate::admission::followed::follow_into;
+    follow_into(
+        registry,
+        (GROUP, "v1beta1", "mutatingadmissionpolicies"),
+        &plugin.policies,
+        |all| {
+            all.iter()
+                .map(|(n, o)| (n.clone(), Arc::new(Policy::parse(o))))
+                .collect()
+        },
+    );
+    follow_into(
+        registry,
+        (GROUP, "v1beta1", "mutatingadmissionpolicybindings"),
+        &plugin.bindings,
+        |all| all.values().map(Binding::parse).collect(),
+    );
+    plugin
+}
+
+#[async_trait]
+impl MutatingAdmission for MutatingPolicies {
+    fn name(&self) -> &str {
+        "MutatingAdmissionPolicy"
+    }
+
+    async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+        let bindings = self
+            .bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if bindings.is_empty() || request.operation == crate::registry::admission::Operation::Delete
+        {
+            return Ok(Vec::new());
+        }
+        let policies = self
+            .policies
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let namespace =
+            crate::admission::followed::namespace_object(&self.registry, request.namespace).await;
+        let request_var = request_variable(request);
+        let old = request.old_object.cloned().unwrap_or(Value::Null);
+        for binding in &bindings {
+            let Some(policy) = policies.get(&binding.policy) else {
+                continue;
+            };
+            if !policy.matching.matches(request, namespace.as_ref())
+                || !binding
+                    .matching
+                    .as_ref()
+                    .is_none_or(|m| m.matches(request, namespace.as_ref()))
+            {
+                continue;
+            }
+            let fail = |why: String| -> Verdict {
+                match policy.fail_closed {
+                    true => Err(Rejection::Denied {
+                        code: 500,
+                        reason: "InternalError".into(),
+                        message: format!(
+                            "MutatingAdmissionPolicy '{}' with binding '{}' denied request: {why}",
+                            binding.policy, binding.name
+                        ),
+                    }),
+                    false => Ok(Vec::new()),
+                }
+            };
+            let found = params(
+                &self.registry,
+                policy.param_kind.as_ref(),
+                binding.param_ref.as_ref(),
+                request,
+            )
+            .await;
+            let found = match found {
+                Ok(p) => p,
+                Err(why) => {
+                    fail(why)?;
+                    continue;
+                }
+            };
+            for params in found.map_or(vec![None], |list| list.into_iter().map(Some).collect()) {
+                let mut base: Vec<(&str, &Value)> =
+                    vec![("oldObject", &old), ("request", &request_var)];
+                if let Some(p) = &params {
+                    base.push(("params", p));
+                }
+                if let Some(ns) = &namespace {
+                    base.push(("namespaceObject", ns));
+                }
+                // A failed policy leaves the object as it was before it.
+                let mut mutated = object.clone();
+                match policy.mutate(&base, &mut mutated) {
+                    Ok(_) => *object = mutated,
+                    Err(why) => fail(why).map(drop)?,
+                }
+            }
+        }
+        Ok(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(mutations: Value) -> Policy {
+        Policy::parse(&json!({"spec": {"mutations": mutations}}))
+    }
+
+    #[test]
+    fn an_apply_configuration_merges_maps_and_replaces_the_rest() {
+        let p = policy(
+            json!([{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                "expression": "Object{metadata: Object.metadata{labels: {'env': 'prod'}}, spec: Object.spec{ports: [80]}}"
+            }}]),
+        );
+        let mut object = json!({"metadata": {"name": "x", "labels": {"app": "web"}}, "spec": {"ports": [1, 2], "replicas": 2}});
+        assert_eq!(p.mutate(&[], &mut object), Ok(true));
+        assert_eq!(
+            object,
+            json!({"metadata": {"name": "x", "labels": {"app": "web", "env": "prod"}}, "spec": {"ports": [80], "replicas": 2}})
+        );
+    }
+
+    #[test]
+    fn json_patches_apply_in_order_each_seeing_the_last() {
+        let p = policy(json!([
+            {"patchType": "JSONPatch", "jsonPatch": {"expression":
+                "[JSONPatch{op: 'add', path: '/spec/replicas', value: object.spec.replicas * 2}]"}},
+            {"patchType": "JSONPatch", "jsonPatch": {"expression":
+                "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'replicas': string(object.spec.replicas)}}]"}}
+        ]));
+        let mut object = json!({"metadata": {}, "spec": {"replicas": 3}});
+        assert_eq!(p.mutate(&[], &mut object), Ok(true));
+        assert_eq!(object["spec"]["replicas"], 6);
+        assert_eq!(object["metadata"]["annotations"]["replicas"], "6");
+    }
+
+    #[test]
+    fn a_false_match_condition_mutates_nothing_and_errors_are_reported() {
+        let p = Policy::parse(&json!({"spec": {
+            "matchConditions": [{"name": "big", "expression": "object.spec.replicas > 5"}],
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'remove', path: '/spec'}]"}}]
+        }}));
+        let mut object = json!({"spec": {"replicas": 3}});
+        assert_eq!(p.mutate(&[], &mut object), Ok(false));
+        assert_eq!(object, json!({"spec": {"replicas": 3}}));
+        let broken = policy(
+            json!([{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'replace', path: '/nope/x', value: 1}]"}}]),
+        );
+        let err = broken.mutate(&[], &mut object).unwrap_err();
+        assert!(err.contains("could not be applied"), "{err}");
+    }
+}
