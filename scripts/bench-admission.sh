@@ -4,7 +4,7 @@
 # ValidatingAdmissionPolicy (CEL), the example wasm policy module (strategies/owner-label) and one
 # validating webhook on this machine (tests/python/webhook.py over HTTPS) — each asking the same
 # question (does the ConfigMap carry an `owner` label?). Then the webhook hangs (30 s, on Secrets,
-# failurePolicy Ignore) under 16 callers while the ConfigMap creates run again beside it.
+# failurePolicy Ignore) under 16 callers while Lease creates (no webhook) and ConfigMap creates run beside it.
 #
 #   bash scripts/bench-admission.sh [SECONDS_PER_CELL] [ROUNDS] [CLIENTS]
 #
@@ -22,13 +22,19 @@ trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$wo
 mkdir -p "$work/policies"
 cp "$target/wasm32-unknown-unknown/release/strategy-owner-label.wasm" "$work/policies/owner-label.wasm"
 
-# The webhook's certificate, for 127.0.0.1, and its server.
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
-    -addext subjectAltName=IP:127.0.0.1 -keyout "$work/webhook.key" -out "$work/webhook.crt" 2>/dev/null
+# A CA and the webhook's certificate for 127.0.0.1 signed by it (a self-signed certificate is a
+# CA, which TLS refuses as a server's), and the webhook's server.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench-ca \
+    -keyout "$work/ca.key" -out "$work/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 \
+    -keyout "$work/webhook.key" -out "$work/webhook.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$work/webhook.ext"
+openssl x509 -req -in "$work/webhook.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" -CAcreateserial \
+    -days 1 -extfile "$work/webhook.ext" -out "$work/webhook.crt" 2>/dev/null
 python3 tests/python/webhook.py "$work/webhook.crt" "$work/webhook.key" >"$work/webhook.out" &
 for _ in $(seq 100); do grep -q ready "$work/webhook.out" 2>/dev/null && break; sleep 0.1; done
 webhook_port=$(awk '/ready/ {print $2}' "$work/webhook.out")
-ca_bundle=$(base64 -w0 <"$work/webhook.crt")
+ca_bundle=$(base64 -w0 <"$work/ca.crt")
 
 declare -A port=([none]=18191 [cel]=18192 [wasm]=18193 [webhook]=18194)
 for name in none cel wasm webhook; do
@@ -60,25 +66,29 @@ post "${port[webhook]}" '{"apiVersion":"admissionregistration.k8s.io/v1","kind":
    "timeoutSeconds":30,"clientConfig":{"url":"https://127.0.0.1:'"$webhook_port"'/hang","caBundle":"'"$ca_bundle"'"},
    "rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["secrets"]}]}]}' \
     /apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations
-# Each server must refuse a ConfigMap without an owner before it is measured (the webhook's
-# rule refuses the `forbidden` key instead).
-refuses() {
+# Each server must refuse a ConfigMap without an owner (422) before it is measured, and the
+# webhook one with a `forbidden` key (403: the webhook answered, not a failed call's 500).
+answers() {
     local code
     code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-        --data-binary "$2" "http://127.0.0.1:$1/api/v1/namespaces/default/configmaps")
-    [ "$code" -ge 400 ]
+        --data-binary "$3" "http://127.0.0.1:$1/api/v1/namespaces/default/configmaps?dryRun=All")
+    [ "$code" = "$2" ]
 }
+ready=
 for _ in $(seq 100); do
-    refuses "${port[cel]}" '{"metadata":{"name":"probe"}}' &&
-        refuses "${port[wasm]}" '{"metadata":{"name":"probe"}}' &&
-        refuses "${port[webhook]}" '{"metadata":{"name":"probe","labels":{"owner":"x"}},"data":{"forbidden":"1"}}' &&
+    if answers "${port[cel]}" 422 '{"metadata":{"name":"probe"}}' &&
+        answers "${port[wasm]}" 422 '{"metadata":{"name":"probe"}}' &&
+        answers "${port[webhook]}" 403 '{"metadata":{"name":"probe","labels":{"owner":"x"}},"data":{"forbidden":"1"}}'; then
+        ready=1
         break
+    fi
     sleep 0.2
 done
+[ -n "$ready" ] || { echo "the policies and the webhook never refused their probes" >&2; exit 1; }
 
 load() {
-    "$target/release/api-load" --server "http://127.0.0.1:$1" --resource configmaps --mode create \
-        --concurrency "$clients" --seconds "$seconds"
+    "$target/release/api-load" --server "http://127.0.0.1:$1" --resource "${2:-configmaps}" \
+        --mode create --concurrency "$clients" --seconds "$seconds"
 }
 for round in $(seq "$rounds"); do
     for name in none cel wasm webhook; do
@@ -87,8 +97,11 @@ for round in $(seq "$rounds"); do
     done
 done
 
-# A webhook hanging 30 s on Secrets, 16 callers waiting on it, beside the ConfigMap creates.
-printf '%-8s beside nothing:      ' webhook
+# A webhook hanging 30 s on Secrets, 16 callers waiting on it, beside creates of a resource no
+# webhook guards (Leases) and of ConfigMaps (guarded by the other webhook of the same server).
+printf '%-8s leases beside nothing:          ' webhook
+load "${port[webhook]}" leases
+printf '%-8s configmaps beside nothing:      ' webhook
 load "${port[webhook]}"
 for i in $(seq 16); do
     (while true; do
@@ -98,5 +111,7 @@ for i in $(seq 16); do
     done) &
 done
 sleep 2
-printf '%-8s beside a hung hook:  ' webhook
+printf '%-8s leases beside a hung hook:      ' webhook
+load "${port[webhook]}" leases
+printf '%-8s configmaps beside a hung hook:  ' webhook
 load "${port[webhook]}"

@@ -9,9 +9,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube_cel::cel::common::ast::{
-    EntryExpr, Expr, IdedEntryExpr, LiteralValue, MapEntryExpr, MapExpr,
-};
 use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::{Context, IdedExpr, Program, Value as CelValue};
 use kube_cel::KubeCelExt as _;
@@ -26,67 +23,6 @@ pub struct Expression {
     pub source: String,
 }
 
-/// Rewrites every struct literal in `e` into a map literal keyed by its field names.
-fn structs_as_maps(e: &mut IdedExpr) {
-    let each = |children: &mut [&mut IdedExpr]| {
-        for child in children.iter_mut() {
-            structs_as_maps(child);
-        }
-    };
-    match &mut e.expr {
-        Expr::Struct(s) => {
-            let entries = std::mem::take(&mut s.entries)
-                .into_iter()
-                .map(|entry| match entry.expr {
-                    EntryExpr::StructField(field) => {
-                        let key = IdedExpr {
-                            id: entry.id,
-                            expr: Expr::Literal(LiteralValue::String(field.field.as_str().into())),
-                        };
-                        let mut value = field.value;
-                        structs_as_maps(&mut value);
-                        let expr = EntryExpr::MapEntry(MapEntryExpr {
-                            key,
-                            value,
-                            optional: field.optional,
-                        });
-                        IdedEntryExpr { id: entry.id, expr }
-                    }
-                    other => IdedEntryExpr {
-                        id: entry.id,
-                        expr: other,
-                    },
-                })
-                .collect();
-            e.expr = Expr::Map(MapExpr { entries });
-            structs_as_maps(e);
-        }
-        Expr::Map(m) => {
-            for entry in &mut m.entries {
-                if let EntryExpr::MapEntry(me) = &mut entry.expr {
-                    each(&mut [&mut me.key, &mut me.value]);
-                }
-            }
-        }
-        Expr::Call(c) => {
-            if let Some(target) = &mut c.target {
-                structs_as_maps(target);
-            }
-            c.args.iter_mut().for_each(structs_as_maps);
-        }
-        Expr::List(l) => l.elements.iter_mut().for_each(structs_as_maps),
-        Expr::Select(s) => structs_as_maps(&mut s.operand),
-        Expr::Comprehension(c) => each(&mut [
-            &mut c.iter_range,
-            &mut c.accu_init,
-            &mut c.loop_cond,
-            &mut c.loop_step,
-            &mut c.result,
-        ]),
-        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
-    }
-}
-
 impl Expression {
     /// Compiles `source`.
     ///
@@ -95,7 +31,7 @@ impl Expression {
     pub fn compile(source: &str) -> Result<Self, String> {
         let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
         let mut ast = program.expression().clone();
-        structs_as_maps(&mut ast);
+        crate::registry::cel::typed_literals_as_maps(&mut ast, &mut Vec::new());
         Ok(Self {
             ast,
             source: source.to_string(),

@@ -10,6 +10,10 @@
 
 use std::sync::Arc;
 
+use kube_cel::cel::common::ast::{
+    EntryExpr, Expr, IdedEntryExpr, LiteralValue, MapEntryExpr, MapExpr,
+};
+use kube_cel::cel::{IdedExpr, Program};
 use kube_cel::{
     compile_schema, estimate_rule_cost, CompiledSchema, ErrorKind, RootContext, Validator,
     WarningKind,
@@ -186,6 +190,88 @@ fn type_at(obj: &Value, path: &str) -> &'static str {
     }
 }
 
+/// Rewrites every typed object literal (struct literal, e.g. `Object{spec: ...}`) in `e` into a
+/// map literal keyed by its field names, adding each one's type name to `found`: the `cel`
+/// interpreter cannot evaluate struct literals (it panics), and as JSON they are maps.
+pub fn typed_literals_as_maps(e: &mut IdedExpr, found: &mut Vec<String>) {
+    let each = |children: &mut [&mut IdedExpr], found: &mut Vec<String>| {
+        for child in children.iter_mut() {
+            typed_literals_as_maps(child, found);
+        }
+    };
+    match &mut e.expr {
+        Expr::Struct(s) => {
+            found.push(s.type_name.clone());
+            let entries = std::mem::take(&mut s.entries)
+                .into_iter()
+                .map(|entry| match entry.expr {
+                    EntryExpr::StructField(field) => {
+                        let key = IdedExpr {
+                            id: entry.id,
+                            expr: Expr::Literal(LiteralValue::String(field.field.as_str().into())),
+                        };
+                        let mut value = field.value;
+                        typed_literals_as_maps(&mut value, found);
+                        let expr = EntryExpr::MapEntry(MapEntryExpr {
+                            key,
+                            value,
+                            optional: field.optional,
+                        });
+                        IdedEntryExpr { id: entry.id, expr }
+                    }
+                    other => IdedEntryExpr {
+                        id: entry.id,
+                        expr: other,
+                    },
+                })
+                .collect();
+            e.expr = Expr::Map(MapExpr { entries });
+            typed_literals_as_maps(e, found);
+        }
+        Expr::Map(m) => {
+            for entry in &mut m.entries {
+                if let EntryExpr::MapEntry(me) = &mut entry.expr {
+                    each(&mut [&mut me.key, &mut me.value], found);
+                }
+            }
+        }
+        Expr::Call(c) => {
+            if let Some(target) = &mut c.target {
+                typed_literals_as_maps(target, found);
+            }
+            for arg in &mut c.args {
+                typed_literals_as_maps(arg, found);
+            }
+        }
+        Expr::List(l) => {
+            for element in &mut l.elements {
+                typed_literals_as_maps(element, found);
+            }
+        }
+        Expr::Select(s) => typed_literals_as_maps(&mut s.operand, found),
+        Expr::Comprehension(c) => each(
+            &mut [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ],
+            found,
+        ),
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+    }
+}
+
+/// The type names of the typed object literals in `source` (none when it does not parse).
+fn typed_literals_in(source: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Ok(program) = Program::compile(source) {
+        typed_literals_as_maps(&mut program.expression().clone(), &mut found);
+    }
+    found
+}
+
 /// Walks the compiled tree beside its schema, collecting what Kubernetes refuses at CRD write.
 fn check(compiled: &CompiledSchema, schema: &Value, field: &str, errors: &mut Vec<FieldError>) {
     for (i, result) in compiled.validations.iter().enumerate() {
@@ -197,6 +283,15 @@ fn check(compiled: &CompiledSchema, schema: &Value, field: &str, errors: &mut Ve
                 detail: format!("compilation failed: {e}"),
             }),
             Ok(rule) => {
+                // CRD rules have no object types, so Kubernetes' type check refuses these.
+                if let Some(name) = typed_literals_in(&rule.rule.rule).first() {
+                    errors.push(FieldError {
+                        kind: FieldErrorKind::Invalid,
+                        field: format!("{at}.rule"),
+                        detail: format!("compilation failed: undeclared reference to '{name}'"),
+                    });
+                    continue;
+                }
                 if let Some(reason) = rule.rule.reason.as_deref() {
                     if !REASONS.contains(&reason) {
                         errors.push(FieldError {
@@ -323,5 +418,20 @@ mod tests {
         assert!(CelRules::compile(&json!({"type": "object"}), "s")
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn a_rule_with_a_typed_object_literal_refuses_the_definition() {
+        // The interpreter cannot evaluate struct literals (it panics); Kubernetes' type check
+        // refuses them in CRD rules, which have no object types.
+        let rule = json!({"type": "object", "properties": {"a": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self == Object{a: 1}"}]});
+        let errs = CelRules::compile(&rule, "s").unwrap_err();
+        assert_eq!(errs[0].field, "s.x-kubernetes-validations[0].rule");
+        assert!(
+            errs[0].detail.contains("undeclared reference to 'Object'"),
+            "{}",
+            errs[0].detail
+        );
     }
 }
