@@ -1,5 +1,5 @@
 """An admission webhook server as users run them (Python standard library, HTTPS), for the
-end-to-end tests: /mutate adds a label with a JSONPatch and a warning, /deny refuses objects with
+end-to-end tests: /mutate adds a label with a JSONPatch, a warning and an audit annotation, /deny refuses objects with
 a `forbidden` data key, /protect refuses deleting objects labelled protected=true, /hang never answers in time, /garbage answers something that is not an
 AdmissionReview; GET /stats answers how many connections and requests it has served (it keeps
 connections open between requests, as HTTP/1.1 servers do). Prints `ready PORT` once it listens.
@@ -9,6 +9,7 @@ connections open between requests, as HTTP/1.1 servers do). Prints `ready PORT` 
 import base64
 import http.server
 import json
+import socket
 import ssl
 import sys
 import threading
@@ -26,6 +27,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        # Headers and body go out in two writes: without this, Nagle holds the body until the
+        # client's delayed ACK (40 ms), which Go's servers never do.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with LOCK:
             STATS["connections"] += 1
 
@@ -58,6 +62,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
             response["warnings"] = ["mutated by the test webhook"]
+            response["auditAnnotations"] = {"mutated": "true"}
         elif path == "/deny":
             if "forbidden" in (obj.get("data") or {}):
                 response = {"uid": request["uid"], "allowed": False,

@@ -74,8 +74,24 @@ struct Policy {
     validations: Vec<Validation>,
     /// `variables`: (name, expression), in order.
     variables: Vec<(String, Result<Expression, String>)>,
+    /// `auditAnnotations`: (key, valueExpression).
+    audit_annotations: Vec<(String, Result<Expression, String>)>,
     /// `paramKind`: (group, version, kind).
     param_kind: Option<(String, String, String)>,
+}
+
+/// What a policy's evaluation under one activation found.
+enum Evaluated {
+    /// A match condition does not hold: the policy is not about this write.
+    NotMatched,
+    /// Every validation holds.
+    Passed,
+    /// The validation at `index` failed, with its message and reason.
+    Failed {
+        index: usize,
+        message: String,
+        reason: String,
+    },
 }
 
 impl Policy {
@@ -106,6 +122,13 @@ impl Policy {
                 .collect(),
             validations,
             variables: variables_of(&spec),
+            audit_annotations: items(spec.get("auditAnnotations"))
+                .iter()
+                .map(|a| {
+                    let key = a.get("key").and_then(Value::as_str).unwrap_or_default();
+                    (key.to_string(), compile(a, "valueExpression"))
+                })
+                .collect(),
             param_kind,
         }
     }
@@ -114,13 +137,13 @@ impl Policy {
     ///
     /// # Errors
     /// An expression that does not compile or evaluate.
-    fn violation(&self, activation: &Activation) -> Result<Option<(String, String)>, String> {
+    fn violation(&self, activation: &Activation) -> Result<Evaluated, String> {
         for condition in &self.match_conditions {
             if !activation.truth(condition.as_ref().map_err(Clone::clone)?)? {
-                return Ok(None);
+                return Ok(Evaluated::NotMatched);
             }
         }
-        for v in &self.validations {
+        for (index, v) in self.validations.iter().enumerate() {
             let expression = v.expression.as_ref().map_err(Clone::clone)?;
             if activation.truth(expression)? {
                 continue;
@@ -135,9 +158,36 @@ impl Policy {
                 _ => None,
             }
             .unwrap_or_else(|| format!("failed expression: {}", expression.source));
-            return Ok(Some((message, v.reason.clone())));
+            return Ok(Evaluated::Failed {
+                index,
+                message,
+                reason: v.reason.clone(),
+            });
         }
-        Ok(None)
+        Ok(Evaluated::Passed)
+    }
+
+    /// Puts the policy's `auditAnnotations` on the request's audit events as `{policy}/{key}`
+    /// (a value that evaluates to null is left out).
+    fn annotate(&self, name: &str, activation: &Activation, request: &AdmissionRequest<'_>) {
+        for (key, expression) in &self.audit_annotations {
+            let value = expression
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|e| activation.json(e));
+            match value {
+                Ok(Value::String(v)) if !v.is_empty() => {
+                    request.annotate(&format!("{name}/{key}"), &v)
+                }
+                Ok(Value::Null | Value::String(_)) => {}
+                Ok(other) => tracing::warn!(
+                    policy = name,
+                    key,
+                    "auditAnnotation valueExpression returned {other}, not a string"
+                ),
+                Err(why) => tracing::warn!(policy = name, key, "auditAnnotation failed: {why}"),
+            }
+        }
     }
 }
 
@@ -312,6 +362,20 @@ pub fn request_variable(request: &AdmissionRequest<'_>) -> Value {
     })
 }
 
+/// The annotation Kubernetes puts the Audit action's failures under.
+pub const VALIDATION_FAILURE_ANNOTATION: &str =
+    "validation.policy.admission.k8s.io/validation_failure";
+
+/// Records the Audit action's failures on the request's audit events, as a JSON list.
+pub fn record_audit_failures(request: &AdmissionRequest<'_>, failures: &[Value]) {
+    if !failures.is_empty() {
+        request.annotate(
+            VALIDATION_FAILURE_ANNOTATION,
+            &Value::from(failures.to_vec()).to_string(),
+        );
+    }
+}
+
 /// Kubernetes' code for a validation's reason.
 fn code_of(reason: &str) -> u16 {
     match reason {
@@ -336,6 +400,7 @@ impl ValidatingAdmission for Policies {
         let namespace =
             crate::admission::followed::namespace_object(&self.registry, request.namespace).await;
         let mut warnings = Vec::new();
+        let mut audit_failures: Vec<Value> = Vec::new();
         for binding in &in_force.bindings {
             let Some(policy) = in_force.policies.get(&binding.policy) else {
                 continue;
@@ -393,20 +458,30 @@ impl ValidatingAdmission for Policies {
                 }
                 let mut activation = Activation::new(&variables);
                 activation.bind_variables(&policy.variables);
-                let (message, reason) = match policy.violation(&activation) {
-                    Ok(Some(found)) => found,
-                    Ok(None) => continue,
+                let evaluated = policy.violation(&activation);
+                if !matches!(evaluated, Ok(Evaluated::NotMatched)) {
+                    policy.annotate(&binding.policy, &activation, request);
+                }
+                let (index, message, reason) = match evaluated {
+                    Ok(Evaluated::Failed {
+                        index,
+                        message,
+                        reason,
+                    }) => (index, message, reason),
+                    Ok(Evaluated::NotMatched | Evaluated::Passed) => continue,
                     Err(why) => {
                         fail(why)?;
                         continue;
                     }
                 };
                 if binding.actions.iter().any(|a| a == "Audit") {
-                    tracing::info!(
-                        policy = %binding.policy,
-                        binding = %binding.name,
-                        "ValidatingAdmissionPolicy validation failed (Audit): {message}"
-                    );
+                    audit_failures.push(json!({
+                        "message": message,
+                        "policy": binding.policy,
+                        "binding": binding.name,
+                        "expressionIndex": index,
+                        "validationActions": binding.actions,
+                    }));
                 }
                 if binding.actions.iter().any(|a| a == "Warn") {
                     warnings.push(format!(
@@ -415,6 +490,7 @@ impl ValidatingAdmission for Policies {
                     ));
                 }
                 if binding.actions.iter().any(|a| a == "Deny") {
+                    record_audit_failures(request, &audit_failures);
                     return Err(Rejection::Denied {
                         code: code_of(&reason),
                         reason,
@@ -423,6 +499,7 @@ impl ValidatingAdmission for Policies {
                 }
             }
         }
+        record_audit_failures(request, &audit_failures);
         Ok(warnings)
     }
 }

@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry as MetricsRegistry;
 use serde_json::Value;
 
 use crate::admission::cel::{Activation, Expression};
-use crate::admission::policy::request_variable;
+use crate::admission::policy::{record_audit_failures, request_variable};
 use crate::admission::rules::MatchResources;
 use crate::registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
@@ -205,7 +205,7 @@ impl WasmPolicies {
             (Operation::Update | Operation::Delete, None) => Ok(Admission::default()),
         };
         match answer {
-            Ok(admission) => self.verdict(policy, compiled, admission),
+            Ok(admission) => self.verdict(policy, compiled, request, admission),
             Err(e) => failed(e.reason),
         }
     }
@@ -215,6 +215,7 @@ impl WasmPolicies {
         &self,
         policy: &PolicyInForce,
         compiled: &Compiled,
+        request: &AdmissionRequest<'_>,
         admission: Admission,
     ) -> Verdict {
         let mut warnings = admission.warnings;
@@ -231,7 +232,12 @@ impl WasmPolicies {
         let actions = &compiled.declaration.actions;
         if actions.contains(&ValidationAction::Audit) {
             self.count(&policy.name, "audit", "no_error");
-            tracing::info!(policy = %policy.name, "admission policy module would refuse: {message}");
+            let failure = serde_json::json!({
+                "message": message,
+                "policy": policy.name,
+                "validationActions": ["Audit"],
+            });
+            record_audit_failures(request, &[failure]);
         }
         if actions.contains(&ValidationAction::Warn) {
             self.count(&policy.name, "warn", "no_error");

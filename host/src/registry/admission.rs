@@ -12,6 +12,14 @@ use serde_json::Value;
 use super::definition::ResourceDefinition;
 use crate::strategy::{Refusal, UserInfo};
 
+/// Where admission writes the annotations Kubernetes adds to a request's audit events
+/// (a webhook's `auditAnnotations`, a policy's, the Audit action's failures): the API layer's
+/// audit record of the request.
+pub trait AuditAnnotations: Send + Sync + std::fmt::Debug {
+    /// Sets `key` to `value` on the request's audit events.
+    fn annotate(&self, key: &str, value: &str);
+}
+
 /// The write admission is asked about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -46,6 +54,17 @@ pub struct AdmissionRequest<'a> {
     pub user: &'a UserInfo,
     /// `?dryRun=All`: nothing will be persisted.
     pub dry_run: bool,
+    /// The request's audit record, when it is audited.
+    pub audit: Option<&'a dyn AuditAnnotations>,
+}
+
+impl AdmissionRequest<'_> {
+    /// Adds an annotation to the request's audit events (nothing when it is not audited).
+    pub fn annotate(&self, key: &str, value: &str) {
+        if let Some(audit) = self.audit {
+            audit.annotate(key, value);
+        }
+    }
 }
 
 /// Why admission stopped a write.

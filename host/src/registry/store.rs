@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::admission::{AdmissionChain, AdmissionRequest, Operation, Rejection};
+use super::admission::{AdmissionChain, AdmissionRequest, AuditAnnotations, Operation, Rejection};
 use super::definition::ResourceDefinition;
 use super::error::{Error, Result, Target};
 use super::fieldmanager;
@@ -67,6 +67,8 @@ pub struct RequestScope {
     pub applying: bool,
     /// Who makes the request ([`UserInfo::server`] when the server writes on its own behalf).
     pub user: Arc<UserInfo>,
+    /// The request's audit record, for admission's annotations (`None`: not audited).
+    pub audit: Option<Arc<dyn AuditAnnotations>>,
 }
 
 impl Default for RequestScope {
@@ -84,6 +86,7 @@ impl Default for RequestScope {
             field_manager: String::new(),
             applying: false,
             user: Arc::new(UserInfo::server()),
+            audit: None,
         }
     }
 }
@@ -168,6 +171,7 @@ impl RegistryStore {
             old_object: old,
             user: &scope.user,
             dry_run: scope.dry_run,
+            audit: scope.audit.as_deref(),
         }
     }
 

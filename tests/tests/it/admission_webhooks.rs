@@ -142,6 +142,86 @@ fn calls_to_a_webhook_reuse_its_connections() {
     assert!(connections <= 2, "20 calls took {connections} connections");
 }
 
+/// The first `ResponseComplete` audit event of a request to `uri` that `check` accepts.
+fn audit_event(log: &Path, uri: &str, check: impl Fn(&Value) -> bool) -> Option<Value> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["stage"] == "ResponseComplete" && e["requestURI"] == uri && check(e))
+}
+
+#[test]
+fn audit_annotations_of_webhooks_policies_and_the_audit_action_reach_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let log_arg = log.display().to_string();
+    let k = KubeFixture::start_with(
+        latest_kubectl_path().unwrap(),
+        &["--audit-log-path", &log_arg, "--audit-level", "Metadata"],
+    );
+    let ca = certificates(k.dir.path());
+    let webhook = WebhookServer::start(k.dir.path());
+    let mutating = configuration(
+        "MutatingWebhookConfiguration",
+        "mutate.example.com",
+        &webhook.url("/mutate"),
+        &ca,
+        "configmaps",
+        json!({}),
+    );
+    let policy = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: few-keys}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  validations:
+  - {expression: "!has(object.data) || size(object.data) < 2", message: "too many keys"}
+  auditAnnotations:
+  - {key: keys, valueExpression: "has(object.data) ? string(size(object.data)) : null"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: few-keys-binding}
+spec: {policyName: few-keys, validationActions: [Audit]}
+"#;
+    let manifest = format!("{}\n---\n{policy}", mutating);
+    k.ok_with(&["apply", "-f", "-"], Some(&manifest));
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let mut n = 0;
+    let mut event = None;
+    eventually(
+        "a create annotated by the webhook and the policy",
+        Duration::from_secs(15),
+        || {
+            n += 1;
+            let name = format!("audited-{n}");
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "1", "b": "2", "c": "3"}});
+            // The Audit action never refuses.
+            assert_eq!(post(&k, cms, &cm).code, 201);
+            event = audit_event(&log, cms, |e| {
+                e["annotations"]["few-keys/keys"] == "3"
+                    && e["annotations"]["mutate.example.com/mutated"] == "true"
+            });
+            event.is_some()
+        },
+    );
+    let annotations = &event.unwrap()["annotations"];
+    let failures: Value = serde_json::from_str(
+        annotations["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        failures,
+        json!([{"message": "too many keys", "policy": "few-keys", "binding": "few-keys-binding",
+                "expressionIndex": 0, "validationActions": ["Audit"]}])
+    );
+}
+
 #[test]
 fn webhooks_mutate_deny_and_fail_as_kubernetes_words_it() {
     let k = KubeFixture::start(latest_kubectl_path().unwrap());

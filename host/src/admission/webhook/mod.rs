@@ -260,7 +260,10 @@ async fn call_webhook(webhook: &Webhook, request: &AdmissionRequest<'_>, object:
     };
     let outcome = called.and_then(|answer| read_response(&sent, &answer));
     match outcome {
-        Ok(answer) => answer_for(webhook, answer),
+        Ok(answer) => {
+            annotate(webhook, request, &answer);
+            answer_for(webhook, answer)
+        }
         Err(why) if webhook.fail_closed => Answer::Rejected(Rejection::Failed(format!(
             "failed calling webhook {:?}: failed to call webhook: {why}",
             webhook.name
@@ -285,6 +288,18 @@ fn read_response(sent: &Value, answer: &Value) -> Result<Value, String> {
         ));
     }
     Ok(response.clone())
+}
+
+/// The response's `auditAnnotations`, on the request's audit events as `{webhook}/{key}`.
+fn annotate(webhook: &Webhook, request: &AdmissionRequest<'_>, response: &Value) {
+    let Some(annotations) = response.get("auditAnnotations").and_then(Value::as_object) else {
+        return;
+    };
+    for (key, value) in annotations {
+        if let Some(value) = value.as_str() {
+            request.annotate(&format!("{}/{key}", webhook.name), value);
+        }
+    }
 }
 
 fn answer_for(webhook: &Webhook, response: Value) -> Answer {

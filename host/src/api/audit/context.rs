@@ -116,6 +116,11 @@ impl AuditContext {
         shared.lock().response_object = Some(value);
     }
 
+    /// Whether the request is audited (annotations go somewhere).
+    pub(crate) fn is_audited(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// Adds an annotation to the request's events (those written from now on).
     pub(crate) fn annotate(&self, key: &str, value: &str) {
         if let Some(shared) = &self.0 {
@@ -124,6 +129,20 @@ impl AuditContext {
                 .annotations
                 .insert(key.to_string(), value.to_string());
         }
+    }
+}
+
+impl std::fmt::Debug for AuditContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditContext")
+            .field("audited", &self.0.is_some())
+            .finish()
+    }
+}
+
+impl crate::registry::admission::AuditAnnotations for AuditContext {
+    fn annotate(&self, key: &str, value: &str) {
+        AuditContext::annotate(self, key, value);
     }
 }
 

@@ -109,6 +109,10 @@ impl Resolved {
             field_manager: String::new(),
             applying: false,
             user: self.user.clone(),
+            audit: self.audit.is_audited().then(|| {
+                Arc::new(self.audit.clone())
+                    as Arc<dyn crate::registry::admission::AuditAnnotations>
+            }),
         }
     }
 }
