@@ -1,5 +1,5 @@
 """An admission webhook server as users run them (Python standard library, HTTPS), for the
-end-to-end tests: /mutate adds a label with a JSONPatch, a warning and an audit annotation, /deny refuses objects with
+end-to-end tests: /mutate adds a label with a JSONPatch, a warning and an audit annotation, /label another, /deny refuses objects with
 a `forbidden` data key, /protect refuses deleting objects labelled protected=true, /hang never answers in time, /garbage answers something that is not an
 AdmissionReview; GET /stats answers how many connections and requests it has served (it keeps
 connections open between requests, as HTTP/1.1 servers do). Prints `ready PORT` once it listens.
@@ -63,6 +63,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
             response["warnings"] = ["mutated by the test webhook"]
             response["auditAnnotations"] = {"mutated": "true"}
+        elif path == "/label":
+            ops = []
+            if not obj.get("metadata", {}).get("labels"):
+                ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
+            ops.append({"op": "add", "path": "/metadata/labels/labelled", "value": "true"})
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
         elif path == "/deny":
             if "forbidden" in (obj.get("data") or {}):
                 response = {"uid": request["uid"], "allowed": False,

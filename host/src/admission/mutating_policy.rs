@@ -44,6 +44,8 @@ struct Policy {
     variables: Vec<(String, Result<Expression, String>)>,
     mutations: Vec<Mutation>,
     param_kind: Option<(String, String, String)>,
+    /// `reinvocationPolicy: IfNeeded`.
+    reinvoke_if_needed: bool,
 }
 
 impl Policy {
@@ -76,6 +78,8 @@ impl Policy {
             variables: variables_of(&spec),
             mutations,
             param_kind: param_kind_of(&spec),
+            reinvoke_if_needed: spec.get("reinvocationPolicy").and_then(Value::as_str)
+                == Some("IfNeeded"),
         }
     }
 
@@ -191,13 +195,16 @@ pub fn start(registry: &Arc<Registry>) -> Arc<MutatingPolicies> {
     plugin
 }
 
-#[async_trait]
-impl MutatingAdmission for MutatingPolicies {
-    fn name(&self) -> &str {
-        "MutatingAdmissionPolicy"
-    }
-
-    async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+impl MutatingPolicies {
+    /// Applies the bindings `chosen` picks (by index into the bindings in force) to `object`,
+    /// in order; answers, per binding applied, whether its policy asks to be reinvoked and the
+    /// object it left.
+    async fn apply(
+        &self,
+        request: &AdmissionRequest<'_>,
+        object: &mut Value,
+        chosen: impl Fn(usize, &Policy) -> bool,
+    ) -> Result<Vec<(usize, bool, Value)>, Rejection> {
         let bindings = self
             .bindings
             .read()
@@ -216,11 +223,13 @@ impl MutatingAdmission for MutatingPolicies {
             crate::admission::followed::namespace_object(&self.registry, request.namespace).await;
         let request_var = request_variable(request);
         let old = request.old_object.cloned().unwrap_or(Value::Null);
-        for binding in &bindings {
+        let mut applied = Vec::new();
+        for (index, binding) in bindings.iter().enumerate() {
             let Some(policy) = policies.get(&binding.policy) else {
                 continue;
             };
-            if !policy.matching.matches(request, namespace.as_ref())
+            if !chosen(index, policy)
+                || !policy.matching.matches(request, namespace.as_ref())
                 || !binding
                     .matching
                     .as_ref()
@@ -228,7 +237,7 @@ impl MutatingAdmission for MutatingPolicies {
             {
                 continue;
             }
-            let fail = |why: String| -> Verdict {
+            let fail = |why: String| -> Result<(), Rejection> {
                 match policy.fail_closed {
                     true => Err(Rejection::Denied {
                         code: 500,
@@ -238,7 +247,7 @@ impl MutatingAdmission for MutatingPolicies {
                             binding.policy, binding.name
                         ),
                     }),
-                    false => Ok(Vec::new()),
+                    false => Ok(()),
                 }
             };
             let found = params(
@@ -268,10 +277,39 @@ impl MutatingAdmission for MutatingPolicies {
                 let mut mutated = object.clone();
                 match policy.mutate(&base, &mut mutated) {
                     Ok(_) => *object = mutated,
-                    Err(why) => fail(why).map(drop)?,
+                    Err(why) => fail(why)?,
                 }
             }
+            applied.push((index, policy.reinvoke_if_needed, object.clone()));
         }
+        Ok(applied)
+    }
+}
+
+#[async_trait]
+impl MutatingAdmission for MutatingPolicies {
+    fn name(&self) -> &str {
+        "MutatingAdmissionPolicy"
+    }
+
+    async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+        let applied = self.apply(request, object, |_, _| true).await?;
+        // A policy asking for it is applied again when a later one changed what it left.
+        let again: Vec<usize> = applied
+            .into_iter()
+            .filter(|(_, if_needed, left)| *if_needed && left != object)
+            .map(|(index, _, _)| index)
+            .collect();
+        if !again.is_empty() {
+            self.apply(request, object, |index, _| again.contains(&index))
+                .await?;
+        }
+        Ok(Vec::new())
+    }
+
+    async fn reinvoke(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+        self.apply(request, object, |_, policy| policy.reinvoke_if_needed)
+            .await?;
         Ok(Vec::new())
     }
 }

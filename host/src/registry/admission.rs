@@ -96,6 +96,13 @@ pub trait MutatingAdmission: Send + Sync {
 
     /// May change `object` (the request's object is its state before this plugin).
     async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict;
+
+    /// Called once more, after every plugin ran, when a later plugin changed the object this
+    /// one left: the members that asked for it (`reinvocationPolicy: IfNeeded`) are called
+    /// again. By default nothing is.
+    async fn reinvoke(&self, _request: &AdmissionRequest<'_>, _object: &mut Value) -> Verdict {
+        Ok(Vec::new())
+    }
 }
 
 /// A validating admission plugin.
@@ -145,7 +152,10 @@ impl AdmissionChain {
             .push(plugin);
     }
 
-    /// Lets every mutating plugin change `object`, in order; answers their warnings.
+    /// Lets every mutating plugin change `object`, in order; then, once, reinvokes each
+    /// plugin whose result a later one changed (Kubernetes' `reinvocationPolicy`; a plugin
+    /// re-calls at once those of its own members a later member changed). Answers their
+    /// warnings.
     ///
     /// # Errors
     /// The first rejection.
@@ -156,13 +166,27 @@ impl AdmissionChain {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let mut warnings = Vec::new();
-        for plugin in plugins {
+        let mut left = Vec::with_capacity(plugins.len());
+        for plugin in &plugins {
             let before = object.clone();
             let asked = AdmissionRequest {
                 object: &before,
                 ..*request
             };
             warnings.extend(plugin.admit(&asked, object).await?);
+            left.push(object.clone());
+        }
+        // Changes made while reinvoking do not reinvoke again: each plugin once at most.
+        let first_pass = object.clone();
+        for (plugin, left) in plugins.iter().zip(left) {
+            if left != first_pass {
+                let before = object.clone();
+                let asked = AdmissionRequest {
+                    object: &before,
+                    ..*request
+                };
+                warnings.extend(plugin.reinvoke(&asked, object).await?);
+            }
         }
         Ok(warnings)
     }

@@ -223,6 +223,90 @@ spec: {policyName: few-keys, validationActions: [Audit]}
 }
 
 #[test]
+fn if_needed_webhooks_and_policies_are_called_again_after_a_later_change() {
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
+    let ca = certificates(k.dir.path());
+    let webhook = WebhookServer::start(k.dir.path());
+    // Called in configuration-name order: a-first, then b-second, which changes the object.
+    let first = configuration(
+        "MutatingWebhookConfiguration",
+        "a-first.example.com",
+        &webhook.url("/mutate"),
+        &ca,
+        "configmaps",
+        json!({"reinvocationPolicy": "IfNeeded"}),
+    );
+    let second = configuration(
+        "MutatingWebhookConfiguration",
+        "b-second.example.com",
+        &webhook.url("/label"),
+        &ca,
+        "configmaps",
+        json!({}),
+    );
+    // The policy runs before the webhooks: only reinvoked does it see their label.
+    let policy = r#"
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata: {name: copy-label}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  reinvocationPolicy: IfNeeded
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >-
+        Object{metadata: Object.metadata{labels: {'copied':
+          has(object.metadata.labels) && 'labelled' in object.metadata.labels
+            ? object.metadata.labels['labelled'] : 'none'}}}
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: copy-label-binding}
+spec: {policyName: copy-label}
+"#;
+    let manifest = format!("{first}\n---\n{second}\n---\n{policy}");
+    k.ok_with(&["apply", "-f", "-"], Some(&manifest));
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let mut n = 0;
+    let mut created = Value::Null;
+    eventually(
+        "both webhooks and the policy to act",
+        Duration::from_secs(15),
+        || {
+            n += 1;
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("r-{n}")}});
+            let r = post(&k, cms, &cm);
+            assert_eq!(r.code, 201, "{}", r.body);
+            created = r.json();
+            let labels = &created["metadata"]["labels"];
+            labels["labelled"] == "true"
+                && labels["mutated-by"] == "webhook"
+                && labels["copied"] != Value::Null
+        },
+    );
+    assert_eq!(created["metadata"]["labels"]["copied"], "true", "{created}");
+    // One more create, counted: a-first, b-second, then a-first again.
+    std::fs::write(k.dir.path().join("webhook-ca.crt"), &ca).unwrap();
+    let agent = secure::https_agent(&k.dir.path().join("webhook-ca.crt"), None).unwrap();
+    let requests = || -> u64 {
+        let stats: Value = agent
+            .get(&webhook.url("/stats"))
+            .call()
+            .unwrap()
+            .into_json()
+            .unwrap();
+        stats["requests"].as_u64().unwrap()
+    };
+    let before = requests();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "counted"}});
+    assert_eq!(post(&k, cms, &cm).code, 201);
+    assert_eq!(requests() - before, 3);
+}
+
+#[test]
 fn webhooks_mutate_deny_and_fail_as_kubernetes_words_it() {
     let k = KubeFixture::start(latest_kubectl_path().unwrap());
     let ca = certificates(k.dir.path());

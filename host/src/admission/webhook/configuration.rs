@@ -47,6 +47,8 @@ pub struct Webhook {
     object_selector: Value,
     /// `sideEffects` is `None` or `NoneOnDryRun`: dry-run requests may be sent.
     pub dry_run_safe: bool,
+    /// `reinvocationPolicy: IfNeeded`: called again when a later mutation changed the object.
+    pub reinvoke_if_needed: bool,
     /// `timeoutSeconds`, capped at 30 s.
     pub timeout: Duration,
     /// `matchConditions`, compiled (an expression that does not compile is an error when
@@ -106,6 +108,7 @@ impl Webhook {
                     namespace_selector: w.get("namespaceSelector").cloned().unwrap_or(Value::Null),
                     object_selector: w.get("objectSelector").cloned().unwrap_or(Value::Null),
                     dry_run_safe: matches!(text(w, "sideEffects"), "None" | "NoneOnDryRun"),
+                    reinvoke_if_needed: text(w, "reinvocationPolicy") == "IfNeeded",
                     timeout,
                     match_conditions: w
                         .get("matchConditions")

@@ -347,14 +347,50 @@ impl MutatingAdmission for Webhooks {
     }
 
     async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+        let webhooks = self.matching(request).await;
+        let (mut warnings, left) = self.mutate_with(&webhooks, request, object).await?;
+        // A webhook asking for it is called again when a later one changed what it left.
+        let again: Vec<Webhook> = webhooks
+            .iter()
+            .zip(left)
+            .filter(|(w, left)| w.reinvoke_if_needed && *left != *object)
+            .map(|(w, _)| w.clone())
+            .collect();
+        if !again.is_empty() {
+            warnings.extend(self.mutate_with(&again, request, object).await?.0);
+        }
+        Ok(warnings)
+    }
+
+    async fn reinvoke(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+        let again: Vec<Webhook> = self
+            .matching(request)
+            .await
+            .into_iter()
+            .filter(|w| w.reinvoke_if_needed)
+            .collect();
+        Ok(self.mutate_with(&again, request, object).await?.0)
+    }
+}
+
+impl Webhooks {
+    /// Calls each mutating webhook in turn on `object`, applying its patch; answers the
+    /// warnings and the object each one left.
+    async fn mutate_with(
+        &self,
+        webhooks: &[Webhook],
+        request: &AdmissionRequest<'_>,
+        object: &mut Value,
+    ) -> Result<(Vec<String>, Vec<Value>), Rejection> {
         let mut warnings = Vec::new();
-        for webhook in self.matching(request).await {
+        let mut left = Vec::with_capacity(webhooks.len());
+        for webhook in webhooks {
             let asked = AdmissionRequest {
                 object: &*object,
                 ..*request
             };
             let current = object.clone();
-            match self.call(&webhook, &asked, &current).await {
+            match self.call(webhook, &asked, &current).await {
                 Answer::Rejected(r) => return Err(r),
                 Answer::Allowed(w, patch) => {
                     warnings.extend(w);
@@ -370,8 +406,9 @@ impl MutatingAdmission for Webhooks {
                     }
                 }
             }
+            left.push(object.clone());
         }
-        Ok(warnings)
+        Ok((warnings, left))
     }
 }
 
