@@ -398,6 +398,22 @@ pub fn write_admin_kubeconfig(pki: &Pki, data_dir: &Path, server_url: &str) -> R
     Ok(path)
 }
 
+/// The certificates in `pem` as a rustls trust store (`what` names them in errors).
+///
+/// # Errors
+/// A certificate that does not parse or that rustls refuses.
+pub fn trust_store(pem: &[u8], what: &str) -> Result<rustls::RootCertStore, String> {
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|e| format!("reading {what}: {e}"))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("reading {what}: {e}"))?;
+    }
+    Ok(roots)
+}
+
 /// The URL clients reach `listen` at: a wildcard address becomes 127.0.0.1.
 pub fn server_url(listen: SocketAddr, tls: bool) -> String {
     let ip = match listen.ip() {

@@ -7,6 +7,7 @@
 
 pub mod cel;
 pub mod followed;
+pub mod generic;
 pub mod mutating_policy;
 pub mod policy;
 pub mod rules;

@@ -10,21 +10,17 @@
 //! as a whole, where Kubernetes merges lists whose schema keys them (`x-kubernetes-list-type:
 //! map`) item by item.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::admission::cel::{Activation, Expression};
-use crate::admission::policy::{
-    compile, items, param_kind_of, params, request_variable, variables_of,
+use crate::admission::generic::{
+    compile, items, params, request_variable, Followed, GenericPolicy, PolicySpec,
 };
-use crate::admission::rules::MatchResources;
 use crate::registry::admission::{AdmissionRequest, MutatingAdmission, Rejection, Verdict};
 use crate::registry::Registry;
-
-const GROUP: &str = "admissionregistration.k8s.io";
 
 /// One mutation of a policy.
 #[derive(Debug)]
@@ -38,19 +34,16 @@ enum Mutation {
 /// One policy, its expressions compiled.
 #[derive(Debug)]
 struct Policy {
-    fail_closed: bool,
-    matching: MatchResources,
-    match_conditions: Vec<Result<Expression, String>>,
-    variables: Vec<(String, Result<Expression, String>)>,
+    /// What every policy's spec holds.
+    spec: PolicySpec,
     mutations: Vec<Mutation>,
-    param_kind: Option<(String, String, String)>,
     /// `reinvocationPolicy: IfNeeded`.
     reinvoke_if_needed: bool,
 }
 
 impl Policy {
-    fn parse(obj: &Value) -> Self {
-        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    /// Reads a policy's `spec`.
+    fn parse(spec: &Value) -> Self {
         let mutations = items(spec.get("mutations"))
             .iter()
             .map(|m| match m.get("patchType").and_then(Value::as_str) {
@@ -69,15 +62,8 @@ impl Policy {
             })
             .collect();
         Self {
-            fail_closed: spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
-            matching: MatchResources::parse(spec.get("matchConstraints")).unwrap_or_default(),
-            match_conditions: items(spec.get("matchConditions"))
-                .iter()
-                .map(|c| compile(c, "expression"))
-                .collect(),
-            variables: variables_of(&spec),
+            spec: PolicySpec::parse(spec),
             mutations,
-            param_kind: param_kind_of(&spec),
             reinvoke_if_needed: spec.get("reinvocationPolicy").and_then(Value::as_str)
                 == Some("IfNeeded"),
         }
@@ -90,11 +76,11 @@ impl Policy {
             let mut variables = base.to_vec();
             variables.push(("object", object));
             let mut a = Activation::new(&variables);
-            a.bind_variables(&self.variables);
+            a.bind_variables(&self.spec.variables);
             a
         };
         let first = activation(object);
-        for condition in &self.match_conditions {
+        for condition in &self.spec.match_conditions {
             if !first.truth(condition.as_ref().map_err(Clone::clone)?)? {
                 return Ok(false);
             }
@@ -122,6 +108,12 @@ impl Policy {
     }
 }
 
+impl GenericPolicy for Policy {
+    fn spec(&self) -> &PolicySpec {
+        &self.spec
+    }
+}
+
 /// Merges an apply configuration into `object`: maps field by field, anything else replaced.
 fn merge(object: &mut Value, applied: Value) {
     match (object, applied) {
@@ -139,60 +131,26 @@ fn merge(object: &mut Value, applied: Value) {
     }
 }
 
-/// One binding.
-#[derive(Debug, Clone)]
-struct Binding {
-    name: String,
-    policy: String,
-    matching: Option<MatchResources>,
-    param_ref: Option<Value>,
-}
-
-impl Binding {
-    fn parse(obj: &Value) -> Self {
-        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
-        Self {
-            name: text(obj.pointer("/metadata/name")),
-            policy: text(spec.get("policyName")),
-            matching: MatchResources::parse(spec.get("matchResources")),
-            param_ref: spec.get("paramRef").cloned(),
-        }
-    }
-}
-
 /// The mutating admission plugin for policies.
 pub struct MutatingPolicies {
     registry: Weak<Registry>,
-    policies: Arc<RwLock<BTreeMap<String, Arc<Policy>>>>,
-    bindings: Arc<RwLock<Vec<Binding>>>,
+    followed: Followed<Policy>,
 }
 
 /// Starts following mutating policies and bindings; answers the plugin.
 pub fn start(registry: &Arc<Registry>) -> Arc<MutatingPolicies> {
-    let plugin = Arc::new(MutatingPolicies {
+    Arc::new(MutatingPolicies {
         registry: Arc::downgrade(registry),
-        policies: Arc::default(),
-        bindings: Arc::default(),
-    });
-    use crate::admission::followed::follow_into;
-    follow_into(
-        registry,
-        (GROUP, "v1beta1", "mutatingadmissionpolicies"),
-        &plugin.policies,
-        |all| {
-            all.iter()
-                .map(|(n, o)| (n.clone(), Arc::new(Policy::parse(o))))
-                .collect()
-        },
-    );
-    follow_into(
-        registry,
-        (GROUP, "v1beta1", "mutatingadmissionpolicybindings"),
-        &plugin.bindings,
-        |all| all.values().map(Binding::parse).collect(),
-    );
-    plugin
+        followed: Followed::start(
+            registry,
+            "v1beta1",
+            (
+                "mutatingadmissionpolicies",
+                "mutatingadmissionpolicybindings",
+            ),
+            Policy::parse,
+        ),
+    })
 }
 
 impl MutatingPolicies {
@@ -205,40 +163,23 @@ impl MutatingPolicies {
         object: &mut Value,
         chosen: impl Fn(usize, &Policy) -> bool,
     ) -> Result<Vec<(usize, bool, Value)>, Rejection> {
-        let bindings = self
-            .bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        if bindings.is_empty() || request.operation == crate::registry::admission::Operation::Delete
+        let in_force = self.followed.in_force();
+        if in_force.bindings.is_empty()
+            || request.operation == crate::registry::admission::Operation::Delete
         {
             return Ok(Vec::new());
         }
-        let policies = self
-            .policies
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
         let namespace =
             crate::admission::followed::namespace_object(&self.registry, request.namespace).await;
         let request_var = request_variable(request);
         let old = request.old_object.cloned().unwrap_or(Value::Null);
         let mut applied = Vec::new();
-        for (index, binding) in bindings.iter().enumerate() {
-            let Some(policy) = policies.get(&binding.policy) else {
-                continue;
-            };
-            if !chosen(index, policy)
-                || !policy.matching.matches(request, namespace.as_ref())
-                || !binding
-                    .matching
-                    .as_ref()
-                    .is_none_or(|m| m.matches(request, namespace.as_ref()))
-            {
+        for (index, binding, policy) in in_force.matching(request, namespace.as_ref()) {
+            if !chosen(index, policy) {
                 continue;
             }
             let fail = |why: String| -> Result<(), Rejection> {
-                match policy.fail_closed {
+                match policy.spec.fail_closed {
                     true => Err(Rejection::Denied {
                         code: 500,
                         reason: "InternalError".into(),
@@ -252,7 +193,7 @@ impl MutatingPolicies {
             };
             let found = params(
                 &self.registry,
-                policy.param_kind.as_ref(),
+                policy.spec.param_kind.as_ref(),
                 binding.param_ref.as_ref(),
                 request,
             )
@@ -320,7 +261,7 @@ mod tests {
     use serde_json::json;
 
     fn policy(mutations: Value) -> Policy {
-        Policy::parse(&json!({"spec": {"mutations": mutations}}))
+        Policy::parse(&json!({"mutations": mutations}))
     }
 
     #[test]
@@ -354,10 +295,10 @@ mod tests {
 
     #[test]
     fn a_false_match_condition_mutates_nothing_and_errors_are_reported() {
-        let p = Policy::parse(&json!({"spec": {
+        let p = Policy::parse(&json!({
             "matchConditions": [{"name": "big", "expression": "object.spec.replicas > 5"}],
             "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'remove', path: '/spec'}]"}}]
-        }}));
+        }));
         let mut object = json!({"spec": {"replicas": 3}});
         assert_eq!(p.mutate(&[], &mut object), Ok(false));
         assert_eq!(object, json!({"spec": {"replicas": 3}}));

@@ -6,21 +6,18 @@
 //! policy's `failurePolicy`. Expressions are compiled once per policy (`admission/cel.rs`) and
 //! see `object`, `oldObject`, `request`, `params` and `namespaceObject`.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use crate::admission::cel::{Activation, Expression};
-use crate::admission::rules::{strings, MatchResources};
-use crate::admission::webhook::operation_name;
+use crate::admission::generic::{
+    compile, items, params, record_audit_failures, request_variable, Followed, GenericPolicy,
+    PolicySpec,
+};
 use crate::registry::admission::{AdmissionRequest, Rejection, ValidatingAdmission, Verdict};
-use crate::registry::labels::{labels_of, selector_matches};
-use crate::registry::{Registry, RequestScope};
-use crate::storage::{GetOptions, ListOptions};
-
-const GROUP: &str = "admissionregistration.k8s.io";
+use crate::registry::Registry;
 
 /// One validation of a policy.
 #[derive(Debug)]
@@ -31,53 +28,20 @@ struct Validation {
     reason: String,
 }
 
-/// The items of a JSON list (none when absent).
-pub fn items(list: Option<&Value>) -> Vec<Value> {
-    list.and_then(Value::as_array).cloned().unwrap_or_default()
-}
-
-/// Compiles the expression in `v[field]`.
-pub fn compile(v: &Value, field: &str) -> Result<Expression, String> {
-    Expression::compile(v.get(field).and_then(Value::as_str).unwrap_or_default())
-}
-
-/// A policy spec's `paramKind`, as (group, version, kind).
-pub fn param_kind_of(spec: &Value) -> Option<(String, String, String)> {
-    spec.get("paramKind").map(|p| {
-        let api_version = p
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default();
-        (group.to_string(), version.to_string(), kind.to_string())
-    })
-}
-
-/// A policy spec's `variables`, compiled: (name, expression), in order.
-pub fn variables_of(spec: &Value) -> Vec<(String, Result<Expression, String>)> {
-    items(spec.get("variables"))
-        .iter()
-        .map(|v| {
-            let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
-            (name.to_string(), compile(v, "expression"))
-        })
-        .collect()
-}
-
 /// One policy, its expressions compiled.
 #[derive(Debug)]
 struct Policy {
-    fail_closed: bool,
-    matching: MatchResources,
-    match_conditions: Vec<Result<Expression, String>>,
+    /// What every policy's spec holds.
+    spec: PolicySpec,
     validations: Vec<Validation>,
-    /// `variables`: (name, expression), in order.
-    variables: Vec<(String, Result<Expression, String>)>,
     /// `auditAnnotations`: (key, valueExpression).
     audit_annotations: Vec<(String, Result<Expression, String>)>,
-    /// `paramKind`: (group, version, kind).
-    param_kind: Option<(String, String, String)>,
+}
+
+impl GenericPolicy for Policy {
+    fn spec(&self) -> &PolicySpec {
+        &self.spec
+    }
 }
 
 /// What a policy's evaluation under one activation found.
@@ -95,9 +59,8 @@ enum Evaluated {
 }
 
 impl Policy {
-    fn parse(obj: &Value) -> Self {
-        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-        let param_kind = param_kind_of(&spec);
+    /// Reads a policy's `spec`.
+    fn parse(spec: &Value) -> Self {
         let validations = items(spec.get("validations"))
             .iter()
             .map(|v| Validation {
@@ -114,14 +77,8 @@ impl Policy {
             })
             .collect();
         Self {
-            fail_closed: spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
-            matching: MatchResources::parse(spec.get("matchConstraints")).unwrap_or_default(),
-            match_conditions: items(spec.get("matchConditions"))
-                .iter()
-                .map(|c| compile(c, "expression"))
-                .collect(),
+            spec: PolicySpec::parse(spec),
             validations,
-            variables: variables_of(&spec),
             audit_annotations: items(spec.get("auditAnnotations"))
                 .iter()
                 .map(|a| {
@@ -129,7 +86,6 @@ impl Policy {
                     (key.to_string(), compile(a, "valueExpression"))
                 })
                 .collect(),
-            param_kind,
         }
     }
 
@@ -138,7 +94,7 @@ impl Policy {
     /// # Errors
     /// An expression that does not compile or evaluate.
     fn violation(&self, activation: &Activation) -> Result<Evaluated, String> {
-        for condition in &self.match_conditions {
+        for condition in &self.spec.match_conditions {
             if !activation.truth(condition.as_ref().map_err(Clone::clone)?)? {
                 return Ok(Evaluated::NotMatched);
             }
@@ -191,189 +147,26 @@ impl Policy {
     }
 }
 
-/// One binding.
-#[derive(Debug, Clone)]
-struct Binding {
-    name: String,
-    policy: String,
-    actions: Vec<String>,
-    matching: Option<MatchResources>,
-    param_ref: Option<Value>,
-}
-
-impl Binding {
-    fn parse(obj: &Value) -> Self {
-        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-        Self {
-            name: obj
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            policy: spec
-                .get("policyName")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            actions: strings(&spec, "validationActions"),
-            matching: MatchResources::parse(spec.get("matchResources")),
-            param_ref: spec.get("paramRef").cloned(),
-        }
-    }
-}
-
-/// The policies and bindings in force.
-#[derive(Debug, Default)]
-struct InForce {
-    policies: BTreeMap<String, Arc<Policy>>,
-    bindings: Vec<Binding>,
-}
-
 /// The validating admission plugin for policies.
 pub struct Policies {
     registry: Weak<Registry>,
-    policies: Arc<RwLock<BTreeMap<String, Arc<Policy>>>>,
-    bindings: Arc<RwLock<Vec<Binding>>>,
+    followed: Followed<Policy>,
 }
 
 /// Starts following policies and bindings; answers the plugin.
 pub fn start(registry: &Arc<Registry>) -> Arc<Policies> {
-    let plugin = Arc::new(Policies {
+    Arc::new(Policies {
         registry: Arc::downgrade(registry),
-        policies: Arc::default(),
-        bindings: Arc::default(),
-    });
-    crate::admission::followed::follow_into(
-        registry,
-        (GROUP, "v1", "validatingadmissionpolicies"),
-        &plugin.policies,
-        |all| {
-            all.iter()
-                .map(|(n, o)| (n.clone(), Arc::new(Policy::parse(o))))
-                .collect()
-        },
-    );
-    crate::admission::followed::follow_into(
-        registry,
-        (GROUP, "v1", "validatingadmissionpolicybindings"),
-        &plugin.bindings,
-        |all| all.values().map(Binding::parse).collect(),
-    );
-    plugin
-}
-
-impl Policies {
-    fn in_force(&self) -> InForce {
-        InForce {
-            policies: self
-                .policies
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
-            bindings: self
-                .bindings
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
-        }
-    }
-}
-
-/// The params a binding names (`param_ref`) for a policy taking `param_kind` (group, version,
-/// kind): `paramRef.name` in its namespace (or the request's), or every object
-/// `paramRef.selector` selects; `None` when the policy takes none.
-///
-/// # Errors
-/// Why no params could be read, worded as Kubernetes words it.
-pub async fn params(
-    registry: &Weak<Registry>,
-    param_kind: Option<&(String, String, String)>,
-    param_ref: Option<&Value>,
-    request: &AdmissionRequest<'_>,
-) -> Result<Option<Vec<Value>>, String> {
-    let Some((group, version, kind)) = param_kind else {
-        return Ok(None);
-    };
-    let Some(param_ref) = param_ref else {
-        return Err(format!("failed to configure binding: paramRef is required when the policy has paramKind {kind}"));
-    };
-    let registry = registry.upgrade().ok_or("the server is stopping")?;
-    let served = registry.resolve_kind(group, version, kind).ok_or_else(|| {
-        format!("failed to configure binding: paramKind {group}/{version} {kind} is not served")
-    })?;
-    let namespace = param_ref
-        .get("namespace")
-        .and_then(Value::as_str)
-        .or(request.namespace)
-        .filter(|_| served.def.namespaced)
-        .map(String::from);
-    let scope = RequestScope {
-        version: version.clone(),
-        namespace,
-        ..Default::default()
-    };
-    let found = match param_ref.get("name").and_then(Value::as_str) {
-        Some(name) => match served.store.get(&scope, name, GetOptions::default()).await {
-            Ok(obj) => vec![obj],
-            Err(e) if e.is_not_found() => Vec::new(),
-            Err(e) => return Err(e.to_string()),
-        },
-        None => {
-            let listed = served
-                .store
-                .list(&scope, ListOptions::default())
-                .await
-                .map_err(|e| e.to_string())?;
-            let selector = param_ref.get("selector").cloned().unwrap_or(Value::Null);
-            listed
-                .items
-                .iter()
-                .map(|o| o.to_value())
-                .filter(|o| selector.is_null() || selector_matches(&selector, &labels_of(o)))
-                .collect()
-        }
-    };
-    if found.is_empty()
-        && param_ref
-            .get("parameterNotFoundAction")
-            .and_then(Value::as_str)
-            != Some("Allow")
-    {
-        return Err(
-            "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-        );
-    }
-    Ok(Some(found))
-}
-
-/// The `request` variable CEL expressions see.
-pub fn request_variable(request: &AdmissionRequest<'_>) -> Value {
-    let def = request.resource;
-    let user = request.user;
-    json!({
-        "operation": operation_name(request.operation),
-        "userInfo": {"username": user.username, "uid": user.uid, "groups": user.groups},
-        "name": request.name,
-        "namespace": request.namespace.unwrap_or_default(),
-        "dryRun": request.dry_run,
-        "kind": {"group": def.group, "version": request.version, "kind": def.kind},
-        "resource": {"group": def.group, "version": request.version, "resource": def.plural},
-        "subResource": request.subresource.unwrap_or_default(),
+        followed: Followed::start(
+            registry,
+            "v1",
+            (
+                "validatingadmissionpolicies",
+                "validatingadmissionpolicybindings",
+            ),
+            Policy::parse,
+        ),
     })
-}
-
-/// The annotation Kubernetes puts the Audit action's failures under.
-pub const VALIDATION_FAILURE_ANNOTATION: &str =
-    "validation.policy.admission.k8s.io/validation_failure";
-
-/// Records the Audit action's failures on the request's audit events, as a JSON list.
-pub fn record_audit_failures(request: &AdmissionRequest<'_>, failures: &[Value]) {
-    if !failures.is_empty() {
-        request.annotate(
-            VALIDATION_FAILURE_ANNOTATION,
-            &Value::from(failures.to_vec()).to_string(),
-        );
-    }
 }
 
 /// Kubernetes' code for a validation's reason.
@@ -393,7 +186,7 @@ impl ValidatingAdmission for Policies {
     }
 
     async fn validate(&self, request: &AdmissionRequest<'_>) -> Verdict {
-        let in_force = self.in_force();
+        let in_force = self.followed.in_force();
         if in_force.bindings.is_empty() {
             return Ok(Vec::new());
         }
@@ -401,24 +194,13 @@ impl ValidatingAdmission for Policies {
             crate::admission::followed::namespace_object(&self.registry, request.namespace).await;
         let mut warnings = Vec::new();
         let mut audit_failures: Vec<Value> = Vec::new();
-        for binding in &in_force.bindings {
-            let Some(policy) = in_force.policies.get(&binding.policy) else {
-                continue;
-            };
-            if !policy.matching.matches(request, namespace.as_ref())
-                || !binding
-                    .matching
-                    .as_ref()
-                    .is_none_or(|m| m.matches(request, namespace.as_ref()))
-            {
-                continue;
-            }
+        for (_, binding, policy) in in_force.matching(request, namespace.as_ref()) {
             let denied_by = format!(
                 "ValidatingAdmissionPolicy '{}' with binding '{}' denied request",
                 binding.policy, binding.name
             );
             let fail = |why: String| -> Verdict {
-                if policy.fail_closed {
+                if policy.spec.fail_closed {
                     Err(Rejection::Denied {
                         code: 500,
                         reason: "InternalError".into(),
@@ -430,7 +212,7 @@ impl ValidatingAdmission for Policies {
             };
             let params = match params(
                 &self.registry,
-                policy.param_kind.as_ref(),
+                policy.spec.param_kind.as_ref(),
                 binding.param_ref.as_ref(),
                 request,
             )
@@ -457,7 +239,7 @@ impl ValidatingAdmission for Policies {
                     variables.push(("namespaceObject", ns));
                 }
                 let mut activation = Activation::new(&variables);
-                activation.bind_variables(&policy.variables);
+                activation.bind_variables(&policy.spec.variables);
                 let evaluated = policy.violation(&activation);
                 if !matches!(evaluated, Ok(Evaluated::NotMatched)) {
                     policy.annotate(&binding.policy, &activation, request);

@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry as MetricsRegistry;
 use serde_json::Value;
 
 use crate::admission::cel::{Activation, Expression};
-use crate::admission::policy::{record_audit_failures, request_variable};
+use crate::admission::generic::{record_audit_failures, request_variable};
 use crate::admission::rules::MatchResources;
 use crate::registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,

@@ -37,14 +37,7 @@ impl ClientCertificates {
     /// # Errors
     /// `ca_pem` holds no usable certificate.
     pub fn new(ca_pem: &str) -> Result<Self, String> {
-        use rustls::pki_types::pem::PemObject as _;
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-            let cert = cert.map_err(|e| format!("reading the client CA: {e}"))?;
-            roots
-                .add(cert)
-                .map_err(|e| format!("adding a client CA: {e}"))?;
-        }
+        let roots = crate::pki::trust_store(ca_pem.as_bytes(), "the client CA")?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let webpki =
             rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)

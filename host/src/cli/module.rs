@@ -149,16 +149,25 @@ impl LoadedModule {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        Ok(StrategyContext {
-            resource: resource.clone(),
-            dry_run: true,
-            request_id: format!("{TEST_USER}/{}", object.source),
-            hook_depth: 0,
-            user: Arc::new(UserInfo {
-                username: TEST_USER.into(),
-                ..UserInfo::default()
-            }),
-            admission: None,
+        Ok(test_context(object, resource.clone(), None))
+    }
+
+    /// Whether the module is asked about `verb`: always for a strategy; for an admission policy,
+    /// when one of its declared resource rules names the operation (`*` names all).
+    fn asked_about(&self, verb: Verb) -> bool {
+        let Some(policy) = &self.strategy.module().manifest().admission_policy else {
+            return true;
+        };
+        let operation = match verb {
+            Verb::Create => "CREATE",
+            Verb::Update => "UPDATE",
+            Verb::Delete => "DELETE",
+        };
+        let rules = policy.match_resources["resourceRules"].as_array();
+        rules.into_iter().flatten().any(|rule| {
+            crate::admission::rules::strings(rule, "operations")
+                .iter()
+                .any(|o| o == "*" || o == operation)
         })
     }
 
@@ -171,6 +180,14 @@ impl LoadedModule {
         let ctx = self.context(&case.object)?;
         if let Some(old) = &case.old {
             self.context(old)?;
+        }
+        if !self.asked_about(case.verb) {
+            // A policy whose rules never name the operation is not asked: the write goes on.
+            return Ok(Outcome {
+                result: Ok(Default::default()),
+                object: (case.verb != Verb::Delete).then(|| case.object.object.clone()),
+                latency: std::time::Duration::ZERO,
+            });
         }
         // An update onto itself passes the object as its own old object, so what the strategy
         // rewrites on update is kept in the outcome.
@@ -198,14 +215,33 @@ fn policy_context(object: &InputObject, group: &str, version: &str, kind: &str) 
     let namespace = object.object["metadata"]["namespace"]
         .as_str()
         .map(String::from);
+    let resource = crate::strategy::ResourceInfo {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        kind: kind.to_owned(),
+        plural: format!("{}s", kind.to_lowercase()),
+        namespaced: namespace.is_some(),
+    };
+    let attributes = crate::strategy::AdmissionAttributes {
+        phase: crate::strategy::AdmissionPhase::Validate,
+        name: object.object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        namespace,
+        subresource: None,
+    };
+    test_context(object, resource, Some(attributes))
+}
+
+/// The context of a dry-run request by [`TEST_USER`] about `object` of `resource`.
+fn test_context(
+    object: &InputObject,
+    resource: crate::strategy::ResourceInfo,
+    admission: Option<crate::strategy::AdmissionAttributes>,
+) -> StrategyContext {
     StrategyContext {
-        resource: crate::strategy::ResourceInfo {
-            group: group.to_owned(),
-            version: version.to_owned(),
-            kind: kind.to_owned(),
-            plural: format!("{}s", kind.to_lowercase()),
-            namespaced: namespace.is_some(),
-        },
+        resource,
         dry_run: true,
         request_id: format!("{TEST_USER}/{}", object.source),
         hook_depth: 0,
@@ -213,15 +249,7 @@ fn policy_context(object: &InputObject, group: &str, version: &str, kind: &str) 
             username: TEST_USER.into(),
             ..UserInfo::default()
         }),
-        admission: Some(crate::strategy::AdmissionAttributes {
-            phase: crate::strategy::AdmissionPhase::Validate,
-            name: object.object["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            namespace,
-            subresource: None,
-        }),
+        admission,
     }
 }
 

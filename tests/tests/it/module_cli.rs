@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use strategy_artifacts::{CONFIGMAP, CONFIGMAP_STRICT};
+use strategy_artifacts::{CONFIGMAP, CONFIGMAP_STRICT, OWNER_LABEL, OWNER_LABEL_STRICT};
 use strategy_host_e2e::host_binary;
 
 /// What a run of the binary printed, and how it ended.
@@ -306,4 +306,27 @@ fn unreadable_inputs_exit_2_with_a_clear_message() {
         "{}",
         other_kind.stderr
     );
+}
+
+#[test]
+fn test_and_diff_judge_objects_with_an_admission_policy_module() {
+    let run = module(&["test", OWNER_LABEL, "configmaps.yaml", "-o", "json"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let report = run.json();
+    // The example ConfigMaps carry no owner label: each create and update is refused.
+    let plain = result(&report, "ConfigMap/default/plain", "create");
+    assert_eq!(plain["outcome"], "rejected", "{report:#}");
+    assert_eq!(
+        plain["fieldErrors"],
+        json!([{"type": "FieldValueRequired", "field": "metadata.labels[owner]",
+                "message": "every namespaced object outside kube-system names its owner"}])
+    );
+    // The policy is not asked about deletes.
+    assert_eq!(
+        result(&report, "ConfigMap/default/plain", "delete")["outcome"],
+        "admitted"
+    );
+    // Both versions refuse the same objects for the same cause: no difference.
+    let diff = module(&["diff", OWNER_LABEL, OWNER_LABEL_STRICT, "configmaps.yaml"]);
+    assert_eq!(diff.code, Some(0), "{}{}", diff.stdout, diff.stderr);
 }

@@ -312,14 +312,13 @@ fn answer_for(webhook: &Webhook, response: Value) -> Answer {
             .and_then(|c| u16::try_from(c).ok())
             .filter(|c| *c >= 400)
             .unwrap_or(400);
-        let reason = status
-            .get("reason")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let message = status
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let text = |field: &str| {
+            status
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let (reason, message) = (text("reason"), text("message"));
         let denied_by = format!("admission webhook {:?} denied the request", webhook.name);
         let message = match (message, reason) {
             ("", "") => format!("{denied_by} without explanation"),

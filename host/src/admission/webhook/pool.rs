@@ -14,8 +14,7 @@ use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 use sha2::{Digest as _, Sha256};
 use tokio::sync::Semaphore;
 
@@ -54,13 +53,7 @@ fn endpoints() -> &'static Endpoints {
 }
 
 fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_bundle.unwrap_or_default()) {
-        let cert = cert.map_err(|e| format!("reading the webhook's caBundle: {e}"))?;
-        roots
-            .add(cert)
-            .map_err(|e| format!("reading the webhook's caBundle: {e}"))?;
-    }
+    let roots = crate::pki::trust_store(ca_bundle.unwrap_or_default(), "the webhook's caBundle")?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

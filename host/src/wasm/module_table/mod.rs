@@ -11,7 +11,11 @@ use std::time::SystemTime;
 
 use tokio::sync::broadcast;
 
+mod policies;
 mod staging;
+
+pub use policies::PolicyInForce;
+use policies::{policy_key, POLICY_KEY_PREFIX};
 
 use super::rollout::{RolloutMetrics, StagedVersion};
 use super::runtime::{digest, Error, Result, Runtime, StrategyModule};
@@ -99,27 +103,6 @@ fn keys_of(module: &StrategyModule) -> Vec<Key> {
         .collect()
 }
 
-/// The kind part of an admission policy's slot key: a `/` no real kind has, then its name.
-const POLICY_KEY_PREFIX: &str = "admission-policy/";
-
-/// The slot of the admission policy module named `name`.
-fn policy_key(name: &str) -> Key {
-    (String::new(), format!("{POLICY_KEY_PREFIX}{name}"))
-}
-
-/// An admission policy module in force (or staged), as the admission chain asks it.
-#[derive(Clone)]
-pub struct PolicyInForce {
-    /// The policy's name (its manifest's).
-    pub name: String,
-    /// The module whose declaration says which writes it is asked about: the version in force,
-    /// or the staged one when nothing is in force yet.
-    pub module: Arc<StrategyModule>,
-    /// Calls it through its slot (with any shadow or canary beside it); the call's context
-    /// carries the admission attributes.
-    pub strategy: Arc<dyn Strategy>,
-}
-
 /// The active module of every resource, and the status of every source.
 pub struct ModuleTable {
     runtime: Runtime,
@@ -186,28 +169,6 @@ impl ModuleTable {
             .cloned()?;
         let binding = slot.current.load_full()?;
         Some(binding.strategy.module().clone())
-    }
-
-    /// Every admission policy module with a version in force or staged, by name.
-    pub fn policies(&self) -> Vec<PolicyInForce> {
-        let slots = self.slots.read().expect("slots");
-        let mut policies: Vec<PolicyInForce> = slots
-            .iter()
-            .filter_map(|((_, kind), slot)| {
-                let name = kind.strip_prefix(POLICY_KEY_PREFIX)?;
-                let module = match slot.current.load_full() {
-                    Some(binding) => binding.strategy.module().clone(),
-                    None => slot.staged.load_full()?.module().clone(),
-                };
-                Some(PolicyInForce {
-                    name: name.to_owned(),
-                    module,
-                    strategy: Arc::new(SlotStrategy::new(slot.clone())),
-                })
-            })
-            .collect();
-        policies.sort_by(|a, b| a.name.cmp(&b.name));
-        policies
     }
 
     /// Installs a check every module's resources must pass before it is swapped in (e.g. against

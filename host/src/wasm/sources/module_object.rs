@@ -12,7 +12,7 @@ use crate::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
 use crate::wasm::rollout::RolloutSpec;
-use crate::wasm::runtime::digest;
+use crate::wasm::runtime::{digest, StrategyModule};
 
 /// The API group of the host's own kinds.
 pub const GROUP: &str = "strategyhost.io";
@@ -139,6 +139,49 @@ impl ModuleSpec {
         } else {
             Err(errors)
         }
+    }
+}
+
+impl ModuleSpec {
+    /// Checks that `module` declares the resource (or admission policy) this spec binds it to.
+    ///
+    /// # Errors
+    /// What the module declares instead.
+    pub fn binds(&self, module: &StrategyModule) -> Result<(), String> {
+        let spec = self;
+        let manifest = module.manifest();
+        match (&spec.policy, &manifest.admission_policy) {
+            (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
+            (Some(name), Some(_)) => {
+                return Err(format!(
+                    "spec.admissionPolicy.name is {name:?} but the module's policy is {:?}",
+                    manifest.name
+                ))
+            }
+            (Some(_), None) => {
+                return Err("spec.admissionPolicy is set but the module is a strategy, not an admission policy".into())
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "the module is the admission policy {:?}: bind it with spec.admissionPolicy, not spec.resource",
+                    manifest.name
+                ))
+            }
+            (None, None) => {}
+        }
+        let (group, kind) = (spec.group.as_str(), spec.kind.as_str());
+        let declared = &manifest.resources;
+        if declared.iter().any(|r| r.group == group && r.kind == kind) {
+            return Ok(());
+        }
+        let names: Vec<String> = declared
+            .iter()
+            .map(|r| format!("{}/{}", r.group, r.kind))
+            .collect();
+        Err(format!(
+            "spec.resource is {group}/{kind} but the module declares only [{}]",
+            names.join(", ")
+        ))
     }
 }
 

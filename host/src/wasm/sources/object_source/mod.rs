@@ -14,7 +14,6 @@ use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
 use crate::storage::informer::{informer, InformerConfig, InformerEvent};
 use crate::strategy::ResourceInfo;
-use crate::wasm::runtime::StrategyModule;
 use crate::wasm::{ModuleState, ModuleStatus, ModuleTable};
 
 /// Follows `StrategyModule` objects into `table` until the registry is dropped.
@@ -208,7 +207,7 @@ impl Follower {
                     let src = source.clone();
                     let loaded = tokio::task::spawn_blocking(move || {
                         table.stage(&src, &spec.bytes, &spec.rollout, rolled_back, &|m| {
-                            binds(m, &spec)
+                            spec.binds(m)
                         })
                     })
                     .await;
@@ -252,43 +251,6 @@ impl Follower {
             }
         }
     }
-}
-
-/// The object's module must declare the resource (or admission policy) the object binds it to.
-fn binds(module: &StrategyModule, spec: &ModuleSpec) -> Result<(), String> {
-    let manifest = module.manifest();
-    match (&spec.policy, &manifest.admission_policy) {
-        (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
-        (Some(name), Some(_)) => {
-            return Err(format!(
-                "spec.admissionPolicy.name is {name:?} but the module's policy is {:?}",
-                manifest.name
-            ))
-        }
-        (Some(_), None) => {
-            return Err("spec.admissionPolicy is set but the module is a strategy, not an admission policy".into())
-        }
-        (None, Some(_)) => {
-            return Err(format!(
-                "the module is the admission policy {:?}: bind it with spec.admissionPolicy, not spec.resource",
-                manifest.name
-            ))
-        }
-        (None, None) => {}
-    }
-    let (group, kind) = (spec.group.as_str(), spec.kind.as_str());
-    let declared = &manifest.resources;
-    if declared.iter().any(|r| r.group == group && r.kind == kind) {
-        return Ok(());
-    }
-    let names: Vec<String> = declared
-        .iter()
-        .map(|r| format!("{}/{}", r.group, r.kind))
-        .collect();
-    Err(format!(
-        "spec.resource is {group}/{kind} but the module declares only [{}]",
-        names.join(", ")
-    ))
 }
 
 fn resource_json(r: &ResourceInfo) -> Value {
