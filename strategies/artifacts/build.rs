@@ -24,6 +24,7 @@ const TEST_PROGRAMS: &[(&str, &str)] = &[
     ("strategy-replicator", "REPLICATOR"),
     ("strategy-configmap-strict", "CONFIGMAP_STRICT"),
     ("strategy-owner-label-strict", "OWNER_LABEL_STRICT"),
+    ("strategy-default-owner", "DEFAULT_OWNER"),
 ];
 
 /// The module the host embeds (built again here so tests can load it into tables of their own).

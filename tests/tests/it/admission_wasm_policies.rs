@@ -3,7 +3,7 @@
 //! resources at once — core ConfigMaps and Secrets — from the strategy directory, is hot-swapped
 //! for a stricter version and removed again; bound through a `StrategyModule` object, the
 //! stricter version runs in Shadow beside it, changing no answer and counting what it would
-//! refuse.
+//! refuse; a mutating policy module gives objects an owner before the validating one is asked.
 
 use std::path::Path;
 use std::time::Duration;
@@ -45,9 +45,12 @@ fn a_policy_module_guards_two_resources_and_is_hot_swapped() {
     let apply = |yaml: &str| k.run_with(&["apply", "-f", "-"], Some(yaml));
 
     // ConfigMaps without an owner are refused, with the policy's cause, as kubectl shows it.
+    // A new name each try: kubectl sends nothing for an object it already applied unchanged.
+    let mut attempt = 0;
     let mut refusal = String::new();
     wait("the policy to refuse a ConfigMap without an owner", || {
-        let (ok, _, err) = apply(&config_map("c1", "default", None));
+        attempt += 1;
+        let (ok, _, err) = apply(&config_map(&format!("probe-{attempt}"), "default", None));
         refusal = err;
         !ok
     });
@@ -98,8 +101,6 @@ fn a_policy_module_guards_two_resources_and_is_hot_swapped() {
         strategy_artifacts::OWNER_LABEL_STRICT,
         "owner-label.wasm",
     );
-    // A new name each try: kubectl sends nothing for an object it already applied unchanged.
-    let mut attempt = 0;
     wait("the stricter version to refuse owner Bob", || {
         attempt += 1;
         let (ok, _, err) = apply(&config_map(
@@ -268,4 +269,61 @@ fn a_strategy_module_object_bound_to_the_wrong_policy_is_refused() {
     )
     .unwrap();
     assert_eq!(r.code, 201, "{}", r.body);
+}
+
+#[test]
+fn a_mutating_policy_module_runs_before_the_validating_one() {
+    let modules = tempfile::tempdir().unwrap();
+    install(
+        modules.path(),
+        strategy_artifacts::OWNER_LABEL,
+        "owner-label.wasm",
+    );
+    let dir = modules.path().display().to_string();
+    let k = KubeFixture::start_with(latest_kubectl_path().unwrap(), &["--strategy-dir", &dir]);
+    let apply = |yaml: &str| k.run_with(&["apply", "-f", "-"], Some(yaml));
+    // A new name each try: kubectl sends nothing for an object it already applied unchanged.
+    let mut attempt = 0;
+    wait(
+        "the validating policy to refuse a ConfigMap without an owner",
+        || {
+            attempt += 1;
+            !apply(&config_map(&format!("probe-{attempt}"), "default", None)).0
+        },
+    );
+    // The mutating module gives the object an owner before the validating one is asked.
+    install(
+        modules.path(),
+        strategy_artifacts::DEFAULT_OWNER,
+        "default-owner.wasm",
+    );
+    wait(
+        "the mutating policy to label a ConfigMap without an owner",
+        || {
+            attempt += 1;
+            apply(&config_map(&format!("c-{attempt}"), "default", None)).0
+        },
+    );
+    let owner = k.ok(&[
+        "get",
+        "configmap",
+        &format!("c-{attempt}"),
+        "-o",
+        "jsonpath={.metadata.labels.owner}",
+    ]);
+    // Development mode makes every request the user `admin`.
+    assert_eq!(owner, "admin");
+    // An owner given is kept.
+    let (ok, _, err) = apply(&config_map("given", "default", Some("team-a")));
+    assert!(ok, "{err}");
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "configmap",
+            "given",
+            "-o",
+            "jsonpath={.metadata.labels.owner}"
+        ]),
+        "team-a"
+    );
 }
