@@ -155,14 +155,14 @@ pub fn start(registry: &Arc<Registry>) -> Arc<MutatingPolicies> {
 
 impl MutatingPolicies {
     /// Applies the bindings `chosen` picks (by index into the bindings in force) to `object`,
-    /// in order; answers, per binding applied, whether its policy asks to be reinvoked and the
-    /// object it left.
+    /// in order; answers, per binding applied, its index, whether its policy asks to be
+    /// reinvoked and whether it changed the object.
     async fn apply(
         &self,
         request: &AdmissionRequest<'_>,
         object: &mut Value,
         chosen: impl Fn(usize, &Policy) -> bool,
-    ) -> Result<Vec<(usize, bool, Value)>, Rejection> {
+    ) -> Result<Vec<(usize, bool, bool)>, Rejection> {
         let in_force = self.followed.in_force();
         if in_force.bindings.is_empty()
             || request.operation == crate::registry::admission::Operation::Delete
@@ -205,6 +205,7 @@ impl MutatingPolicies {
                     continue;
                 }
             };
+            let mut changed = false;
             for params in found.map_or(vec![None], |list| list.into_iter().map(Some).collect()) {
                 let mut base: Vec<(&str, &Value)> =
                     vec![("oldObject", &old), ("request", &request_var)];
@@ -217,11 +218,14 @@ impl MutatingPolicies {
                 // A failed policy leaves the object as it was before it.
                 let mut mutated = object.clone();
                 match policy.mutate(&base, &mut mutated) {
-                    Ok(_) => *object = mutated,
+                    Ok(_) => {
+                        changed |= mutated != *object;
+                        *object = mutated;
+                    }
                     Err(why) => fail(why)?,
                 }
             }
-            applied.push((index, policy.reinvoke_if_needed, object.clone()));
+            applied.push((index, policy.reinvoke_if_needed, changed));
         }
         Ok(applied)
     }
@@ -235,11 +239,12 @@ impl MutatingAdmission for MutatingPolicies {
 
     async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
         let applied = self.apply(request, object, |_, _| true).await?;
-        // A policy asking for it is applied again when a later one changed what it left.
-        let again: Vec<usize> = applied
-            .into_iter()
-            .filter(|(_, if_needed, left)| *if_needed && left != object)
-            .map(|(index, _, _)| index)
+        // A policy asking for it is applied again when a later one changed the object.
+        let last_change = applied.iter().rposition(|(_, _, changed)| *changed);
+        let again: Vec<usize> = applied[..last_change.unwrap_or(0)]
+            .iter()
+            .filter(|(_, if_needed, _)| *if_needed)
+            .map(|(index, _, _)| *index)
             .collect();
         if !again.is_empty() {
             self.apply(request, object, |index, _| again.contains(&index))

@@ -166,27 +166,27 @@ impl AdmissionChain {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let mut warnings = Vec::new();
-        let mut left = Vec::with_capacity(plugins.len());
-        for plugin in &plugins {
+        // The last plugin that changed the object: every plugin before it may be reinvoked.
+        let mut last_change = 0;
+        for (i, plugin) in plugins.iter().enumerate() {
             let before = object.clone();
             let asked = AdmissionRequest {
                 object: &before,
                 ..*request
             };
             warnings.extend(plugin.admit(&asked, object).await?);
-            left.push(object.clone());
+            if before != *object {
+                last_change = i;
+            }
         }
         // Changes made while reinvoking do not reinvoke again: each plugin once at most.
-        let first_pass = object.clone();
-        for (plugin, left) in plugins.iter().zip(left) {
-            if left != first_pass {
-                let before = object.clone();
-                let asked = AdmissionRequest {
-                    object: &before,
-                    ..*request
-                };
-                warnings.extend(plugin.reinvoke(&asked, object).await?);
-            }
+        for plugin in &plugins[..last_change] {
+            let before = object.clone();
+            let asked = AdmissionRequest {
+                object: &before,
+                ..*request
+            };
+            warnings.extend(plugin.reinvoke(&asked, object).await?);
         }
         Ok(warnings)
     }

@@ -347,13 +347,12 @@ impl MutatingAdmission for Webhooks {
 
     async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
         let webhooks = self.matching(request).await;
-        let (mut warnings, left) = self.mutate_with(&webhooks, request, object).await?;
-        // A webhook asking for it is called again when a later one changed what it left.
-        let again: Vec<Webhook> = webhooks
+        let (mut warnings, last_change) = self.mutate_with(&webhooks, request, object).await?;
+        // A webhook asking for it is called again when a later one changed the object.
+        let again: Vec<Webhook> = webhooks[..last_change]
             .iter()
-            .zip(left)
-            .filter(|(w, left)| w.reinvoke_if_needed && *left != *object)
-            .map(|(w, _)| w.clone())
+            .filter(|w| w.reinvoke_if_needed)
+            .cloned()
             .collect();
         if !again.is_empty() {
             warnings.extend(self.mutate_with(&again, request, object).await?.0);
@@ -374,16 +373,16 @@ impl MutatingAdmission for Webhooks {
 
 impl Webhooks {
     /// Calls each mutating webhook in turn on `object`, applying its patch; answers the
-    /// warnings and the object each one left.
+    /// warnings and the index of the last webhook that changed the object (0 when none did).
     async fn mutate_with(
         &self,
         webhooks: &[Webhook],
         request: &AdmissionRequest<'_>,
         object: &mut Value,
-    ) -> Result<(Vec<String>, Vec<Value>), Rejection> {
+    ) -> Result<(Vec<String>, usize), Rejection> {
         let mut warnings = Vec::new();
-        let mut left = Vec::with_capacity(webhooks.len());
-        for webhook in webhooks {
+        let mut last_change = 0;
+        for (i, webhook) in webhooks.iter().enumerate() {
             let asked = AdmissionRequest {
                 object: &*object,
                 ..*request
@@ -401,13 +400,15 @@ impl Webhooks {
                                 webhook.name
                             ))
                         })?;
+                        if patched != *object {
+                            last_change = i;
+                        }
                         *object = patched;
                     }
                 }
             }
-            left.push(object.clone());
         }
-        Ok((warnings, left))
+        Ok((warnings, last_change))
     }
 }
 
