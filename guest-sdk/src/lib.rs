@@ -147,6 +147,16 @@ pub const ABI_MINOR_VERSION: u32 = 2;
 #[macro_export]
 macro_rules! export_strategy {
     ($strategy:ty) => {
+        $crate::__export_abi!($strategy, manifest, call);
+    };
+}
+
+/// The module's exports (`alloc`, `dealloc`, `manifest`, `call`) over the `export` functions
+/// named; what [`export_strategy!`] and [`export_admission_policy!`] expand to.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_abi {
+    ($ty:ty, $manifest:ident, $call:ident) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             #[no_mangle]
@@ -161,16 +171,16 @@ macro_rules! export_strategy {
 
             #[no_mangle]
             extern "C" fn manifest() -> u64 {
-                $crate::export::manifest::<$strategy>()
+                $crate::export::$manifest::<$ty>()
             }
 
             #[no_mangle]
             extern "C" fn call(ptr: u32, len: u32) -> u64 {
-                $crate::export::call::<$strategy>(ptr, len)
+                $crate::export::$call::<$ty>(ptr, len)
             }
         };
 
-        // Natively a module has nothing to run: its strategy is tested through the library.
+        // Natively a module has nothing to run: it is tested through its library.
         #[cfg(not(target_arch = "wasm32"))]
         #[allow(dead_code)]
         fn main() {}
@@ -199,32 +209,6 @@ macro_rules! export_strategy {
 #[macro_export]
 macro_rules! export_admission_policy {
     ($policy:ty) => {
-        #[cfg(target_arch = "wasm32")]
-        const _: () = {
-            #[no_mangle]
-            extern "C" fn alloc(len: u32) -> u32 {
-                $crate::export::alloc(len)
-            }
-
-            #[no_mangle]
-            extern "C" fn dealloc(ptr: u32, len: u32) {
-                $crate::export::dealloc(ptr, len)
-            }
-
-            #[no_mangle]
-            extern "C" fn manifest() -> u64 {
-                $crate::export::policy_manifest::<$policy>()
-            }
-
-            #[no_mangle]
-            extern "C" fn call(ptr: u32, len: u32) -> u64 {
-                $crate::export::policy_call::<$policy>(ptr, len)
-            }
-        };
-
-        // Natively a module has nothing to run: its policy is tested through the library.
-        #[cfg(not(target_arch = "wasm32"))]
-        #[allow(dead_code)]
-        fn main() {}
+        $crate::__export_abi!($policy, policy_manifest, policy_call);
     };
 }

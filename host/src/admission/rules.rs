@@ -47,6 +47,11 @@ impl Rule {
         }
     }
 
+    /// Whether the rule names `operation` (`CREATE`, `UPDATE`, `DELETE`; `*` names all).
+    pub fn names_operation(&self, operation: &str) -> bool {
+        self.operations.iter().any(|o| o == "*" || o == operation)
+    }
+
     /// Whether the rule names the request's operation and resource (`equivalent`: another
     /// version of the same resource matches too).
     pub fn matches(&self, request: &AdmissionRequest<'_>, equivalent: bool) -> bool {
@@ -71,7 +76,7 @@ impl Rule {
         };
         let version_ok = has(&self.api_versions, request.version)
             || (equivalent && !self.api_versions.is_empty());
-        has(&self.operations, operation)
+        self.names_operation(operation)
             && has(&self.api_groups, &def.group)
             && version_ok
             && resource_named

@@ -163,12 +163,9 @@ impl LoadedModule {
             Verb::Update => "UPDATE",
             Verb::Delete => "DELETE",
         };
-        let rules = policy.match_resources["resourceRules"].as_array();
-        rules.into_iter().flatten().any(|rule| {
-            crate::admission::rules::strings(rule, "operations")
-                .iter()
-                .any(|o| o == "*" || o == operation)
-        })
+        crate::admission::rules::Rule::list(policy.match_resources.get("resourceRules"))
+            .iter()
+            .any(|rule| rule.names_operation(operation))
     }
 
     /// Runs `case` on this module.
