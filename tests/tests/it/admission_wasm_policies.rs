@@ -32,8 +32,8 @@ fn wait(what: &str, check: impl FnMut() -> bool) {
     eventually(what, Duration::from_secs(30), check);
 }
 
-#[test]
-fn a_policy_module_guards_two_resources_and_is_hot_swapped() {
+/// A server whose strategy directory (the first value) holds the owner-label policy.
+fn serving_owner_label() -> (tempfile::TempDir, KubeFixture) {
     let modules = tempfile::tempdir().unwrap();
     install(
         modules.path(),
@@ -42,6 +42,12 @@ fn a_policy_module_guards_two_resources_and_is_hot_swapped() {
     );
     let dir = modules.path().display().to_string();
     let k = KubeFixture::start_with(latest_kubectl_path().unwrap(), &["--strategy-dir", &dir]);
+    (modules, k)
+}
+
+#[test]
+fn a_policy_module_guards_two_resources_and_is_hot_swapped() {
+    let (modules, k) = serving_owner_label();
     let apply = |yaml: &str| k.run_with(&["apply", "-f", "-"], Some(yaml));
 
     // ConfigMaps without an owner are refused, with the policy's cause, as kubectl shows it.
@@ -273,14 +279,7 @@ fn a_strategy_module_object_bound_to_the_wrong_policy_is_refused() {
 
 #[test]
 fn a_mutating_policy_module_runs_before_the_validating_one() {
-    let modules = tempfile::tempdir().unwrap();
-    install(
-        modules.path(),
-        strategy_artifacts::OWNER_LABEL,
-        "owner-label.wasm",
-    );
-    let dir = modules.path().display().to_string();
-    let k = KubeFixture::start_with(latest_kubectl_path().unwrap(), &["--strategy-dir", &dir]);
+    let (modules, k) = serving_owner_label();
     let apply = |yaml: &str| k.run_with(&["apply", "-f", "-"], Some(yaml));
     // A new name each try: kubectl sends nothing for an object it already applied unchanged.
     let mut attempt = 0;

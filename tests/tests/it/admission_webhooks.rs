@@ -28,6 +28,7 @@ fn certificates(dir: &Path) -> String {
     let cert = params.signed_by(&key, &issuer).unwrap();
     std::fs::write(dir.join("webhook.crt"), cert.pem()).unwrap();
     std::fs::write(dir.join("webhook.key"), key.serialize_pem()).unwrap();
+    std::fs::write(dir.join("webhook-ca.crt"), ca_cert.pem()).unwrap();
     ca_cert.pem()
 }
 
@@ -35,6 +36,8 @@ fn certificates(dir: &Path) -> String {
 struct WebhookServer {
     child: Child,
     port: u16,
+    /// Trusts the webhook's CA (`certificates` wrote it), for `/stats`.
+    agent: ureq::Agent,
 }
 
 impl WebhookServer {
@@ -52,11 +55,18 @@ impl WebhookServer {
             .read_line(&mut line)
             .unwrap();
         let port = line.trim().strip_prefix("ready ").unwrap().parse().unwrap();
-        Self { child, port }
+        let agent = secure::https_agent(&dir.join("webhook-ca.crt"), None).unwrap();
+        Self { child, port, agent }
     }
 
     fn url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// `GET /stats`: the connections and requests it has served.
+    fn stats(&self) -> Value {
+        let reply = self.agent.get(&self.url("/stats")).call().unwrap();
+        reply.into_json().unwrap()
     }
 }
 
@@ -118,22 +128,12 @@ fn calls_to_a_webhook_reuse_its_connections() {
     eventually("the webhook to deny", Duration::from_secs(10), || {
         post(&k, cms, &cm("bad", json!({"forbidden": "x"}))).code == 403
     });
-    std::fs::write(k.dir.path().join("webhook-ca.crt"), &ca).unwrap();
-    let agent = secure::https_agent(&k.dir.path().join("webhook-ca.crt"), None).unwrap();
-    let stats = || -> Value {
-        agent
-            .get(&webhook.url("/stats"))
-            .call()
-            .unwrap()
-            .into_json()
-            .unwrap()
-    };
-    let before = stats();
+    let before = webhook.stats();
     for i in 0..20 {
         let r = post(&k, cms, &cm(&format!("ok-{i}"), json!({"a": "1"})));
         assert_eq!(r.code, 201, "{}", r.body);
     }
-    let after = stats();
+    let after = webhook.stats();
     let requests = after["requests"].as_u64().unwrap() - before["requests"].as_u64().unwrap();
     // (The agent asking for the stats keeps its own connection between the two asks.)
     let connections =
@@ -289,17 +289,7 @@ spec: {policyName: copy-label}
     );
     assert_eq!(created["metadata"]["labels"]["copied"], "true", "{created}");
     // One more create, counted: a-first, b-second, then a-first again.
-    std::fs::write(k.dir.path().join("webhook-ca.crt"), &ca).unwrap();
-    let agent = secure::https_agent(&k.dir.path().join("webhook-ca.crt"), None).unwrap();
-    let requests = || -> u64 {
-        let stats: Value = agent
-            .get(&webhook.url("/stats"))
-            .call()
-            .unwrap()
-            .into_json()
-            .unwrap();
-        stats["requests"].as_u64().unwrap()
-    };
+    let requests = || webhook.stats()["requests"].as_u64().unwrap();
     let before = requests();
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "counted"}});
     assert_eq!(post(&k, cms, &cm).code, 201);
