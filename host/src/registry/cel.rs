@@ -127,6 +127,15 @@ impl CelRules {
         failures
             .into_vec()
             .into_iter()
+            // Ratcheting: a rule's failure on a value the update left unchanged stands as it
+            // stood (Kubernetes' CRDValidationRatcheting).
+            .filter(|f| {
+                let unchanged = old.is_some_and(|old| {
+                    value_at(obj, &f.field_path).is_some()
+                        && value_at(obj, &f.field_path) == value_at(old, &f.field_path)
+                });
+                !unchanged
+            })
             .map(|f| {
                 let field = match (prefix, f.field_path.as_str()) {
                     ("", path) => path.to_string(),
@@ -161,32 +170,33 @@ impl CelRules {
     }
 }
 
-/// The JSON type name of the value at a dotted path (`object`, `array`, `string`, ...).
-fn type_at(obj: &Value, path: &str) -> &'static str {
+/// The value at a dotted path as kube-cel reports it (`spec.items[2].name`; map keys as fields).
+fn value_at<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = obj;
     for part in path.split('.').filter(|p| !p.is_empty()) {
         let (name, index) = match part.split_once('[') {
             Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
             None => (part, None),
         };
-        cur = match cur.get(name) {
-            Some(v) => v,
-            None => return "object",
-        };
+        if !name.is_empty() {
+            cur = cur.get(name)?;
+        }
         if let Some(i) = index {
-            cur = match cur.get(i) {
-                Some(v) => v,
-                None => return "object",
-            };
+            cur = cur.get(i)?;
         }
     }
-    match cur {
-        Value::Object(_) | Value::Null => "object",
-        Value::Array(_) => "array",
-        Value::String(_) => "string",
-        Value::Number(n) if n.is_f64() => "number",
-        Value::Number(_) => "integer",
-        Value::Bool(_) => "boolean",
+    Some(cur)
+}
+
+/// The JSON type name of the value at a dotted path (`object`, `array`, `string`, ...).
+fn type_at(obj: &Value, path: &str) -> &'static str {
+    match value_at(obj, path) {
+        None | Some(Value::Object(_) | Value::Null) => "object",
+        Some(Value::Array(_)) => "array",
+        Some(Value::String(_)) => "string",
+        Some(Value::Number(n)) if n.is_f64() => "number",
+        Some(Value::Number(_)) => "integer",
+        Some(Value::Bool(_)) => "boolean",
     }
 }
 

@@ -449,7 +449,7 @@ impl RegistryStore {
             return errors;
         };
         if let Some(schema) = &version.schema {
-            let schema_errors = super::schema::validate(obj, schema, "");
+            let schema_errors = super::schema::validate_update(obj, old, schema, "");
             // Rules assume the structure the schema promises, so they run once it holds.
             if schema_errors.is_empty() {
                 if let Some(rules) = &version.cel {

@@ -1,6 +1,7 @@
 //! Tests of schema defaulting, pruning and validation.
 
 use super::*;
+use crate::strategy::FieldErrorKind;
 use serde_json::json;
 
 fn schema() -> Value {
@@ -41,4 +42,35 @@ fn defaults_prunes_and_validates() {
     let missing = validate(&json!({"spec": {}}), &schema(), "");
     assert_eq!(missing[0].kind, FieldErrorKind::Required);
     assert_eq!(missing[0].field, "spec.size");
+}
+
+#[test]
+fn an_update_ratchets_what_it_leaves_unchanged() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 2},
+        "atomic": {"type": "array", "items": {"type": "string", "maxLength": 2}},
+        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string", "maxLength": 2}},
+        "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+                "items": {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "string", "maxLength": 2}}}}
+    }}}});
+    let old = json!({"metadata": {}, "spec": {"name": "long", "atomic": ["long"], "set": ["long"],
+                     "map": [{"k": "a", "v": "long"}]}});
+    let fields = |new: &Value| -> Vec<String> {
+        validate_update(new, Some(&old), &schema, "")
+            .into_iter()
+            .map(|e| e.field)
+            .collect()
+    };
+    let mut relabelled = old.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "blue"});
+    assert!(fields(&relabelled).is_empty());
+    // Items moved or joined by others: a set member and a map item are found by value and key,
+    // an atomic list's items are not correlated once the list changes.
+    let grown = json!({"metadata": {}, "spec": {"name": "long", "atomic": ["ok", "long"],
+                       "set": ["ok", "long"], "map": [{"k": "b", "v": "ok"}, {"k": "a", "v": "long"}]}});
+    assert_eq!(fields(&grown), vec!["spec.atomic[1]"]);
+    let changed = json!({"metadata": {}, "spec": {"name": "longer", "atomic": ["long"], "set": ["long"],
+                         "map": [{"k": "a", "v": "longer"}]}});
+    assert_eq!(fields(&changed), vec!["spec.map[0].v", "spec.name"]);
+    assert_eq!(validate(&old, &schema, "").len(), 4);
 }
