@@ -18,6 +18,7 @@ pub mod list;
 pub mod names;
 pub mod namespace_lifecycle;
 mod read;
+pub mod scale;
 pub mod schema;
 pub mod served;
 pub mod store;

@@ -113,3 +113,128 @@ fn a_tightened_schema_ratchets_unchanged_fields() {
     let fixed = r#"{"spec":{"x":"ok","z":1}}"#;
     s.ok(&["patch", "thing", "a", "--type=merge", "-p", fixed]);
 }
+
+const MACHINES: &str = "/apis/fleet.example.com/v1/namespaces/default/machinesets";
+
+/// `machinesets.fleet.example.com`, shaped as Cluster API's MachineSet: a `scale` subresource
+/// and `spec.clusterName` selectable.
+fn machinesets_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "machinesets.fleet.example.com"},
+        "spec": {"group": "fleet.example.com", "scope": "Namespaced",
+                 "names": {"plural": "machinesets", "singular": "machineset", "kind": "MachineSet"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                   "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                       "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}},
+                   "selectableFields": [{"jsonPath": ".spec.clusterName"}],
+                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                     "spec": {"type": "object", "properties": {
+                         "clusterName": {"type": "string"},
+                         "replicas": {"type": "integer", "minimum": 0, "maximum": 50}}},
+                     "status": {"type": "object", "properties": {
+                         "replicas": {"type": "integer"}, "selector": {"type": "string"}}}}}}}]}
+    })
+}
+
+#[test]
+fn kubectl_scales_and_selects_custom_resources() {
+    let s = KubeFixture::start(latest_kubectl_path().unwrap());
+    // A selectable field the schema does not have refuses the definition.
+    let mut broken = machinesets_crd();
+    broken["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.nothing"}]);
+    let err = s
+        .run_with(&["apply", "-f", "-"], Some(&broken.to_string()))
+        .2;
+    assert!(
+        err.contains("spec.versions[0].selectableFields[0].jsonPath"),
+        "{err}"
+    );
+    s.ok_with(&["apply", "-f", "-"], Some(&machinesets_crd().to_string()));
+    eventually("machinesets served", Duration::from_secs(10), || {
+        s.status(MACHINES) == 200
+    });
+    for (name, cluster) in [("a", "east"), ("b", "west"), ("c", "east")] {
+        let obj = json!({"apiVersion": "fleet.example.com/v1", "kind": "MachineSet",
+                         "metadata": {"name": name}, "spec": {"clusterName": cluster, "replicas": 1}});
+        assert_eq!(
+            call("POST", &s.host.url(MACHINES), Some(&obj))
+                .unwrap()
+                .code,
+            201
+        );
+    }
+    let east = s.ok(&[
+        "get",
+        "machinesets",
+        "--field-selector",
+        "spec.clusterName=east",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(
+        east.lines().collect::<Vec<_>>(),
+        vec![
+            "machineset.fleet.example.com/a",
+            "machineset.fleet.example.com/c"
+        ]
+    );
+    let err = s.fails(&["get", "machinesets", "--field-selector", "spec.replicas=1"]);
+    assert!(err.contains("field label not supported"), "{err}");
+
+    // The status carries the selector an autoscaler reads.
+    let status = json!({"status": {"replicas": 1, "selector": "app=a"}});
+    let patched = strategy_host_e2e::call_with(
+        "PATCH",
+        &s.host.url(&format!("{MACHINES}/a/status")),
+        Some(status.to_string().as_bytes()),
+        &[("Content-Type", "application/merge-patch+json")],
+    )
+    .unwrap();
+    assert_eq!(patched.code, 200, "{}", patched.body);
+    s.ok(&["scale", "machineset", "a", "--replicas=5"]);
+    let scale = s.get(&format!("{MACHINES}/a/scale"));
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"]["replicas"], 5);
+    assert_eq!(scale["status"], json!({"replicas": 1, "selector": "app=a"}));
+    assert_eq!(s.get(&format!("{MACHINES}/a"))["spec"]["replicas"], 5);
+    // The resource's own schema holds for a scale, and a stale resourceVersion conflicts.
+    let err = s.fails(&["scale", "machineset", "a", "--replicas=51"]);
+    assert!(err.contains("spec.replicas"), "{err}");
+    let mut stale = s.get(&format!("{MACHINES}/a/scale"));
+    stale["metadata"]["resourceVersion"] = json!("1");
+    stale["spec"]["replicas"] = json!(2);
+    let refused = call(
+        "PUT",
+        &s.host.url(&format!("{MACHINES}/a/scale")),
+        Some(&stale),
+    )
+    .unwrap();
+    assert_eq!(refused.code, 409, "{}", refused.body);
+    assert!(
+        refused.body.contains("the object has been modified"),
+        "{}",
+        refused.body
+    );
+    // A PUT of the Scale, as an autoscaler writes it.
+    let mut put = s.get(&format!("{MACHINES}/b/scale"));
+    put["spec"]["replicas"] = json!(3);
+    let replaced = call(
+        "PUT",
+        &s.host.url(&format!("{MACHINES}/b/scale")),
+        Some(&put),
+    )
+    .unwrap();
+    assert_eq!(replaced.code, 200, "{}", replaced.body);
+    assert_eq!(replaced.json()["spec"]["replicas"], 3);
+    // Discovery names the subresource, so clients find it.
+    let resources = s.get("/apis/fleet.example.com/v1");
+    let names: Vec<&str> = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(names.contains(&"machinesets/scale"), "{names:?}");
+}

@@ -10,6 +10,7 @@ pub(crate) mod list;
 pub(crate) mod patch;
 pub(crate) mod resolve;
 mod review;
+mod scale;
 pub(crate) mod update;
 pub(crate) mod watch;
 
@@ -122,6 +123,33 @@ async fn run(
         };
     }
     let user_agent = header(parts, hyper::header::USER_AGENT);
+    if res.path.subresource.as_deref() == Some("scale") {
+        let format = Format::parse(header(parts, hyper::header::ACCEPT), query);
+        let max = state.max_body_bytes;
+        return match verb {
+            Verb::Get => scale::get(&res, GetParams::from_query(query)?, format).await,
+            Verb::Update => {
+                let mut params = PostParams::from_query(query)?;
+                if params.field_manager.is_empty() {
+                    params.field_manager = manager_from_user_agent(user_agent);
+                }
+                let bytes = read_body(incoming, max).await?;
+                let (scale, _) =
+                    body::decode_object_in(content_type, &bytes, params.field_validation, true)?;
+                res.audit.log_request_object(&scale);
+                scale::update(&res, params, scale, format).await
+            }
+            Verb::Patch => {
+                let params = PatchParams::from_query(query)?;
+                let kind = patch_kind(content_type, true)?;
+                let bytes = read_body(incoming, max).await?;
+                let (patch, _) = body::decode_patch(kind, &bytes, params.field_validation)?;
+                res.audit.log_request_body(|| patch_json(&patch));
+                scale::patch(&res, params, patch, format, user_agent).await
+            }
+            _ => Err(not_allowed()),
+        };
+    }
     let selectable = res.def().selectable_fields(&res.path.version);
     let format = || Format::parse(header(parts, hyper::header::ACCEPT), query);
     let max = state.max_body_bytes;

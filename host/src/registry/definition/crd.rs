@@ -159,6 +159,19 @@ impl ResourceDefinition {
                 }),
                 _ => None,
             };
+            let at = format!("spec.versions[{i}]");
+            let mut field_errors = Vec::new();
+            let selectable_fields = version_fields::selectable_fields(
+                v,
+                schema.as_ref().filter(|s| s.is_object()),
+                &at,
+                &mut field_errors,
+            );
+            let scale = version_fields::scale_subresource(v, &at, &mut field_errors);
+            // Built-in kinds select fields a CRD may not (an Event's `source`, eleven of them).
+            if !builtin {
+                errors.extend(field_errors);
+            }
             if v["served"] != true && v["storage"] != true {
                 continue;
             }
@@ -198,17 +211,8 @@ impl ResourceDefinition {
                     schema,
                     printer_columns,
                     cel,
-                    selectable_fields: v
-                        .get("selectableFields")
-                        .and_then(Value::as_array)
-                        .map(|fields| {
-                            fields
-                                .iter()
-                                .map(|f| s(f, "/jsonPath").trim_start_matches('.').to_string())
-                                .filter(|f| !f.is_empty())
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    selectable_fields,
+                    scale,
                 });
             }
         }

@@ -6,6 +6,9 @@ use serde_json::Value;
 use crate::strategy::{FieldError, ResourceInfo};
 
 mod crd;
+mod version_fields;
+
+pub use version_fields::ScaleSubresource;
 
 /// The group of CustomResourceDefinitions.
 pub const CRD_GROUP: &str = "apiextensions.k8s.io";
@@ -117,6 +120,8 @@ pub struct VersionDefinition {
     /// `selectableFields`: the fields a field selector may name beside `metadata.name` and
     /// `metadata.namespace` (`spec.color`, `involvedObject.name`, ...).
     pub selectable_fields: Vec<String>,
+    /// The `scale` subresource, when the version serves one.
+    pub scale: Option<ScaleSubresource>,
 }
 
 /// Everything the registry needs to serve one resource.
@@ -339,6 +344,15 @@ impl ResourceDefinition {
                 group: self.group.clone(),
                 version: version.to_string(),
                 kind: self.kind.clone(),
+                verbs: &["get", "patch", "update"],
+            });
+        }
+        if self.version(version).is_some_and(|v| v.scale.is_some()) {
+            subs.push(Subresource {
+                name: "scale",
+                group: "autoscaling".into(),
+                version: "v1".into(),
+                kind: "Scale".into(),
                 verbs: &["get", "patch", "update"],
             });
         }
