@@ -32,6 +32,7 @@ pub mod registry;
 pub mod storage;
 pub mod strategy;
 pub mod wasm;
+pub mod webhook;
 
 /// What benchmarks measure of the private `api` layer (the `testing` feature).
 #[cfg(feature = "testing")]

@@ -282,6 +282,24 @@ pub trait Strategy: Send + Sync + 'static {
     ) -> Result<(), StrategyError> {
         Ok(())
     }
+
+    /// Whether this strategy converts the resource's objects between its versions (a module
+    /// that exports a conversion): such a strategy is asked instead of the definition's
+    /// `spec.conversion`.
+    fn converts(&self) -> bool {
+        false
+    }
+
+    /// `objects` (each at the version its `apiVersion` names) converted to
+    /// `desired_api_version`, in order.
+    async fn convert(
+        &self,
+        _resource: &ResourceInfo,
+        objects: Vec<Value>,
+        _desired_api_version: &str,
+    ) -> Result<Vec<Value>, StrategyError> {
+        Ok(objects)
+    }
 }
 
 /// The strategy of a resource with no module: Kubernetes' defaults for custom resources.

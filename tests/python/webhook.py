@@ -1,7 +1,8 @@
 """An admission webhook server as users run them (Python standard library, HTTPS), for the
 end-to-end tests: /mutate adds a label with a JSONPatch, a warning and an audit annotation, /label another, /deny refuses objects with
 a `forbidden` data key, /protect refuses deleting objects labelled protected=true, /hang never answers in time, /garbage answers something that is not an
-AdmissionReview; GET /stats answers how many connections and requests it has served (it keeps
+AdmissionReview; /convert converts Cluster API MachineDeployments between v1beta1 and v1beta2
+(a ConversionReview), /convert-fail answers a failed one; GET /stats answers how many connections and requests it has served (it keeps
 connections open between requests, as HTTP/1.1 servers do). Prints `ready PORT` once it listens.
 
     python3 tests/python/webhook.py CERT_FILE KEY_FILE
@@ -15,8 +16,43 @@ import sys
 import threading
 import time
 
-STATS = {"connections": 0, "requests": 0}
+STATS = {"connections": 0, "requests": 0, "conversions": 0}
 LOCK = threading.Lock()
+
+
+def ref_to_v1beta2(ref):
+    """A v1beta1 object reference (apiVersion, kind, name) as v1beta2's (apiGroup, kind, name)."""
+    out = {k: v for k, v in ref.items() if k in ("kind", "name")}
+    out["apiGroup"] = ref.get("apiVersion", "").split("/")[0]
+    return out
+
+
+def ref_to_v1beta1(ref):
+    out = {k: v for k, v in ref.items() if k in ("kind", "name")}
+    out["apiVersion"] = ref.get("apiGroup", "") + "/v1beta1"
+    return out
+
+
+def convert(obj, desired):
+    """A MachineDeployment at `desired` (cluster.x-k8s.io/v1beta1 or v1beta2): the references of
+    its machine template and `minReadySeconds`, which v1beta2 moved into the template."""
+    obj = json.loads(json.dumps(obj))
+    source = obj["apiVersion"]
+    obj["apiVersion"] = desired
+    if source == desired:
+        return obj
+    spec = obj.setdefault("spec", {})
+    machine = spec.setdefault("template", {}).setdefault("spec", {})
+    refs = [(machine, "infrastructureRef"), (machine.get("bootstrap") or {}, "configRef")]
+    to_v1beta2 = desired.endswith("/v1beta2")
+    for holder, key in refs:
+        if holder.get(key):
+            holder[key] = (ref_to_v1beta2 if to_v1beta2 else ref_to_v1beta1)(holder[key])
+    if to_v1beta2 and "minReadySeconds" in spec:
+        machine["minReadySeconds"] = spec.pop("minReadySeconds")
+    elif not to_v1beta2 and "minReadySeconds" in machine:
+        spec["minReadySeconds"] = machine.pop("minReadySeconds")
+    return obj
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -51,8 +87,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", 0))
         review = json.loads(self.rfile.read(length))
         request = review["request"]
-        response = {"uid": request["uid"], "allowed": True}
         path = self.path.split("?")[0]
+        if path.startswith("/convert"):
+            with LOCK:
+                STATS["conversions"] += len(request["objects"])
+            response = {"uid": request["uid"], "result": {"status": "Success"}}
+            if path == "/convert-fail":
+                response["result"] = {"status": "Failure", "message": "this converter is broken"}
+            else:
+                desired = request["desiredAPIVersion"]
+                response["convertedObjects"] = [convert(o, desired) for o in request["objects"]]
+            self.answer({"apiVersion": review["apiVersion"], "kind": "ConversionReview", "response": response})
+            return
+        response = {"uid": request["uid"], "allowed": True}
         obj = request.get("object") or {}
         if path == "/mutate":
             ops = []

@@ -29,6 +29,7 @@ pub fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool
 pub mod load;
 pub mod native;
 pub mod secure;
+pub mod webhook_server;
 
 /// The `strategy-host` binary cargo built beside this test (`cargo test --workspace` builds it).
 pub fn host_binary() -> anyhow::Result<PathBuf> {

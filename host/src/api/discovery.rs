@@ -3,41 +3,12 @@
 //! follow definition changes at once. (Aggregated discovery, which clients ask for first, is in
 //! `aggregated_discovery.rs`.)
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+pub(crate) use crate::registry::definition::compare_versions;
 use crate::registry::{Registry, ServedResource};
-
-/// Kubernetes' version priority: GA before beta before alpha, higher numbers first.
-pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
-    fn key(v: &str) -> (u8, u64, u64, String) {
-        let Some(rest) = v.strip_prefix('v') else {
-            return (0, 0, 0, v.to_string());
-        };
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let Ok(major) = digits.parse::<u64>() else {
-            return (0, 0, 0, v.to_string());
-        };
-        let tail = &rest[digits.len()..];
-        let (level, minor_text) = if tail.is_empty() {
-            (3, "")
-        } else if let Some(t) = tail.strip_prefix("beta") {
-            (2, t)
-        } else if let Some(t) = tail.strip_prefix("alpha") {
-            (1, t)
-        } else {
-            return (0, 0, 0, v.to_string());
-        };
-        (level, major, minor_text.parse().unwrap_or(0), String::new())
-    }
-    let (ka, kb) = (key(a), key(b));
-    kb.0.cmp(&ka.0)
-        .then(kb.1.cmp(&ka.1))
-        .then(kb.2.cmp(&ka.2))
-        .then(ka.3.cmp(&kb.3))
-}
 
 /// group → served versions (preferred first).
 fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use super::definition::ResourceDefinition;
 use super::system_fields::now_rfc3339;
 use crate::storage::{ConditionalDelete, ListOptions, Storage};
-use crate::strategy::{Admission, Strategy, StrategyContext, StrategyError};
+use crate::strategy::{
+    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+};
 
 /// The strategy of `customresourcedefinitions`.
 pub struct CrdStrategy {
@@ -18,26 +20,48 @@ pub struct CrdStrategy {
     pub base: Arc<dyn Storage>,
 }
 
-fn crd_admission(obj: &mut Value) -> Admission {
+/// A definition's `status.storedVersions` after a write: the versions objects may be stored at
+/// — those recorded before (`kept`: an update's, which a status write may shorten) and the
+/// storage version now — and the field errors of a recorded version `spec.versions` dropped.
+fn stored_versions(obj: &Value, kept: Vec<String>) -> (Vec<String>, Vec<FieldError>) {
+    let versions: Vec<&Value> = obj
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|vs| vs.iter().collect())
+        .unwrap_or_default();
+    let mut stored = kept;
+    for v in versions.iter().filter(|v| v["storage"] == true) {
+        if let Some(name) = v["name"].as_str() {
+            if !stored.iter().any(|s| s == name) {
+                stored.push(name.to_string());
+            }
+        }
+    }
+    let errors = stored
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !versions.iter().any(|v| v["name"].as_str() == Some(s.as_str())))
+        .map(|(i, s)| FieldError {
+            kind: FieldErrorKind::Invalid,
+            field: format!("status.storedVersions[{i}]"),
+            detail: format!("{s:?}: missing from spec.versions; {s} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {s} and it is removed from status.storedVersions"),
+        })
+        .collect();
+    (stored, errors)
+}
+
+/// Checks a definition and sets its status; `kept` are the stored versions recorded before.
+fn crd_admission(obj: &mut Value, kept: Vec<String>) -> Admission {
     match ResourceDefinition::from_crd(obj) {
         Err(field_errors) => Admission {
             field_errors,
             refusal: None,
             warnings: vec![],
         },
-        Ok(def) => {
+        Ok(_) => {
             let now = now_rfc3339();
             let condition = |type_: &str, reason: &str, message: &str| json!({"type": type_, "status": "True", "lastTransitionTime": now, "reason": reason, "message": message});
-            let stored: Vec<Value> = obj
-                .pointer("/spec/versions")
-                .and_then(Value::as_array)
-                .map(|vs| {
-                    vs.iter()
-                        .filter(|v| v["storage"] == true)
-                        .map(|v| v["name"].clone())
-                        .collect()
-                })
-                .unwrap_or_default();
+            let (stored, field_errors) = stored_versions(obj, kept);
             obj["status"] = json!({
                 "conditions": [
                     condition("NamesAccepted", "NoConflicts", "no conflicts found"),
@@ -46,8 +70,10 @@ fn crd_admission(obj: &mut Value) -> Admission {
                 "acceptedNames": obj["spec"]["names"].clone(),
                 "storedVersions": stored,
             });
-            let _ = def;
-            Admission::default()
+            Admission {
+                field_errors,
+                ..Admission::default()
+            }
         }
     }
 }
@@ -63,7 +89,7 @@ impl Strategy for CrdStrategy {
         _ctx: &StrategyContext,
         obj: &mut Value,
     ) -> Result<Admission, StrategyError> {
-        Ok(crd_admission(obj))
+        Ok(crd_admission(obj, Vec::new()))
     }
 
     async fn before_update(
@@ -72,7 +98,10 @@ impl Strategy for CrdStrategy {
         new: &mut Value,
         old: &Value,
     ) -> Result<Admission, StrategyError> {
-        let mut admission = crd_admission(new);
+        // The status as this write leaves it: the old one on a main write, the client's on a
+        // status write (which is how a version is dropped from storedVersions).
+        let kept = crate::registry::system_fields::strings(new.pointer("/status/storedVersions"));
+        let mut admission = crd_admission(new, kept);
         if admission.field_errors.is_empty() {
             for (field, pointer) in [
                 ("spec.group", "/spec/group"),

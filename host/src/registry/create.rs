@@ -170,10 +170,10 @@ impl RegistryStore {
             return Err(Error::ResourceVersionSetOnCreate);
         }
         let ctx = self.ctx(scope);
-        let mut stored = self.to_storage_version(obj);
+        let mut stored = self.at_storage_version(obj).await?;
         if scope.dry_run {
             return Ok(Outcome {
-                object: self.to_version(stored, &scope.version),
+                object: self.at_version(stored, &scope.version).await?,
                 warnings,
                 created: true,
             });
@@ -198,7 +198,7 @@ impl RegistryStore {
                 Err(e) => return Err(Error::storage(e, &self.target(&name))),
             }
         };
-        let object = self.to_version(created, &scope.version);
+        let object = self.at_version(created, &scope.version).await?;
         let (strategy, hook_obj) = (self.strategy.clone(), object.clone());
         let hook = async move { strategy.after_create(&ctx, &hook_obj).await };
         warnings.extend(self.run_hook("after_create", hook).await);

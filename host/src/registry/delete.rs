@@ -264,11 +264,11 @@ impl RegistryStore {
             };
             match written {
                 Ok(object) if remove => {
-                    return Ok(self.finish_removal(scope, object, decider.warnings()).await)
+                    return self.finish_removal(scope, object, decider.warnings()).await
                 }
                 Ok(object) => {
                     return Ok(Outcome {
-                        object: self.to_version(object, &scope.version),
+                        object: self.at_version(object, &scope.version).await?,
                         warnings: decider.warnings(),
                         created: false,
                     })
@@ -303,7 +303,7 @@ impl RegistryStore {
             Decision::MarkDeleting(marked) => marked,
         };
         Ok(Outcome {
-            object: self.to_version(object, &scope.version),
+            object: self.at_version(object, &scope.version).await?,
             warnings: decider.warnings(),
             created: false,
         })
@@ -311,21 +311,25 @@ impl RegistryStore {
 
     /// The outcome of a committed removal of `deleted`, once its After hook ran (a failing hook
     /// adds a warning; the deletion stands).
+    ///
+    /// # Errors
+    /// The conversion of `deleted` to the request's version (the hook runs all the same).
     pub(super) async fn finish_removal(
         &self,
         scope: &RequestScope,
         deleted: Value,
         mut warnings: Vec<String>,
-    ) -> Outcome {
-        let object = self.to_version(deleted, &scope.version);
-        let (strategy, ctx, obj) = (self.strategy.clone(), self.ctx(scope), object.clone());
+    ) -> Result<Outcome> {
+        let converted = self.at_version(deleted.clone(), &scope.version).await;
+        let obj = converted.as_ref().map_or(deleted, Value::clone);
+        let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
         let hook = async move { strategy.after_delete(&ctx, &obj).await };
         warnings.extend(self.run_hook("after_delete", hook).await);
-        Outcome {
-            object,
+        Ok(Outcome {
+            object: converted?,
             warnings,
             created: false,
-        }
+        })
     }
 
     /// Deletes every object the list options select; answers the list of what was deleted.

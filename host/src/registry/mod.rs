@@ -5,6 +5,7 @@ pub mod admission;
 pub mod apply;
 pub mod builtin;
 pub mod cel;
+mod conversion;
 mod create;
 pub mod definition;
 mod delete;

@@ -24,7 +24,8 @@ impl RegistryStore {
     /// `NotFound`; storage errors.
     pub async fn get(&self, scope: &RequestScope, name: &str, opts: GetOptions) -> Result<Value> {
         let read = self.storage.get(&self.key(scope, name), opts).await;
-        Ok(self.to_version(self.found(name, read)?, &scope.version))
+        self.at_version(self.found(name, read)?, &scope.version)
+            .await
     }
 
     /// [`RegistryStore::get`] as shared bytes, for a response that forwards the object: the
@@ -40,8 +41,8 @@ impl RegistryStore {
     ) -> Result<Arc<SharedObject>> {
         let read = self.storage.get_shared(&self.key(scope, name), opts).await;
         let obj = self.found(name, read)?;
-        let api_version = self.def.api_version(&scope.version);
-        Ok(self.shared_at_version(obj, &scope.version, &api_version))
+        let mut at = self.shared_at_version(vec![obj], &scope.version).await?;
+        Ok(at.pop().expect("one object in, one out"))
     }
 
     /// Lists objects (one page) as a `{Kind}List`.
@@ -57,26 +58,22 @@ impl RegistryStore {
             .get_list(&key, opts)
             .await
             .map_err(|e| Error::storage(e, &self.target("")))?;
-        Ok(self.list_object(list, &scope.version))
+        self.list_object(list, &scope.version).await
     }
 
     /// A storage list as a Kubernetes list at `version`: items already at that version are
-    /// shared as they are, the others converted.
-    pub fn list_object(&self, list: ObjectList, version: &str) -> ListPage {
+    /// shared as they are, the others converted (together: one webhook call per page).
+    async fn list_object(&self, list: ObjectList, version: &str) -> Result<ListPage> {
         let api_version = self.def.api_version(version);
-        let items = list
-            .items
-            .into_iter()
-            .map(|o| self.shared_at_version(o, version, &api_version))
-            .collect();
-        ListPage {
+        let items = self.shared_at_version(list.items, version).await?;
+        Ok(ListPage {
             api_version,
             kind: self.def.list_kind.clone(),
             resource_version: list.resource_version,
             continue_token: list.continue_token,
             remaining_item_count: list.remaining_item_count,
             items,
-        }
+        })
     }
 
     /// Watches the collection (selectors in `opts` narrow it, e.g. to one name), with every
@@ -98,22 +95,67 @@ impl RegistryStore {
             .await
             .map_err(|e| Error::storage(e, &self.target("")))?;
         // Formatted once per watch, not per event.
-        let api_version = self.def.api_version(&scope.version);
-        let (this, version) = (self.clone(), scope.version.clone());
-        Ok(Box::pin(events.map(move |event| match event {
+        let api_version: Arc<str> = self.def.api_version(&scope.version).into();
+        let version: Arc<str> = scope.version.as_str().into();
+        let this = self.clone();
+        Ok(Box::pin(events.then(move |event| {
+            let (this, version, api_version) = (this.clone(), version.clone(), api_version.clone());
+            let initial_end = matches!(event, WatchEvent::Bookmark(_))
+                && std::mem::take(&mut initial_end_pending);
+            async move {
+                this.event_at_version(event, &version, &api_version, initial_end)
+                    .await
+            }
+        })))
+    }
+
+    /// A storage watch event at `version` (whose apiVersion is `api_version`); `initial_end`
+    /// marks the bookmark that ends a watch's initial events. A conversion that fails ends the
+    /// watch with an ERROR event.
+    async fn event_at_version(
+        &self,
+        event: WatchEvent,
+        version: &str,
+        api_version: &str,
+        initial_end: bool,
+    ) -> WatchEvent {
+        match event {
             WatchEvent::Bookmark(marker) => {
                 let mut metadata = json!({"resourceVersion": marker.revision().to_string()});
-                if std::mem::take(&mut initial_end_pending) {
+                if initial_end {
                     metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
                 }
                 WatchEvent::Bookmark(Arc::new(SharedObject::new(json!({
-                    "kind": this.def.kind,
+                    "kind": self.def.kind,
                     "apiVersion": api_version,
                     "metadata": metadata,
                 }))))
             }
-            other => other.map_object(|o| this.shared_at_version(o, &version, &api_version)),
-        })))
+            WatchEvent::Added(ref o) | WatchEvent::Modified(ref o) | WatchEvent::Deleted(ref o)
+                if o.api_version() == Some(api_version)
+                    && o.kind() == Some(self.def.kind.as_str()) =>
+            {
+                event
+            }
+            WatchEvent::Error(e) => WatchEvent::Error(e),
+            other => {
+                let object = match &other {
+                    WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                        o.clone()
+                    }
+                    _ => return other,
+                };
+                match self.shared_at_version(vec![object], version).await {
+                    Ok(mut at) => {
+                        let converted = at.pop().expect("one object in, one out");
+                        other.map_object(|_| converted)
+                    }
+                    Err(e) => {
+                        WatchEvent::error(crate::storage::StorageError::Internal(e.to_string()))
+                    }
+                }
+            }
+        }
     }
 
     /// A resource served over another's stored objects selects by the stored field names.
@@ -122,23 +164,5 @@ impl RegistryStore {
             let field = std::mem::take(&mut opts.predicate.field);
             opts.predicate.field = field.renamed(|f| stored.stored_field(f));
         }
-    }
-
-    /// `obj` at `version` (whose apiVersion is `api_version`): the same shared object when it
-    /// already is, else a stamped copy.
-    fn shared_at_version(
-        &self,
-        obj: Arc<SharedObject>,
-        version: &str,
-        api_version: &str,
-    ) -> Arc<SharedObject> {
-        let stamped =
-            obj.api_version() == Some(api_version) && obj.kind() == Some(self.def.kind.as_str());
-        if stamped {
-            return obj;
-        }
-        Arc::new(SharedObject::new(
-            self.to_version(obj.into_value(), version),
-        ))
     }
 }

@@ -62,7 +62,7 @@ impl RegistryStore {
             }
             let p = self.prepare_update(scope, name, current, &input).await?;
             return Ok(Outcome {
-                object: self.to_version(p.object, &scope.version),
+                object: self.at_version(p.object, &scope.version).await?,
                 warnings: p.warnings,
                 created: p.created,
             });
@@ -129,9 +129,9 @@ impl RegistryStore {
                 Err(e) if e.is_not_found() => stored.clone(),
                 Err(e) => return Err(Error::storage(e, &target)),
             };
-            return Ok(self.finish_removal(scope, deleted, warnings).await);
+            return self.finish_removal(scope, deleted, warnings).await;
         }
-        let object = self.to_version(stored, &scope.version);
+        let object = self.at_version(stored, &scope.version).await?;
         let ctx = self.ctx(scope);
         let (strategy, obj) = (self.strategy.clone(), object.clone());
         let mut warnings = warnings;
@@ -172,7 +172,7 @@ impl RegistryStore {
             }
             let mut warnings = Vec::new();
             self.before_create(scope, &mut obj, &mut warnings).await?;
-            let object = self.to_storage_version(obj);
+            let object = self.at_storage_version(obj).await?;
             return Ok(Prepared {
                 object,
                 old: None,
@@ -180,7 +180,7 @@ impl RegistryStore {
                 created: true,
             });
         };
-        let old = self.to_version(old, &scope.version);
+        let old = self.at_version(old, &scope.version).await?;
         let old_for_hook = old.clone();
         let mut new = input(Some(&old))?;
         if let (false, Some(m)) = (scope.applying, self.manager(scope)) {
@@ -258,7 +258,7 @@ impl RegistryStore {
         }
         self.admit(scope, Operation::Update, &new, Some(&old))
             .await?;
-        let mut object = self.to_storage_version(new);
+        let mut object = self.at_storage_version(new).await?;
         metadata_mut(&mut object).insert("resourceVersion".into(), Value::String(old_rv));
         Ok(Prepared {
             object,

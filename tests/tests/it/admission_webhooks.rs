@@ -4,78 +4,13 @@
 //! that answers garbage, one behind a CA the configuration does not trust; configurations
 //! applied with kubectl 1.35.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use strategy_host_e2e::{call, eventually, latest_kubectl_path, secure, KubeFixture};
-
-/// A CA and a serving certificate for 127.0.0.1, written into `dir`; answers the CA's PEM.
-fn certificates(dir: &Path) -> String {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "webhook test CA");
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    std::fs::write(dir.join("webhook.crt"), cert.pem()).unwrap();
-    std::fs::write(dir.join("webhook.key"), key.serialize_pem()).unwrap();
-    std::fs::write(dir.join("webhook-ca.crt"), ca_cert.pem()).unwrap();
-    ca_cert.pem()
-}
-
-/// The webhook server, killed when dropped.
-struct WebhookServer {
-    child: Child,
-    port: u16,
-    /// Trusts the webhook's CA (`certificates` wrote it), for `/stats`.
-    agent: ureq::Agent,
-}
-
-impl WebhookServer {
-    fn start(dir: &Path) -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/webhook.py");
-        let mut child = Command::new("python3")
-            .arg(script)
-            .arg(dir.join("webhook.crt"))
-            .arg(dir.join("webhook.key"))
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().strip_prefix("ready ").unwrap().parse().unwrap();
-        let agent = secure::https_agent(&dir.join("webhook-ca.crt"), None).unwrap();
-        Self { child, port, agent }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// `GET /stats`: the connections and requests it has served.
-    fn stats(&self) -> Value {
-        let reply = self.agent.get(&self.url("/stats")).call().unwrap();
-        reply.into_json().unwrap()
-    }
-}
-
-impl Drop for WebhookServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use strategy_host_e2e::webhook_server::{certificates, WebhookServer};
+use strategy_host_e2e::{call, eventually, latest_kubectl_path, KubeFixture};
 
 /// A configuration of one webhook on `resource` (core group) as YAML-compatible JSON.
 fn configuration(

@@ -10,6 +10,7 @@ mod api_http;
 mod builtin_kinds;
 mod cel_rules;
 mod controllers;
+mod crd_versions;
 mod custom_resources;
 mod discovery;
 mod js_client;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use base64::Engine as _;
+use crate::webhook::ClientConfig;
 use serde_json::Value;
 
 use std::sync::Arc;
@@ -19,15 +19,6 @@ use crate::registry::labels::{labels_of, selector_matches};
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Where a webhook is called.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `clientConfig.url`.
-    Url(String),
-    /// `clientConfig.service`: `namespace/name:port/path`, which this host cannot reach.
-    Service(String),
-}
-
 /// One webhook.
 #[derive(Debug, Clone)]
 pub struct Webhook {
@@ -35,10 +26,8 @@ pub struct Webhook {
     pub configuration: String,
     /// Its name (what denials and failures name).
     pub name: String,
-    /// Where it is called.
-    pub endpoint: Endpoint,
-    /// `clientConfig.caBundle`, decoded (PEM).
-    pub ca_bundle: Option<Vec<u8>>,
+    /// Where and how it is called.
+    pub client: ClientConfig,
     rules: Vec<Rule>,
     /// `failurePolicy: Fail` (the default); `Ignore` otherwise.
     pub fail_closed: bool,
@@ -73,24 +62,7 @@ impl Webhook {
         webhooks
             .iter()
             .map(|w| {
-                let client = w.get("clientConfig").cloned().unwrap_or(Value::Null);
-                let endpoint = match client.get("url").and_then(Value::as_str) {
-                    Some(url) => Endpoint::Url(url.to_string()),
-                    None => {
-                        let s = client.get("service").cloned().unwrap_or(Value::Null);
-                        let port = s.get("port").and_then(Value::as_u64).unwrap_or(443);
-                        Endpoint::Service(format!(
-                            "{}/{}:{port}{}",
-                            text(&s, "namespace"),
-                            text(&s, "name"),
-                            text(&s, "path")
-                        ))
-                    }
-                };
-                let ca_bundle = client
-                    .get("caBundle")
-                    .and_then(Value::as_str)
-                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+                let client = ClientConfig::parse(w.get("clientConfig").unwrap_or(&Value::Null));
                 let rules = Rule::list(w.get("rules"));
                 let timeout = w
                     .get("timeoutSeconds")
@@ -100,8 +72,7 @@ impl Webhook {
                 Self {
                     configuration: config_name.to_string(),
                     name: text(w, "name").to_string(),
-                    endpoint,
-                    ca_bundle,
+                    client,
                     rules,
                     fail_closed: text(w, "failurePolicy") != "Ignore",
                     equivalent: text(w, "matchPolicy") != "Exact",

@@ -3,10 +3,8 @@
 //! (configurations by name), each answer's JSONPatch applied before the next; validating
 //! webhooks concurrently. Denials and failures are worded as Kubernetes words them.
 
-pub mod call;
 pub mod configuration;
 pub mod metrics;
-mod pool;
 
 use std::sync::{Arc, RwLock, Weak};
 
@@ -14,7 +12,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use self::configuration::{Endpoint, Webhook};
+use self::configuration::Webhook;
 use self::metrics::{CallLabels, RejectionLabels, WebhookMetrics};
 use crate::registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
@@ -252,12 +250,7 @@ async fn call_webhook(webhook: &Webhook, request: &AdmissionRequest<'_>, object:
         });
     }
     let sent = review(request, object);
-    let called = match &webhook.endpoint {
-        Endpoint::Url(url) => call::post(url, webhook.ca_bundle.as_deref(), &sent, webhook.timeout).await,
-        Endpoint::Service(service) => Err(format!(
-            "service {service} cannot be reached from this server (no cluster network): give the webhook a clientConfig.url"
-        )),
-    };
+    let called = webhook.client.post(&sent, webhook.timeout).await;
     let outcome = called.and_then(|answer| read_response(&sent, &answer));
     match outcome {
         Ok(answer) => {

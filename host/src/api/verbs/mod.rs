@@ -92,6 +92,31 @@ async fn run(
         .unwrap_or_default();
     let mut res = Resolved::resolve(&state.registry, user, path, verb, uri_path)?;
     res.audit = AuditContext::of(&parts.extensions);
+    // A deprecated version warns on every answer, errors included, as Kubernetes does.
+    let deprecation = res.def().deprecation_warning(&res.path.version);
+    let mut resp = match serve(state, parts, incoming, res, verb, query).await {
+        Ok(resp) => resp,
+        Err(status) => response::status(&status),
+    };
+    if let Some(warning) = deprecation {
+        if let Ok(value) = hyper::header::HeaderValue::from_str(&response::warning_header(&warning))
+        {
+            resp.headers_mut().append("Warning", value);
+        }
+    }
+    Ok(resp)
+}
+
+/// Serves a request for a resolved resource.
+async fn serve(
+    state: &AppState,
+    parts: &Parts,
+    incoming: &mut Option<Incoming>,
+    res: Resolved,
+    verb: Option<Verb>,
+    query: &Query,
+) -> Result<Response<Body>, Status> {
+    let uri_path = parts.uri.path();
     let not_allowed = || {
         Status::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({} {uri_path})",

@@ -97,11 +97,7 @@ impl ResourceDefinition {
                 true
             }
         };
-        match crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) {
-            None | Some("None") => {}
-            Some("Webhook") => errors.push(err(FieldErrorKind::Forbidden, "spec.conversion.strategy", "\"Webhook\": conversion webhooks are not supported by this server; use strategy None".into())),
-            Some(other) => errors.push(err(FieldErrorKind::NotSupported, "spec.conversion.strategy", format!("{other:?}: supported values: \"None\", \"Webhook\""))),
-        }
+        let conversion = Conversion::parse(crd, &mut errors);
         let all_versions = crd
             .pointer("/spec/versions")
             .and_then(Value::as_array)
@@ -213,6 +209,11 @@ impl ResourceDefinition {
                     cel,
                     selectable_fields,
                     scale,
+                    deprecated: (v["deprecated"] == true).then(|| {
+                        v.get("deprecationWarning")
+                            .and_then(Value::as_str)
+                            .map(String::from)
+                    }),
                 });
             }
         }
@@ -239,6 +240,7 @@ impl ResourceDefinition {
             module_strategy: false,
             stored_as: None,
             create_only: false,
+            conversion,
         })
     }
 }

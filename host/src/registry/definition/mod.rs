@@ -1,13 +1,17 @@
 //! Resource definitions: what the registry serves for one resource (names, scope, versions,
 //! schemas, printer columns), read from a `CustomResourceDefinition` or built in.
 
+use std::cmp::Ordering;
+
 use serde_json::Value;
 
 use crate::strategy::{FieldError, ResourceInfo};
 
+mod conversion;
 mod crd;
 mod version_fields;
 
+pub use conversion::Conversion;
 pub use version_fields::ScaleSubresource;
 
 /// The group of CustomResourceDefinitions.
@@ -122,6 +126,37 @@ pub struct VersionDefinition {
     pub selectable_fields: Vec<String>,
     /// The `scale` subresource, when the version serves one.
     pub scale: Option<ScaleSubresource>,
+    /// `deprecated: true`: the `deprecationWarning`, if the version gives one.
+    pub deprecated: Option<Option<String>>,
+}
+
+/// Kubernetes' version priority: GA before beta before alpha, higher numbers first.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    fn key(v: &str) -> (u8, u64, u64, String) {
+        let Some(rest) = v.strip_prefix('v') else {
+            return (0, 0, 0, v.to_string());
+        };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let Ok(major) = digits.parse::<u64>() else {
+            return (0, 0, 0, v.to_string());
+        };
+        let tail = &rest[digits.len()..];
+        let (level, minor_text) = if tail.is_empty() {
+            (3, "")
+        } else if let Some(t) = tail.strip_prefix("beta") {
+            (2, t)
+        } else if let Some(t) = tail.strip_prefix("alpha") {
+            (1, t)
+        } else {
+            return (0, 0, 0, v.to_string());
+        };
+        (level, major, minor_text.parse().unwrap_or(0), String::new())
+    }
+    let (ka, kb) = (key(a), key(b));
+    kb.0.cmp(&ka.0)
+        .then(kb.1.cmp(&ka.1))
+        .then(kb.2.cmp(&ka.2))
+        .then(ka.3.cmp(&kb.3))
 }
 
 /// Everything the registry needs to serve one resource.
@@ -155,6 +190,8 @@ pub struct ResourceDefinition {
     /// Nothing is stored: a create is a question the API layer answers (the access and
     /// subject reviews); every other verb answers 405.
     pub create_only: bool,
+    /// How objects are converted between the versions (`spec.conversion`).
+    pub conversion: Conversion,
 }
 
 /// A subresource as discovery lists it.
@@ -226,6 +263,30 @@ impl ResourceDefinition {
             fields.extend(v.selectable_fields.iter().map(String::as_str));
         }
         fields
+    }
+
+    /// The warning every request at a deprecated `version` gets: its `deprecationWarning`, or
+    /// Kubernetes' default (`g/v1beta1 Kind is deprecated; use g/v1 Kind`, naming the most
+    /// stable served version that is not deprecated when it outranks this one).
+    pub fn deprecation_warning(&self, version: &str) -> Option<String> {
+        let given = self.version(version)?.deprecated.as_ref()?;
+        if let Some(text) = given {
+            return Some(text.clone());
+        }
+        let mut warning = format!("{} {} is deprecated", self.api_version(version), self.kind);
+        let better = self
+            .versions
+            .iter()
+            .filter(|v| v.deprecated.is_none())
+            .min_by(|a, b| compare_versions(&a.name, &b.name));
+        if let Some(better) = better.filter(|b| compare_versions(&b.name, version).is_lt()) {
+            warning.push_str(&format!(
+                "; use {} {}",
+                self.api_version(&better.name),
+                self.kind
+            ));
+        }
+        Some(warning)
     }
 
     /// The storage version (the first served one if none is marked).

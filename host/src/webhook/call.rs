@@ -1,4 +1,4 @@
-//! Calling a webhook: an `AdmissionReview` POSTed over HTTPS to `clientConfig.url`, trusting
+//! Calling a webhook: a review POSTed over HTTPS to `clientConfig.url`, trusting
 //! only the webhook's `caBundle`, within its timeout; failures worded as Go's HTTP client words
 //! them (`Post "https://...": context deadline exceeded`), since clients match on them. The
 //! connection comes from `pool.rs`.
@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::pool;
 
-/// POSTs `review` to `url` (with `?timeout=`), trusting `ca_bundle`; answers the response.
+/// POSTs `review` (whose `kind` the errors name) to `url` (with `?timeout=`), trusting `ca_bundle`; answers the response.
 ///
 /// # Errors
 /// What went wrong, as `Post "URL": reason`.
@@ -47,6 +47,6 @@ async fn exchange(target: &str, ca_bundle: Option<&[u8]>, review: &Value) -> Res
     if !status.is_success() {
         return Err(format!("the server answered {status}"));
     }
-    serde_json::from_slice(&bytes)
-        .map_err(|e| format!("the response is not an AdmissionReview: {e}"))
+    let kind = review["kind"].as_str().unwrap_or("review");
+    serde_json::from_slice(&bytes).map_err(|e| format!("the response is not a {kind}: {e}"))
 }

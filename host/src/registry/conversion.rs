@@ -1,0 +1,220 @@
+//! Converting a resource's objects between its versions: reads convert the stored object to the
+//! version asked for, writes convert the request's object to the storage version. A strategy
+//! that converts (a wasm module exporting a conversion) is asked first; else the definition's
+//! `spec.conversion` decides — `None` rewrites `apiVersion`, `Webhook` sends one
+//! `ConversionReview` per batch (a list's objects together).
+//!
+//! What comes back is checked as Kubernetes checks it: the count, the `apiVersion` asked for,
+//! the kind; and only labels and annotations of the metadata may change (the rest is restored
+//! from the object sent), so a converter cannot rename, move or re-own an object.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::definition::Conversion;
+use super::error::{Error, Result};
+use super::store::RegistryStore;
+use crate::storage::SharedObject;
+
+/// How long a conversion webhook may take (Kubernetes' fixed 30 s).
+const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn api_version_of(obj: &Value) -> &str {
+    obj.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+}
+
+impl RegistryStore {
+    /// Whether reading or writing at another version than the stored one asks a converter
+    /// (else only `apiVersion` changes).
+    pub(super) fn converts_versions(&self) -> bool {
+        self.def.stored_as.is_none()
+            && (self.strategy.converts()
+                || matches!(self.def.conversion, Conversion::Webhook { .. }))
+    }
+
+    /// `obj` at `version` (the request's).
+    ///
+    /// # Errors
+    /// `Internal` when the converter fails or answers something Kubernetes would refuse.
+    pub async fn at_version(&self, obj: Value, version: &str) -> Result<Value> {
+        let mut converted = self.convert(vec![obj], version).await?;
+        Ok(converted.pop().unwrap_or(Value::Null))
+    }
+
+    /// `obj` (at the request's version) as it is stored.
+    ///
+    /// # Errors
+    /// As [`RegistryStore::at_version`].
+    pub(super) async fn at_storage_version(&self, obj: Value) -> Result<Value> {
+        if !self.converts_versions() {
+            return Ok(self.to_storage_version(obj));
+        }
+        let storage_version = self.def.storage_version().to_string();
+        self.at_version(obj, &storage_version).await
+    }
+
+    /// Shared objects at `version`: the same shared object where it already is, the others
+    /// converted together (one webhook call for a list).
+    ///
+    /// # Errors
+    /// As [`RegistryStore::at_version`].
+    pub(super) async fn shared_at_version(
+        &self,
+        objects: Vec<Arc<SharedObject>>,
+        version: &str,
+    ) -> Result<Vec<Arc<SharedObject>>> {
+        let api_version = self.def.api_version(version);
+        let kind = self.def.kind.as_str();
+        let at = |o: &SharedObject| o.api_version() == Some(&api_version) && o.kind() == Some(kind);
+        if objects.iter().all(|o| at(o)) {
+            return Ok(objects);
+        }
+        let pending: Vec<usize> = (0..objects.len()).filter(|&i| !at(&objects[i])).collect();
+        let values = pending.iter().map(|&i| objects[i].to_value()).collect();
+        let converted = self.convert(values, version).await?;
+        let mut objects = objects;
+        for (i, value) in pending.into_iter().zip(converted) {
+            objects[i] = Arc::new(SharedObject::new(value));
+        }
+        Ok(objects)
+    }
+
+    /// `objects` at `version`, in order.
+    async fn convert(&self, mut objects: Vec<Value>, version: &str) -> Result<Vec<Value>> {
+        if !self.converts_versions() {
+            return Ok(objects
+                .into_iter()
+                .map(|o| self.to_version(o, version))
+                .collect());
+        }
+        let desired = self.def.api_version(version);
+        let pending: Vec<usize> = (0..objects.len())
+            .filter(|&i| api_version_of(&objects[i]) != desired)
+            .collect();
+        if !pending.is_empty() {
+            let sent: Vec<Value> = pending.iter().map(|&i| objects[i].take()).collect();
+            let converted = if self.strategy.converts() {
+                let info = self.def.info(version);
+                self.strategy
+                    .convert(&info, sent.clone(), &desired)
+                    .await
+                    .map_err(|e| Error::Internal(format!("conversion failed: {e}")))
+                    .and_then(|got| self.checked(&sent, got, &desired, "module"))?
+            } else {
+                self.webhook_convert(&sent, &desired).await?
+            };
+            for (i, obj) in pending.into_iter().zip(converted) {
+                objects[i] = obj;
+            }
+        }
+        Ok(objects
+            .into_iter()
+            .map(|o| self.to_version(o, version))
+            .collect())
+    }
+
+    /// The `group/version, Kind=Kind` Kubernetes names a conversion by.
+    fn gvk_of(&self, obj: &Value) -> String {
+        format!("{}, Kind={}", api_version_of(obj), self.def.kind)
+    }
+
+    /// `sent` converted to `desired` by the definition's conversion webhook.
+    async fn webhook_convert(&self, sent: &[Value], desired: &str) -> Result<Vec<Value>> {
+        let Conversion::Webhook {
+            client,
+            review_version,
+        } = &self.def.conversion
+        else {
+            return Ok(sent.to_vec());
+        };
+        let gvk = self.gvk_of(&sent[0]);
+        let uid = super::system_fields::new_uid();
+        let review = json!({
+            "apiVersion": format!("apiextensions.k8s.io/{review_version}"),
+            "kind": "ConversionReview",
+            "request": {"uid": uid, "desiredAPIVersion": desired, "objects": sent},
+        });
+        let answer = client.post(&review, WEBHOOK_TIMEOUT).await.map_err(|why| {
+            Error::Internal(format!("conversion webhook for {gvk} failed: {why}"))
+        })?;
+        let response = &answer["response"];
+        let returned = |why: String| Error::Internal(format!("conversion webhook for {gvk} {why}"));
+        if response["uid"].as_str() != Some(uid.as_str()) {
+            return Err(returned(format!(
+                "returned invalid response: expected response.uid={uid:?}, got {}",
+                response["uid"]
+            )));
+        }
+        if response.pointer("/result/status").and_then(Value::as_str) != Some("Success") {
+            let message = response
+                .pointer("/result/message")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return Err(returned(format!("returned failure: {message}")));
+        }
+        let got = response["convertedObjects"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        self.checked(sent, got, desired, "webhook")
+    }
+
+    /// What a converter (`by`) returned for `sent`, checked, with each object's metadata
+    /// restored but for labels and annotations.
+    fn checked(
+        &self,
+        sent: &[Value],
+        got: Vec<Value>,
+        desired: &str,
+        by: &str,
+    ) -> Result<Vec<Value>> {
+        let gvk = self.gvk_of(&sent[0]);
+        let invalid =
+            |why: String| Error::Internal(format!("conversion {by} for {gvk} returned {why}"));
+        if got.len() != sent.len() {
+            return Err(invalid(format!(
+                "{} objects, expected {}",
+                got.len(),
+                sent.len()
+            )));
+        }
+        sent.iter()
+            .zip(got)
+            .enumerate()
+            .map(|(i, (before, mut after))| {
+                if api_version_of(&after) != desired {
+                    return Err(invalid(format!(
+                        "invalid converted object at index {i}: invalid apiVersion {:?}, expected {desired:?}",
+                        api_version_of(&after)
+                    )));
+                }
+                if after.get("kind") != before.get("kind") {
+                    return Err(invalid(format!(
+                        "invalid converted object at index {i}: invalid kind {}, expected {}",
+                        after["kind"], before["kind"]
+                    )));
+                }
+                let mut metadata = before.get("metadata").cloned().unwrap_or(json!({}));
+                for key in ["labels", "annotations"] {
+                    match after.pointer(&format!("/metadata/{key}")).filter(|v| !v.is_null()) {
+                        Some(v) if v.is_object() => metadata[key] = v.clone(),
+                        Some(_) => {
+                            return Err(invalid(format!(
+                                "invalid metadata in object at index {i}: metadata.{key} must be a map"
+                            )))
+                        }
+                        None => {
+                            if let Some(m) = metadata.as_object_mut() {
+                                m.remove(key);
+                            }
+                        }
+                    }
+                }
+                after["metadata"] = metadata;
+                Ok(after)
+            })
+            .collect()
+    }
+}
