@@ -279,6 +279,7 @@ fn every_error_is_a_status() {
     let mut hook = widget_crd();
     hook["metadata"]["name"] = json!("gadgets.example.com");
     hook["spec"]["names"] = json!({"plural": "gadgets", "kind": "Gadget"});
+    // A webhook conversion without its webhook, as Kubernetes refuses it.
     hook["spec"]["conversion"] = json!({"strategy": "Webhook"});
     let s = assert_status(
         &call(
@@ -290,9 +291,10 @@ fn every_error_is_a_status() {
         422,
         "Invalid",
     );
+    assert_eq!(s["details"]["causes"][0]["field"], "spec.conversion.webhook");
     assert_eq!(
-        s["details"]["causes"][0]["field"],
-        "spec.conversion.strategy"
+        s["details"]["causes"][0]["message"],
+        "Required value: required when strategy is set to Webhook"
     );
     // 504: a resourceVersion the store has not reached.
     let r = call("GET", &u(&format!("{W}?resourceVersion=99999999")), None).unwrap();
