@@ -68,7 +68,7 @@ pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
 /// }
 ///
 /// let m = abi::Manifest::decode(manifest::<Nop>().as_slice()).unwrap();
-/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 2, "nop"));
+/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 3, "nop"));
 /// assert!(m.applies.is_empty());
 ///
 /// // A module whose hook applies a Quota declares it, beside the `apply` grant.
@@ -185,6 +185,13 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
             resp.object = encode(&obj)?;
         }
         Op::Admit(_) => return Err("a strategy is not an admission policy".into()),
+        Op::Convert(r) => {
+            for object in &r.objects {
+                let obj = decode("object", object)?;
+                let converted = s.convert(ctx, obj, &r.desired_api_version)?;
+                resp.converted_objects.push(encode(&converted)?);
+            }
+        }
         Op::BeforeUpdate(r) => {
             let mut obj = decode("object", &r.object)?;
             let old = decode("old object", &r.old_object)?;

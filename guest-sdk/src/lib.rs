@@ -69,6 +69,7 @@ pub mod abi;
 #[cfg(all(target_arch = "wasm32", feature = "arena-allocator"))]
 pub mod arena;
 mod context;
+pub mod conversion;
 mod dispatch;
 #[doc(hidden)]
 pub mod export;
@@ -105,15 +106,16 @@ pub use strategy::{GroupKind, HostFunction, Operation, Resource, Scope, Strategy
 /// ```
 pub const ABI_VERSION: u32 = 1;
 
-/// The ABI's minor version this SDK builds modules for: 2 (1.1 added [`Context::user`], 1.2
-/// admission policies). A host loads a module whose minor version is at most its own.
+/// The ABI's minor version this SDK builds modules for: 3 (1.1 added [`Context::user`], 1.2
+/// admission policies, 1.3 version conversion). A host loads a module whose minor version is at
+/// most its own.
 ///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 2);
+/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 3);
 /// ```
-pub const ABI_MINOR_VERSION: u32 = 2;
+pub const ABI_MINOR_VERSION: u32 = 3;
 
 /// Exports a [`Strategy`] type as the module's ABI: `alloc`, `dealloc`, `manifest` and `call`.
 ///

@@ -176,6 +176,9 @@ pub enum Operation {
     AfterUpdate,
     /// [`Strategy::after_delete`].
     AfterDelete,
+    /// [`Strategy::convert`] (ABI 1.3): the module converts its resources' objects between their
+    /// versions, in place of the CustomResourceDefinition's `spec.conversion`.
+    Convert,
 }
 
 impl Operation {
@@ -214,6 +217,7 @@ impl Operation {
             Self::AfterCreate => abi::Operation::AfterCreate,
             Self::AfterUpdate => abi::Operation::AfterUpdate,
             Self::AfterDelete => abi::Operation::AfterDelete,
+            Self::Convert => abi::Operation::Convert,
         }
     }
 }
@@ -407,5 +411,60 @@ pub trait Strategy {
     /// Runs after a delete is committed.
     fn after_delete(&self, _ctx: &Context, _obj: &Self::Object) -> Result<(), String> {
         Ok(())
+    }
+
+    /// Converts `obj` — an object of one of [`Self::RESOURCES`] at the version its `apiVersion`
+    /// names — to `desired_api_version` (`group/version`), as a conversion webhook would; list
+    /// [`Operation::Convert`] in [`Self::OPERATIONS`]. The host asks this instead of the CRD's
+    /// `spec.conversion` and checks the answer as Kubernetes checks a webhook's: the
+    /// `apiVersion` asked for, the same kind, and only labels and annotations of the metadata
+    /// changed. A conversion must round-trip: [`crate::conversion::round_trip`] checks one
+    /// natively, and the host refuses a new version of the module that does not round-trip the
+    /// stored objects it samples.
+    ///
+    /// Works on JSON rather than [`Self::Object`]: the object is at another version than the
+    /// one the other methods see.
+    ///
+    /// # Errors
+    /// Why the object cannot be converted (the request fails with 500 naming the module).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use strategy_guest_sdk::{conversion, Context, Operation, Resource, Scope, Strategy};
+    ///
+    /// struct Widgets;
+    ///
+    /// impl Strategy for Widgets {
+    ///     type Object = Value;
+    ///     const NAME: &'static str = "widgets";
+    ///     const RESOURCES: &'static [Resource] =
+    ///         &[Resource::new("example.com", "v2", "Widget", "widgets", Scope::Namespaced)];
+    ///     const OPERATIONS: &'static [Operation] = &[Operation::Convert];
+    ///
+    ///     // v1 calls it `size`, v2 `replicas`.
+    ///     fn convert(&self, _ctx: &Context, mut obj: Value, desired: &str) -> Result<Value, String> {
+    ///         let (from, to) = if desired.ends_with("/v2") { ("size", "replicas") } else { ("replicas", "size") };
+    ///         if let Some(n) = obj["spec"].as_object_mut().and_then(|s| s.remove(from)) {
+    ///             obj["spec"][to] = n;
+    ///         }
+    ///         obj["apiVersion"] = desired.into();
+    ///         Ok(obj)
+    ///     }
+    /// }
+    ///
+    /// let v1 = json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"size": 3}});
+    /// let v2 = Widgets.convert(&Context::default(), v1.clone(), "example.com/v2").unwrap();
+    /// assert_eq!(v2["spec"], json!({"replicas": 3}));
+    /// conversion::round_trip(&Widgets, &v1, "example.com/v2").unwrap();
+    /// ```
+    fn convert(
+        &self,
+        _ctx: &Context,
+        _obj: serde_json::Value,
+        _desired_api_version: &str,
+    ) -> Result<serde_json::Value, String> {
+        Err("this module does not convert objects".into())
     }
 }

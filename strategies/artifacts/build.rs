@@ -17,6 +17,13 @@ const STRATEGIES: &[(&str, &str)] = &[
 /// resource and the walk-through turns it on by hand.
 const POLICIES: &[(&str, &str)] = &[("strategy-owner-label", "OWNER_LABEL")];
 
+/// (crate name, constant name) of the example version conversion modules: not in `ALL` either,
+/// since each converts a resource only a user's CRD defines (Cluster API's MachineDeployment).
+const CONVERSIONS: &[(&str, &str)] = &[(
+    "strategy-machinedeployment-conversion",
+    "MACHINEDEPLOYMENT_CONVERSION",
+)];
+
 /// (crate name, constant name) of the test programs built beside them: strategies that exist to
 /// misbehave in a way a WAT fixture could not easily (e.g. a hook applying its own kind), or to
 /// be a second version of an example (`strategy-configmap-strict`).
@@ -25,6 +32,10 @@ const TEST_PROGRAMS: &[(&str, &str)] = &[
     ("strategy-configmap-strict", "CONFIGMAP_STRICT"),
     ("strategy-owner-label-strict", "OWNER_LABEL_STRICT"),
     ("strategy-default-owner", "DEFAULT_OWNER"),
+    (
+        "strategy-machinedeployment-conversion-lossy",
+        "MACHINEDEPLOYMENT_CONVERSION_LOSSY",
+    ),
 ];
 
 /// The module the host embeds (built again here so tests can load it into tables of their own).
@@ -39,6 +50,7 @@ fn main() {
         .iter()
         .chain(TEST_PROGRAMS)
         .chain(POLICIES)
+        .chain(CONVERSIONS)
         .chain([&EMBEDDED])
         .map(|(krate, _)| *krate)
         .collect();
@@ -58,7 +70,12 @@ fn main() {
     let mut all = String::from(
         "/// Every example strategy: (crate name, path of its `.wasm`).\npub const ALL: &[(&str, &str)] = &[\n",
     );
-    for (krate, name) in STRATEGIES.iter().chain(TEST_PROGRAMS).chain(POLICIES) {
+    for (krate, name) in STRATEGIES
+        .iter()
+        .chain(TEST_PROGRAMS)
+        .chain(POLICIES)
+        .chain(CONVERSIONS)
+    {
         let path = file(krate).display().to_string();
         writeln!(
             consts,

@@ -16,6 +16,9 @@ pub mod sources;
 mod wasm_strategy;
 
 pub use host_api::RegistryHostApi;
-pub use module_table::{ModuleState, ModuleStatus, ModuleTable, PolicyInForce, ResourceCheck};
+pub use module_table::{
+    ConversionSample, ConversionSamples, ModuleState, ModuleStatus, ModuleTable, PolicyInForce,
+    ResourceCheck,
+};
 pub use runtime::{Runtime, RuntimeConfig};
 pub use wasm_strategy::WasmStrategy;

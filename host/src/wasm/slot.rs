@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::rollout::{Outcome, RolloutMode, StagedVersion, Verb};
 use super::wasm_strategy::WasmStrategy;
-use crate::strategy::{Admission, DefaultStrategy, Strategy, StrategyContext, StrategyError};
+use crate::strategy::{
+    Admission, DefaultStrategy, ResourceInfo, Strategy, StrategyContext, StrategyError,
+};
 
 /// A module version bound to a slot, and the source it came from.
 pub(crate) struct Binding {
@@ -176,5 +178,24 @@ impl Strategy for SlotStrategy {
 
     async fn after_delete(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
         in_force!(self.slot, after_delete(ctx, obj))
+    }
+
+    /// Only the version in force converts: every reader sees one conversion at a time, and a
+    /// swap changes it between two calls, never inside one.
+    fn converts(&self) -> bool {
+        self.slot
+            .current
+            .load()
+            .as_ref()
+            .is_some_and(|b| b.strategy.converts())
+    }
+
+    async fn convert(
+        &self,
+        resource: &ResourceInfo,
+        objects: Vec<Value>,
+        desired_api_version: &str,
+    ) -> Result<Vec<Value>, StrategyError> {
+        in_force!(self.slot, convert(resource, objects, desired_api_version))
     }
 }

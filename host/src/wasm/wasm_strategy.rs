@@ -11,7 +11,7 @@ use super::runtime::{
     CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
 };
 use crate::strategy::{
-    Admission, AdmissionPhase, FieldError, FieldErrorKind, Strategy, StrategyContext,
+    Admission, AdmissionPhase, FieldError, FieldErrorKind, ResourceInfo, Strategy, StrategyContext,
     StrategyError, UserInfo,
 };
 
@@ -319,4 +319,50 @@ impl Strategy for WasmStrategy {
         let op = Op::AfterDelete(abi::AfterDeleteRequest { object: json(obj) });
         self.run(ctx, op, true).await.map(drop)
     }
+
+    fn converts(&self) -> bool {
+        self.module.manifest().implements(Operation::Convert)
+    }
+
+    /// Converts in calls of at most 64 objects (`CONVERSION_BATCH`), each on a fresh instance within
+    /// the usual limits (a long list is many calls, not one that outgrows the memory cap).
+    async fn convert(
+        &self,
+        resource: &ResourceInfo,
+        objects: Vec<Value>,
+        desired_api_version: &str,
+    ) -> Result<Vec<Value>, StrategyError> {
+        let ctx = StrategyContext {
+            resource: resource.clone(),
+            dry_run: false,
+            request_id: "conversion".into(),
+            hook_depth: 0,
+            user: Arc::new(UserInfo::server()),
+            admission: None,
+        };
+        let mut converted = Vec::with_capacity(objects.len());
+        for batch in objects.chunks(CONVERSION_BATCH) {
+            let op = Op::Convert(abi::ConvertRequest {
+                objects: batch.iter().map(json).collect(),
+                desired_api_version: desired_api_version.to_owned(),
+            });
+            let resp = self.run(&ctx, op, false).await?;
+            if resp.converted_objects.len() != batch.len() {
+                return Err(self.error(format!(
+                    "converted {} objects, expected {}",
+                    resp.converted_objects.len(),
+                    batch.len()
+                )));
+            }
+            for bytes in &resp.converted_objects {
+                converted.push(serde_json::from_slice(bytes).map_err(|e| {
+                    self.error(format!("a converted object is not valid JSON: {e}"))
+                })?);
+            }
+        }
+        Ok(converted)
+    }
 }
+
+/// The most objects one conversion call carries.
+const CONVERSION_BATCH: usize = 64;

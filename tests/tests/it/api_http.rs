@@ -291,7 +291,10 @@ fn every_error_is_a_status() {
         422,
         "Invalid",
     );
-    assert_eq!(s["details"]["causes"][0]["field"], "spec.conversion.webhook");
+    assert_eq!(
+        s["details"]["causes"][0]["field"],
+        "spec.conversion.webhook"
+    );
     assert_eq!(
         s["details"]["causes"][0]["message"],
         "Required value: required when strategy is set to Webhook"

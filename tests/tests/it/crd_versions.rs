@@ -3,7 +3,8 @@
 //! a conversion webhook written for the test (`tests/python/webhook.py`, `/convert`): objects
 //! written at one version and read, patched, applied, listed and watched at the other;
 //! `kubectl scale`; the deprecation warning; a failing and a dead webhook answering as
-//! Kubernetes answers while nothing stored is lost.
+//! Kubernetes answers while nothing stored is lost; a wasm module taking over the conversion
+//! mid-watch, and a lossy version of it refused by the round-trip check.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -281,4 +282,115 @@ fn a_failing_conversion_answers_as_kubernetes_does_and_loses_nothing() {
         "{message}"
     );
     assert_eq!(f.get("v1beta2", "a").code, 200);
+}
+
+const MODULES: &str = "/apis/strategyhost.io/v1alpha1/strategymodules";
+
+/// The StrategyModule binding the `.wasm` at `path` to MachineDeployments.
+fn conversion_module(path: &str) -> Value {
+    let bytes = base64::engine::general_purpose::STANDARD.encode(std::fs::read(path).unwrap());
+    json!({"apiVersion": "strategyhost.io/v1alpha1", "kind": "StrategyModule",
+           "metadata": {"name": "md-conversion"},
+           "spec": {"resource": {"group": GROUP, "kind": "MachineDeployment"}, "module": bytes}})
+}
+
+#[test]
+fn a_wasm_module_takes_over_conversion_mid_watch_and_a_lossy_version_is_refused() {
+    let mut f = Fixture::start();
+    for name in ["a", "b"] {
+        assert_eq!(
+            call("POST", &f.url(&mds("v1beta1")), Some(&md_v1beta1(name)))
+                .unwrap()
+                .code,
+            201
+        );
+    }
+    let list = call("GET", &f.url(&mds("v1beta2")), None).unwrap().json();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let watch = |version: &str| {
+        WatchReader::open(&f.url(&format!("{}?watch=1&resourceVersion={rv}", mds(version))))
+            .unwrap()
+    };
+    let (old_watch, new_watch) = (watch("v1beta1"), watch("v1beta2"));
+    assert_eq!(
+        call("POST", &f.url(&mds("v1beta1")), Some(&md_v1beta1("before")))
+            .unwrap()
+            .code,
+        201
+    );
+
+    // The module takes over from the webhook, which then goes away.
+    let module = conversion_module(strategy_artifacts::MACHINEDEPLOYMENT_CONVERSION);
+    assert_eq!(
+        call("POST", &f.url(MODULES), Some(&module)).unwrap().code,
+        201
+    );
+    eventually(
+        "the conversion module active",
+        Duration::from_secs(20),
+        || f.kube.get(&format!("{MODULES}/md-conversion"))["status"]["phase"] == "Active",
+    );
+    f.webhook.kill();
+    let mut after = md_v1beta1("after");
+    after["spec"]["minReadySeconds"] = json!(11);
+    let created = call("POST", &f.url(&mds("v1beta1")), Some(&after)).unwrap();
+    assert_eq!(created.code, 201, "{}", created.body);
+    let v2 = f.get("v1beta2", "after").json();
+    assert_eq!(v2["spec"]["template"]["spec"]["minReadySeconds"], 11);
+    assert_eq!(
+        v2["spec"]["template"]["spec"]["infrastructureRef"]["apiGroup"],
+        "infrastructure.cluster.x-k8s.io"
+    );
+    assert_eq!(
+        f.get("v1beta1", "a").json()["spec"]["template"],
+        md_v1beta1("a")["spec"]["template"]
+    );
+
+    // Every watcher kept its version and missed nothing across the swap.
+    for (watcher, version) in [(&old_watch, "v1beta1"), (&new_watch, "v1beta2")] {
+        let names: Vec<String> = (0..2)
+            .map(|_| {
+                let event = watcher.next(Duration::from_secs(10)).expect("an event");
+                assert_eq!(event["type"], "ADDED", "{event}");
+                assert_eq!(event["object"]["apiVersion"], format!("{GROUP}/{version}"));
+                event["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(names, ["before", "after"], "{version}");
+    }
+    let list = call("GET", &f.url(&mds("v1beta1")), None).unwrap().json();
+    assert_eq!(list["items"].as_array().unwrap().len(), 4);
+
+    // A version that loses a field on the round trip is refused; the one in force serves on.
+    let mut lossy = conversion_module(strategy_artifacts::MACHINEDEPLOYMENT_CONVERSION_LOSSY);
+    let current = f.kube.get(&format!("{MODULES}/md-conversion"));
+    lossy["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+    let put = call(
+        "PUT",
+        &f.url(&format!("{MODULES}/md-conversion")),
+        Some(&lossy),
+    )
+    .unwrap();
+    assert_eq!(put.code, 200, "{}", put.body);
+    let mut status = Value::Null;
+    eventually("the lossy version refused", Duration::from_secs(20), || {
+        status = f.kube.get(&format!("{MODULES}/md-conversion"))["status"].clone();
+        status["phase"] == "Rejected"
+    });
+    let reason = status["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("does not round-trip machinedeployments"),
+        "{reason}"
+    );
+    assert!(reason.contains("/spec/template/spec/version"), "{reason}");
+    assert_eq!(
+        f.get("v1beta1", "a").json()["spec"]["template"]["spec"]["version"],
+        "v1.31.0"
+    );
 }

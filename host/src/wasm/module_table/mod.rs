@@ -11,9 +11,11 @@ use std::time::SystemTime;
 
 use tokio::sync::broadcast;
 
+mod conversion_check;
 mod policies;
 mod staging;
 
+pub use conversion_check::{ConversionSample, ConversionSamples};
 pub use policies::PolicyInForce;
 use policies::{policy_key, POLICY_KEY_PREFIX};
 
@@ -110,6 +112,7 @@ pub struct ModuleTable {
     sources: Mutex<Sources>,
     rollout_metrics: Arc<RolloutMetrics>,
     resource_check: RwLock<Option<ResourceCheck>>,
+    conversion_samples: RwLock<Option<ConversionSamples>>,
     events: broadcast::Sender<ModuleStatus>,
 }
 
@@ -139,6 +142,7 @@ impl ModuleTable {
             sources: Mutex::default(),
             rollout_metrics: Arc::default(),
             resource_check: RwLock::default(),
+            conversion_samples: RwLock::default(),
             events: broadcast::channel(64).0,
         }
     }
@@ -312,6 +316,11 @@ impl ModuleTable {
     ) -> Result<Arc<StrategyModule>> {
         StrategyModule::load(&self.runtime, bytes)
             .and_then(|m| check(&m).map(|()| m).map_err(Error::Resource))
+            .and_then(|m| {
+                self.check_round_trips(&m)
+                    .map(|()| m)
+                    .map_err(Error::Resource)
+            })
             .map(Arc::new)
     }
 

@@ -139,6 +139,14 @@ impl ModuleManifest {
                         "the admit operations are for admission policies".into(),
                     ));
                 }
+                Ok(Operation::Convert) if abi_version.minor < 3 => {
+                    return Err(Error::Manifest("conversion needs ABI 1.3 or later".into()));
+                }
+                Ok(Operation::Convert) if admission_policy.is_some() => {
+                    return Err(Error::Manifest(
+                        "an admission policy converts nothing: convert is for strategies".into(),
+                    ));
+                }
                 Ok(_) => operations.insert(*op),
             };
         }

@@ -10,8 +10,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::registry::definition::CRD_GROUP;
 use crate::registry::{Registry, RequestScope};
+use crate::storage::ListOptions;
 use crate::strategy::ResourceInfo;
-use crate::wasm::{ModuleState, ModuleStatus, ModuleTable};
+use crate::wasm::{ConversionSample, ModuleState, ModuleStatus, ModuleTable};
 
 /// Installs the manifest check on `table` and, until the registry is dropped, creates the
 /// definitions of resources that active modules declare and nobody serves.
@@ -20,6 +21,12 @@ pub fn start(table: &Arc<ModuleTable>, registry: &Arc<Registry>) {
     table.set_resource_check(Arc::new(move |r: &ResourceInfo| match weak.upgrade() {
         Some(registry) => check(&registry, r),
         None => Ok(()),
+    }));
+    let weak = Arc::downgrade(registry);
+    let runtime = tokio::runtime::Handle::current();
+    table.set_conversion_samples(Arc::new(move |r: &ResourceInfo| {
+        let registry = weak.upgrade()?;
+        conversion_sample(&registry, &runtime, r)
     }));
     // Subscribe before reading the current statuses, so no activation falls between the two.
     let mut events = table.subscribe();
@@ -44,6 +51,60 @@ pub fn start(table: &Arc<ModuleTable>, registry: &Arc<Registry>) {
             define_missing(&registry, &status).await;
         }
     });
+}
+
+/// The most stored objects a converting module's round-trip check tries.
+const CONVERSION_SAMPLE: usize = 20;
+
+/// What a module converting `r` is tried on before its swap: the served versions and some
+/// objects from the cache (none when `r` has one version). Read on a thread of its own: the
+/// check runs where a module is compiled (a blocking thread, or the directory watcher's), and
+/// must not await on it.
+fn conversion_sample(
+    registry: &Registry,
+    runtime: &tokio::runtime::Handle,
+    r: &ResourceInfo,
+) -> Option<ConversionSample> {
+    let served = registry
+        .resources()
+        .into_iter()
+        .find(|s| s.def.group == r.group && s.def.kind == r.kind)?;
+    let def = served.def.clone();
+    if def.versions.len() < 2 {
+        return None;
+    }
+    let api_versions = def
+        .versions
+        .iter()
+        .map(|v| def.api_version(&v.name))
+        .collect();
+    let scope = RequestScope {
+        version: def.storage_version().to_string(),
+        ..Default::default()
+    };
+    let opts = ListOptions {
+        resource_version: "0".into(),
+        limit: CONVERSION_SAMPLE as u64,
+        ..Default::default()
+    };
+    let runtime = runtime.clone();
+    let read = std::thread::spawn(move || {
+        runtime.block_on(async {
+            // Made inside the runtime: a timer needs its clock.
+            tokio::time::timeout(
+                std::time::Duration::from_secs(2),
+                served.store.list(&scope, opts),
+            )
+            .await
+        })
+    });
+    let page = read.join().ok()?.ok()?.ok()?;
+    let mut objects = page.item_values();
+    objects.truncate(CONVERSION_SAMPLE);
+    Some(ConversionSample {
+        api_versions,
+        objects,
+    })
 }
 
 /// May a module serve `r`, given what the registry serves now?
