@@ -83,16 +83,7 @@ pub(crate) async fn patch(
         let schema = def
             .version(def.storage_version())
             .and_then(|v| v.schema.as_ref());
-        patch.apply(current, schema).map_err(|why| {
-            Error::invalid(
-                &target,
-                FieldError {
-                    kind: FieldErrorKind::Invalid,
-                    field: String::new(),
-                    detail: format!("the patch could not be applied: {why}"),
-                },
-            )
-        })
+        applied(&patch, current, schema, &target)
     });
     let outcome = res
         .store()
@@ -100,4 +91,24 @@ pub(crate) async fn patch(
         .await
         .map_err(|e| Status::from(&e))?;
     Ok(written(state, res, &scope, outcome, warnings, 200, format).await)
+}
+
+/// `patch` applied to `current` (merged by `schema`'s list types), or the 422 of a patch that
+/// cannot be applied to `target`.
+pub(super) fn applied(
+    patch: &Patch,
+    current: &Value,
+    schema: Option<&Value>,
+    target: &crate::registry::Target,
+) -> Result<Value, Error> {
+    patch.apply(current, schema).map_err(|why| {
+        Error::invalid(
+            target,
+            FieldError {
+                kind: FieldErrorKind::Invalid,
+                field: String::new(),
+                detail: format!("the patch could not be applied: {why}"),
+            },
+        )
+    })
 }

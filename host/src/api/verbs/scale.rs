@@ -12,8 +12,7 @@ use crate::api::patch::Patch;
 use crate::api::response::{self, Body};
 use crate::api::status::Status;
 use crate::registry::scale::ScaleFn;
-use crate::registry::{Error, Outcome, RequestScope};
-use crate::strategy::{FieldError, FieldErrorKind};
+use crate::registry::{Outcome, RequestScope};
 
 /// Reads the object's `Scale`.
 ///
@@ -73,18 +72,8 @@ pub(crate) async fn patch(
         other => other,
     };
     let target = res.store().target(res.name());
-    let change: ScaleFn = Arc::new(move |current: &Value| {
-        patch.apply(current, None).map_err(|why| {
-            Error::invalid(
-                &target,
-                FieldError {
-                    kind: FieldErrorKind::Invalid,
-                    field: String::new(),
-                    detail: format!("the patch could not be applied: {why}"),
-                },
-            )
-        })
-    });
+    let change: ScaleFn =
+        Arc::new(move |current: &Value| super::patch::applied(&patch, current, None, &target));
     written(res, &scope, change, format).await
 }
 
