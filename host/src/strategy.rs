@@ -290,6 +290,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Who converts now (a module's digest), so conversions remembered for one converter are
+    /// not served for another after a hot swap; empty when the strategy does not convert.
+    fn converter_id(&self) -> String {
+        String::new()
+    }
+
     /// `objects` (each at the version its `apiVersion` names) converted to
     /// `desired_api_version`, in order.
     async fn convert(

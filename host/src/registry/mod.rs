@@ -6,6 +6,7 @@ pub mod apply;
 pub mod builtin;
 pub mod cel;
 mod conversion;
+mod conversion_memo;
 mod create;
 pub mod definition;
 mod delete;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use futures::StreamExt as _;
 use serde_json::{json, Value};
 
+use super::conversion_memo::MemoKey;
 use super::error::{Error, Result};
 use super::list::ListPage;
 use super::store::{RegistryStore, RequestScope};
@@ -110,8 +111,8 @@ impl RegistryStore {
     }
 
     /// A storage watch event at `version` (whose apiVersion is `api_version`); `initial_end`
-    /// marks the bookmark that ends a watch's initial events. A conversion that fails ends the
-    /// watch with an ERROR event.
+    /// marks the bookmark that ends a watch's initial events. Watchers at the same version share
+    /// each event's conversion; one that fails ends the watch with an ERROR event.
     async fn event_at_version(
         &self,
         event: WatchEvent,
@@ -145,11 +146,19 @@ impl RegistryStore {
                     }
                     _ => return other,
                 };
-                match self.shared_at_version(vec![object], version).await {
-                    Ok(mut at) => {
-                        let converted = at.pop().expect("one object in, one out");
-                        other.map_object(|_| converted)
-                    }
+                let key = MemoKey {
+                    namespace: object.namespace().unwrap_or_default().into(),
+                    name: object.name().unwrap_or_default().into(),
+                    revision: object.revision(),
+                    version: version.into(),
+                    converter: self.strategy.converter_id().into(),
+                };
+                let convert = || async {
+                    let mut at = self.shared_at_version(vec![object], version).await?;
+                    Ok(at.pop().expect("one object in, one out"))
+                };
+                match self.conversions.get_or_convert(key, convert).await {
+                    Ok(converted) => other.map_object(|_| converted),
                     Err(e) => {
                         WatchEvent::error(crate::storage::StorageError::Internal(e.to_string()))
                     }

@@ -112,6 +112,8 @@ pub struct RegistryStore {
     pub(super) namespaces: Option<Arc<dyn Storage>>,
     /// The validating admission plugins writes pass.
     pub(super) admission: Arc<AdmissionChain>,
+    /// The conversions this resource's watchers share.
+    pub(super) conversions: Arc<super::conversion_memo::ConversionMemo>,
 }
 
 impl std::fmt::Debug for RegistryStore {
@@ -138,6 +140,7 @@ impl RegistryStore {
             strategy,
             namespaces,
             admission: Arc::default(),
+            conversions: Arc::default(),
         }
     }
 

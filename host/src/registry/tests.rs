@@ -21,6 +21,9 @@ use crate::strategy::{
 #[derive(Default)]
 struct TestStrategy {
     after_creates: AtomicUsize,
+    /// Converts between v1 (`spec.size`) and v2 (`spec.count`) when set, counting objects.
+    converting: bool,
+    converted: AtomicUsize,
 }
 
 #[async_trait]
@@ -77,6 +80,34 @@ impl Strategy for TestStrategy {
             module: "test-strategy".into(),
             reason: "hooks never undo writes".into(),
         })
+    }
+    fn converts(&self) -> bool {
+        self.converting
+    }
+    fn converter_id(&self) -> String {
+        "test-converter".into()
+    }
+    async fn convert(
+        &self,
+        _: &crate::strategy::ResourceInfo,
+        objects: Vec<Value>,
+        desired: &str,
+    ) -> Result<Vec<Value>, StrategyError> {
+        self.converted.fetch_add(objects.len(), Ordering::SeqCst);
+        let (from, to) = match desired {
+            "test.io/v2" => ("size", "count"),
+            _ => ("count", "size"),
+        };
+        Ok(objects
+            .into_iter()
+            .map(|mut o| {
+                if let Some(n) = o["spec"].as_object_mut().and_then(|s| s.remove(from)) {
+                    o["spec"][to] = n;
+                }
+                o["apiVersion"] = desired.into();
+                o
+            })
+            .collect())
     }
 }
 
@@ -333,4 +364,48 @@ async fn next_added(w: &mut crate::storage::WatchStream) -> Arc<crate::storage::
             other => panic!("{other:?}"),
         }
     }
+}
+
+#[tokio::test]
+async fn watchers_at_another_version_share_each_events_conversion() {
+    use futures::StreamExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let strategy = Arc::new(TestStrategy {
+        converting: true,
+        ..Default::default()
+    });
+    let (_registry, things) = serve_things(dir.path(), crd(), strategy.clone()).await;
+    let mut watches = Vec::new();
+    for _ in 0..5 {
+        let opts = crate::storage::ListOptions::default();
+        watches.push(things.store.watch(&scope("v2"), opts).await.unwrap());
+    }
+    // Written at v2: converted to v1 to be stored, and back for the answer.
+    let obj = json!({"apiVersion": "test.io/v2", "kind": "Thing", "metadata": {"name": "a"},
+                     "spec": {"count": 3}});
+    let created = things.store.create(&scope("v2"), obj).await.unwrap();
+    assert_eq!(created.object["spec"], json!({"count": 3, "stamped": true}));
+    let stored = things
+        .store
+        .get(&scope("v1"), "a", Default::default())
+        .await
+        .unwrap();
+    assert_eq!(stored["spec"]["size"], 3);
+    let before = strategy.converted.load(Ordering::SeqCst);
+    for watch in &mut watches {
+        let event = tokio::time::timeout(Duration::from_secs(5), watch.next())
+            .await
+            .unwrap()
+            .unwrap();
+        let crate::storage::WatchEvent::Added(o) = event else {
+            panic!("{event:?}")
+        };
+        assert_eq!(o.to_value()["spec"]["count"], 3);
+        assert_eq!(o.api_version(), Some("test.io/v2"));
+    }
+    assert_eq!(
+        strategy.converted.load(Ordering::SeqCst),
+        before + 1,
+        "five watchers, one conversion"
+    );
 }

@@ -190,6 +190,15 @@ impl Strategy for SlotStrategy {
             .is_some_and(|b| b.strategy.converts())
     }
 
+    fn converter_id(&self) -> String {
+        self.slot
+            .current
+            .load()
+            .as_ref()
+            .map(|b| b.strategy.converter_id())
+            .unwrap_or_default()
+    }
+
     async fn convert(
         &self,
         resource: &ResourceInfo,

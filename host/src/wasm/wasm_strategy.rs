@@ -324,6 +324,10 @@ impl Strategy for WasmStrategy {
         self.module.manifest().implements(Operation::Convert)
     }
 
+    fn converter_id(&self) -> String {
+        self.module.digest().to_owned()
+    }
+
     /// Converts in calls of at most 64 objects (`CONVERSION_BATCH`), each on a fresh instance within
     /// the usual limits (a long list is many calls, not one that outgrows the memory cap).
     async fn convert(
