@@ -98,3 +98,19 @@ pub fn hostile_widget_strategy(name: &str) -> Vec<u8> {
     let abi_version = if name == "wrong_abi_version" { 99 } else { 1 };
     hostile(name, &widget_manifest(abi_version, &[]))
 }
+
+/// A hostile fixture claiming to convert `resource` between its versions (ABI 1.3, the
+/// `Convert` operation only), as a user would bind a conversion module.
+pub fn hostile_converter(name: &str, resource: abi::Resource) -> Vec<u8> {
+    let manifest = abi::Manifest {
+        abi_version: 1,
+        abi_minor_version: 3,
+        name: "hostile-converter".into(),
+        resources: vec![resource],
+        operations: vec![abi::Operation::Convert as i32],
+        host_functions: Vec::new(),
+        applies: Vec::new(),
+        admission_policy: None,
+    };
+    hostile(name, &manifest.encode_to_vec())
+}

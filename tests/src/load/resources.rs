@@ -64,9 +64,21 @@ impl Resource {
                 "/apis/coordination.k8s.io/v1/namespaces/default/leases",
                 |name| lease(name, 0),
             ),
+            // Cluster API's MachineDeployment (its CRD loaded beforehand, e.g. by
+            // scripts/bench-conversion.sh) at its storage version and at the other one.
+            "machinedeployments" => (
+                None,
+                "/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machinedeployments",
+                |name| machine_deployment(name, "v1beta2"),
+            ),
+            "machinedeployments-v1beta1" => (
+                None,
+                "/apis/cluster.x-k8s.io/v1beta1/namespaces/default/machinedeployments",
+                |name| machine_deployment(name, "v1beta1"),
+            ),
             other => bail!(
                 "unknown resource {other} (widgets, deployments, configmaps, gateways, \
-                 gateways-norules or leases)"
+                 gateways-norules, leases, machinedeployments or machinedeployments-v1beta1)"
             ),
         };
         Ok(Resource {
@@ -122,6 +134,24 @@ fn gateway(name: &str, api_version: &str) -> Value {
     })
 }
 
+/// A Cluster API MachineDeployment at `version` (v1beta1 references carry `apiVersion`, v1beta2
+/// ones `apiGroup`).
+fn machine_deployment(name: &str, version: &str) -> Value {
+    let reference = |group: &str, kind: &str, name: &str| match version {
+        "v1beta1" => json!({"apiVersion": format!("{group}/v1beta1"), "kind": kind, "name": name}),
+        _ => json!({"apiGroup": group, "kind": kind, "name": name}),
+    };
+    json!({
+        "apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "MachineDeployment",
+        "metadata": {"name": name},
+        "spec": {"clusterName": "c1", "replicas": 1, "selector": {"matchLabels": {"md": name}},
+                 "template": {"metadata": {"labels": {"md": name}}, "spec": {
+                     "clusterName": "c1", "version": "v1.31.0",
+                     "bootstrap": {"configRef": reference("bootstrap.cluster.x-k8s.io", "KubeadmConfigTemplate", "boot")},
+                     "infrastructureRef": reference("infrastructure.cluster.x-k8s.io", "DockerMachineTemplate", "infra")}}},
+    })
+}
+
 /// A ConfigMap of about 1 KiB of JSON.
 fn config_map(name: &str, counter: u64) -> Value {
     let mut cm = json!({
@@ -138,6 +168,9 @@ fn config_map(name: &str, counter: u64) -> Value {
 pub fn change(resource: &str, i: u64) -> Value {
     match resource {
         "configmaps" => json!({"data": {"counter": (i % 50).to_string()}}),
+        "machinedeployments" | "machinedeployments-v1beta1" => {
+            json!({"spec": {"replicas": 1 + (i % 50)}})
+        }
         _ => json!({"spec": {"size": 1 + (i % 50)}}),
     }
 }

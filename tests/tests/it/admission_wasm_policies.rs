@@ -169,12 +169,12 @@ fn a_policy_module_object_runs_a_stricter_version_in_shadow() {
                 .as_str()
                 .is_some_and(|m| m.contains(DENIED))
     });
-    // kubectl lists the module, bound to its policy, as Active.
-    let out = k.ok(&["get", "strategymodules"]);
-    assert!(
-        out.contains("owner-label") && out.contains("Active"),
-        "{out}"
-    );
+    // kubectl lists the module, bound to its policy, as Active (the status is written just
+    // after the module starts serving, so it may lag the probe above by a moment).
+    wait("kubectl to list the module as Active", || {
+        let out = k.ok(&["get", "strategymodules"]);
+        out.contains("owner-label") && out.contains("Active")
+    });
 
     // Stage the stricter version in shadow.
     let strict = module_object(strategy_artifacts::OWNER_LABEL_STRICT);

@@ -394,3 +394,58 @@ fn a_wasm_module_takes_over_conversion_mid_watch_and_a_lossy_version_is_refused(
         "v1.31.0"
     );
 }
+
+#[test]
+fn a_conversion_module_that_traps_answers_500_and_loses_nothing() {
+    let f = Fixture::start();
+    let resource = strategy_guest_sdk::abi::Resource {
+        group: GROUP.into(),
+        version: "v1beta2".into(),
+        kind: "MachineDeployment".into(),
+        plural: "machinedeployments".into(),
+        scope: strategy_guest_sdk::abi::Scope::Namespaced as i32,
+    };
+    let wasm = f.kube.dir.path().join("trap.wasm");
+    std::fs::write(
+        &wasm,
+        strategy_artifacts::hostile_converter("trap", resource),
+    )
+    .unwrap();
+    // Nothing is stored yet, so there is nothing its round trip could be tried on.
+    let module = conversion_module(wasm.to_str().unwrap());
+    assert_eq!(
+        call("POST", &f.url(MODULES), Some(&module)).unwrap().code,
+        201
+    );
+    eventually(
+        "the trapping module active",
+        Duration::from_secs(20),
+        || f.kube.get(&format!("{MODULES}/md-conversion"))["status"]["phase"] == "Active",
+    );
+    let refused = call("POST", &f.url(&mds("v1beta1")), Some(&md_v1beta1("a"))).unwrap();
+    assert_eq!(refused.code, 500, "{}", refused.body);
+    let status = refused.json();
+    assert_eq!(status["reason"], "InternalError");
+    let message = status["message"].as_str().unwrap();
+    assert!(
+        message.contains("conversion failed: strategy module \"hostile-converter\" failed"),
+        "{message}"
+    );
+    // Nothing half-stored; the storage version needs no conversion and is served.
+    let stored = call("GET", &f.url(&mds("v1beta2")), None).unwrap();
+    assert_eq!(stored.code, 200);
+    assert!(stored.json()["items"].as_array().unwrap().is_empty());
+    let mut v2 = md_v1beta1("b");
+    v2["apiVersion"] = json!(format!("{GROUP}/v1beta2"));
+    v2["spec"]["template"]["spec"]["infrastructureRef"] = json!({"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachineTemplate", "name": "infra"});
+    v2["spec"]["template"]["spec"]["bootstrap"]["configRef"] = json!({"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "boot"});
+    v2["spec"]["template"]["spec"]["minReadySeconds"] = v2["spec"]["minReadySeconds"].take();
+    v2["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("minReadySeconds");
+    let created = call("POST", &f.url(&mds("v1beta2")), Some(&v2)).unwrap();
+    assert_eq!(created.code, 201, "{}", created.body);
+    assert_eq!(f.get("v1beta1", "b").code, 500);
+    assert_eq!(f.get("v1beta2", "b").code, 200);
+}
