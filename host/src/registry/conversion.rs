@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{StreamExt as _, TryStreamExt as _};
 use serde_json::{json, Value};
 
 use super::definition::Conversion;
@@ -20,6 +21,12 @@ use crate::storage::SharedObject;
 
 /// How long a conversion webhook may take (Kubernetes' fixed 30 s).
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most objects one `ConversionReview` carries (a list page of thousands is several).
+const WEBHOOK_BATCH: usize = 500;
+
+/// Reviews of one conversion in flight at once.
+const WEBHOOK_REVIEWS_AT_ONCE: usize = 4;
 
 fn api_version_of(obj: &Value) -> &str {
     obj.get("apiVersion").and_then(Value::as_str).unwrap_or("")
@@ -71,6 +78,16 @@ impl RegistryStore {
         if objects.iter().all(|o| at(o)) {
             return Ok(objects);
         }
+        // Conversion None (no renamed fields either): only the type changes, in the bytes.
+        if !self.converts_versions() && self.def.stored_as.is_none() {
+            return Ok(objects
+                .into_iter()
+                .map(|o| match at(&o) {
+                    true => o,
+                    false => Arc::new(o.with_type(&api_version, kind)),
+                })
+                .collect());
+        }
         let pending: Vec<usize> = (0..objects.len()).filter(|&i| !at(&objects[i])).collect();
         let values = pending.iter().map(|&i| objects[i].to_value()).collect();
         let converted = self.convert(values, version).await?;
@@ -120,8 +137,24 @@ impl RegistryStore {
         format!("{}, Kind={}", api_version_of(obj), self.def.kind)
     }
 
-    /// `sent` converted to `desired` by the definition's conversion webhook.
+    /// `sent` converted to `desired` by the definition's conversion webhook, in reviews of at
+    /// most [`WEBHOOK_BATCH`] objects (a few at a time), so a long list's answer stays within
+    /// what a webhook response may weigh.
     async fn webhook_convert(&self, sent: &[Value], desired: &str) -> Result<Vec<Value>> {
+        // Made first: a stream mapping a closure over the batches is not provably `Send`.
+        let reviews: Vec<_> = sent
+            .chunks(WEBHOOK_BATCH)
+            .map(|batch| self.webhook_review(batch, desired))
+            .collect();
+        let converted: Vec<Vec<Value>> = futures::stream::iter(reviews)
+            .buffered(WEBHOOK_REVIEWS_AT_ONCE)
+            .try_collect()
+            .await?;
+        Ok(converted.into_iter().flatten().collect())
+    }
+
+    /// One `ConversionReview` of `sent`.
+    async fn webhook_review(&self, sent: &[Value], desired: &str) -> Result<Vec<Value>> {
         let Conversion::Webhook {
             client,
             review_version,

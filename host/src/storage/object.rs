@@ -119,6 +119,32 @@ impl SharedObject {
         }
     }
 
+    /// The same object with another `apiVersion` and `kind` (a version change that converts
+    /// nothing else): the top level re-written around its members, which are not parsed.
+    pub fn with_type(&self, api_version: &str, kind: &str) -> Self {
+        let retyped = serde_json::from_slice::<Members<'_>>(&self.json).and_then(|members| {
+            let api = serde_json::value::to_raw_value(api_version)?;
+            let kind_raw = serde_json::value::to_raw_value(kind)?;
+            let mut top = members;
+            top.insert(Cow::Borrowed("apiVersion"), &api);
+            top.insert(Cow::Borrowed("kind"), &kind_raw);
+            serde_json::to_vec(&top)
+        });
+        match retyped {
+            Ok(json) => Self {
+                json: Bytes::from(json),
+                revision: self.revision,
+                head: Head {
+                    api_version: Some(api_version.into()),
+                    kind: Some(kind.into()),
+                    ..self.head.clone()
+                },
+            },
+            // Not an object (cannot happen for what a store holds): keep it as it is.
+            Err(_) => self.clone(),
+        }
+    }
+
     /// The object as compact JSON, shared (no copy).
     pub fn json(&self) -> Bytes {
         self.json.clone()
@@ -235,6 +261,23 @@ fn stamp(members: &Members<'_>, revision: u64) -> serde_json::Result<Vec<u8>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_new_type_keeps_everything_else() {
+        let obj = SharedObject::new(json!({"apiVersion": "g/v1", "kind": "K",
+            "metadata": {"name": "a", "resourceVersion": "9", "labels": {"x": "y"}}, "spec": {"n": 1}}));
+        let v2 = obj.with_type("g/v2", "K");
+        assert_eq!(v2.api_version(), Some("g/v2"));
+        assert_eq!(
+            (v2.revision(), v2.name(), v2.label("x")),
+            (9, Some("a"), Some("y"))
+        );
+        assert_eq!(
+            v2.to_value(),
+            json!({"apiVersion": "g/v2", "kind": "K",
+                   "metadata": {"name": "a", "resourceVersion": "9", "labels": {"x": "y"}}, "spec": {"n": 1}})
+        );
+    }
 
     #[test]
     fn stored_bytes_are_stamped_and_read_without_a_tree() {
