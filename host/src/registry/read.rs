@@ -11,6 +11,9 @@ use super::list::ListPage;
 use super::store::{RegistryStore, RequestScope};
 use crate::storage::{GetOptions, ListOptions, ObjectList, SharedObject, WatchEvent, WatchStream};
 
+/// The most watch events converted in one call.
+const WATCH_CONVERSION_BATCH: usize = 256;
+
 impl RegistryStore {
     /// What a read of `name` found: a storage error as the registry's, nothing as NotFound.
     fn found<T>(&self, name: &str, read: crate::storage::Result<Option<T>>) -> Result<T> {
@@ -99,6 +102,31 @@ impl RegistryStore {
         let api_version: Arc<str> = self.def.api_version(&scope.version).into();
         let version: Arc<str> = scope.version.as_str().into();
         let this = self.clone();
+        if self.converts_versions() {
+            // A converter is a call away: events that arrive together (a watch's initial events,
+            // a burst of writes) are converted together, one call per batch.
+            let batches = events.ready_chunks(WATCH_CONVERSION_BATCH);
+            return Ok(Box::pin(
+                batches
+                    .then(move |batch| {
+                        let flagged: Vec<(WatchEvent, bool)> = batch
+                            .into_iter()
+                            .map(|event| {
+                                let end = matches!(event, WatchEvent::Bookmark(_))
+                                    && std::mem::take(&mut initial_end_pending);
+                                (event, end)
+                            })
+                            .collect();
+                        let (this, version, api_version) =
+                            (this.clone(), version.clone(), api_version.clone());
+                        async move {
+                            this.events_at_version(flagged, &version, &api_version)
+                                .await
+                        }
+                    })
+                    .flat_map(futures::stream::iter),
+            ));
+        }
         Ok(Box::pin(events.then(move |event| {
             let (this, version, api_version) = (this.clone(), version.clone(), api_version.clone());
             let initial_end = matches!(event, WatchEvent::Bookmark(_))
@@ -108,6 +136,76 @@ impl RegistryStore {
                     .await
             }
         })))
+    }
+
+    /// Storage watch events that arrived together, at `version`: one alone as
+    /// [`RegistryStore::event_at_version`] has it (sharing its conversion with other
+    /// watchers), several with their objects converted in one call. A failed conversion ends
+    /// the batch with an ERROR event (the watch ends there).
+    async fn events_at_version(
+        &self,
+        mut events: Vec<(WatchEvent, bool)>,
+        version: &str,
+        api_version: &str,
+    ) -> Vec<WatchEvent> {
+        if events.len() == 1 {
+            let (event, end) = events.pop().expect("one event");
+            return vec![
+                self.event_at_version(event, version, api_version, end)
+                    .await,
+            ];
+        }
+        let kind = self.def.kind.as_str();
+        let pending: Vec<usize> = (0..events.len())
+            .filter(|&i| match &events[i].0 {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                    o.api_version() != Some(api_version) || o.kind() != Some(kind)
+                }
+                _ => false,
+            })
+            .collect();
+        let objects: Vec<Arc<SharedObject>> = pending
+            .iter()
+            .filter_map(|&i| match &events[i].0 {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                    Some(o.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let converted = match self.shared_at_version(objects, version).await {
+            Ok(converted) => converted,
+            Err(e) => {
+                let mut sent: Vec<WatchEvent> = Vec::new();
+                for (i, (event, end)) in events.into_iter().enumerate() {
+                    if pending.first() == Some(&i) {
+                        let why = crate::storage::StorageError::Internal(e.to_string());
+                        sent.push(WatchEvent::error(why));
+                        break;
+                    }
+                    sent.push(
+                        self.event_at_version(event, version, api_version, end)
+                            .await,
+                    );
+                }
+                return sent;
+            }
+        };
+        let mut converted = converted.into_iter();
+        let mut pending = pending.into_iter().peekable();
+        let mut out = Vec::with_capacity(events.len());
+        for (i, (event, end)) in events.into_iter().enumerate() {
+            if pending.next_if_eq(&i).is_some() {
+                let object = converted.next().expect("one object out per object in");
+                out.push(event.map_object(|_| object));
+            } else {
+                out.push(
+                    self.event_at_version(event, version, api_version, end)
+                        .await,
+                );
+            }
+        }
+        out
     }
 
     /// A storage watch event at `version` (whose apiVersion is `api_version`); `initial_end`

@@ -24,6 +24,7 @@ struct TestStrategy {
     /// Converts between v1 (`spec.size`) and v2 (`spec.count`) when set, counting objects.
     converting: bool,
     converted: AtomicUsize,
+    convert_calls: AtomicUsize,
 }
 
 #[async_trait]
@@ -94,6 +95,7 @@ impl Strategy for TestStrategy {
         desired: &str,
     ) -> Result<Vec<Value>, StrategyError> {
         self.converted.fetch_add(objects.len(), Ordering::SeqCst);
+        self.convert_calls.fetch_add(1, Ordering::SeqCst);
         let (from, to) = match desired {
             "test.io/v2" => ("size", "count"),
             _ => ("count", "size"),
@@ -408,4 +410,40 @@ async fn watchers_at_another_version_share_each_events_conversion() {
         before + 1,
         "five watchers, one conversion"
     );
+}
+
+#[tokio::test]
+async fn a_watchs_initial_events_are_converted_together() {
+    use futures::StreamExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let strategy = Arc::new(TestStrategy {
+        converting: true,
+        ..Default::default()
+    });
+    let (_registry, things) = serve_things(dir.path(), crd(), strategy.clone()).await;
+    for i in 0..50 {
+        let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing",
+                         "metadata": {"name": format!("t{i}")}, "spec": {"size": 1}});
+        things.store.create(&scope("v1"), obj).await.unwrap();
+    }
+    let calls = strategy.convert_calls.load(Ordering::SeqCst);
+    let opts = crate::storage::ListOptions {
+        send_initial_events: true,
+        allow_bookmarks: true,
+        ..Default::default()
+    };
+    let mut watch = things.store.watch(&scope("v2"), opts).await.unwrap();
+    let mut added = 0;
+    while added < 50 {
+        let event = tokio::time::timeout(Duration::from_secs(5), watch.next())
+            .await
+            .unwrap()
+            .unwrap();
+        if let crate::storage::WatchEvent::Added(o) = event {
+            assert_eq!(o.to_value()["spec"]["count"], 1);
+            added += 1;
+        }
+    }
+    let used = strategy.convert_calls.load(Ordering::SeqCst) - calls;
+    assert!(used <= 2, "50 initial events took {used} conversion calls");
 }
