@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{json, Value};
 
-use super::conversion_memo::MemoKey;
+use super::conversion_memo::{Batch, MemoKey};
 use super::error::{Error, Result};
 use super::list::ListPage;
 use super::store::{RegistryStore, RequestScope};
@@ -139,8 +139,8 @@ impl RegistryStore {
     }
 
     /// Storage watch events that arrived together, at `version`: one alone as
-    /// [`RegistryStore::event_at_version`] has it (sharing its conversion with other
-    /// watchers), several with their objects converted in one call. A failed conversion ends
+    /// [`RegistryStore::event_at_version`] has it, several with their objects converted in one
+    /// call (either way shared with the resource's other watchers). A failed conversion ends
     /// the batch with an ERROR event (the watch ends there).
     async fn events_at_version(
         &self,
@@ -173,7 +173,7 @@ impl RegistryStore {
                 _ => None,
             })
             .collect();
-        let converted = match self.shared_at_version(objects, version).await {
+        let converted = match self.shared_conversions(objects, version).await {
             Ok(converted) => converted,
             Err(e) => {
                 let mut sent: Vec<WatchEvent> = Vec::new();
@@ -244,25 +244,52 @@ impl RegistryStore {
                     }
                     _ => return other,
                 };
-                let key = MemoKey {
-                    namespace: object.namespace().unwrap_or_default().into(),
-                    name: object.name().unwrap_or_default().into(),
-                    revision: object.revision(),
-                    version: version.into(),
-                    converter: self.strategy.converter_id().into(),
-                };
-                let convert = || async {
-                    let mut at = self.shared_at_version(vec![object], version).await?;
-                    Ok(at.pop().expect("one object in, one out"))
-                };
-                match self.conversions.get_or_convert(key, convert).await {
-                    Ok(converted) => other.map_object(|_| converted),
+                match self.shared_conversions(vec![object], version).await {
+                    Ok(mut converted) => {
+                        let converted = converted.pop().expect("one object in, one out");
+                        other.map_object(|_| converted)
+                    }
                     Err(e) => {
                         WatchEvent::error(crate::storage::StorageError::Internal(e.to_string()))
                     }
                 }
             }
         }
+    }
+
+    /// `objects` (none at `version`) converted to it, each conversion shared with the
+    /// resource's other watchers: remembered or under way ones awaited, the rest in one call.
+    async fn shared_conversions(
+        &self,
+        objects: Vec<Arc<SharedObject>>,
+        version: &str,
+    ) -> Result<Vec<Arc<SharedObject>>> {
+        let converter: Box<str> = self.strategy.converter_id().into();
+        let keys: Vec<MemoKey> = objects
+            .iter()
+            .map(|o| MemoKey {
+                namespace: o.namespace().unwrap_or_default().into(),
+                name: o.name().unwrap_or_default().into(),
+                revision: o.revision(),
+                version: version.into(),
+                converter: converter.clone(),
+            })
+            .collect();
+        let (this, version_owned) = (self.clone(), version.to_owned());
+        let convert = move |misses: Vec<usize>| -> Batch {
+            let chosen: Vec<Arc<SharedObject>> =
+                misses.iter().map(|&i| objects[i].clone()).collect();
+            async move {
+                this.shared_at_version(chosen, &version_owned)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            .boxed()
+        };
+        self.conversions
+            .get_or_convert(&keys, convert)
+            .await
+            .map_err(Error::Internal)
     }
 
     /// A resource served over another's stored objects selects by the stored field names.
