@@ -62,6 +62,11 @@ impl RegistryStore {
         self.at_version(obj, &storage_version).await
     }
 
+    /// Whether `obj` already is an object of this resource at `api_version` (nothing to do).
+    pub(super) fn is_at(&self, obj: &SharedObject, api_version: &str) -> bool {
+        obj.api_version() == Some(api_version) && obj.kind() == Some(self.def.kind.as_str())
+    }
+
     /// Shared objects at `version`: the same shared object where it already is, the others
     /// converted together (one webhook call for a list).
     ///
@@ -74,7 +79,7 @@ impl RegistryStore {
     ) -> Result<Vec<Arc<SharedObject>>> {
         let api_version = self.def.api_version(version);
         let kind = self.def.kind.as_str();
-        let at = |o: &SharedObject| o.api_version() == Some(&api_version) && o.kind() == Some(kind);
+        let at = |o: &SharedObject| self.is_at(o, &api_version);
         if objects.iter().all(|o| at(o)) {
             return Ok(objects);
         }

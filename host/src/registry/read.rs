@@ -138,40 +138,25 @@ impl RegistryStore {
         })))
     }
 
-    /// Storage watch events that arrived together, at `version`: one alone as
-    /// [`RegistryStore::event_at_version`] has it, several with their objects converted in one
-    /// call (either way shared with the resource's other watchers). A failed conversion ends
-    /// the batch with an ERROR event (the watch ends there).
+    /// Storage watch events that arrived together, at `version`, their objects converted in one
+    /// call (shared with the resource's other watchers); bookmarks and objects already at
+    /// `version` as [`RegistryStore::event_at_version`] has them. A failed conversion ends the
+    /// batch with an ERROR event (the watch ends there).
     async fn events_at_version(
         &self,
-        mut events: Vec<(WatchEvent, bool)>,
+        events: Vec<(WatchEvent, bool)>,
         version: &str,
         api_version: &str,
     ) -> Vec<WatchEvent> {
-        if events.len() == 1 {
-            let (event, end) = events.pop().expect("one event");
-            return vec![
-                self.event_at_version(event, version, api_version, end)
-                    .await,
-            ];
-        }
-        let kind = self.def.kind.as_str();
         let pending: Vec<usize> = (0..events.len())
-            .filter(|&i| match &events[i].0 {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                    o.api_version() != Some(api_version) || o.kind() != Some(kind)
-                }
-                _ => false,
+            .filter(|&i| {
+                let object = events[i].0.object();
+                object.is_some_and(|o| !self.is_at(o, api_version))
             })
             .collect();
         let objects: Vec<Arc<SharedObject>> = pending
             .iter()
-            .filter_map(|&i| match &events[i].0 {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                    Some(o.clone())
-                }
-                _ => None,
-            })
+            .filter_map(|&i| events[i].0.object().cloned())
             .collect();
         let converted = match self.shared_conversions(objects, version).await {
             Ok(converted) => converted,
@@ -230,20 +215,12 @@ impl RegistryStore {
                     "metadata": metadata,
                 }))))
             }
-            WatchEvent::Added(ref o) | WatchEvent::Modified(ref o) | WatchEvent::Deleted(ref o)
-                if o.api_version() == Some(api_version)
-                    && o.kind() == Some(self.def.kind.as_str()) =>
-            {
-                event
-            }
-            WatchEvent::Error(e) => WatchEvent::Error(e),
+            // Errors, and objects already at the version, pass as they are.
             other => {
-                let object = match &other {
-                    WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                        o.clone()
-                    }
-                    _ => return other,
+                let Some(object) = other.object().filter(|o| !self.is_at(o, api_version)) else {
+                    return other;
                 };
+                let object = object.clone();
                 match self.shared_conversions(vec![object], version).await {
                     Ok(mut converted) => {
                         let converted = converted.pop().expect("one object in, one out");

@@ -90,6 +90,13 @@ impl Fixture {
         call("GET", &self.url(&format!("{}/{name}", mds(version))), None).unwrap()
     }
 
+    /// A watch at `version` from the resourceVersion of `list`.
+    fn watch(&self, version: &str, list: &Value) -> WatchReader {
+        let rv = list["metadata"]["resourceVersion"].as_str().unwrap();
+        let url = self.url(&format!("{}?watch=1&resourceVersion={rv}", mds(version)));
+        WatchReader::open(&url).unwrap()
+    }
+
     /// How many objects the webhook has converted.
     fn conversions(&self) -> u64 {
         self.webhook.stats()["conversions"].as_u64().unwrap()
@@ -189,15 +196,7 @@ fn machine_deployments_are_served_at_both_versions_through_a_conversion_webhook(
     assert_eq!(f.conversions(), conversions + 2);
 
     // Each watcher gets events at the version it asked for.
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let watch = |version: &str| {
-        WatchReader::open(&f.url(&format!("{}?watch=1&resourceVersion={rv}", mds(version))))
-            .unwrap()
-    };
-    let (old_watch, new_watch) = (watch("v1beta1"), watch("v1beta2"));
+    let (old_watch, new_watch) = (f.watch("v1beta1", &list), f.watch("v1beta2", &list));
     let mut c = md_v1beta1("c");
     c["spec"]["minReadySeconds"] = json!(7);
     assert_eq!(
@@ -306,15 +305,7 @@ fn a_wasm_module_takes_over_conversion_mid_watch_and_a_lossy_version_is_refused(
         );
     }
     let list = call("GET", &f.url(&mds("v1beta2")), None).unwrap().json();
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let watch = |version: &str| {
-        WatchReader::open(&f.url(&format!("{}?watch=1&resourceVersion={rv}", mds(version))))
-            .unwrap()
-    };
-    let (old_watch, new_watch) = (watch("v1beta1"), watch("v1beta2"));
+    let (old_watch, new_watch) = (f.watch("v1beta1", &list), f.watch("v1beta2", &list));
     assert_eq!(
         call("POST", &f.url(&mds("v1beta1")), Some(&md_v1beta1("before")))
             .unwrap()

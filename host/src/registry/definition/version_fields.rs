@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::registry::schema::field_schema;
 use crate::strategy::{FieldError, FieldErrorKind};
 
 /// Kubernetes' bound on `selectableFields` per version.
@@ -28,13 +29,10 @@ fn invalid(field: String, value: &str, detail: &str) -> FieldError {
     }
 }
 
-/// The schema of the field at `path` (dotted, no leading dot), following `properties`.
+/// The schema of the field at `path` (dotted, no leading dot).
 fn schema_at<'a>(schema: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(schema, |s, part| {
-        s.get("properties")
-            .and_then(|p| p.get(part))
-            .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
-    })
+    path.split('.')
+        .try_fold(schema, |s, part| field_schema(Some(s), part))
 }
 
 /// A simple JSON path (`.spec.color`): dotted names, no array notation. The path without its
