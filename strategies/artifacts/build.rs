@@ -1,5 +1,5 @@
-//! Compiles the example strategies to `wasm32-unknown-unknown` (through `strategy-wasm-build`)
-//! and emits constants naming the `.wasm` files.
+//! Compiles the example strategies to `wasm32-unknown-unknown` and the Go examples to WASI
+//! reactors (through `strategy-wasm-build`) and emits constants naming the `.wasm` files.
 
 use std::env;
 use std::fmt::Write as _;
@@ -37,6 +37,14 @@ const TEST_PROGRAMS: &[(&str, &str)] = &[
         "MACHINEDEPLOYMENT_CONVERSION_LOSSY",
     ),
 ];
+
+/// (package under `strategies/go`, constant name) of the Go examples, built with the Go
+/// toolchain.
+const GO_EXAMPLES: &[(&str, &str)] = &[("deployment", "GO_DEPLOYMENT"), ("tenant", "GO_TENANT")];
+
+/// The hostile Go fixtures (`strategies/go/hostile/<name>`), each misbehaving in one way
+/// (`HOSTILE_GO` lists them with their files).
+const GO_HOSTILE: &[&str] = &["spin", "alloc", "panic", "stdout", "wasi"];
 
 /// The module the host embeds (built again here so tests can load it into tables of their own).
 const EMBEDDED: (&str, &str) = ("strategy-builtin", "BUILTIN");
@@ -100,5 +108,33 @@ fn main() {
         "/// The strategy crates built above, all in one `cargo build`.\npub const BUILT_TOGETHER: &[&str] = &{crates:?};"
     )
     .unwrap();
+    consts.push_str(&go_constants(&root));
     std::fs::write(out_dir.join("artifacts.rs"), consts + &all).unwrap();
+}
+
+/// Builds the Go examples and hostile fixtures and returns their constants.
+fn go_constants(root: &std::path::Path) -> String {
+    strategy_wasm_build::rerun_if_changed_go(root);
+    let hostile: Vec<String> = GO_HOSTILE.iter().map(|n| format!("hostile/{n}")).collect();
+    let packages: Vec<&str> = GO_EXAMPLES
+        .iter()
+        .map(|(package, _)| *package)
+        .chain(hostile.iter().map(String::as_str))
+        .collect();
+    let files = strategy_wasm_build::build_go(root, &packages);
+    let mut consts = String::new();
+    for ((package, name), file) in GO_EXAMPLES.iter().zip(&files) {
+        writeln!(
+            consts,
+            "/// The `.wasm` of the Go example `strategies/go/{package}`.\npub const {name}: &str = {:?};",
+            file.display().to_string()
+        )
+        .unwrap();
+    }
+    consts.push_str("/// The hostile Go fixtures: (name, path of its `.wasm`).\npub const HOSTILE_GO: &[(&str, &str)] = &[\n");
+    for (name, file) in GO_HOSTILE.iter().zip(&files[GO_EXAMPLES.len()..]) {
+        writeln!(consts, "    ({name:?}, {:?}),", file.display().to_string()).unwrap();
+    }
+    consts.push_str("];\n");
+    consts
 }

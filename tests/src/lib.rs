@@ -31,6 +31,18 @@ pub mod native;
 pub mod secure;
 pub mod webhook_server;
 
+/// A compiled-module cache shared by the tests that load large modules (Go's take seconds to
+/// compile): `target/<profile>/module-cache-shared`, beside the binary. Entries are keyed by
+/// the module's digest and the engine's hash, so a stale one is never used.
+pub fn shared_module_cache() -> PathBuf {
+    let dir = host_binary()
+        .ok()
+        .and_then(|bin| bin.parent().map(|d| d.join("module-cache-shared")))
+        .unwrap_or_else(|| std::env::temp_dir().join("strategy-host-module-cache"));
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
 /// The `strategy-host` binary cargo built beside this test (`cargo test --workspace` builds it).
 pub fn host_binary() -> anyhow::Result<PathBuf> {
     if let Ok(path) = std::env::var("STRATEGY_HOST_BIN") {

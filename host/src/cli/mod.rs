@@ -147,6 +147,10 @@ pub struct Inputs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
+    /// Cache compiled modules here by content digest, as the server does (worth it for large
+    /// modules, such as Go's, which take seconds to compile); no cache by default.
+    #[arg(long, env = "STRATEGY_HOST_MODULE_CACHE_DIR")]
+    pub module_cache_dir: Option<PathBuf>,
 }
 
 /// How results are printed.

@@ -251,10 +251,11 @@ fn test_context(
 }
 
 /// The runtime the commands load modules into: the server's limits, few instances (phases run
-/// one at a time), no compilation cache.
-fn runtime() -> Result<Runtime> {
+/// one at a time), the compilation cache `inputs` names, if any.
+fn runtime(inputs: &Inputs) -> Result<Runtime> {
     Runtime::new(RuntimeConfig {
         max_instances: 4,
+        cache_dir: inputs.module_cache_dir.clone(),
         ..RuntimeConfig::default()
     })
     .map_err(Error::Runtime)
@@ -267,7 +268,7 @@ fn runtime() -> Result<Runtime> {
 /// An input or module cannot be read, or the module does not declare an object's kind.
 pub async fn test(args: TestArgs) -> Result<ExitCode> {
     let cases = cases(&args.inputs)?;
-    let runtime = runtime()?;
+    let runtime = runtime(&args.inputs)?;
     let module = LoadedModule::load(&runtime, &args.module).await?;
     let mut rows = Vec::new();
     for case in &cases {
@@ -285,7 +286,7 @@ pub async fn test(args: TestArgs) -> Result<ExitCode> {
 /// As [`test()`], for either module.
 pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
     let cases = cases(&args.inputs)?;
-    let runtime = runtime()?;
+    let runtime = runtime(&args.inputs)?;
     let old = LoadedModule::load(&runtime, &args.old).await?;
     let new = LoadedModule::load(&runtime, &args.new).await?;
     let mut rows = Vec::new();

@@ -6,6 +6,7 @@ mod storage_etcd3_failover;
 mod wasm_abi_versions;
 mod wasm_admission_policies;
 mod wasm_common;
+mod wasm_go;
 mod wasm_hostile;
 mod wasm_reload;
 mod wasm_strategies;

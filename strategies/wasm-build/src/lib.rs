@@ -1,4 +1,4 @@
-//! Compiles guest crates of this workspace to `wasm32-unknown-unknown` from a build script (the
+//! Compiles guest crates of this workspace to wasm from a build script (the
 //! way wasmtime's `crates/test-programs/artifacts/build.rs` builds its guests).
 //!
 //! A strategy crate's module is its binary target (`src/main.rs`, where `export_strategy!`
@@ -8,6 +8,12 @@
 //! The inner `cargo build` uses its own target directory under `OUT_DIR`, so it never waits on
 //! the lock the outer build holds; the calling script reruns only when a guest or the SDK
 //! changes (see [`rerun_if_changed`]), and the inner build is incremental.
+//!
+//! Go guests (`strategies/go/`) are built with the Go toolchain instead ([`build_go`]).
+
+mod go;
+
+pub use go::{build_go, go_command, rerun_if_changed_go, GO_EXAMPLES};
 
 use std::env;
 use std::path::{Path, PathBuf};

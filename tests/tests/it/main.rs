@@ -13,6 +13,7 @@ mod controllers;
 mod crd_versions;
 mod custom_resources;
 mod discovery;
+mod go_strategies;
 mod js_client;
 mod kube_rs;
 mod kubectl;

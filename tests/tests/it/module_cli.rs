@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 use strategy_artifacts::{CONFIGMAP, CONFIGMAP_STRICT, OWNER_LABEL, OWNER_LABEL_STRICT};
-use strategy_host_e2e::host_binary;
+use strategy_host_e2e::{host_binary, shared_module_cache};
 
 /// What a run of the binary printed, and how it ended.
 struct Run {
@@ -30,6 +30,8 @@ fn module(args: &[&str]) -> Run {
         .arg("module")
         .args(args)
         .current_dir(dir)
+        // The Go modules take seconds to compile: share the compiled code across runs.
+        .env("STRATEGY_HOST_MODULE_CACHE_DIR", shared_module_cache())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -329,4 +331,60 @@ fn test_and_diff_judge_objects_with_an_admission_policy_module() {
     // Both versions refuse the same objects for the same cause: no difference.
     let diff = module(&["diff", OWNER_LABEL, OWNER_LABEL_STRICT, "configmaps.yaml"]);
     assert_eq!(diff.code, Some(0), "{}{}", diff.stdout, diff.stderr);
+}
+
+#[test]
+fn the_go_port_of_the_deployment_strategy_answers_as_the_rust_one() {
+    // `module diff` across languages, on a corpus with every field error the strategy reports,
+    // its defaults, unknown fields, numbers past 2^53, escapes, and updates.
+    let run = module(&[
+        "diff",
+        strategy_artifacts::DEPLOYMENT,
+        strategy_artifacts::GO_DEPLOYMENT,
+        "deployments.yaml",
+        "--update",
+        "deployments-old.yaml",
+        "deployments-new.yaml",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let report = run.json();
+    assert_eq!(report["differences"], json!([]), "{report:#}");
+    let table = module(&[
+        "diff",
+        strategy_artifacts::DEPLOYMENT,
+        strategy_artifacts::GO_DEPLOYMENT,
+        "deployments.yaml",
+        "--update",
+        "deployments-old.yaml",
+        "deployments-new.yaml",
+    ]);
+    // 15 objects (create, update, delete each) and 3 updates.
+    assert!(
+        table.stdout.contains("agree on all 48 phases"),
+        "{}",
+        table.stdout
+    );
+
+    // The corpus exercises what it claims: rejections and defaults, which both modules share.
+    let test = module(&[
+        "test",
+        strategy_artifacts::GO_DEPLOYMENT,
+        "deployments.yaml",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(test.code, Some(0), "{}", test.stderr);
+    let report = test.json();
+    let negative = result(&report, "Deployment/default/negative", "create");
+    assert_eq!(negative["outcome"], "rejected", "{report:#}");
+    assert_eq!(
+        negative["causes"],
+        json!(["spec.replicas: must be greater than or equal to 0"])
+    );
+    assert_eq!(
+        result(&report, "Deployment/default/minimal", "create")["outcome"],
+        "admitted"
+    );
 }

@@ -14,6 +14,7 @@ use wasmtime::{
 };
 
 use super::host_functions::{self, CallState, HostApi, NoHostApi};
+use super::instance_pool::InstanceReuse;
 use super::limits::EPOCH_TICK;
 use super::metrics::Metrics;
 use super::module_cache::ModuleCache;
@@ -45,6 +46,8 @@ pub struct RuntimeConfig {
     pub keep_resident: usize,
     /// Log lines one call may write; the rest are dropped.
     pub max_log_lines_per_call: u32,
+    /// How a reactor module's instances are kept across calls.
+    pub instance_reuse: InstanceReuse,
 }
 
 impl Default for RuntimeConfig {
@@ -59,6 +62,7 @@ impl Default for RuntimeConfig {
             max_apply_depth: 3,
             keep_resident: 4 << 20,
             max_log_lines_per_call: 100,
+            instance_reuse: InstanceReuse::default(),
         }
     }
 }
@@ -114,6 +118,12 @@ impl Runtime {
             .total_stacks(config.max_instances)
             .max_memories_per_module(1)
             .max_tables_per_module(4)
+            // Go modules have thousands of functions (a VMContext past the default 1 MiB) and
+            // function tables of tens of thousands of entries (the default allows 20,000); both
+            // are upper bounds, reserved but only touched as used. 100,000 matches the limiter's
+            // cap on table growth.
+            .max_core_instance_size(8 << 20)
+            .table_elements(100_000)
             .max_memory_size(config.memory_limit)
             // Reset only the pages a call dirtied (PAGEMAP_SCAN, Linux 6.7+) with memset, and keep
             // them resident: the next instance in the slot takes no page faults.

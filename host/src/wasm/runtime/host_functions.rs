@@ -14,6 +14,7 @@ use super::abi;
 use super::limits::{CallLimits, Deadline};
 use super::manifest::Grants;
 use super::metrics::{ApplyRefusal, Metrics};
+use super::wasi::{self, WasiState};
 use crate::strategy::ResourceInfo;
 
 /// Who is calling a host function.
@@ -119,6 +120,8 @@ pub(crate) struct CallState {
     pub(crate) host_api: Arc<dyn HostApi>,
     /// The runtime's counters, for what host functions refuse.
     pub(crate) metrics: Arc<Metrics>,
+    /// What the WASI shim keeps for the instance (its clock, generator, partial output lines).
+    pub(crate) wasi: WasiState,
 }
 
 /// The linker every module is pre-linked against. `get`, `list` and `apply` are async host
@@ -127,6 +130,7 @@ pub(crate) struct CallState {
 /// guest must be async too; they still run on a blocking thread and block there.
 pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
+    wasi::define(&mut linker)?;
     linker.func_wrap(abi::HOST_MODULE, "log", log)?;
     linker.func_wrap_async(
         abi::HOST_MODULE,
@@ -146,16 +150,25 @@ pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     Ok(linker)
 }
 
-const MAX_LOG_LINE: usize = 4096;
+/// The longest log line a module can write; the rest of a line is cut.
+pub(crate) const MAX_LOG_LINE: usize = 4096;
 
 fn log(mut caller: Caller<'_, CallState>, level: i32, ptr: i32, len: i32) -> wasmtime::Result<()> {
     if caller.data().logs_left == 0 {
         return Ok(());
     }
-    caller.data_mut().logs_left -= 1;
     let bytes = read_guest(&mut caller, ptr, (len as u32 as usize).min(MAX_LOG_LINE))?;
-    let line = String::from_utf8_lossy(&bytes);
-    let s = caller.data();
+    emit_log(caller.data_mut(), level, &String::from_utf8_lossy(&bytes));
+    Ok(())
+}
+
+/// Writes one of the module's lines into the host's log at `level` (1 error, 2 warn, 3 info,
+/// else debug), within the call's cap on lines.
+pub(crate) fn emit_log(s: &mut CallState, level: i32, line: &str) {
+    if s.logs_left == 0 {
+        return;
+    }
+    s.logs_left -= 1;
     let (module, request) = (&s.caller.module, &s.caller.request_id);
     match level {
         1 => tracing::error!(target: "strategy", module, request, "{line}"),
@@ -163,17 +176,18 @@ fn log(mut caller: Caller<'_, CallState>, level: i32, ptr: i32, len: i32) -> was
         3 => tracing::info!(target: "strategy", module, request, "{line}"),
         _ => tracing::debug!(target: "strategy", module, request, "{line}"),
     }
-    Ok(())
 }
 
-fn memory(caller: &mut Caller<'_, CallState>) -> wasmtime::Result<wasmtime::Memory> {
+/// The calling module's linear memory.
+pub(crate) fn memory(caller: &mut Caller<'_, CallState>) -> wasmtime::Result<wasmtime::Memory> {
     match caller.get_export("memory") {
         Some(Extern::Memory(m)) => Ok(m),
         _ => wasmtime::bail!("module has no memory export"),
     }
 }
 
-fn read_guest(
+/// A copy of `len` bytes of the caller's memory at `ptr`.
+pub(crate) fn read_guest(
     caller: &mut Caller<'_, CallState>,
     ptr: i32,
     len: usize,

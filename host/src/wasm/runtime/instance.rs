@@ -1,9 +1,13 @@
-//! One call session: a fresh instance (from the module's `InstancePre`) in a store with the call's
-//! limits, serving every step of one registry phase, then dropped.
+//! One call session: an instance (from the module's `InstancePre`) in a store with the call's
+//! limits, serving one registry phase. A module's instance serves one session and is dropped,
+//! unless the module is a reactor (it exports `_initialize`, as Go's runtime does), whose
+//! instances are initialised once and kept for further sessions (see `instance_pool`).
 //!
 //! Sessions are driven through wasmtime's async entry points (each guest call runs on a fiber)
 //! so that a session started on an async worker can yield at its first epoch tick and be moved
 //! to a blocking thread (see `placement`); elsewhere the same futures complete in one poll.
+
+use std::time::Duration;
 
 use prost::Message;
 use wasmtime::{
@@ -16,6 +20,7 @@ use super::error::{CallFailure, FailureKind};
 use super::host_functions::{CallState, CallerInfo};
 use super::limits::{CallLimits, Deadline};
 use super::manifest::Grants;
+use super::wasi::WasiState;
 
 /// Options of one session.
 pub(crate) struct SessionOptions {
@@ -29,6 +34,9 @@ pub(crate) struct SessionOptions {
 /// stalled machine) leaves the worker.
 const TICKS_ON_WORKER: u64 = 2;
 
+/// The least time a reactor's `_initialize` is given.
+const INIT_DEADLINE: Duration = Duration::from_secs(1);
+
 /// A live instance with the exports every request uses (`manifest` is looked up when asked
 /// for: only loading calls it, and each lookup costs a fraction of a microsecond).
 pub(crate) struct Session {
@@ -37,6 +45,11 @@ pub(crate) struct Session {
     memory: Memory,
     alloc: TypedFunc<i32, i32>,
     call: TypedFunc<(i32, i32), i64>,
+    /// Sessions this instance has served.
+    pub(crate) sessions: u32,
+    /// Whether a call failed in this instance (a trap, an overrun): its state is not to be
+    /// trusted again.
+    pub(crate) failed: bool,
 }
 
 impl Session {
@@ -53,10 +66,12 @@ impl Session {
         on_worker: bool,
     ) -> Result<Self, CallFailure> {
         let rt = &runtime.inner;
-        let deadline = Deadline::after(rt.config.call_deadline);
+        // A reactor's `_initialize` (Go's runtime start) gets a budget of its own: it runs once
+        // per instance, not per call.
+        let init_budget = rt.config.call_deadline.max(INIT_DEADLINE);
         let state = CallState {
             limits: CallLimits::new(rt.config.memory_limit),
-            deadline,
+            deadline: Deadline::after(init_budget),
             caller: opts.caller,
             grants,
             in_after_hook: opts.in_after_hook,
@@ -67,15 +82,12 @@ impl Session {
             logs_left: rt.config.max_log_lines_per_call,
             host_api: rt.host_api.load_full().as_ref().clone(),
             metrics: rt.metrics.clone(),
+            wasi: WasiState::new(),
         };
         let mut store = Store::new(&rt.engine, state);
         store.limiter(|s| &mut s.limits);
-        let ticks = deadline.ticks();
-        store.set_epoch_deadline(match on_worker {
-            true => ticks.min(TICKS_ON_WORKER),
-            false => ticks,
-        });
         store.epoch_deadline_callback(on_epoch_deadline);
+        set_epoch_deadline(&mut store);
         let instance = pre
             .instantiate_async(&mut store)
             .await
@@ -89,17 +101,68 @@ impl Session {
             Ok((memory, alloc, call))
         };
         let (memory, alloc, call) = exports(&mut store).map_err(bad_export)?;
-        Ok(Self {
+        if let Some(initialize) = instance.get_func(&mut store, "_initialize") {
+            let initialize = initialize.typed::<(), ()>(&store).map_err(bad_export)?;
+            initialize
+                .call_async(&mut store, ())
+                .await
+                .map_err(|e| classify(&store, e, "_initialize"))?;
+        }
+        let mut session = Self {
             store,
             instance,
             memory,
             alloc,
             call,
-        })
+            sessions: 1,
+            failed: false,
+        };
+        session.restart_deadline(runtime);
+        Ok(session)
+    }
+
+    /// Readies a kept instance for another session: its grants (the instance that read the
+    /// manifest was started before they were known), caller, log budget, host API and deadline.
+    pub(crate) fn begin(
+        &mut self,
+        runtime: &Runtime,
+        grants: &Grants,
+        opts: SessionOptions,
+        on_worker: bool,
+    ) {
+        let rt = &runtime.inner;
+        self.sessions += 1;
+        let state = self.store.data_mut();
+        state.grants.clone_from(grants);
+        state.caller = opts.caller;
+        state.in_after_hook = opts.in_after_hook;
+        state.depth = opts.depth;
+        state.on_worker = on_worker;
+        state.logs_left = rt.config.max_log_lines_per_call;
+        state.host_api = rt.host_api.load_full().as_ref().clone();
+        state.limits.hit_memory_limit = false;
+        self.restart_deadline(runtime);
+    }
+
+    /// Gives the session the whole call deadline from now.
+    fn restart_deadline(&mut self, runtime: &Runtime) {
+        self.store.data_mut().deadline = Deadline::after(runtime.inner.config.call_deadline);
+        set_epoch_deadline(&mut self.store);
+    }
+
+    /// The instance's linear memory size, in bytes.
+    pub(crate) fn memory_size(&self) -> usize {
+        self.memory.data_size(&self.store)
     }
 
     /// Calls the `manifest` export.
     pub(crate) async fn manifest(&mut self) -> Result<Vec<u8>, CallFailure> {
+        let result = self.manifest_inner().await;
+        self.failed |= result.is_err();
+        result
+    }
+
+    async fn manifest_inner(&mut self) -> Result<Vec<u8>, CallFailure> {
         let manifest = self
             .instance
             .get_typed_func::<(), i64>(&mut self.store, "manifest")
@@ -116,6 +179,12 @@ impl Session {
         &mut self,
         request: &abi::Request,
     ) -> Result<abi::Response, CallFailure> {
+        let result = self.call_inner(request).await;
+        self.failed |= result.is_err();
+        result
+    }
+
+    async fn call_inner(&mut self, request: &abi::Request) -> Result<abi::Response, CallFailure> {
         // Encoded straight into the guest's buffer, and decoded straight out of its answer: a
         // copy each way less than going through host vectors.
         let len = request.encoded_len();
@@ -172,6 +241,17 @@ impl Session {
                 )
             })
     }
+}
+
+/// Sets the store's epoch deadline from its call deadline (at most [`TICKS_ON_WORKER`] while the
+/// session is on an async worker).
+fn set_epoch_deadline(store: &mut Store<CallState>) {
+    let state = store.data();
+    let ticks = state.deadline.ticks();
+    store.set_epoch_deadline(match state.on_worker {
+        true => ticks.min(TICKS_ON_WORKER),
+        false => ticks,
+    });
 }
 
 /// An export the shape check at load vouched for is missing or mistyped.

@@ -11,6 +11,7 @@ use wasmtime::{ExternType, Module, ValType};
 use super::abi::{self, AbiVersion, HostFunction, Operation};
 use super::error::{Error, Result};
 use super::policy_declaration::PolicyDeclaration;
+use super::wasi::WASI_MODULE;
 use crate::strategy::ResourceInfo;
 
 /// The names of the host functions the runtime's linker defines.
@@ -212,7 +213,8 @@ impl ModuleManifest {
 
     /// Refuses a module importing a host function its manifest did not ask for.
     pub(crate) fn check_grants(&self, module: &Module) -> Result<()> {
-        for import in module.imports() {
+        let host_imports = module.imports().filter(|i| i.module() == abi::HOST_MODULE);
+        for import in host_imports {
             let granted = match import.name() {
                 "log" => true,
                 "get" => self.grants.get,
@@ -264,9 +266,12 @@ fn applies(declared: &[abi::GroupKind], apply_granted: bool) -> Result<Arc<[Grou
 /// Checks a compiled module's imports and exports against the ABI, before instantiating it.
 pub(crate) fn check_shape(module: &Module) -> Result<()> {
     for import in module.imports() {
-        let known = import.module() == abi::HOST_MODULE
-            && HOST_FUNCTIONS.contains(&import.name())
-            && matches!(import.ty(), ExternType::Func(_));
+        let known = match import.module() {
+            abi::HOST_MODULE => HOST_FUNCTIONS.contains(&import.name()),
+            // Any WASI preview-1 function: the shim implements some and refuses the rest.
+            WASI_MODULE => true,
+            _ => false,
+        } && matches!(import.ty(), ExternType::Func(_));
         if !known {
             return Err(Error::UnknownImport(format!(
                 "{}::{}",

@@ -62,9 +62,30 @@ pub struct ModuleCounters {
     hook_failures: Counter,
     apply_refused: Vec<(ApplyRefusal, Counter)>,
     duration: Histogram,
+    instances_started: Counter,
+    instances_recycled: Counter,
 }
 
 impl ModuleCounters {
+    /// Instances started (a reactor's are kept across calls; other modules start one per call).
+    pub fn instances_started(&self) -> u64 {
+        self.instances_started.get()
+    }
+
+    /// Kept instances of a reactor dropped by the recycle policy (sessions served, memory
+    /// high-water mark, a failed call).
+    pub fn instances_recycled(&self) -> u64 {
+        self.instances_recycled.get()
+    }
+
+    pub(crate) fn record_instance_started(&self) {
+        self.instances_started.inc();
+    }
+
+    pub(crate) fn record_instance_recycled(&self) {
+        self.instances_recycled.inc();
+    }
+
     /// `apply` calls the host refused for one reason.
     pub fn apply_refused(&self, reason: ApplyRefusal) -> u64 {
         self.apply_refused
@@ -125,6 +146,8 @@ pub struct Metrics {
     hook_failures: Family<ModuleLabel, Counter>,
     apply_refused: Family<FailureLabels, Counter>,
     duration: Family<ModuleLabel, Histogram, fn() -> Histogram>,
+    instances_started: Family<ModuleLabel, Counter>,
+    instances_recycled: Family<ModuleLabel, Counter>,
     modules: RwLock<BTreeMap<String, Arc<ModuleCounters>>>,
 }
 
@@ -136,6 +159,8 @@ impl Default for Metrics {
             hook_failures: Family::default(),
             apply_refused: Family::default(),
             duration: Family::new_with_constructor(call_duration_histogram),
+            instances_started: Family::default(),
+            instances_recycled: Family::default(),
             modules: RwLock::default(),
         }
     }
@@ -174,6 +199,8 @@ impl Metrics {
                 })
                 .collect(),
             duration: self.duration.get_or_create(&module).clone(),
+            instances_started: self.instances_started.get_or_create(&module).clone(),
+            instances_recycled: self.instances_recycled.get_or_create(&module).clone(),
         };
         self.modules
             .write()
@@ -185,7 +212,8 @@ impl Metrics {
 
     /// Registers the families (`strategy_calls_total`, `strategy_call_failures_total`,
     /// `strategy_hook_failures_total`, `strategy_apply_refused_total`,
-    /// `strategy_call_duration_seconds`) in `registry`.
+    /// `strategy_call_duration_seconds`, `strategy_instances_started_total`,
+    /// `strategy_instances_recycled_total`) in `registry`.
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "strategy_calls",
@@ -211,6 +239,16 @@ impl Metrics {
             "strategy_call_duration_seconds",
             "Wall time of one strategy call (instantiation and every step of one phase)",
             self.duration.clone(),
+        );
+        registry.register(
+            "strategy_instances_started",
+            "Module instances started (a reactor module's are kept across calls)",
+            self.instances_started.clone(),
+        );
+        registry.register(
+            "strategy_instances_recycled",
+            "Kept instances of reactor modules dropped after their sessions, memory high-water mark or a failed call",
+            self.instances_recycled.clone(),
         );
     }
 

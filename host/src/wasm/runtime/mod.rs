@@ -1,14 +1,16 @@
 //! The wasmtime-level runtime: one engine with the pooling allocator and an epoch ticker,
 //! modules compiled once (cached on disk by digest) and checked against the ABI, a fresh
-//! instance per call with a deadline, a memory cap and an output cap, the host functions guests
-//! import, and per-module metrics. It speaks the strategy contract's types (`crate::strategy`)
-//! but knows nothing of the registry, the API or where modules come from.
+//! instance per call (kept across calls for reactor modules, such as Go's) with a deadline, a
+//! memory cap and an output cap, the host functions guests import (and a WASI shim that grants
+//! nothing), and per-module metrics. It speaks the strategy contract's types
+//! (`crate::strategy`) but knows nothing of the registry, the API or where modules come from.
 
 pub mod abi;
 mod engine;
 mod error;
 mod host_functions;
 mod instance;
+mod instance_pool;
 mod limits;
 mod manifest;
 mod metrics;
@@ -16,11 +18,13 @@ mod module;
 mod module_cache;
 mod placement;
 mod policy_declaration;
+mod wasi;
 
 pub use engine::{Runtime, RuntimeConfig};
 pub use error::{one_line, CallFailure, Error, FailureKind, Result};
 pub use host_functions::{CallerInfo, Collection, HostApi, NoHostApi};
 pub(crate) use instance::SessionOptions;
+pub use instance_pool::InstanceReuse;
 pub use limits::EPOCH_TICK;
 pub use manifest::{GroupKind, ModuleManifest};
 pub use metrics::{ApplyRefusal, Metrics, ModuleCounters};

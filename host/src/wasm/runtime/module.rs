@@ -12,8 +12,11 @@ use super::engine::Runtime;
 use super::error::{Error, Result};
 use super::host_functions::{CallState, CallerInfo};
 use super::instance::{Session, SessionOptions};
+use super::instance_pool::InstancePool;
 use super::manifest::{self, ModuleManifest};
+use super::metrics::ModuleCounters;
 use super::placement;
+use super::wasi;
 use crate::strategy::ResourceInfo;
 
 /// A loaded, checked strategy module.
@@ -21,6 +24,10 @@ pub struct StrategyModule {
     digest: String,
     manifest: ModuleManifest,
     pre: InstancePre<CallState>,
+    /// A reactor's kept instances (`None`: a fresh instance per session).
+    pool: Option<InstancePool>,
+    /// The module's counters (`None` while loading, before its name is known).
+    counters: Option<Arc<ModuleCounters>>,
     allow_create_on_update: bool,
     allow_unconditional_update: bool,
 }
@@ -62,16 +69,22 @@ impl StrategyModule {
         let digest = digest(bytes);
         let module = rt.cache.get_or_compile(&rt.engine, &digest, bytes)?;
         manifest::check_shape(&module)?;
-        let pre = rt
-            .linker
-            .instantiate_pre(&module)
-            .map_err(|e| Error::Compile(super::error::one_line(format_args!("{e:#}"))))?;
+        let link_error =
+            |e: wasmtime::Error| Error::Compile(super::error::one_line(format_args!("{e:#}")));
+        // WASI calls the shim does not implement answer an errno (defined per module, with the
+        // module's own signatures).
+        let mut linker = rt.linker.clone();
+        wasi::define_refusals(&mut linker, &module).map_err(link_error)?;
+        let pre = linker.instantiate_pre(&module).map_err(link_error)?;
+        let reactor = module.get_export("_initialize").is_some();
 
         // Instantiate once: read the manifest and the constant answers, before anyone relies on it.
         let mut loaded = Self {
             digest,
             manifest: ModuleManifest::placeholder(),
             pre,
+            pool: reactor.then(InstancePool::default),
+            counters: None,
             allow_create_on_update: false,
             allow_unconditional_update: true,
         };
@@ -120,8 +133,12 @@ impl StrategyModule {
             loaded.allow_unconditional_update =
                 ask(Op::AllowUnconditionalUpdate(Default::default()))?;
         }
-        drop(session);
+        let counters = rt.metrics.module(&manifest.name);
+        counters.record_instance_started();
+        loaded.counters = Some(counters);
         loaded.manifest = manifest;
+        // A reactor's first instance, initialised already, serves the first calls.
+        loaded.end(runtime, session);
         Ok(loaded)
     }
 
@@ -168,8 +185,12 @@ impl StrategyModule {
             in_after_hook: false,
             depth: 0,
         };
-        let session = self.session(runtime, opts, false);
-        placement::block_here(async { session.await?.call(request).await })
+        placement::block_here(async {
+            let mut session = self.session(runtime, opts, false).await?;
+            let response = session.call(request).await;
+            self.end(runtime, session);
+            response
+        })
     }
 
     /// Sends one request to a fresh instance of the module from an async task: started right
@@ -186,8 +207,10 @@ impl StrategyModule {
         let may_block = grants.get || grants.list || grants.apply;
         let (module, runtime) = (self.clone(), runtime.clone());
         let session = Box::pin(async move {
-            let session = module.session(&runtime, opts, !may_block);
-            session.await?.call(&request).await
+            let mut session = module.session(&runtime, opts, !may_block).await?;
+            let response = session.call(&request).await;
+            module.end(&runtime, session);
+            response
         });
         match may_block {
             true => placement::on_blocking_thread(session).await,
@@ -195,15 +218,46 @@ impl StrategyModule {
         }
     }
 
-    /// A fresh instance of the module with `runtime`'s limits, serving every step of one
-    /// registry phase; `on_worker` as for `Session::new`.
+    /// An instance of the module with `runtime`'s limits, serving every step of one registry
+    /// phase: a kept one of a reactor's, or a fresh one; `on_worker` as for `Session::new`.
     async fn session(
         &self,
         runtime: &Runtime,
         opts: SessionOptions,
         on_worker: bool,
     ) -> std::result::Result<Session, super::CallFailure> {
+        if let Some(mut kept) = self.pool.as_ref().and_then(InstancePool::take) {
+            kept.begin(runtime, &self.manifest.grants, opts, on_worker);
+            return Ok(kept);
+        }
         let grants = self.manifest.grants.clone();
-        Session::new(runtime, &self.pre, grants, opts, on_worker).await
+        let session = Session::new(runtime, &self.pre, grants, opts, on_worker).await;
+        if let Some(counters) = &self.counters {
+            counters.record_instance_started();
+        }
+        session
+    }
+
+    /// Ends a session: a reactor's instance goes back to its pool (which may recycle it); any
+    /// other is dropped.
+    fn end(&self, runtime: &Runtime, session: Session) {
+        if let (Some(pool), Some(counters)) = (&self.pool, &self.counters) {
+            pool.give_back(runtime, counters, session);
+        }
+    }
+
+    /// The linear memory of each of a reactor's idle instances, in bytes (empty for other
+    /// modules, whose instances live for one call).
+    pub fn idle_instance_memory(&self) -> Vec<usize> {
+        self.pool
+            .as_ref()
+            .map(InstancePool::idle_memory)
+            .unwrap_or_default()
+    }
+
+    /// Whether the module is a reactor (exports `_initialize`), whose instances are kept across
+    /// calls.
+    pub fn is_reactor(&self) -> bool {
+        self.pool.is_some()
     }
 }

@@ -1,0 +1,85 @@
+package abi
+
+// Response is the answer to any Request.
+type Response struct {
+	// Object is the object after the operation, as JSON; empty when the operation does not
+	// mutate.
+	Object      []byte
+	FieldErrors []FieldError
+	Warnings    []string
+	// Allowed answers allow_create_on_update and allow_unconditional_update.
+	Allowed bool
+	// Error says the guest could not perform the operation; the host fails the request.
+	Error string
+	// ConvertedObjects answers convert, in the request's order.
+	ConvertedObjects [][]byte
+}
+
+// FieldError is one field error.
+type FieldError struct {
+	Kind   FieldErrorKind
+	Field  string
+	Detail string
+}
+
+// Marshal encodes the response.
+func (r *Response) Marshal() []byte { return marshal(r) }
+
+func (r *Response) encode(e *encoder) {
+	e.bytes(responseObject, r.Object)
+	for i := range r.FieldErrors {
+		e.message(responseFieldErrors, &r.FieldErrors[i])
+	}
+	for _, w := range r.Warnings {
+		e.stringElement(responseWarnings, w)
+	}
+	e.bool(responseAllowed, r.Allowed)
+	e.string(responseError, r.Error)
+	for _, o := range r.ConvertedObjects {
+		e.element(responseConvertedObjects, o)
+	}
+}
+
+// Unmarshal decodes a response.
+func (r *Response) Unmarshal(b []byte) error {
+	*r = Response{}
+	return eachField(b, func(f *field) {
+		switch f.num {
+		case responseObject:
+			r.Object = f.bytes()
+		case responseFieldErrors:
+			var fe FieldError
+			f.message(&fe)
+			r.FieldErrors = append(r.FieldErrors, fe)
+		case responseWarnings:
+			r.Warnings = append(r.Warnings, f.string())
+		case responseAllowed:
+			r.Allowed = f.bool()
+		case responseError:
+			r.Error = f.string()
+		case responseConvertedObjects:
+			r.ConvertedObjects = append(r.ConvertedObjects, f.bytes())
+		}
+	})
+}
+
+func (fe *FieldError) encode(e *encoder) {
+	e.enum(fieldErrorKind, int32(fe.Kind))
+	e.string(fieldErrorField, fe.Field)
+	e.string(fieldErrorDetail, fe.Detail)
+}
+
+// Unmarshal decodes a field error.
+func (fe *FieldError) Unmarshal(b []byte) error {
+	*fe = FieldError{}
+	return eachField(b, func(f *field) {
+		switch f.num {
+		case fieldErrorKind:
+			fe.Kind = FieldErrorKind(f.enum())
+		case fieldErrorField:
+			fe.Field = f.string()
+		case fieldErrorDetail:
+			fe.Detail = f.string()
+		}
+	})
+}

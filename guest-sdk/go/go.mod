@@ -1,0 +1,3 @@
+module strategyhost.dev/sdk
+
+go 1.24

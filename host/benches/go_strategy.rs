@@ -1,0 +1,145 @@
+//! The Go port of the Deployment strategy beside the Rust one, in one run: module size, load
+//! time (compilation without a cache, then from memory), a kept instance's memory, and the
+//! create phase on a 1 KiB Deployment as the registry calls it (`Strategy::before_create` from
+//! an async task), p50/p99; then the Go module under recycle policies that replace its instance
+//! every N calls, to show what recycling costs at p99.
+//!
+//! `cargo bench -p strategy-host --bench go_strategy`
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use strategy_host::strategy::{ResourceInfo, Strategy, StrategyContext};
+use strategy_host::wasm::runtime::{InstanceReuse, Runtime, RuntimeConfig, StrategyModule};
+use strategy_host::wasm::WasmStrategy;
+
+const SAMPLES: usize = 20_000;
+
+fn object() -> Value {
+    let mut obj = json!({
+        "apiVersion": "apps.example.com/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web", "team": "storefront"},
+                     "annotations": {"example.com/owner": "storefront-team@example.com"}},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web", "tier": "frontend"}},
+                         "spec": {"containers": [{"name": "web", "image": "registry.example.com/storefront/web:1.25.3",
+                                                   "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                                                   "env": [{"name": "MODE", "value": "production"}]}]}}
+        }
+    });
+    let len = obj.to_string().len();
+    obj["metadata"]["annotations"]["example.com/padding"] = json!("x".repeat(1024 - len - 32));
+    obj
+}
+
+fn ctx() -> StrategyContext {
+    StrategyContext {
+        resource: ResourceInfo {
+            group: "apps.example.com".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+            plural: "deployments".into(),
+            namespaced: true,
+        },
+        dry_run: false,
+        request_id: String::new(),
+        hook_depth: 0,
+        user: Default::default(),
+        admission: None,
+    }
+}
+
+fn runtime(reuse: InstanceReuse) -> Runtime {
+    Runtime::new(RuntimeConfig {
+        max_instances: 64,
+        instance_reuse: reuse,
+        ..RuntimeConfig::default()
+    })
+    .unwrap()
+}
+
+/// Loads `path` on `rt` and prints its size and load times (the first load compiles).
+fn load(label: &str, rt: &Runtime, path: &str) -> Arc<StrategyModule> {
+    let bytes = std::fs::read(path).unwrap();
+    let t = Instant::now();
+    let module = StrategyModule::load(rt, &bytes).unwrap();
+    let first = t.elapsed();
+    let t = Instant::now();
+    let _again = StrategyModule::load(rt, &bytes).unwrap();
+    let again = t.elapsed();
+    println!(
+        "{label}: module {} KiB, load {first:?} (compiling), {again:?} (compiled)",
+        bytes.len() / 1024,
+    );
+    Arc::new(module)
+}
+
+/// Times `SAMPLES` create phases from an async task and prints p50/p99/max.
+fn time_creates(label: &str, tokio: &tokio::runtime::Runtime, strategy: WasmStrategy) {
+    let obj = object();
+    let samples = tokio.block_on(async move {
+        let ctx = ctx();
+        let mut samples = Vec::with_capacity(SAMPLES);
+        for i in 0..SAMPLES + 1000 {
+            let mut o = obj.clone();
+            let t = Instant::now();
+            let adm = strategy.before_create(&ctx, &mut o).await.unwrap();
+            // The first thousand warm up.
+            if i >= 1000 {
+                samples.push(t.elapsed());
+            }
+            assert!(adm.field_errors.is_empty());
+        }
+        samples
+    });
+    report(label, samples);
+}
+
+fn report(label: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let p = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
+    println!(
+        "{label}: create phase p50 {:?}  p99 {:?}  max {:?}  (n = {})",
+        p(0.50),
+        p(0.99),
+        samples[samples.len() - 1],
+        samples.len()
+    );
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let rt = runtime(InstanceReuse::default());
+    let rust = load("rust", &rt, strategy_artifacts::DEPLOYMENT);
+    let go = load("go", &rt, strategy_artifacts::GO_DEPLOYMENT);
+    time_creates("rust", &tokio, WasmStrategy::new(rt.clone(), rust));
+    time_creates("go", &tokio, WasmStrategy::new(rt.clone(), go.clone()));
+    println!(
+        "go: kept instance memory {:?} KiB after {SAMPLES} calls",
+        go.idle_instance_memory()
+            .iter()
+            .map(|b| b / 1024)
+            .collect::<Vec<_>>()
+    );
+    for every in [10_000, 1_000, 100] {
+        let rt = runtime(InstanceReuse {
+            max_sessions: every,
+            ..InstanceReuse::default()
+        });
+        let go = load(
+            &format!("go, recycled every {every}"),
+            &rt,
+            strategy_artifacts::GO_DEPLOYMENT,
+        );
+        time_creates(
+            &format!("go, recycled every {every} calls"),
+            &tokio,
+            WasmStrategy::new(rt.clone(), go),
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! End-to-end with strategies written in Go (`strategies/go/`, built by the standard Go
+//! toolchain into WASI reactors): the real binary serves the Deployment port and the Tenant
+//! strategy from its strategy directory, driven with kubectl (defaults, 422 with Kubernetes'
+//! wording, the immutable selector, the Tenant's After hook applying a Namespace), and a Go
+//! module rolled out through a `StrategyModule` object takes over from the Rust one.
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use strategy_host_e2e::{
+    call, eventually, get, host_binary, kubectl, shared_module_cache, HostProcess,
+};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Compiles the Go modules into the shared cache once, so the hosts below start in seconds
+/// (a server loads its strategy directory before it listens).
+fn warm_module_cache() {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let tenant = dir.path().join("tenant.yaml");
+        std::fs::write(
+            &tenant,
+            "apiVersion: example.com/v1\nkind: Tenant\nmetadata: {name: t}\n",
+        )
+        .unwrap();
+        let deployment =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("data/module-cli/deployment.yaml");
+        for (module, object) in [
+            (strategy_artifacts::GO_DEPLOYMENT, deployment),
+            (strategy_artifacts::GO_TENANT, tenant),
+        ] {
+            let out = std::process::Command::new(host_binary().unwrap())
+                .args(["module", "test", module])
+                .arg(&object)
+                .env("STRATEGY_HOST_MODULE_CACHE_DIR", shared_module_cache())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    });
+}
+
+/// A host on the embedded store whose strategy directory holds `modules` (file name, path).
+fn host_with(modules: &[(&str, &str)]) -> (HostProcess, tempfile::TempDir) {
+    warm_module_cache();
+    let dir = tempfile::tempdir().unwrap();
+    let strategies = dir.path().join("strategies");
+    std::fs::create_dir(&strategies).unwrap();
+    for (file, path) in modules {
+        std::fs::copy(path, strategies.join(file)).unwrap();
+    }
+    let data = dir.path().join("data").display().to_string();
+    let host = HostProcess::start(&[
+        "--data-dir",
+        &data,
+        "--strategy-dir",
+        &strategies.display().to_string(),
+        // A Go module takes seconds to compile: share the compiled code across tests.
+        "--module-cache-dir",
+        &shared_module_cache().display().to_string(),
+        // A Go module is ~6 MB, ~8 MB as base64 in a StrategyModule object.
+        "--max-request-body-bytes",
+        "16777216",
+    ])
+    .unwrap();
+    (host, dir)
+}
+
+fn kubectl_ok(host: &HostProcess, dir: &Path, args: &[&str], stdin: Option<&str>) -> String {
+    let (ok, out, err) = kubectl(&host.base_url, dir, args, stdin).unwrap();
+    assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
+    out
+}
+
+const WEB: &str = r#"
+apiVersion: apps.example.com/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.27"}]}
+"#;
+
+#[test]
+fn go_strategies_serve_their_resources_through_kubectl() {
+    let (mut host, dir) = host_with(&[
+        ("deployments-go.wasm", strategy_artifacts::GO_DEPLOYMENT),
+        ("tenants-go.wasm", strategy_artifacts::GO_TENANT),
+    ]);
+    let dir = dir.path();
+    for path in [
+        "/apis/apps.example.com/v1/namespaces/default/deployments",
+        "/apis/example.com/v1/tenants",
+    ] {
+        eventually(path, WAIT, || get(&host.url(path)).unwrap().0 == 200);
+    }
+
+    // Defaults from the Go module.
+    kubectl_ok(&host, dir, &["apply", "-f", "-"], Some(WEB));
+    let web: Value = serde_json::from_str(&kubectl_ok(
+        &host,
+        dir,
+        &["get", "deployments.apps.example.com", "web", "-o", "json"],
+        None,
+    ))
+    .unwrap();
+    assert_eq!(web["spec"]["replicas"], 1, "{web}");
+    assert_eq!(web["spec"]["strategy"]["type"], "RollingUpdate");
+    assert_eq!(web["spec"]["revisionHistoryLimit"], 10);
+
+    // Field errors, as kubectl prints a 422.
+    let bad = WEB.replace("name: web,", "name: bad,").replace(
+        "selector: {matchLabels: {app: web}}",
+        "replicas: -3\n  selector: {matchLabels: {app: api}}",
+    );
+    let (ok, _, err) = kubectl(&host.base_url, dir, &["apply", "-f", "-"], Some(&bad)).unwrap();
+    assert!(!ok);
+    assert!(
+        err.contains(r#"Deployment "bad" is invalid"#)
+            && err.contains("spec.replicas: Invalid value: must be greater than or equal to 0")
+            && err.contains("spec.template.metadata.labels: Invalid value"),
+        "{err}"
+    );
+
+    // The selector is immutable.
+    let moved = WEB.replace("{app: web}", "{app: api}");
+    let (ok, _, err) = kubectl(&host.base_url, dir, &["apply", "-f", "-"], Some(&moved)).unwrap();
+    assert!(!ok);
+    assert!(err.contains("spec.selector: Invalid value"), "{err}");
+    assert!(err.contains("field is immutable"), "{err}");
+
+    // The Tenant's After hook applies the tenant's Namespace through the host.
+    kubectl_ok(
+        &host,
+        dir,
+        &["create", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Tenant\nmetadata: {name: acme}\n"),
+    );
+    eventually("the hook's Namespace", WAIT, || {
+        get(&host.url("/api/v1/namespaces/acme")).unwrap().0 == 200
+    });
+    let ns: Value = serde_json::from_str(&kubectl_ok(
+        &host,
+        dir,
+        &["get", "namespace", "acme", "-o", "json"],
+        None,
+    ))
+    .unwrap();
+    assert_eq!(
+        ns["metadata"]["labels"]["example.com/tenant"], "acme",
+        "{ns}"
+    );
+    let (ok, _, err) = kubectl(
+        &host.base_url,
+        dir,
+        &["create", "-f", "-"],
+        Some("apiVersion: example.com/v1\nkind: Tenant\nmetadata: {name: Not_A_Label}\n"),
+    )
+    .unwrap();
+    assert!(!ok);
+    assert!(err.contains("metadata.name: Invalid value"), "{err}");
+    kubectl_ok(&host, dir, &["delete", "tenant.example.com", "acme"], None);
+    eventually("the AfterDelete log line", WAIT, || {
+        host.log_text().contains("acme") && host.log_text().contains("tenants-go")
+    });
+}
+
+/// The digest in force for `source` (`api:<name>`), as `/debug/strategies` reports it.
+fn digest_in_force(host: &HostProcess, source: &str) -> Option<String> {
+    let (_, debug) = get(&host.url("/debug/strategies")).unwrap();
+    let debug: Value = serde_json::from_str(&debug).ok()?;
+    debug["sources"]
+        .as_array()?
+        .iter()
+        .find(|s| s["source"] == source)?["digestInForce"]
+        .as_str()
+        .map(String::from)
+}
+
+fn strategy_module(module: &[u8], resource_version: Option<&str>) -> Value {
+    let mut object = json!({
+        "apiVersion": "strategyhost.io/v1alpha1", "kind": "StrategyModule",
+        "metadata": {"name": "deployments"},
+        "spec": {"resource": {"group": "apps.example.com", "kind": "Deployment"},
+                 "module": base64::engine::general_purpose::STANDARD.encode(module)}
+    });
+    if let Some(rv) = resource_version {
+        object["metadata"]["resourceVersion"] = json!(rv);
+    }
+    object
+}
+
+#[test]
+fn go_and_rust_modules_hot_reload_each_other_as_strategy_module_objects() {
+    let (host, _dir) = host_with(&[]);
+    let modules = "/apis/strategyhost.io/v1alpha1/strategymodules";
+    let deployments = "/apis/apps.example.com/v1/namespaces/default/deployments";
+    let go = std::fs::read(strategy_artifacts::GO_DEPLOYMENT).unwrap();
+    let rust = std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap();
+
+    let r = call(
+        "POST",
+        &host.url(modules),
+        Some(&strategy_module(&go, None)),
+    )
+    .unwrap();
+    assert_eq!(r.code, 201, "{}", r.body);
+    let rv = r.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let go_digest = strategy_host::wasm::runtime::digest(&go);
+    eventually("the Go module in force", WAIT, || {
+        digest_in_force(&host, "api:deployments").as_deref() == Some(go_digest.as_str())
+    });
+    let create = |name: &str| {
+        let r = call(
+            "POST",
+            &host.url(deployments),
+            Some(&json!({
+                "apiVersion": "apps.example.com/v1", "kind": "Deployment",
+                "metadata": {"name": name},
+                "spec": {"replicas": -1, "selector": {"matchLabels": {"app": "api"}},
+                         "template": {"metadata": {"labels": {"app": "api"}}}}
+            })),
+        )
+        .unwrap();
+        assert_eq!(r.code, 422, "{}", r.body);
+        r.json()["details"]["causes"].clone()
+    };
+    let from_go = create("api");
+
+    // Swapped for the Rust module in place: the same answer.
+    let r = call(
+        "PUT",
+        &host.url(&format!("{modules}/deployments")),
+        Some(&strategy_module(&rust, Some(&rv))),
+    )
+    .unwrap();
+    assert_eq!(r.code, 200, "{}", r.body);
+    let rust_digest = strategy_host::wasm::runtime::digest(&rust);
+    eventually("the Rust module in force", WAIT, || {
+        digest_in_force(&host, "api:deployments").as_deref() == Some(rust_digest.as_str())
+    });
+    assert_eq!(create("api"), from_go);
+    assert_eq!(
+        from_go,
+        json!([{"reason": "FieldValueInvalid", "message": "Invalid value: must be greater than or equal to 0", "field": "spec.replicas"}])
+    );
+}
