@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up the machine, builds the example strategies to wasm, and runs the server on the embedded
+# Sets up the machine, builds the example strategies to wasm (the Rust ones, and the Go Tenant
+# strategy), and runs the server on the embedded
 # store in ./data, on 127.0.0.1:8080, with those strategies loaded from target/example-strategies
 # (hot-reloaded: copy a new .wasm there and it is swapped in). Extra arguments go to strategy-host
 # (see `strategy-host --help`). The server listens on https://127.0.0.1:8080 and writes an admin
@@ -19,5 +20,11 @@ for s in deployment configmap project; do
     cp "$target/wasm32-unknown-unknown/release/strategy-${s}.wasm" "$target/example-strategies/.${s}.tmp"
     mv "$target/example-strategies/.${s}.tmp" "$target/example-strategies/strategy_${s}.wasm"
 done
+# The Go example with After hooks (Tenant), built with the Go toolchain setup.sh installed.
+out=$(cd "$target/example-strategies" && pwd)
+(cd strategies/go && PATH="$PWD/../../.tools/go/go/bin:$PATH" GOOS=wasip1 GOARCH=wasm GOPROXY=off \
+    GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -buildmode=c-shared -trimpath \
+    -o "$out/.tenants-go.tmp" ./tenant)
+mv "$target/example-strategies/.tenants-go.tmp" "$target/example-strategies/tenants_go.wasm"
 exec cargo run --release -p strategy-host --bin strategy-host -- \
     --strategy-dir "$target/example-strategies" "$@"

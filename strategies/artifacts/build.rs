@@ -44,7 +44,7 @@ const GO_EXAMPLES: &[(&str, &str)] = &[("deployment", "GO_DEPLOYMENT"), ("tenant
 
 /// The hostile Go fixtures (`strategies/go/hostile/<name>`), each misbehaving in one way
 /// (`HOSTILE_GO` lists them with their files).
-const GO_HOSTILE: &[&str] = &["spin", "alloc", "panic", "stdout", "wasi"];
+const GO_HOSTILE: &[&str] = &["spin", "alloc", "panic", "stdout", "wasi", "exit"];
 
 /// The module the host embeds (built again here so tests can load it into tables of their own).
 const EMBEDDED: (&str, &str) = ("strategy-builtin", "BUILTIN");

@@ -186,6 +186,16 @@ async fn a_panic_fails_the_call_with_its_message() {
 }
 
 #[tokio::test]
+async fn os_exit_ends_the_call_as_a_trap() {
+    contained(
+        "exit",
+        FailureKind::Trap,
+        "the module exited (proc_exit with status 3)",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn writing_stdout_forever_hits_the_deadline() {
     contained("stdout", FailureKind::Deadline, "deadline").await;
 }
@@ -207,7 +217,19 @@ async fn wasi_grants_nothing_and_a_sleep_costs_no_time() {
     for leaked in ["root:", "/root", "HOME="] {
         assert!(!warnings.contains(leaked), "{leaked} leaked:\n{warnings}");
     }
-    assert!(warnings.contains("slept"), "{warnings}");
+    // What the probe saw: no file system (ENOTCAPABLE: no preopened directory), no environment
+    // or arguments, no connection, and an hour's sleep over at once on the virtual clock.
+    for expected in [
+        "os.ReadFile(/etc/passwd): 0 bytes, error: open /etc/passwd: Capabilities insufficient",
+        "os.WriteFile(/tmp/hostile-go-wasi): error: open /tmp/hostile-go-wasi: Capabilities insufficient",
+        "os.Getenv(HOME): \"\"",
+        "os.Environ(): []",
+        "os.Args: []",
+        "time.Sleep(1h): slept, and returned; the clock moved 1h0m0s",
+    ] {
+        assert!(adm.warnings.iter().any(|w| w == expected), "{expected}:\n{warnings}");
+    }
+    assert!(warnings.contains("connected: false"), "{warnings}");
 }
 
 #[test]

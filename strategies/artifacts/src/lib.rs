@@ -5,7 +5,9 @@
 //! `strategies/configmap-strict`: a stricter second version of the ConfigMap example), the
 //! hostile modules of `hostile/` (WAT), and the well-behaved WAT fixtures of `fixtures/` (a module
 //! echoing the requests it is sent, to see what the host tells a module of a given ABI version),
-//! for tests and benchmarks.
+//! and the Go examples of `strategies/go/` with its hostile Go fixtures (`GO_DEPLOYMENT`,
+//! `GO_TENANT`, `HOSTILE_GO`), built with the Go toolchain into WASI reactors, for tests and
+//! benchmarks.
 //!
 //! ```
 //! let bytes = std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap();

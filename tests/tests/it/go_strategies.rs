@@ -258,3 +258,103 @@ fn go_and_rust_modules_hot_reload_each_other_as_strategy_module_objects() {
         json!([{"reason": "FieldValueInvalid", "message": "Invalid value: must be greater than or equal to 0", "field": "spec.replicas"}])
     );
 }
+
+/// `status.rollout` of the `deployments` StrategyModule, once `check` holds.
+fn wait_rollout(host: &HostProcess, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    let done = || {
+        let (_, body) =
+            get(&host.url("/apis/strategyhost.io/v1alpha1/strategymodules/deployments")).unwrap();
+        serde_json::from_str::<Value>(&body).unwrap()["status"]["rollout"].clone()
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::time::Instant::now() < deadline {
+        last = done();
+        if check(&last) {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}; status.rollout: {last:#}");
+}
+
+/// Every count under `counts` (nested objects of numbers) is zero.
+fn all_zero(counts: &Value) -> bool {
+    match counts {
+        Value::Number(n) => n.as_u64() == Some(0),
+        Value::Object(map) => map.values().all(all_zero),
+        Value::Null => true,
+        _ => false,
+    }
+}
+
+#[test]
+fn the_go_port_shadowing_the_rust_strategy_differs_on_nothing() {
+    let (host, _dir) = host_with(&[]);
+    let modules = "/apis/strategyhost.io/v1alpha1/strategymodules";
+    let deployments = "/apis/apps.example.com/v1/namespaces/default/deployments";
+    let rust = std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap();
+    let r = call(
+        "POST",
+        &host.url(modules),
+        Some(&strategy_module(&rust, None)),
+    )
+    .unwrap();
+    assert_eq!(r.code, 201, "{}", r.body);
+    eventually("the Rust module serving", WAIT, || {
+        get(&host.url(deployments)).unwrap().0 == 200
+    });
+    let deployment = |i: usize| {
+        let mut d = json!({
+            "apiVersion": "apps.example.com/v1", "kind": "Deployment",
+            "metadata": {"name": format!("d{i}")},
+            "spec": {"selector": {"matchLabels": {"app": "a"}},
+                     "template": {"metadata": {"labels": {"app": "a"}}}}
+        });
+        if i % 3 == 0 {
+            d["spec"]["replicas"] = json!(-1);
+        }
+        if i % 4 == 0 {
+            d["spec"]["strategy"] = json!({"type": "Recreate"});
+        }
+        d
+    };
+    for i in 1..=5 {
+        call("POST", &host.url(deployments), Some(&deployment(i))).unwrap();
+    }
+    eventually("the cache to hold the stored objects", WAIT, || {
+        get(&host.url(&format!("{deployments}?resourceVersion=0"))).is_ok_and(|(_, body)| {
+            serde_json::from_str::<Value>(&body).unwrap()["items"]
+                .as_array()
+                .is_some_and(|i| i.len() == 4)
+        })
+    });
+
+    // Stage the Go port as a shadow of the Rust module in force.
+    let go = std::fs::read(strategy_artifacts::GO_DEPLOYMENT).unwrap();
+    let patch = json!({"spec": {
+        "module": base64::engine::general_purpose::STANDARD.encode(&go),
+        "rollout": {"mode": "Shadow"}
+    }});
+    let r = strategy_host_e2e::call_with(
+        "PATCH",
+        &host.url(&format!("{modules}/deployments")),
+        Some(patch.to_string().as_bytes()),
+        &[("Content-Type", "application/merge-patch+json")],
+    )
+    .unwrap();
+    assert_eq!(r.code, 200, "{}", r.body);
+    let replayed = wait_rollout(&host, "the replay", |r| r["replay"]["state"] == "Done");
+    assert_eq!(replayed["replay"]["objects"], 4, "{replayed:#}");
+    assert!(all_zero(&replayed["replay"]["byVerb"]), "{replayed:#}");
+
+    // Live requests, valid and not, evaluated by both: no difference.
+    for i in 6..=25 {
+        call("POST", &host.url(deployments), Some(&deployment(i))).unwrap();
+    }
+    let counted = wait_rollout(&host, "every request evaluated", |r| {
+        r["requests"]["evaluated"] == 20
+    });
+    assert!(all_zero(&counted["requests"]["differences"]), "{counted:#}");
+    assert_eq!(counted["requests"]["skipped"], 0, "{counted:#}");
+}
