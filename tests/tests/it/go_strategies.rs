@@ -311,10 +311,10 @@ fn the_go_port_shadowing_the_rust_strategy_differs_on_nothing() {
             "spec": {"selector": {"matchLabels": {"app": "a"}},
                      "template": {"metadata": {"labels": {"app": "a"}}}}
         });
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             d["spec"]["replicas"] = json!(-1);
         }
-        if i % 4 == 0 {
+        if i.is_multiple_of(4) {
             d["spec"]["strategy"] = json!({"type": "Recreate"});
         }
         d
