@@ -1,5 +1,5 @@
 //! The Go port of the Deployment strategy beside the Rust one, in one run: module size, load
-//! time (compilation without a cache, then from memory), a kept instance's memory, and the
+//! time (compiling, then from the compilation cache), a kept instance's memory, and the
 //! create phase on a 1 KiB Deployment as the registry calls it (`Strategy::before_create` from
 //! an async task), p50/p99; then the Go module under recycle policies that replace its instance
 //! every N calls, to show what recycling costs at p99.
@@ -51,16 +51,19 @@ fn ctx() -> StrategyContext {
     }
 }
 
-fn runtime(reuse: InstanceReuse) -> Runtime {
+/// A runtime with `reuse`, caching compiled modules in `cache`.
+fn runtime(reuse: InstanceReuse, cache: &std::path::Path) -> Runtime {
     Runtime::new(RuntimeConfig {
         max_instances: 64,
         instance_reuse: reuse,
+        cache_dir: Some(cache.to_owned()),
         ..RuntimeConfig::default()
     })
     .unwrap()
 }
 
-/// Loads `path` on `rt` and prints its size and load times (the first load compiles).
+/// Loads `path` on `rt` and prints its size and load times (the first load compiles, unless
+/// an earlier runtime cached it; the second reads the cache).
 fn load(label: &str, rt: &Runtime, path: &str) -> Arc<StrategyModule> {
     let bytes = std::fs::read(path).unwrap();
     let t = Instant::now();
@@ -70,7 +73,7 @@ fn load(label: &str, rt: &Runtime, path: &str) -> Arc<StrategyModule> {
     let _again = StrategyModule::load(rt, &bytes).unwrap();
     let again = t.elapsed();
     println!(
-        "{label}: module {} KiB, load {first:?} (compiling), {again:?} (compiled)",
+        "{label}: module {} KiB, load {first:?} (first), {again:?} (from the cache)",
         bytes.len() / 1024,
     );
     Arc::new(module)
@@ -114,7 +117,8 @@ fn main() {
         return;
     }
     let tokio = tokio::runtime::Runtime::new().unwrap();
-    let rt = runtime(InstanceReuse::default());
+    let cache = std::env::temp_dir().join(format!("go-strategy-bench-{}", std::process::id()));
+    let rt = runtime(InstanceReuse::default(), &cache);
     let rust = load("rust", &rt, strategy_artifacts::DEPLOYMENT);
     let go = load("go", &rt, strategy_artifacts::GO_DEPLOYMENT);
     time_creates("rust", &tokio, WasmStrategy::new(rt.clone(), rust));
@@ -126,11 +130,14 @@ fn main() {
             .map(|b| b / 1024)
             .collect::<Vec<_>>()
     );
-    for every in [10_000, 1_000, 100] {
-        let rt = runtime(InstanceReuse {
-            max_sessions: every,
-            ..InstanceReuse::default()
-        });
+    for every in [10_000, 1_000, 100, 10] {
+        let rt = runtime(
+            InstanceReuse {
+                max_sessions: every,
+                ..InstanceReuse::default()
+            },
+            &cache,
+        );
         let go = load(
             &format!("go, recycled every {every}"),
             &rt,
@@ -142,4 +149,5 @@ fn main() {
             WasmStrategy::new(rt.clone(), go),
         );
     }
+    let _ = std::fs::remove_dir_all(&cache);
 }
