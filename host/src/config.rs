@@ -77,6 +77,11 @@ pub struct Config {
     #[arg(long, env = "STRATEGY_HOST_MODULE_CACHE_DIR")]
     pub module_cache_dir: Option<PathBuf>,
 
+    /// Grant time to modules that read WASI clocks (Go's): the host's wall and monotonic time
+    /// instead of a virtual clock starting at the epoch (sleeps still return at once).
+    #[arg(long, env = "STRATEGY_HOST_WASM_REAL_CLOCK")]
+    pub wasm_real_clock: bool,
+
     /// The largest request body accepted (bytes); larger requests answer 413.
     #[arg(
         long,

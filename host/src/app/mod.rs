@@ -85,6 +85,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     // The runtime always runs: `StrategyModule` objects load modules with or without a directory.
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: config.module_cache(),
+        real_clock: config.wasm_real_clock,
         ..RuntimeConfig::default()
     })
     .context("starting the wasm runtime")?;

@@ -225,11 +225,46 @@ async fn wasi_grants_nothing_and_a_sleep_costs_no_time() {
         "os.Getenv(HOME): \"\"",
         "os.Environ(): []",
         "os.Args: []",
+        "time.Now(): year 1970",
         "time.Sleep(1h): slept, and returned; the clock moved 1h0m0s",
     ] {
         assert!(adm.warnings.iter().any(|w| w == expected), "{expected}:\n{warnings}");
     }
     assert!(warnings.contains("connected: false"), "{warnings}");
+}
+
+#[tokio::test]
+async fn granted_time_is_the_hosts_and_a_sleep_still_costs_no_time() {
+    let rt = Runtime::new(RuntimeConfig {
+        real_clock: true,
+        ..config()
+    })
+    .unwrap();
+    let s = go_strategy(&rt, hostile_go("wasi"));
+    let started = Instant::now();
+    let adm = s
+        .before_create(&widget_ctx(), &mut json!({"spec": {}}))
+        .await
+        .expect("the probe answers");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // This year, by the mean Gregorian year (either neighbour too, around New Year).
+    let year = 1970
+        + std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            / 31_556_952;
+    let now = adm.warnings.iter().find(|w| w.starts_with("time.Now()"));
+    assert!(
+        (year - 1..=year + 1).any(|y| now == Some(&format!("time.Now(): year {y}"))),
+        "{now:?} in {year}"
+    );
+    let slept = "time.Sleep(1h): slept, and returned; the clock moved 1h0m0s";
+    assert!(
+        adm.warnings.iter().any(|w| w == slept),
+        "{:?}",
+        adm.warnings
+    );
 }
 
 #[test]

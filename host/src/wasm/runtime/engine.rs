@@ -48,6 +48,10 @@ pub struct RuntimeConfig {
     pub max_log_lines_per_call: u32,
     /// How a reactor module's instances are kept across calls.
     pub instance_reuse: InstanceReuse,
+    /// Grant time: the WASI clocks of modules that import them (Go's) read the host's wall and
+    /// monotonic clocks instead of a virtual clock starting at the epoch. Sleeps still return at
+    /// once, moving the module's clocks forward.
+    pub real_clock: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -63,6 +67,7 @@ impl Default for RuntimeConfig {
             keep_resident: 4 << 20,
             max_log_lines_per_call: 100,
             instance_reuse: InstanceReuse::default(),
+            real_clock: false,
         }
     }
 }

@@ -82,7 +82,7 @@ impl Session {
             logs_left: rt.config.max_log_lines_per_call,
             host_api: rt.host_api.load_full().as_ref().clone(),
             metrics: rt.metrics.clone(),
-            wasi: WasiState::new(),
+            wasi: WasiState::new(rt.config.real_clock),
         };
         let mut store = Store::new(&rt.engine, state);
         store.limiter(|s| &mut s.limits);

@@ -2,7 +2,9 @@
 //! (Go's `GOOS=wasip1`) run in the same sandbox as modules that import only `strategy-host`:
 //! no arguments, no environment, no preopened directories, no sockets; stdout and stderr lines go
 //! to the module's capped log; the clocks are virtual (they start above zero, advance on every
-//! read and jump forward when the module sleeps, so a sleep never holds a host thread); random
+//! read and jump forward when the module sleeps, so a sleep never holds a host thread), unless
+//! the runtime grants time (`RuntimeConfig::real_clock`: the host's clocks, still jumping forward
+//! on a sleep); random
 //! bytes come from a generator seeded per instance; `proc_exit` ends the call as a trap; every
 //! other call answers an errno.
 //!
@@ -34,27 +36,70 @@ const CLOCK_STEP_NS: u64 = 1_000;
 /// The WASI state of one instance: it lives as long as the instance, across calls.
 #[derive(Debug)]
 pub(crate) struct WasiState {
-    /// The virtual clocks' reading, in nanoseconds.
+    /// The virtual clocks' reading, in nanoseconds; with time granted, how far sleeps have
+    /// moved the clocks past the host's.
     clock_ns: u64,
+    /// Time granted: the host's clocks when the instance started (`None`: virtual clocks).
+    real: Option<RealClock>,
     /// The random generator's state (splitmix64).
     rng: u64,
     /// A partial line written to stdout (fd 1) or stderr (fd 2), until its newline.
     pending: [Vec<u8>; 2],
 }
 
+/// The host's clocks as an instance granted time started.
+#[derive(Debug)]
+struct RealClock {
+    started: std::time::Instant,
+    /// Nanoseconds since the Unix epoch at `started`.
+    unix_ns: u64,
+}
+
 impl WasiState {
-    /// A fresh instance's state, its generator seeded from the host's.
-    pub(crate) fn new() -> Self {
+    /// A fresh instance's state, its generator seeded from the host's; `real_clock`: the
+    /// clocks read the host's time (still moved forward, never waited on, by sleeps).
+    pub(crate) fn new(real_clock: bool) -> Self {
+        let real = real_clock.then(|| RealClock {
+            started: std::time::Instant::now(),
+            unix_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+        });
         Self {
-            clock_ns: CLOCK_START_NS,
+            clock_ns: if real.is_some() { 0 } else { CLOCK_START_NS },
+            real,
             rng: rand::random(),
             pending: [Vec::new(), Vec::new()],
         }
     }
 
+    /// The monotonic clock (which the process and thread CPU clocks read too).
     fn now(&mut self) -> u64 {
-        self.clock_ns += CLOCK_STEP_NS;
-        self.clock_ns
+        match &self.real {
+            None => {
+                self.clock_ns += CLOCK_STEP_NS;
+                self.clock_ns
+            }
+            Some(real) => CLOCK_START_NS + real.started.elapsed().as_nanos() as u64 + self.clock_ns,
+        }
+    }
+
+    /// The realtime clock: the host's wall time when time is granted, else the virtual clock.
+    fn wall(&mut self) -> u64 {
+        let since_start = self.now();
+        match &self.real {
+            None => since_start,
+            Some(real) => real.unix_ns + (since_start - CLOCK_START_NS),
+        }
+    }
+
+    /// Moves the clocks forward to `deadline` on the monotonic clock (a sleep, over at once).
+    fn skip_to(&mut self, deadline: u64) {
+        let now = self.now();
+        match self.real {
+            None => self.clock_ns = self.clock_ns.max(deadline),
+            Some(_) => self.clock_ns += deadline.saturating_sub(now),
+        }
     }
 
     fn fill_random(&mut self, out: &mut [u8]) {
@@ -193,7 +238,8 @@ fn clock_time_get(mut c: Caller<'_, CallState>, id: i32, _precision: i64, out: i
     if !(0..=3).contains(&id) {
         return INVAL;
     }
-    let now = c.data_mut().wasi.now();
+    let wasi = &mut c.data_mut().wasi;
+    let now = if id == 0 { wasi.wall() } else { wasi.now() };
     write(&mut c, out, &now.to_le_bytes())
 }
 
@@ -294,7 +340,7 @@ fn poll_oneoff(mut c: Caller<'_, CallState>, input: i32, output: i32, n: i32, ev
         .map(|s| deadline(s))
         .min();
     if let Some(at) = earliest {
-        wasi.clock_ns = wasi.clock_ns.max(at);
+        wasi.skip_to(at);
     }
     let mut out = Vec::new();
     for sub in &subs {

@@ -35,6 +35,7 @@ func probe() []string {
 		conn.Close()
 	}
 	found = append(found, fmt.Sprintf("net.Dial(tcp, 127.0.0.1:80): connected: %v, error: %v", conn != nil, err))
+	found = append(found, fmt.Sprintf("time.Now(): year %d", time.Now().Year()))
 	start := time.Now()
 	time.Sleep(time.Hour)
 	found = append(found, fmt.Sprintf("time.Sleep(1h): slept, and returned; the clock moved %v", time.Since(start).Round(time.Second)))
