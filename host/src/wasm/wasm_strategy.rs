@@ -1,5 +1,6 @@
 //! `WasmStrategy`: the registry's `Strategy` trait implemented by calls into a loaded module, each
-//! on a fresh instance, failures turned into `StrategyError`s and counted.
+//! on a fresh instance (or a reactor module's kept one), failures turned into `StrategyError`s
+//! and counted.
 
 use std::sync::Arc;
 
@@ -50,7 +51,8 @@ impl WasmStrategy {
         &self.module
     }
 
-    /// Runs one operation on a fresh instance; `None` = the module does not implement it.
+    /// Runs one operation on an instance of the module; `None` = the module does not implement
+    /// it.
     async fn run(
         &self,
         ctx: &StrategyContext,

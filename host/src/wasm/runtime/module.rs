@@ -167,9 +167,9 @@ impl StrategyModule {
         self.allow_unconditional_update
     }
 
-    /// Sends one request to a fresh instance of the module, on the calling thread (blocking for
-    /// up to the call deadline). The registry path is `crate::wasm::WasmStrategy`; this is for
-    /// benchmarks and tools.
+    /// Sends one request to an instance of the module (fresh, or a reactor's kept one), on the
+    /// calling thread (blocking for up to the call deadline). The registry path is
+    /// `crate::wasm::WasmStrategy`; this is for benchmarks and tools.
     ///
     /// # Errors
     ///
@@ -193,10 +193,10 @@ impl StrategyModule {
         })
     }
 
-    /// Sends one request to a fresh instance of the module from an async task: started right
-    /// here on the worker and moved to a blocking thread if it runs into its first epoch tick,
-    /// or run on a blocking thread from the start when the module may block in a host function
-    /// (see [`placement`]).
+    /// Sends one request to an instance of the module (fresh, or a reactor's kept one) from an
+    /// async task: started right here on the worker and moved to a blocking thread if it runs
+    /// into its first epoch tick, or run on a blocking thread from the start when the module may
+    /// block in a host function (see [`placement`]).
     pub(crate) async fn call_from_task(
         self: &Arc<Self>,
         runtime: &Runtime,
