@@ -229,6 +229,43 @@ pub fn run_to_exit(args: &[&str]) -> anyhow::Result<(ExitStatus, String)> {
     ))
 }
 
+/// The digest in force for strategy module source `source` (`dir:<file>`, `api:<name>`), as
+/// the host's `/debug/strategies` reports it.
+pub fn digest_in_force(host: &HostProcess, source: &str) -> Option<String> {
+    let (_, debug) = get(&host.url("/debug/strategies")).unwrap();
+    let debug: serde_json::Value = serde_json::from_str(&debug).ok()?;
+    debug["sources"]
+        .as_array()?
+        .iter()
+        .find(|s| s["source"] == source)?["digestInForce"]
+        .as_str()
+        .map(String::from)
+}
+
+/// `status.rollout` of the StrategyModule `module`, polled until `check` holds (within
+/// `timeout`, else a panic naming `what` and the last status).
+pub fn wait_rollout(
+    host: &HostProcess,
+    module: &str,
+    timeout: Duration,
+    what: &str,
+    check: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let path = format!("/apis/strategyhost.io/v1alpha1/strategymodules/{module}");
+    let mut last = serde_json::Value::Null;
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        let (_, body) = get(&host.url(&path)).unwrap();
+        let obj: serde_json::Value = serde_json::from_str(&body).unwrap();
+        last = obj["status"]["rollout"].clone();
+        if check(&last) {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}; status.rollout: {last:#}");
+}
+
 /// GETs `url` and returns the status code and body, whatever the code.
 pub fn get(url: &str) -> anyhow::Result<(u16, String)> {
     let agent = ureq::AgentBuilder::new()

@@ -10,7 +10,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use strategy_host_e2e::{
-    call, eventually, get, host_binary, kubectl, shared_module_cache, HostProcess,
+    call, digest_in_force, eventually, get, host_binary, kubectl, shared_module_cache, HostProcess,
 };
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -175,18 +175,6 @@ fn go_strategies_serve_their_resources_through_kubectl() {
     });
 }
 
-/// The digest in force for `source` (`api:<name>`), as `/debug/strategies` reports it.
-fn digest_in_force(host: &HostProcess, source: &str) -> Option<String> {
-    let (_, debug) = get(&host.url("/debug/strategies")).unwrap();
-    let debug: Value = serde_json::from_str(&debug).ok()?;
-    debug["sources"]
-        .as_array()?
-        .iter()
-        .find(|s| s["source"] == source)?["digestInForce"]
-        .as_str()
-        .map(String::from)
-}
-
 fn strategy_module(module: &[u8], resource_version: Option<&str>) -> Value {
     let mut object = json!({
         "apiVersion": "strategyhost.io/v1alpha1", "kind": "StrategyModule",
@@ -261,21 +249,7 @@ fn go_and_rust_modules_hot_reload_each_other_as_strategy_module_objects() {
 
 /// `status.rollout` of the `deployments` StrategyModule, once `check` holds.
 fn wait_rollout(host: &HostProcess, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    let done = || {
-        let (_, body) =
-            get(&host.url("/apis/strategyhost.io/v1alpha1/strategymodules/deployments")).unwrap();
-        serde_json::from_str::<Value>(&body).unwrap()["status"]["rollout"].clone()
-    };
-    let deadline = std::time::Instant::now() + WAIT;
-    while std::time::Instant::now() < deadline {
-        last = done();
-        if check(&last) {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}; status.rollout: {last:#}");
+    strategy_host_e2e::wait_rollout(host, "deployments", WAIT, what, check)
 }
 
 /// Every count under `counts` (nested objects of numbers) is zero.

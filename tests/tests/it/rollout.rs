@@ -9,7 +9,7 @@
 //! that rejects `legacy-` keys, defaults the label `example.com/policy: strict` on create, and
 //! traps on a `panic` key.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -85,23 +85,10 @@ fn stage(host: &HostProcess, wasm: &str, rollout: Value) {
     assert_eq!(r.code, 200, "{}", r.body);
 }
 
-fn rollout_status(host: &HostProcess) -> Value {
-    let (_, body) = get(&host.url(&format!("{MODULES}/configmaps"))).unwrap();
-    let obj: Value = serde_json::from_str(&body).unwrap();
-    obj["status"]["rollout"].clone()
-}
-
+/// `status.rollout` of the `configmaps` module once `check` holds (30 s at most).
 fn wait_rollout(host: &HostProcess, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        last = rollout_status(host);
-        if check(&last) {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}; status.rollout: {last:#}");
+    let timeout = Duration::from_secs(30);
+    strategy_host_e2e::wait_rollout(host, "configmaps", timeout, what, check)
 }
 
 fn has_policy_label(obj: &Value) -> bool {

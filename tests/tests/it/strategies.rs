@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use strategy_host::storage::etcd3::testing::EtcdServer;
 use strategy_host_e2e::load::{CreateLoad, Sample};
 use strategy_host_e2e::{
-    call, deployment, deployment_crd, get, kubectl, widget, widget_crd, HostProcess,
+    call, deployment, deployment_crd, digest_in_force, get, kubectl, widget, widget_crd,
+    HostProcess,
 };
 
 mod hooks;
@@ -225,19 +226,6 @@ fn example_strategies_serve_their_resources() {
         host.log_text().contains("audit: project \\\"team-a\\\"")
             || host.log_text().contains("audit: project \"team-a\"")
     });
-}
-
-/// The digest in force for `source` (`dir:<file>`, `api:<name>`), as `/debug/strategies`
-/// reports it.
-fn digest_in_force(host: &HostProcess, source: &str) -> Option<String> {
-    let (_, debug) = get(&host.url("/debug/strategies")).unwrap();
-    let debug: Value = serde_json::from_str(&debug).ok()?;
-    debug["sources"]
-        .as_array()?
-        .iter()
-        .find(|s| s["source"] == source)?["digestInForce"]
-        .as_str()
-        .map(String::from)
 }
 
 #[test]
