@@ -9,40 +9,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-use strategy_host::strategy::{ResourceInfo, Strategy, StrategyContext};
+use strategy_host::strategy::{Strategy, StrategyContext};
 use strategy_host::wasm::runtime::{InstanceReuse, Runtime, RuntimeConfig, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
 
-const SAMPLES: usize = 20_000;
+#[path = "common/deployment.rs"]
+mod deployment;
+use deployment::{object, resource};
 
-fn object() -> Value {
-    let mut obj = json!({
-        "apiVersion": "apps.example.com/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web", "team": "storefront"},
-                     "annotations": {"example.com/owner": "storefront-team@example.com"}},
-        "spec": {
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web", "tier": "frontend"}},
-                         "spec": {"containers": [{"name": "web", "image": "registry.example.com/storefront/web:1.25.3",
-                                                   "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                                                   "env": [{"name": "MODE", "value": "production"}]}]}}
-        }
-    });
-    let len = obj.to_string().len();
-    obj["metadata"]["annotations"]["example.com/padding"] = json!("x".repeat(1024 - len - 32));
-    obj
-}
+const SAMPLES: usize = 20_000;
 
 fn ctx() -> StrategyContext {
     StrategyContext {
-        resource: ResourceInfo {
-            group: "apps.example.com".into(),
-            version: "v1".into(),
-            kind: "Deployment".into(),
-            plural: "deployments".into(),
-            namespaced: true,
-        },
+        resource: resource(),
         dry_run: false,
         request_id: String::new(),
         hook_depth: 0,
