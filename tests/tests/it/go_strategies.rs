@@ -211,6 +211,11 @@ fn go_and_rust_modules_hot_reload_each_other_as_strategy_module_objects() {
     eventually("the Go module in force", WAIT, || {
         digest_in_force(&host, "api:deployments").as_deref() == Some(go_digest.as_str())
     });
+    // The module declares the resource: it is served once its definition is created, a moment
+    // after the module is in force.
+    eventually("deployments served", WAIT, || {
+        get(&host.url(deployments)).unwrap().0 == 200
+    });
     let create = |name: &str| {
         let r = call(
             "POST",
