@@ -6,6 +6,7 @@ pub mod cascade;
 pub mod etcd;
 pub mod figures;
 pub mod h2;
+pub mod protobuf;
 pub mod resources;
 pub mod watch;
 

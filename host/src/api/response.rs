@@ -110,12 +110,53 @@ pub(crate) fn json_list(page: ListPage) -> Response<Body> {
         }
         Some((Bytes::from(chunk), Some((page, i))))
     });
+    streamed("application/json", head, chunks)
+}
+
+/// A protobuf object reply written from its parts (`protobuf::shared::object_body`), joined
+/// into one body so its length is known.
+pub(crate) fn protobuf_parts(code: u16, parts: [Bytes; 3]) -> Response<Body> {
+    let mut body = Vec::with_capacity(parts.iter().map(Bytes::len).sum());
+    for part in &parts {
+        body.extend_from_slice(part);
+    }
+    bytes(code, super::protobuf::PROTOBUF, body)
+}
+
+/// A 200 protobuf list, written item by item while the client reads, like [`json_list`]: each
+/// item's shared message behind its key and length, in chunks of about [`LIST_CHUNK`].
+pub(crate) fn protobuf_list(list: super::protobuf::shared::ListBody) -> Response<Body> {
+    let head = list.head.clone();
+    let chunks = futures::stream::unfold(Some((list, 0)), |state| async move {
+        let (list, next) = state?;
+        if next >= list.items.len() {
+            let tail = super::protobuf::shared::ListBody::TAIL;
+            return Some((Bytes::from_static(tail), None));
+        }
+        let mut chunk = Vec::with_capacity(LIST_CHUNK + 1024);
+        let mut i = next;
+        while i < list.items.len() && chunk.len() < LIST_CHUNK {
+            super::protobuf::shared::item_key(&list.items[i], &mut chunk);
+            chunk.extend_from_slice(&list.items[i]);
+            i += 1;
+        }
+        Some((Bytes::from(chunk), Some((list, i))))
+    });
+    streamed(super::protobuf::PROTOBUF, head, chunks)
+}
+
+/// A 200 response of `content_type`: `head`, then `chunks` as the connection takes them.
+fn streamed(
+    content_type: &'static str,
+    head: Bytes,
+    chunks: impl futures::Stream<Item = Bytes> + Send + 'static,
+) -> Response<Body> {
     let body = futures::stream::once(async move { head })
         .chain(chunks)
         .map(|b| Ok::<_, Infallible>(Frame::data(b)));
     Response::builder()
         .status(200)
-        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(hyper::header::CONTENT_TYPE, content_type)
         .body(BodyExt::boxed_unsync(StreamBody::new(body)))
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }

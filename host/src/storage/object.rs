@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -24,6 +24,10 @@ pub struct SharedObject {
     json: Bytes,
     revision: u64,
     head: Head,
+    /// The object's Kubernetes protobuf message, made by the API layer the first time a
+    /// protobuf client reads this version and kept for every later one (Kubernetes' cacher
+    /// keeps serializations the same way, in its `cachingObject`). `Some(None)`: it has none.
+    protobuf: OnceLock<Option<Bytes>>,
 }
 
 /// What is read from an object without parsing all of it.
@@ -62,6 +66,7 @@ impl SharedObject {
             json: Bytes::from_static(b"null"),
             revision: 0,
             head: Head::default(),
+            protobuf: OnceLock::new(),
         })
     }
 
@@ -76,6 +81,7 @@ impl SharedObject {
             revision: revision.unwrap_or(0),
             head,
             json,
+            protobuf: OnceLock::new(),
         })
     }
 
@@ -94,6 +100,7 @@ impl SharedObject {
             json: Bytes::from(json),
             revision,
             head,
+            protobuf: OnceLock::new(),
         })
     }
 
@@ -110,10 +117,12 @@ impl SharedObject {
                 json: Bytes::from(json),
                 revision,
                 head: self.head.clone(),
+                protobuf: OnceLock::new(),
             },
             // Not an object (cannot happen for what a store holds): keep the bytes.
             Err(_) => Self {
                 revision,
+                protobuf: OnceLock::new(),
                 ..self.clone()
             },
         }
@@ -139,6 +148,7 @@ impl SharedObject {
                     kind: Some(kind.into()),
                     ..self.head.clone()
                 },
+                protobuf: OnceLock::new(),
             },
             // Not an object (cannot happen for what a store holds): keep it as it is.
             Err(_) => self.clone(),
@@ -148,6 +158,16 @@ impl SharedObject {
     /// The object as compact JSON, shared (no copy).
     pub fn json(&self) -> Bytes {
         self.json.clone()
+    }
+
+    /// The object's Kubernetes protobuf message as `encode` makes it from this object: made
+    /// on the first call and answered from then on to every reader of this version, so a
+    /// protobuf watch or list costs a copy of bytes, like JSON, instead of an encoding per
+    /// client (`None`: the object has no protobuf form). The storage layer keeps the bytes
+    /// without knowing the format; every caller passes the same encoder
+    /// (`api::protobuf::shared`).
+    pub fn protobuf_message(&self, encode: impl FnOnce(&Self) -> Option<Bytes>) -> Option<Bytes> {
+        self.protobuf.get_or_init(|| encode(self)).clone()
     }
 
     /// The object parsed into a tree (a fresh one per call: the shared form is the bytes).

@@ -41,6 +41,7 @@ use strategy_host_e2e::load::cascade;
 use strategy_host_e2e::load::etcd::{EtcdBaseline, EtcdOp};
 use strategy_host_e2e::load::figures::{ratio_line, rss_kb, Throughput};
 use strategy_host_e2e::load::h2::H2Client;
+use strategy_host_e2e::load::protobuf;
 use strategy_host_e2e::load::resources::{change, lease, merge, Resource};
 use strategy_host_e2e::load::watch::{self, FanOut};
 use strategy_host_e2e::{call, call_with};
@@ -98,6 +99,9 @@ struct Args {
     /// thread and an HTTP/1.1 connection each.
     #[arg(long)]
     http2: bool,
+    /// list/watch: ask for Kubernetes protobuf (a built-in kind: `--resource configmaps`).
+    #[arg(long)]
+    protobuf: bool,
     /// With `--http2`: the connections the clients share.
     #[arg(long, default_value_t = 1)]
     connections: usize,
@@ -122,6 +126,7 @@ fn main() -> anyhow::Result<()> {
                 seconds: args.seconds,
                 sampled: 100,
                 server_pid: args.server_pid,
+                protobuf: args.protobuf,
             };
             seed(&args, &resource, &base, args.objects, true)?;
             let names: Vec<String> = (0..args.objects.max(1)).map(seed_name).collect();
@@ -324,7 +329,7 @@ fn list_summary(url: &str) -> anyhow::Result<ListSummary> {
         #[serde(default)]
         items: Vec<IgnoredAny>,
     }
-    let resp = list_agent::get(url)?;
+    let resp = list_agent::get(url, None)?;
     if resp.status() != 200 {
         bail!("listing {url} answered {}", resp.status());
     }
@@ -345,7 +350,7 @@ fn seed_figure(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<(
     // Give the watch cache time to take the last writes in before memory is read.
     std::thread::sleep(Duration::from_secs(2));
     let after = args.server_pid.and_then(rss_kb);
-    let (code, list_bytes) = list_agent::read(&format!("{base}?resourceVersion=0"))?;
+    let (code, list_bytes) = list_agent::read(&format!("{base}?resourceVersion=0"), None)?;
     if code != 200 {
         bail!("listing answered {code}");
     }
@@ -403,7 +408,8 @@ fn run_clients(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<T
                         }
                         let start = Instant::now();
                         let code = if args.mode == "list" {
-                            let (code, n) = list_agent::read(list_url)?;
+                            let accept = args.protobuf.then_some(protobuf::PROTOBUF);
+                            let (code, n) = list_agent::read(list_url, accept)?;
                             bytes += n;
                             code
                         } else {
@@ -585,9 +591,13 @@ mod list_agent {
         };
     }
 
-    /// Sends the GET; the response whatever its code, its body unread.
-    pub fn get(url: &str) -> anyhow::Result<ureq::Response> {
+    /// Sends the GET (with `Accept: accept`, when given); the response whatever its code, its
+    /// body unread.
+    pub fn get(url: &str, accept: Option<&str>) -> anyhow::Result<ureq::Response> {
         let mut req = AGENT.with(|a| a.get(url));
+        if let Some(accept) = accept {
+            req = req.set("Accept", accept);
+        }
         if let Ok(token) = std::env::var("STRATEGY_HOST_TOKEN") {
             req = req.set("Authorization", &format!("Bearer {token}"));
         }
@@ -598,8 +608,8 @@ mod list_agent {
     }
 
     /// GETs `url` and reads the body to its end; the status and how many bytes it had.
-    pub fn read(url: &str) -> anyhow::Result<(u16, u64)> {
-        let resp = get(url)?;
+    pub fn read(url: &str, accept: Option<&str>) -> anyhow::Result<(u16, u64)> {
+        let resp = get(url, accept)?;
         let code = resp.status();
         let bytes = std::io::copy(&mut resp.into_reader(), &mut std::io::sink())?;
         Ok((code, bytes))

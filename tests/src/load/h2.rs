@@ -115,9 +115,28 @@ impl H2Client {
         path: &str,
         body: Option<(Vec<u8>, &str)>,
     ) -> anyhow::Result<Response<Incoming>> {
+        self.send_accepting(connection, method, path, body, None)
+            .await
+    }
+
+    /// [`Self::send_on`] with an `Accept` header (the server's default, JSON, without one).
+    ///
+    /// # Errors
+    /// The connection failed.
+    pub async fn send_accepting(
+        &self,
+        connection: usize,
+        method: &str,
+        path: &str,
+        body: Option<(Vec<u8>, &str)>,
+        accept: Option<&str>,
+    ) -> anyhow::Result<Response<Incoming>> {
         let mut req = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.origin));
+        if let Some(accept) = accept {
+            req = req.header("accept", accept);
+        }
         if let Some(authorization) = &self.authorization {
             req = req.header("authorization", authorization);
         }

@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use super::etcd::EtcdBaseline;
 use super::figures::{rss_kb, unix_nanos, Histogram};
 use super::h2::H2Client;
+use super::protobuf;
 use super::resources::{sent_nanos, SENT_ANNOTATION};
 
 /// The shape of one fan-out run.
@@ -33,6 +34,8 @@ pub struct FanOut {
     pub sampled: usize,
     /// The server whose resident memory is read before and after the watches open.
     pub server_pid: Option<u32>,
+    /// Watch in Kubernetes protobuf (built-in kinds) instead of JSON.
+    pub protobuf: bool,
 }
 
 impl FanOut {
@@ -166,8 +169,14 @@ pub async fn api(
             let (client, tally) = (watch_client.clone(), tally.clone());
             let path = format!("{collection}?watch=1&resourceVersion={list_rv}");
             let sampled = cfg.is_sampled(w);
+            let protobuf = cfg.protobuf;
             tokio::spawn(async move {
-                let resp = match client.send_on(w / per_connection, "GET", &path, None).await {
+                let accept = protobuf.then_some(protobuf::PROTOBUF);
+                let connection = w / per_connection;
+                let resp = match client
+                    .send_accepting(connection, "GET", &path, None, accept)
+                    .await
+                {
                     Ok(resp) if resp.status() == 200 => resp,
                     Ok(resp) => {
                         if tally.failed.fetch_add(1, Ordering::Relaxed) == 0 {
@@ -185,11 +194,20 @@ pub async fn api(
                 tally.opened.fetch_add(1, Ordering::Relaxed);
                 let mut body = resp.into_body();
                 let mut partial = Vec::new();
+                let mut frames = protobuf::FrameReader::new(sampled);
                 while let Some(Ok(frame)) = body.frame().await {
                     let Ok(data) = frame.into_data() else {
                         continue;
                     };
                     let received = unix_nanos();
+                    if protobuf {
+                        let (events, kept) = frames.feed(&data);
+                        tally.delivered.fetch_add(events, Ordering::Relaxed);
+                        let samples = kept.iter().filter_map(|e| protobuf::sent_nanos(e));
+                        let samples: Vec<_> = samples.map(|sent| (sent, received)).collect();
+                        tally.samples.lock().unwrap().extend(samples);
+                        continue;
+                    }
                     // Every event is one JSON line; counting newlines is all an unsampled
                     // watcher does, so the client stays cheaper than the server it measures.
                     let events = data.iter().filter(|&&b| b == b'\n').count() as u64;

@@ -22,6 +22,7 @@ mod access_messages;
 mod bridge;
 mod error;
 mod messages;
+pub(crate) mod shared;
 #[cfg(test)]
 mod tests;
 mod well_known;

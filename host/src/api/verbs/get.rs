@@ -19,14 +19,20 @@ pub(crate) async fn get(
     format: Format,
 ) -> Result<Response<Body>, Status> {
     let scope = res.read_scope();
-    if !format.as_table && !format.protobuf {
-        // JSON as it is held: the shared object's bytes, no tree parsed or serialized.
+    if !format.as_table {
+        // The object as it is held: the shared object's JSON bytes, or its protobuf message
+        // encoded once per version, with no tree parsed or serialized per request.
         let obj = res
             .store()
             .get_shared(&scope, res.name(), params.options())
             .await
             .map_err(|e| Status::from(&e))?;
         res.audit.log_response_object_with(|| obj.to_value());
+        if format.protobuf {
+            if let Some(parts) = crate::api::protobuf::shared::object_body(&obj) {
+                return Ok(response::protobuf_parts(200, parts));
+            }
+        }
         return Ok(response::json_bytes(200, obj.json(), &[]));
     }
     let obj = res

@@ -30,7 +30,11 @@ pub(crate) async fn list(
     }
     res.audit.log_response_object_with(|| list.to_value());
     if format.protobuf {
-        // Protobuf lists are encoded from a tree (built-in kinds only).
+        // Written from the items' shared messages; a list with an item that has no protobuf
+        // form goes through a tree, which answers JSON.
+        if let Some(body) = crate::api::protobuf::shared::list_body(&list) {
+            return Ok(response::protobuf_list(body));
+        }
         return Ok(response::object(200, &list.to_value(), &[], true));
     }
     Ok(response::json_list(list))

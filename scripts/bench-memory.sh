@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Resident memory under list load, per allocator setting, in one run: a fresh embedded server
+# is seeded with 10,000 1 KiB ConfigMaps, then 4 clients list them all (rv=0, from the watch
+# cache) for SECONDS; the figure is the server's resident memory growth over its JSON size, at
+# rest after seeding and after the lists (target: <= 2.5x). Variants: the build's allocator as
+# it starts, and glibc malloc with MALLOC_ARENA_MAX=2 (fewer per-thread arenas holding freed
+# pages), when the build uses glibc's malloc.
+#
+#   bash scripts/bench-memory.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-8}
+objects=${OBJECTS:-10000}
+source scripts/bench-lib.sh
+table="$work/memory.tsv"
+printf 'allocator\tJSON bytes\tRSS before -> seeded -> after lists (kB)\tgrowth/JSON seeded\tafter lists\tlists/s\n' >"$table"
+port=18190
+variant() {
+    local name=$1 seed lists before seeded after bytes
+    shift
+    port=$((port + 1))
+    env "$@" RUST_LOG=warn "$bin"/strategy-host --dev-mode --listen "127.0.0.1:$port" \
+        --data-dir "$work/$name" >>"$work/server-$name.log" 2>&1 &
+    pid[$name]=$!
+    server[$name]=http://127.0.0.1:$port
+    for _ in $(seq 100); do curl -sf "${server[$name]}/readyz" >/dev/null && break; sleep 0.1; done
+    seed=$("$bin"/api-load --server "${server[$name]}" --resource configmaps --mode seed \
+        --objects "$objects" --server-pid "${pid[$name]}" | grep -m1 '^resource=')
+    lists=$("$bin"/api-load --server "${server[$name]}" --resource configmaps --mode list \
+        --objects "$objects" --concurrency 4 --seconds "$seconds" --server-pid "${pid[$name]}" \
+        | grep -m1 '^resource=')
+    echo "$name: $seed"
+    echo "$name: $lists"
+    before=$(field rss_before_kb "$seed")
+    seeded=$(field rss_after_kb "$seed")
+    after=$(field server_rss_kb "$lists")
+    bytes=$(field list_bytes "$seed")
+    printf '%s\t%s\t%s -> %s -> %s\t%s\t%s\t%s\n' "$name" "$bytes" "$before" "$seeded" "$after" \
+        "$(awk -v a="$seeded" -v b="$before" -v j="$bytes" 'BEGIN{printf "%.2f", (a-b)*1024/j}')" \
+        "$(awk -v a="$after" -v b="$before" -v j="$bytes" 'BEGIN{printf "%.2f", (a-b)*1024/j}')" \
+        "$(field ops/s "$lists")" >>"$table"
+    stop_server "$name"
+}
+variant default
+variant arena-max-2 MALLOC_ARENA_MAX=2
+echo
+echo "Summary (api-load on a fresh embedded server per row):"
+column -t -s $'\t' "$table"
