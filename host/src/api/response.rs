@@ -113,14 +113,13 @@ pub(crate) fn json_list(page: ListPage) -> Response<Body> {
     streamed("application/json", head, chunks)
 }
 
-/// A protobuf object reply written from its parts (`protobuf::shared::object_body`), joined
-/// into one body so its length is known.
-pub(crate) fn protobuf_parts(code: u16, parts: [Bytes; 3]) -> Response<Body> {
-    let mut body = Vec::with_capacity(parts.iter().map(Bytes::len).sum());
-    for part in &parts {
-        body.extend_from_slice(part);
-    }
-    bytes(code, super::protobuf::PROTOBUF, body)
+/// A protobuf object reply whose body is already encoded (a shared object's).
+pub(crate) fn protobuf_body(code: u16, body: Bytes) -> Response<Body> {
+    Response::builder()
+        .status(code)
+        .header(hyper::header::CONTENT_TYPE, super::protobuf::PROTOBUF)
+        .body(full(body))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
 /// A 200 protobuf list, written item by item while the client reads, like [`json_list`]: each

@@ -133,7 +133,7 @@ impl Renderer {
                 | WatchEvent::Added(o)
                 | WatchEvent::Modified(o)
                 | WatchEvent::Deleted(o) => {
-                    // The shared message, encoded once for every watcher of this version.
+                    // The shared body, encoded once for every watcher of this version.
                     let shared = super::protobuf::shared::watch_frame(event.type_name(), o);
                     if let Some(parts) = shared {
                         return Some((Out::Parts(parts), last));
@@ -193,9 +193,9 @@ fn protobuf_frame(kind: &str, object: &serde_json::Value) -> Option<Bytes> {
 enum Out {
     /// A frame written as it is (protobuf).
     Whole(Bytes),
-    /// A protobuf frame around an object's shared message, written as its three parts so the
-    /// message goes to every watcher without a copy.
-    Parts([Bytes; 3]),
+    /// A protobuf frame: the event's head, then the object's shared body, which goes to every
+    /// watcher without a copy.
+    Parts([Bytes; 2]),
     /// A JSON line `{"type":KIND,"object":OBJECT}` around an object already encoded: written
     /// as three chunks, so the object's shared bytes go to every watcher without a copy.
     Line(&'static str, Bytes),
@@ -205,7 +205,7 @@ impl Out {
     fn into_chunks(self) -> impl Iterator<Item = Bytes> {
         let chunks = match self {
             Self::Whole(bytes) => [Some(bytes), None, None],
-            Self::Parts(parts) => parts.map(Some),
+            Self::Parts([head, body]) => [Some(head), Some(body), None],
             Self::Line(kind, object) => [
                 Some(line_start(kind)),
                 Some(object),

@@ -24,7 +24,7 @@ pub struct SharedObject {
     json: Bytes,
     revision: u64,
     head: Head,
-    /// The object's Kubernetes protobuf message, made by the API layer the first time a
+    /// The object's Kubernetes protobuf encoding, made by the API layer the first time a
     /// protobuf client reads this version and kept for every later one (Kubernetes' cacher
     /// keeps serializations the same way, in its `cachingObject`). `Some(None)`: it has none.
     protobuf: OnceLock<Option<Bytes>>,
@@ -160,13 +160,13 @@ impl SharedObject {
         self.json.clone()
     }
 
-    /// The object's Kubernetes protobuf message as `encode` makes it from this object: made
+    /// The object's Kubernetes protobuf encoding as `encode` makes it from this object: made
     /// on the first call and answered from then on to every reader of this version, so a
     /// protobuf watch or list costs a copy of bytes, like JSON, instead of an encoding per
     /// client (`None`: the object has no protobuf form). The storage layer keeps the bytes
     /// without knowing the format; every caller passes the same encoder
     /// (`api::protobuf::shared`).
-    pub fn protobuf_message(&self, encode: impl FnOnce(&Self) -> Option<Bytes>) -> Option<Bytes> {
+    pub fn protobuf_encoding(&self, encode: impl FnOnce(&Self) -> Option<Bytes>) -> Option<Bytes> {
         self.protobuf.get_or_init(|| encode(self)).clone()
     }
 

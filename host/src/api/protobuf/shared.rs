@@ -1,12 +1,13 @@
-//! Protobuf from the watch cache's shared objects: each object version's message is encoded
-//! once and kept with the object ([`SharedObject::protobuf_message`]); a GET, a watch frame or
-//! a list is then that message with a few bytes of envelope written around it, as JSON clients
-//! get the shared JSON bytes. The bytes are the ones [`super::encode`] and
+//! Protobuf from the watch cache's shared objects: each object version's protobuf body is
+//! encoded once and kept with the object ([`SharedObject::protobuf_encoding`]); a GET answers
+//! it as it is, a watch frame puts a few bytes of event before it, and a list writes the
+//! messages inside the bodies behind its own envelope, as JSON clients get the shared JSON
+//! bytes. The bytes are the ones [`super::encode`] and
 //! [`super::encode_watch_frame`] write from a tree (prost writes fields in number order, and so
 //! do these), which the tests check.
 
 use bytes::Bytes;
-use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
+use prost::encoding::{decode_varint, encode_key, encode_varint, encoded_len_varint, WireType};
 use prost::Message;
 
 use super::bridge::JsonValue;
@@ -18,18 +19,24 @@ use crate::storage::SharedObject;
 /// as kube-apiserver does (fields 3 and 4, length 0).
 const ENVELOPE_TAIL: &[u8] = &[0x1a, 0x00, 0x22, 0x00];
 
-/// The object's message (no magic, no envelope), encoded on first use and kept with this
-/// version of the object; `None` when its kind has no protobuf form here or the object does
-/// not fit its message (logged: the client is answered JSON instead).
-pub(crate) fn message(obj: &SharedObject) -> Option<Bytes> {
-    obj.protobuf_message(|obj| {
+/// The object's protobuf body (the magic and a `runtime.Unknown` around its message, what a GET
+/// answers), encoded on first use and kept with this version of the object; `None` when its
+/// kind has no protobuf form here or the object does not fit its message (logged: the client
+/// is answered JSON instead).
+pub(crate) fn object_body(obj: &SharedObject) -> Option<Bytes> {
+    obj.protobuf_encoding(|obj| {
         let (api_version, kind) = (obj.api_version()?, obj.kind()?);
         if kind.ends_with("List") {
             return None;
         }
         let codec = codec(api_version, kind)?;
         match (codec.to_proto)(&obj.to_value()) {
-            Ok(raw) => Some(Bytes::from(raw)),
+            Ok(raw) => {
+                let mut body = envelope_head(api_version, kind, raw.len());
+                body.extend_from_slice(&raw);
+                body.extend_from_slice(ENVELOPE_TAIL);
+                Some(Bytes::from(body))
+            }
             Err(e) => {
                 tracing::warn!(error = %e, kind, "serving JSON: the object has no protobuf form");
                 None
@@ -38,22 +45,26 @@ pub(crate) fn message(obj: &SharedObject) -> Option<Bytes> {
     })
 }
 
-/// An object body: the magic and a `runtime.Unknown` around the object's shared message, as
-/// the parts to write in turn; `None` as for [`message`].
-pub(crate) fn object_body(obj: &SharedObject) -> Option<[Bytes; 3]> {
-    let message = message(obj)?;
-    let head = envelope_head(obj.api_version()?, obj.kind()?, message.len());
-    Some([head.into(), message, Bytes::from_static(ENVELOPE_TAIL)])
+/// The object's message alone (no magic, no envelope), as a list's items carry it: a view into
+/// [`object_body`]'s shared bytes.
+fn message(obj: &SharedObject) -> Option<Bytes> {
+    let body = object_body(obj)?;
+    // Skip the magic, typeMeta's key, length and bytes, and raw's key; read raw's length.
+    let mut rest = body.get(MAGIC.len() + 1..)?;
+    let type_meta_len = usize::try_from(decode_varint(&mut rest).ok()?).ok()?;
+    let mut rest = rest.get(type_meta_len + 1..)?;
+    let raw_len = usize::try_from(decode_varint(&mut rest).ok()?).ok()?;
+    let start = body.len() - rest.len();
+    (rest.len() == raw_len + ENVELOPE_TAIL.len()).then(|| body.slice(start..start + raw_len))
 }
 
 /// One watch frame (see [`super::encode_watch_frame`]) for `obj`, as the parts to write in
-/// turn: the length prefix with the event and envelope up to the message, the shared message,
-/// and the envelope's tail. `None` as for [`message`].
-pub(crate) fn watch_frame(event_type: &str, obj: &SharedObject) -> Option<[Bytes; 3]> {
-    let [envelope_head, message, tail] = object_body(obj)?;
-    let object_len = envelope_head.len() + message.len() + tail.len();
+/// turn: the length prefix with the event up to the object, and the object's shared body.
+/// `None` as for [`object_body`].
+pub(crate) fn watch_frame(event_type: &str, obj: &SharedObject) -> Option<[Bytes; 2]> {
+    let body = object_body(obj)?;
     // WatchEvent { type = 1; object = 2: RawExtension { raw = 1 } }.
-    let raw_extension_len = 1 + encoded_len_varint(object_len as u64) + object_len;
+    let raw_extension_len = 1 + encoded_len_varint(body.len() as u64) + body.len();
     let event_len = 1
         + encoded_len_varint(event_type.len() as u64)
         + event_type.len()
@@ -61,7 +72,7 @@ pub(crate) fn watch_frame(event_type: &str, obj: &SharedObject) -> Option<[Bytes
         + encoded_len_varint(raw_extension_len as u64)
         + raw_extension_len;
     let prefix = u32::try_from(event_len).ok()?;
-    let mut head = Vec::with_capacity(32 + envelope_head.len());
+    let mut head = Vec::with_capacity(32);
     head.extend_from_slice(&prefix.to_be_bytes());
     encode_key(1, WireType::LengthDelimited, &mut head);
     encode_varint(event_type.len() as u64, &mut head);
@@ -69,9 +80,8 @@ pub(crate) fn watch_frame(event_type: &str, obj: &SharedObject) -> Option<[Bytes
     encode_key(2, WireType::LengthDelimited, &mut head);
     encode_varint(raw_extension_len as u64, &mut head);
     encode_key(1, WireType::LengthDelimited, &mut head);
-    encode_varint(object_len as u64, &mut head);
-    head.extend_from_slice(&envelope_head);
-    Some([head.into(), message, tail])
+    encode_varint(body.len() as u64, &mut head);
+    Some([head.into(), body])
 }
 
 /// A list body: the magic and a `runtime.Unknown` around the `{Kind}List` message, whose
@@ -166,7 +176,7 @@ mod tests {
         let obj = config_map("a");
         let body = object_body(&obj).expect("a ConfigMap has a protobuf form");
         assert_eq!(
-            joined(&body),
+            body.to_vec(),
             super::super::encode(&obj.to_value()).unwrap().unwrap()
         );
         for event in ["ADDED", "MODIFIED", "DELETED"] {
@@ -212,13 +222,13 @@ mod tests {
     #[test]
     fn the_message_is_encoded_once_per_object_version() {
         let obj = config_map("a");
-        let first = message(&obj).unwrap();
-        let again = message(&obj).unwrap();
+        let first = object_body(&obj).unwrap();
+        let again = object_body(&obj).unwrap();
         // The same allocation: the second read encoded nothing.
         assert_eq!(first.as_ptr(), again.as_ptr());
         // Another version (a DELETED event's) is encoded afresh, with its resourceVersion.
         let deleted = obj.at_revision(13);
-        let decoded = super::super::decode(&joined(&object_body(&deleted).unwrap())).unwrap();
+        let decoded = super::super::decode(&object_body(&deleted).unwrap()).unwrap();
         assert_eq!(decoded["metadata"]["resourceVersion"], "13");
     }
 

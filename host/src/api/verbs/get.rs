@@ -29,8 +29,8 @@ pub(crate) async fn get(
             .map_err(|e| Status::from(&e))?;
         res.audit.log_response_object_with(|| obj.to_value());
         if format.protobuf {
-            if let Some(parts) = crate::api::protobuf::shared::object_body(&obj) {
-                return Ok(response::protobuf_parts(200, parts));
+            if let Some(body) = crate::api::protobuf::shared::object_body(&obj) {
+                return Ok(response::protobuf_body(200, body));
             }
         }
         return Ok(response::json_bytes(200, obj.json(), &[]));
