@@ -3,7 +3,7 @@
 # collects each api-load figure beside its raw etcd baseline into one summary table.
 #
 # After sourcing: start_server NAME PORT STORE-ARGS..., stop_server NAME,
-# run FIGURE SERVER-NAME API-LOAD-ARGS..., print_summary TITLE; $bin, $work, $etcd_url, ${pid[NAME]}.
+# run FIGURE SERVER-NAME API-LOAD-ARGS... (on ConfigMaps, or $kind when set), print_summary TITLE; $bin, $work, $etcd_url, ${pid[NAME]}.
 cargo build --release -q -p strategy-host --bin strategy-host -p strategy-host-e2e --bin api-load
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
@@ -57,7 +57,7 @@ run() {
     local figure=$1 store=$2 out
     shift 2
     echo "== $figure on $store"
-    if ! out=$("$bin"/api-load --server "${server[$store]}" --resource configmaps "$@" 2>&1); then
+    if ! out=$("$bin"/api-load --server "${server[$store]}" --resource "${kind:-configmaps}" "$@" 2>&1); then
         echo "$out"
         printf '%s\t%s\tFAILED\t-\t-\n' "$figure" "$store" >>"$results"
         return 0

@@ -529,9 +529,9 @@ impl Planned {
 async fn run_h2_clients(args: &Args, resource: &Resource) -> anyhow::Result<Throughput> {
     if !matches!(
         args.mode.as_str(),
-        "create" | "get" | "cached-get" | "update" | "apply"
+        "create" | "get" | "cached-get" | "update" | "apply" | "renew"
     ) {
-        bail!("--http2 serves create, get, cached-get, update and apply");
+        bail!("--http2 serves create, get, cached-get, update, apply and renew");
     }
     let client = H2Client::connect(&args.server, args.connections).await?;
     let run = format!("{:x}", std::process::id());
@@ -554,10 +554,14 @@ async fn run_h2_clients(args: &Args, resource: &Resource) -> anyhow::Result<Thro
                         tokio::time::sleep_until(next).await;
                         next += iv;
                     }
-                    let request = Planned::of(&args, &resource, &run, w, i)?;
-                    let path = format!("{}{}", resource.path, request.path);
                     let start = Instant::now();
-                    let (code, _) = client.call(request.method, &path, request.body).await?;
+                    let code = if args.mode == "renew" {
+                        renew_h2(&client, resource.path, &run, w, i).await?
+                    } else {
+                        let request = Planned::of(&args, &resource, &run, w, i)?;
+                        let path = format!("{}{}", resource.path, request.path);
+                        client.call(request.method, &path, request.body).await?.0
+                    };
                     latencies.push(start.elapsed());
                     if code >= 300 {
                         errors += 1;
@@ -575,6 +579,26 @@ async fn run_h2_clients(args: &Args, resource: &Resource) -> anyhow::Result<Thro
         errors += e;
     }
     Ok(Throughput::from_samples(all, errors, 0, began.elapsed()))
+}
+
+/// One Lease renewal as client-go's leaderelection does it, over HTTP/2: GET client `w`'s
+/// Lease, then PUT it back with the `i`-th renewTime; the PUT's status.
+async fn renew_h2(
+    client: &H2Client,
+    collection: &str,
+    run: &str,
+    w: usize,
+    i: u64,
+) -> anyhow::Result<u16> {
+    let path = format!("{collection}/seed-{run}-{w}");
+    let (code, body) = client.call("GET", &path, None).await?;
+    if code != 200 {
+        return Ok(code);
+    }
+    let mut held: serde_json::Value = serde_json::from_slice(&body)?;
+    held["spec"] = lease("", i)["spec"].clone();
+    let body = (held.to_string().into_bytes(), "application/json");
+    Ok(client.call("PUT", &path, Some(body)).await?.0)
 }
 
 /// GETs of whole collections, read as a stream and counted rather than held (a list of 10,000
