@@ -213,6 +213,7 @@ impl Informer {
         let mut opts = ListOptions {
             recursive: true,
             limit: self.config.page_size,
+            skip_remaining_count: true,
             ..Default::default()
         };
         let mut objects = Vec::new();

@@ -98,6 +98,10 @@ pub struct ListOptions {
     /// events, then a BOOKMARK at the revision they are consistent at (the end of the initial
     /// events). Served by the cacher; the stores below ignore it.
     pub send_initial_events: bool,
+    /// Lists only: leave `remainingItemCount` out. Counting the keys after a page reads all of
+    /// them on the embedded store; a caller that pages through everything (the watch cache's
+    /// informer) would pay that once per page, quadratic in the resource's size.
+    pub skip_remaining_count: bool,
 }
 
 impl ListOptions {

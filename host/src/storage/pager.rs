@@ -53,10 +53,11 @@ impl<'a> Pager<'a> {
 
     /// The page a list with `opts` asks for, by Kubernetes' rules: `limit` applies only to a
     /// list of a prefix (`of_prefix`), and the keys after a full page are counted only for a
-    /// list that selects everything.
+    /// list that selects everything (and does not skip the count).
     pub fn for_list(opts: &'a ListOptions, of_prefix: bool) -> Self {
         let limit = if of_prefix { opts.limit } else { 0 };
-        Self::new(&opts.predicate, limit, opts.predicate.is_everything())
+        let count = opts.predicate.is_everything() && !opts.skip_remaining_count;
+        Self::new(&opts.predicate, limit, count)
     }
 
     /// The most objects the page takes (0: no limit).
@@ -169,6 +170,35 @@ mod tests {
         let page = pager.finish();
         assert_eq!(page.next_key.as_deref(), Some("b\0"));
         assert_eq!(page.remaining, None);
+    }
+
+    #[test]
+    fn a_list_that_skips_the_count_stops_reading_after_its_page() {
+        // What the watch cache's informer asks for: counting would read every key after each
+        // page, the whole resource once per page.
+        let informer = ListOptions {
+            recursive: true,
+            limit: 2,
+            skip_remaining_count: true,
+            ..Default::default()
+        };
+        let mut pager = Pager::for_list(&informer, true);
+        assert!(pager.offer("a", || object("a", "x")).unwrap());
+        assert!(pager.offer("b", || object("b", "x")).unwrap());
+        assert!(!pager.offer("c", || object("c", "x")).unwrap(), "stop here");
+        let page = pager.finish();
+        assert_eq!(page.next_key.as_deref(), Some("b\0"));
+        assert_eq!(page.remaining, None);
+        // A client's list of everything still counts, as Kubernetes does.
+        let client = ListOptions {
+            skip_remaining_count: false,
+            ..informer
+        };
+        let mut pager = Pager::for_list(&client, true);
+        for name in ["a", "b", "c"] {
+            assert!(pager.offer(name, || object(name, "x")).unwrap());
+        }
+        assert_eq!(pager.finish().remaining, Some(1));
     }
 
     #[test]

@@ -307,6 +307,16 @@ fn every_error_is_a_status() {
 #[test]
 fn too_many_requests_answer_429() {
     let (host, _dir) = start(&["--max-requests-inflight", "1"]);
+    // Until the new resource's watch cache has its first list in, reads go to the store, which
+    // answers a revision it has not reached at once (504, as etcd does) instead of holding the
+    // slot: wait for the cache first. A watch is served only from a ready cache.
+    let watch = call(
+        "GET",
+        &host.url(&format!("{W}?watch=1&timeoutSeconds=1")),
+        None,
+    )
+    .unwrap();
+    assert_eq!(watch.code, 200, "{}", watch.body);
     let url = host.url(&format!("{W}?resourceVersion=99999999"));
     // A request that waits for a future revision holds the one slot (until it times out, 504);
     // concurrent ones are refused. Probe until one is: a fixed pause raced a loaded machine,

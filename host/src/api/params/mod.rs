@@ -219,6 +219,7 @@ impl ListParams {
             continue_token: self.continue_token.clone(),
             allow_bookmarks: false,
             send_initial_events: false,
+            skip_remaining_count: false,
         }
     }
 }
