@@ -63,7 +63,9 @@ use watch_cache::{WatchCache, WindowBounds};
 /// How a cacher sizes its window, buffers and waits.
 #[derive(Debug, Clone)]
 pub struct CacherConfig {
-    /// Objects per page when (re)listing the store below (default 500).
+    /// Objects per page when (re)listing the store below (default 10,000, Kubernetes'
+    /// `storageWatchListPageSize`: each page costs etcd a walk of the prefix's index to count
+    /// what remains, so small pages make a large resource's warm-up quadratic).
     pub list_page_size: u64,
     /// The smallest window of recent events (default 100).
     pub window_lower_bound: usize,
@@ -96,7 +98,7 @@ pub struct CacherConfig {
 impl Default for CacherConfig {
     fn default() -> Self {
         Self {
-            list_page_size: 500,
+            list_page_size: 10_000,
             window_lower_bound: 100,
             window_upper_bound: 100 * 1024,
             event_freshness: Duration::from_secs(75),
