@@ -85,7 +85,7 @@ pub(crate) fn object(
     json(code, value, warnings)
 }
 
-/// The most list JSON one chunk of a streamed list carries before it is handed to the
+/// The most list bytes one chunk of a streamed list carries before it is handed to the
 /// connection (items are never split).
 const LIST_CHUNK: usize = 64 * 1024;
 
@@ -94,23 +94,18 @@ const LIST_CHUNK: usize = 64 * 1024;
 /// [`LIST_CHUNK`] as the connection asks for more, so concurrent lists hold no whole body.
 pub(crate) fn json_list(page: ListPage) -> Response<Body> {
     let head = Bytes::from(page.json_head());
-    let chunks = futures::stream::unfold(Some((page, 0)), |state| async move {
-        let (page, next) = state?;
-        if next >= page.items.len() {
-            return Some((Bytes::from_static(ListPage::JSON_TAIL), None));
-        }
-        let mut chunk = Vec::with_capacity(LIST_CHUNK + 1024);
-        let mut i = next;
-        while i < page.items.len() && chunk.len() < LIST_CHUNK {
+    streamed_list(
+        "application/json",
+        head,
+        page.items,
+        ListPage::JSON_TAIL,
+        |i, item, chunk| {
             if i > 0 {
                 chunk.push(b',');
             }
-            chunk.extend_from_slice(&page.items[i].json());
-            i += 1;
-        }
-        Some((Bytes::from(chunk), Some((page, i))))
-    });
-    streamed("application/json", head, chunks)
+            chunk.extend_from_slice(&item.json());
+        },
+    )
 }
 
 /// A protobuf object reply whose body is already encoded (a shared object's).
@@ -123,33 +118,43 @@ pub(crate) fn protobuf_body(code: u16, body: Bytes) -> Response<Body> {
 }
 
 /// A 200 protobuf list, written item by item while the client reads, like [`json_list`]: each
-/// item's shared message behind its key and length, in chunks of about [`LIST_CHUNK`].
+/// item's shared message behind its key and length.
 pub(crate) fn protobuf_list(list: super::protobuf::shared::ListBody) -> Response<Body> {
-    let head = list.head.clone();
-    let chunks = futures::stream::unfold(Some((list, 0)), |state| async move {
-        let (list, next) = state?;
-        if next >= list.items.len() {
-            let tail = super::protobuf::shared::ListBody::TAIL;
+    streamed_list(
+        super::protobuf::PROTOBUF,
+        list.head,
+        list.items,
+        super::protobuf::shared::ListBody::TAIL,
+        |_, item, chunk| {
+            super::protobuf::shared::item_key(item, chunk);
+            chunk.extend_from_slice(item);
+        },
+    )
+}
+
+/// A 200 list response of `content_type`: `head`, then the `items` as `write` appends each (its
+/// index, itself) to chunks of about [`LIST_CHUNK`] made as the connection asks for more, then
+/// `tail`.
+fn streamed_list<T: Send + 'static>(
+    content_type: &'static str,
+    head: Bytes,
+    items: Vec<T>,
+    tail: &'static [u8],
+    write: fn(usize, &T, &mut Vec<u8>),
+) -> Response<Body> {
+    let chunks = futures::stream::unfold(Some((items, 0)), move |state| async move {
+        let (items, next) = state?;
+        if next >= items.len() {
             return Some((Bytes::from_static(tail), None));
         }
         let mut chunk = Vec::with_capacity(LIST_CHUNK + 1024);
         let mut i = next;
-        while i < list.items.len() && chunk.len() < LIST_CHUNK {
-            super::protobuf::shared::item_key(&list.items[i], &mut chunk);
-            chunk.extend_from_slice(&list.items[i]);
+        while i < items.len() && chunk.len() < LIST_CHUNK {
+            write(i, &items[i], &mut chunk);
             i += 1;
         }
-        Some((Bytes::from(chunk), Some((list, i))))
+        Some((Bytes::from(chunk), Some((items, i))))
     });
-    streamed(super::protobuf::PROTOBUF, head, chunks)
-}
-
-/// A 200 response of `content_type`: `head`, then `chunks` as the connection takes them.
-fn streamed(
-    content_type: &'static str,
-    head: Bytes,
-    chunks: impl futures::Stream<Item = Bytes> + Send + 'static,
-) -> Response<Body> {
     let body = futures::stream::once(async move { head })
         .chain(chunks)
         .map(|b| Ok::<_, Infallible>(Frame::data(b)));
