@@ -1,11 +1,14 @@
 //! Runs a `Strategy` on one encoded request: decode, call the trait, encode the answer.
 
+use std::any::Any;
+
 use prost::Message;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::abi::{self, request::Operation as Op};
 use crate::context::Context;
 use crate::field::FieldError;
+use crate::lazy::LazyObject;
 use crate::strategy::Strategy;
 
 /// Answers one encoded [`abi::Request`] with an encoded [`abi::Response`]: what the exported
@@ -68,7 +71,7 @@ pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
 /// }
 ///
 /// let m = abi::Manifest::decode(manifest::<Nop>().as_slice()).unwrap();
-/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 3, "nop"));
+/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 4, "nop"));
 /// assert!(m.applies.is_empty());
 ///
 /// // A module whose hook applies a Quota declares it, beside the `apply` grant.
@@ -118,6 +121,20 @@ pub(crate) fn encode<T: Serialize>(obj: &T) -> Result<Vec<u8>, String> {
     serde_json::to_vec(obj).map_err(|e| format!("the object did not encode: {e}"))
 }
 
+/// Puts a changed object in the answer: a [`LazyObject`] as its JSON Patch (ABI 1.4), any
+/// other type whole.
+fn answer<T: Serialize + 'static>(resp: &mut abi::Response, obj: &T) -> Result<(), String> {
+    match (obj as &dyn Any).downcast_ref::<LazyObject>() {
+        Some(lazy) => {
+            resp.object_patch = lazy
+                .json_patch()
+                .map_err(|e| format!("the object's changes did not encode: {e}"))?
+        }
+        None => resp.object = encode(obj)?,
+    }
+    Ok(())
+}
+
 pub(crate) fn errors(errs: Vec<FieldError>) -> Vec<abi::FieldError> {
     errs.iter().map(FieldError::to_abi).collect()
 }
@@ -128,7 +145,7 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
         Op::PrepareForCreate(r) => {
             let mut obj = decode("object", &r.object)?;
             s.prepare_for_create(ctx, &mut obj);
-            resp.object = encode(&obj)?;
+            answer(&mut resp, &obj)?;
         }
         Op::Validate(r) => {
             resp.field_errors = errors(s.validate(ctx, &decode("object", &r.object)?))
@@ -139,12 +156,12 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
         Op::Canonicalize(r) => {
             let mut obj = decode("object", &r.object)?;
             s.canonicalize(ctx, &mut obj);
-            resp.object = encode(&obj)?;
+            answer(&mut resp, &obj)?;
         }
         Op::PrepareForUpdate(r) => {
             let mut obj = decode("object", &r.object)?;
             s.prepare_for_update(ctx, &mut obj, &decode("old object", &r.old_object)?);
-            resp.object = encode(&obj)?;
+            answer(&mut resp, &obj)?;
         }
         Op::ValidateUpdate(r) => {
             let (new, old) = (
@@ -182,7 +199,7 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
                 resp.warnings = s.warnings_on_create(ctx, &obj);
                 s.canonicalize(ctx, &mut obj);
             }
-            resp.object = encode(&obj)?;
+            answer(&mut resp, &obj)?;
         }
         Op::Admit(_) => return Err("a strategy is not an admission policy".into()),
         Op::Convert(r) => {
@@ -201,7 +218,7 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
                 resp.warnings = s.warnings_on_update(ctx, &obj, &old);
                 s.canonicalize(ctx, &mut obj);
             }
-            resp.object = encode(&obj)?;
+            answer(&mut resp, &obj)?;
         }
     }
     Ok(resp)

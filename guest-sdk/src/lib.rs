@@ -75,6 +75,7 @@ mod dispatch;
 pub mod export;
 mod field;
 pub mod host;
+pub mod lazy;
 pub mod meta;
 mod policy;
 mod policy_dispatch;
@@ -89,6 +90,7 @@ static ALLOCATOR: arena::CallArena = arena::CallArena::new();
 pub use context::{Context, ResourceInfo, UserInfo};
 pub use dispatch::{handle, manifest};
 pub use field::{FieldError, FieldErrorKind, FieldPath};
+pub use lazy::{LazyObject, MemberError};
 pub use policy::{
     AdmissionOperation, AdmissionPolicy, AdmissionRequest, FailurePolicy, LabelRequirement,
     LabelSelector, MatchCondition, MatchResources, Rule, RuleScope, ValidationAction,
@@ -106,16 +108,16 @@ pub use strategy::{GroupKind, HostFunction, Operation, Resource, Scope, Strategy
 /// ```
 pub const ABI_VERSION: u32 = 1;
 
-/// The ABI's minor version this SDK builds modules for: 3 (1.1 added [`Context::user`], 1.2
-/// admission policies, 1.3 version conversion). A host loads a module whose minor version is at
+/// The ABI's minor version this SDK builds modules for: 4 (1.1 added [`Context::user`], 1.2
+/// admission policies, 1.3 version conversion, 1.4 a [`LazyObject`] answered as its changes). A host loads a module whose minor version is at
 /// most its own.
 ///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 3);
+/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 4);
 /// ```
-pub const ABI_MINOR_VERSION: u32 = 3;
+pub const ABI_MINOR_VERSION: u32 = 4;
 
 /// Exports a [`Strategy`] type as the module's ABI: `alloc`, `dealloc`, `manifest` and `call`.
 ///

@@ -291,8 +291,10 @@ impl HostFunction {
 /// }
 /// ```
 pub trait Strategy {
-    /// The object type the methods work on.
-    type Object: Serialize + DeserializeOwned;
+    /// The object type the methods work on: a typed serde struct, a [`serde_json::Value`], or
+    /// a [`crate::LazyObject`] that parses only what the strategy reads (and answers the host
+    /// with its changes alone).
+    type Object: Serialize + DeserializeOwned + 'static;
 
     /// The module's name, for the host's logs, metrics and errors.
     const NAME: &'static str;

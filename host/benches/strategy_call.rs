@@ -78,6 +78,24 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     report("calling thread", calling_thread);
+    // The fixed part: a fresh instance answering a call that decodes no object.
+    let nop = abi::Request {
+        context: None,
+        operation: Some(abi::request::Operation::AllowCreateOnUpdate(
+            abi::AllowCreateOnUpdateRequest {},
+        )),
+    };
+    let nop_samples: Vec<Duration> = (0..SAMPLES)
+        .map(|_| {
+            let t = Instant::now();
+            module.call(&rt, caller.clone(), &nop).unwrap();
+            t.elapsed()
+        })
+        .collect();
+    report(
+        "calling thread, no object (allow_create_on_update)",
+        nop_samples,
+    );
     // On a runtime worker, as the registry's request tasks call it.
     let from_task = tokio.spawn(async move {
         let mut samples = Vec::with_capacity(SAMPLES);

@@ -1,6 +1,9 @@
 //! A guest-SDK strategy run natively inside the host, with no wasm in between: the baseline
 //! the wasm runtime is measured against (`native-host`). The object goes through the same
-//! typed (de)serialisation the SDK does inside a module; only the wasm boundary is missing.
+//! (de)serialisation the SDK and the host do around a module call (JSON bytes in; the object, or
+//! a [`sdk::LazyObject`]'s JSON Patch, out); only the wasm boundary is missing.
+
+use std::any::Any;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -61,7 +64,27 @@ impl<S: sdk::Strategy> NativeSdkStrategy<S> {
     }
 
     fn decode(&self, v: &Value) -> Result<S::Object, StrategyError> {
-        serde_json::from_value(v.clone()).map_err(|e| self.failed(e))
+        let bytes = serde_json::to_vec(v).map_err(|e| self.failed(e))?;
+        serde_json::from_slice(&bytes).map_err(|e| self.failed(e))
+    }
+
+    /// Makes `obj` the strategy's answer, as the host takes it from a module.
+    fn answer(&self, typed: &S::Object, obj: &mut Value) -> Result<(), StrategyError> {
+        match (typed as &dyn Any).downcast_ref::<sdk::LazyObject>() {
+            Some(lazy) => {
+                let ops = lazy.json_patch().map_err(|e| self.failed(e))?;
+                if !ops.is_empty() {
+                    let patch: json_patch::Patch =
+                        serde_json::from_slice(&ops).map_err(|e| self.failed(e))?;
+                    json_patch::patch(obj, &patch).map_err(|e| self.failed(e))?;
+                }
+            }
+            None => {
+                let bytes = serde_json::to_vec(typed).map_err(|e| self.failed(e))?;
+                *obj = serde_json::from_slice(&bytes).map_err(|e| self.failed(e))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -82,7 +105,7 @@ impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S>
         let errors = self.0.validate(&ctx, &typed);
         let warnings = self.0.warnings_on_create(&ctx, &typed);
         self.0.canonicalize(&ctx, &mut typed);
-        *obj = serde_json::to_value(&typed).map_err(|e| self.failed(e))?;
+        self.answer(&typed, obj)?;
         Ok(Admission {
             field_errors: errors.into_iter().map(field_error).collect(),
             warnings,
@@ -102,7 +125,7 @@ impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S>
         let errors = self.0.validate_update(&ctx, &typed, &old);
         let warnings = self.0.warnings_on_update(&ctx, &typed, &old);
         self.0.canonicalize(&ctx, &mut typed);
-        *new = serde_json::to_value(&typed).map_err(|e| self.failed(e))?;
+        self.answer(&typed, new)?;
         Ok(Admission {
             field_errors: errors.into_iter().map(field_error).collect(),
             warnings,

@@ -110,11 +110,22 @@ impl WasmStrategy {
         obj: Option<&mut Value>,
     ) -> Result<Admission, StrategyError> {
         if let Some(obj) = obj {
-            if !resp.object.is_empty() {
+            let bad_output = |reason: String| {
+                let counters = self.runtime.metrics().module(self.module.name());
+                counters.record_failure(FailureKind::BadOutput, false);
+                self.error(reason)
+            };
+            if !resp.object_patch.is_empty() {
+                // ABI 1.4: only the changes cross, applied to the object the module was sent.
+                let patch: json_patch::Patch =
+                    serde_json::from_slice(&resp.object_patch).map_err(|e| {
+                        bad_output(format!("the returned patch is not a JSON Patch: {e}"))
+                    })?;
+                json_patch::patch(obj, &patch)
+                    .map_err(|e| bad_output(format!("the returned patch does not apply: {e}")))?;
+            } else if !resp.object.is_empty() {
                 *obj = serde_json::from_slice(&resp.object).map_err(|e| {
-                    let counters = self.runtime.metrics().module(self.module.name());
-                    counters.record_failure(FailureKind::BadOutput, false);
-                    self.error(format!("the returned object is not valid JSON: {e}"))
+                    bad_output(format!("the returned object is not valid JSON: {e}"))
                 })?;
             }
         }

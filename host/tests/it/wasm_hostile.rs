@@ -53,6 +53,16 @@ async fn contained(name: &str, kind: FailureKind, reason: &str) -> Duration {
 }
 
 #[tokio::test]
+async fn an_object_patch_that_does_not_apply_fails_the_call() {
+    contained(
+        "bad_patch",
+        FailureKind::BadOutput,
+        "the returned patch does not apply",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn infinite_loop_hits_the_deadline() {
     let took = contained("infinite_loop", FailureKind::Deadline, "deadline").await;
     assert!(

@@ -83,17 +83,55 @@ async fn deployment_defaults_validation_and_immutability() {
 
 #[tokio::test]
 async fn a_wrongly_typed_object_is_a_strategy_error_not_a_crash() {
+    // A typed strategy (the ConfigMap's serde struct) cannot decode it at all.
+    let rt = runtime();
+    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::CONFIGMAP));
+    let ctx = ctx("example.com", "ConfigMap", "configmaps", true);
+    let mut obj = json!({"metadata": {"name": "c"}, "data": "not an object"});
+    let err = s.before_create(&ctx, &mut obj).await.unwrap_err();
+    assert_eq!(err.module, "configmaps");
+    assert!(err.reason.contains("did not decode"), "{err}");
+    let mut good = json!({"metadata": {"name": "c"}, "data": {"a": "b"}});
+    assert!(s.before_create(&ctx, &mut good).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_lazy_strategy_answers_only_its_changes_and_words_wrong_types_as_field_errors() {
     let rt = runtime();
     let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::DEPLOYMENT));
-    let mut obj = json!({"metadata": "not an object"});
-    let err = s
-        .before_create(&deployments_ctx(), &mut obj)
-        .await
-        .unwrap_err();
-    assert_eq!(err.module, "deployments");
-    assert!(err.reason.contains("did not decode"), "{err}");
-    let mut good = deployment();
-    assert!(s.before_create(&deployments_ctx(), &mut good).await.is_ok());
+    // Members the strategy never reads stay as they were, whatever their type.
+    let mut obj = deployment();
+    obj["metadata"]["annotations"] = json!({"a": "b"});
+    obj["spec"]["template"]["spec"] = json!({"containers": [{"name": "c", "image": "i"}]});
+    obj["status"] = json!({"readyReplicas": 3});
+    let mut expected = obj.clone();
+    let adm = s.before_create(&deployments_ctx(), &mut obj).await.unwrap();
+    assert!(adm.field_errors.is_empty(), "{:?}", adm.field_errors);
+    expected.as_object_mut().unwrap().remove("status");
+    let spec = expected["spec"].as_object_mut().unwrap();
+    spec.insert("replicas".into(), json!(1));
+    spec.insert("revisionHistoryLimit".into(), json!(10));
+    spec.insert("progressDeadlineSeconds".into(), json!(600));
+    spec.insert(
+        "strategy".into(),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
+    );
+    assert_eq!(obj, expected);
+
+    // A wrongly typed member it reads is a field error, not a failed call.
+    let mut obj = json!({"metadata": "not an object", "spec": "nor this"});
+    let adm = s.before_create(&deployments_ctx(), &mut obj).await.unwrap();
+    let causes: Vec<_> = adm
+        .field_errors
+        .iter()
+        .map(|e| (e.field.as_str(), e.detail.as_str()))
+        .collect();
+    assert_eq!(causes, [("spec", "must be an object")]);
+    assert_eq!(
+        obj,
+        json!({"metadata": "not an object", "spec": "nor this"})
+    );
+    assert_eq!(rt.metrics().module("deployments").total_failures(), 0);
 }
 
 #[tokio::test]

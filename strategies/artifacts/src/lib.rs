@@ -27,6 +27,7 @@ pub const HOSTILE: &[&str] = &[
     "memory_bomb",
     "trap",
     "garbage_output",
+    "bad_patch",
     "oversized_output",
     "missing_exports",
     "wrong_abi_version",

@@ -5,8 +5,9 @@ use strategy_guest_sdk::{Context, FieldErrorKind, Strategy};
 
 use super::*;
 
-fn deployment(v: Value) -> Deployment {
-    serde_json::from_value(v).unwrap()
+/// The object as the module decodes it from the host's JSON.
+fn deployment(v: Value) -> LazyObject {
+    serde_json::from_str(&v.to_string()).unwrap()
 }
 
 fn valid() -> Value {
@@ -46,7 +47,7 @@ fn explicit_replicas_are_kept() {
     v["spec"]["replicas"] = json!(3);
     let mut d = deployment(v);
     Deployments.prepare_for_create(&Context::default(), &mut d);
-    assert_eq!(d.spec.replicas, Some(json!(3)));
+    assert_eq!(d.get::<Value>(&["spec", "replicas"]), Ok(Some(json!(3))));
 }
 
 #[test]
@@ -84,23 +85,91 @@ fn selector_is_immutable_and_status_kept_on_update() {
     let ctx = Context::default();
     let mut old = deployment(valid());
     Deployments.prepare_for_create(&ctx, &mut old);
-    old.status = json!({"readyReplicas": 1});
+    old.insert("status", json!({"readyReplicas": 1}));
 
     let mut new = old.clone();
-    new.status = json!({"readyReplicas": 100});
-    new.spec.replicas = Some(json!(5));
+    new.insert("status", json!({"readyReplicas": 100}));
+    new.object_mut(&["spec"]).unwrap().insert("replicas", 5);
     Deployments.prepare_for_update(&ctx, &mut new, &old);
-    assert_eq!(new.status, json!({"readyReplicas": 1}));
+    assert_eq!(
+        new.get::<Value>(&["status"]),
+        Ok(Some(json!({"readyReplicas": 1})))
+    );
     assert!(Deployments.validate_update(&ctx, &new, &old).is_empty());
 
-    new.spec
-        .selector
-        .as_mut()
+    new.object_mut(&["spec", "selector", "matchLabels"])
         .unwrap()
-        .match_labels
-        .insert("tier".into(), "fe".into());
+        .insert("tier", "fe");
     let errs = Deployments.validate_update(&ctx, &new, &old);
     assert_eq!(errs.len(), 1);
     assert_eq!(errs[0].field, "spec.selector");
     assert_eq!(errs[0].detail, "field is immutable");
+}
+
+/// A create through the ABI, as the host calls the module: the field errors and the answer's
+/// object patch (ABI 1.4) as JSON.
+fn create_through_abi(obj: &Value) -> (Vec<String>, Value) {
+    use prost::Message;
+    use strategy_guest_sdk::abi;
+    let req = abi::Request {
+        context: None,
+        operation: Some(abi::request::Operation::BeforeCreate(
+            abi::BeforeCreateRequest {
+                object: obj.to_string().into_bytes(),
+            },
+        )),
+    };
+    let resp = abi::Response::decode(
+        strategy_guest_sdk::handle(&Deployments, &req.encode_to_vec()).as_slice(),
+    )
+    .unwrap();
+    assert!(resp.error.is_empty(), "{}", resp.error);
+    assert!(resp.object.is_empty(), "answered as a patch, not whole");
+    let errs = resp
+        .field_errors
+        .iter()
+        .map(|e| format!("{} {}", e.field, e.detail));
+    let patch = match resp.object_patch.is_empty() {
+        true => json!([]),
+        false => serde_json::from_slice(&resp.object_patch).unwrap(),
+    };
+    (errs.collect(), patch)
+}
+
+#[test]
+fn a_create_answers_only_its_defaults() {
+    let (errs, patch) = create_through_abi(&valid());
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(
+        patch,
+        json!([
+            {"op": "remove", "path": "/status"},
+            {"op": "add", "path": "/spec/replicas", "value": 1},
+            {"op": "add", "path": "/spec/revisionHistoryLimit", "value": 10},
+            {"op": "add", "path": "/spec/progressDeadlineSeconds", "value": 600},
+            {"op": "add", "path": "/spec/strategy", "value": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}},
+        ])
+    );
+}
+
+#[test]
+fn members_of_the_wrong_type_are_field_errors_not_decode_failures() {
+    let (errs, patch) = create_through_abi(&json!({"spec": "web"}));
+    assert_eq!(errs, ["spec must be an object"]);
+    assert_eq!(patch, json!([]));
+
+    let mut v = valid();
+    v["spec"]["template"]["metadata"]["labels"] = json!(["app"]);
+    v["spec"]["strategy"] = json!({"type": 7, "rollingUpdate": null});
+    let (errs, _) = create_through_abi(&v);
+    assert_eq!(
+        errs,
+        [
+            "spec.template.metadata.labels invalid type: sequence, expected a map",
+            "spec.template.metadata.labels `selector` does not match template `labels`",
+            "spec.strategy.type invalid type: integer `7`, expected a string",
+        ]
+    );
 }

@@ -138,7 +138,8 @@ func TestSelectorIsImmutableAndStatusKeptOnUpdate(t *testing.T) {
 	}
 }
 
-// Through the ABI, as the host calls the module: exact answers, as the Rust module gives them.
+// Through the ABI, as the host calls the module: exact answers, as the Rust module gave them on
+// typed structs (the README says where it now differs).
 
 const defaults = `"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"}},"revisionHistoryLimit":10,"progressDeadlineSeconds":600`
 

@@ -1,8 +1,9 @@
 // Command deployment is the Go port of strategies/deployment (the Rust `deployments` module):
 // a Deployment-like workload strategy that defaults replicas and the rollout strategy,
 // validates replicas and that the selector matches the template's labels, keeps the selector
-// immutable and the status untouched by main-resource updates. It answers every request as the
-// Rust module does, so the host can compare the two.
+// immutable and the status untouched by main-resource updates. It answers every well-formed
+// request as the Rust module does, so the host can compare the two (the README says where
+// malformed members differ).
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o deployments-go.wasm ./deployment
 package main
