@@ -2,6 +2,7 @@
 //! the wasm runtime (every phase, hot reload, hostile modules, older ABI versions), and the
 //! etcd3 store failing over between the members of a real three-member cluster.
 
+mod storage_etcd3_ambiguous;
 mod storage_etcd3_failover;
 mod wasm_abi_versions;
 mod wasm_admission_policies;

@@ -4,8 +4,9 @@
 //! A failed attempt is classified ([`Failure`]). A member that could not be reached, or whose
 //! connection broke or timed out, leaves the rotation. A read is retried on the next member; a
 //! write only when the connection was never made or etcd answered that it did not take the
-//! write. Any other failure of a write may hide a committed write, so it is answered as it is
-//! (`Unavailable`), as Kubernetes does. Retries end with the request's budget
+//! write. Any other failure of a write may hide a committed write: it is reported as such
+//! ([`WriteFailure::may_have_applied`]), for the caller to find out what happened (see
+//! `ambiguity`). Retries end with the request's budget
 //! ([`Etcd3Config::request_timeout`](super::Etcd3Config::request_timeout)).
 
 use std::error::Error as _;
@@ -115,6 +116,16 @@ fn caused_by_connect(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// A write that failed, and whether etcd may have applied it all the same.
+#[derive(Debug)]
+pub(super) struct WriteFailure {
+    /// What to answer when the outcome stays unknown (`Unavailable`, naming the member).
+    pub(super) error: StorageError,
+    /// The request may have reached etcd and been committed (its connection broke or timed
+    /// out, or etcd answered in a way that may follow an applied write).
+    pub(super) may_have_applied: bool,
+}
+
 /// Runs `op` on a member of `endpoints` in rotation, retrying per `retry` within `budget`. Each
 /// attempt may take up to `budget` itself: a member that swallows requests costs one request
 /// its budget, and leaves the rotation for the next ones.
@@ -122,8 +133,24 @@ pub(super) async fn run<T, F, Fut>(
     endpoints: &Endpoints,
     retry: Retry,
     budget: Duration,
-    mut op: F,
+    op: F,
 ) -> Result<T>
+where
+    F: FnMut(Arc<Client>) -> Fut,
+    Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+{
+    attempt(endpoints, retry, budget, op)
+        .await
+        .map_err(|failure| failure.error)
+}
+
+/// [`run`], telling whether the last attempt may have been applied.
+async fn attempt<T, F, Fut>(
+    endpoints: &Endpoints,
+    retry: Retry,
+    budget: Duration,
+    mut op: F,
+) -> std::result::Result<T, WriteFailure>
 where
     F: FnMut(Arc<Client>) -> Fut,
     Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
@@ -156,7 +183,11 @@ where
         }
         let out_of_time = began.elapsed() + pause >= budget;
         if !failure.may_retry(retry) || out_of_time {
-            return Err(error);
+            let may_have_applied = matches!(failure, Failure::Lost | Failure::Busy);
+            return Err(WriteFailure {
+                error,
+                may_have_applied,
+            });
         }
         tracing::debug!(error = %error, "retrying the etcd request on another member");
         tried.push(member.index);
@@ -192,12 +223,12 @@ impl Etcd3Store {
 
     /// Runs a write on a member in rotation, on another one only when etcd surely did not
     /// apply it.
-    pub(super) async fn write<T, F, Fut>(&self, op: F) -> Result<T>
+    pub(super) async fn write<T, F, Fut>(&self, op: F) -> std::result::Result<T, WriteFailure>
     where
         F: FnMut(Arc<Client>) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        run(
+        attempt(
             &self.inner.endpoints,
             Retry::IfNotApplied,
             self.request_timeout(),

@@ -6,8 +6,9 @@ use etcd_client::{Client, Compare, CompareOp, DeleteOptions, GetOptions as EtcdG
 use etcd_client::{KeyValue, KvClient, TxnOpResponse, TxnResponse, WatchClient, WatchOptions};
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::ambiguity::{CasWrite, Resolution};
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key;
@@ -157,22 +158,62 @@ impl Etcd3Store {
         header_revision(resp.header()).map(Some)
     }
 
-    /// Runs a transaction "if `compare` then `then` else get `full_key`".
-    async fn cas(&self, full_key: &str, compare: Compare, then: TxnOp) -> Result<CasOutcome> {
+    /// Runs a transaction "if `full_key`'s mod_revision is `expected` (0: it does not exist)
+    /// then `write` else get `full_key`". When an attempt's outcome is unknown, what became of
+    /// it is found out ([`Etcd3Store::resolve`]) and answered: applied, lost to another write,
+    /// or not applied and sent again, within the request's budget.
+    async fn cas(&self, full_key: &str, expected: u64, write: CasWrite<'_>) -> Result<CasOutcome> {
+        let compare = match expected {
+            0 => Compare::create_revision(full_key, CompareOp::Equal, 0),
+            e => Compare::mod_revision(full_key, CompareOp::Equal, to_etcd_revision(e)?),
+        };
+        let then = match write {
+            CasWrite::Put(data) => TxnOp::put(full_key, data, None),
+            CasWrite::Delete => TxnOp::delete(full_key, Some(DeleteOptions::new().with_prev_key())),
+        };
         let txn = Txn::new()
             .when([compare])
             .and_then([then])
             .or_else([TxnOp::get(full_key, None)]);
-        let resp = self
-            .write(|client| {
-                let txn = txn.clone();
-                async move { kv(&client).txn(txn).await }
-            })
-            .await?;
-        if resp.succeeded() {
-            return Ok(CasOutcome::Committed(header_revision(resp.header())?));
+        let began = Instant::now();
+        let mut sent_before = false;
+        loop {
+            let error = match self
+                .write(|client| {
+                    let txn = txn.clone();
+                    async move { kv(&client).txn(txn).await }
+                })
+                .await
+            {
+                Ok(resp) if resp.succeeded() => {
+                    return Ok(CasOutcome::Committed(header_revision(resp.header())?))
+                }
+                Ok(resp) if !sent_before => return Ok(CasOutcome::Stale(stale_value(&resp))),
+                // The earlier copy may be what made this one stale.
+                Ok(resp) => {
+                    return Ok(match self.resolve(full_key, expected, write).await? {
+                        Resolution::Landed(revision) => CasOutcome::Committed(revision),
+                        Resolution::Lost(current) => CasOutcome::Stale(current),
+                        Resolution::NotYet => CasOutcome::Stale(stale_value(&resp)),
+                    });
+                }
+                Err(failure) if !failure.may_have_applied => return Err(failure.error),
+                Err(failure) => failure.error,
+            };
+            if began.elapsed() >= self.request_timeout() {
+                return Err(error);
+            }
+            tracing::info!(key = full_key, %error, "a write's outcome is unknown: reading it back");
+            match self.resolve(full_key, expected, write).await {
+                Ok(Resolution::Landed(revision)) => return Ok(CasOutcome::Committed(revision)),
+                Ok(Resolution::Lost(current)) => return Ok(CasOutcome::Stale(current)),
+                Ok(Resolution::NotYet) => sent_before = true,
+                Err(e) => {
+                    tracing::warn!(key = full_key, error = %e, "a write's outcome stays unknown");
+                    return Err(error);
+                }
+            }
         }
-        Ok(CasOutcome::Stale(stale_value(&resp)))
     }
 }
 
@@ -184,7 +225,7 @@ fn stale_value(resp: &TxnResponse) -> Option<RawValue> {
     })
 }
 
-fn raw_value(found: &KeyValue) -> RawValue {
+pub(super) fn raw_value(found: &KeyValue) -> RawValue {
     RawValue {
         data: found.value().to_vec(),
         mod_revision: from_etcd_revision(found.mod_revision()),
@@ -223,19 +264,15 @@ impl CasStore for Etcd3Store {
     }
 
     async fn put_if(&self, full_key: &str, data: Vec<u8>, expected: u64) -> Result<CasOutcome> {
-        let compare = if expected == 0 {
-            Compare::create_revision(full_key, CompareOp::Equal, 0)
-        } else {
-            Compare::mod_revision(full_key, CompareOp::Equal, to_etcd_revision(expected)?)
-        };
-        self.cas(full_key, compare, TxnOp::put(full_key, data, None))
-            .await
+        self.cas(full_key, expected, CasWrite::Put(&data)).await
     }
 
     async fn delete_if(&self, full_key: &str, expected: u64) -> Result<CasOutcome> {
-        let compare =
-            Compare::mod_revision(full_key, CompareOp::Equal, to_etcd_revision(expected)?);
-        let delete = TxnOp::delete(full_key, Some(DeleteOptions::new().with_prev_key()));
-        self.cas(full_key, compare, delete).await
+        if expected == 0 {
+            return Err(StorageError::BadRequest(format!(
+                "deleting {full_key} needs the revision it expects"
+            )));
+        }
+        self.cas(full_key, expected, CasWrite::Delete).await
     }
 }

@@ -15,6 +15,7 @@
 //! [`StorageError`] (unreachable or timed out → `Unavailable`, compacted → `Expired`, revision
 //! not yet reached → `TooLargeResourceVersion`).
 
+mod ambiguity;
 mod batch;
 mod client;
 mod endpoints;
