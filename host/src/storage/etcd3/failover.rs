@@ -21,6 +21,11 @@ use super::errors::map_error;
 use super::Etcd3Store;
 use crate::storage::error::{Result, StorageError};
 
+/// A write's attempts share its budget this many ways: a member that swallows a write (paused,
+/// or a leader that died with the proposal) costs one attempt, then the write's outcome is read
+/// back and it goes to another member, within the budget.
+const WRITE_ATTEMPTS_PER_BUDGET: u32 = 4;
+
 /// The pause before going round the members again once each was tried; doubled up to
 /// `MAX_ROUND_PAUSE`.
 const FIRST_ROUND_PAUSE: Duration = Duration::from_millis(25);
@@ -127,7 +132,8 @@ pub(super) struct WriteFailure {
 }
 
 /// Runs `op` on a member of `endpoints` in rotation, retrying per `retry` within `budget`. Each
-/// attempt may take up to `budget` itself: a member that swallows requests costs one request
+/// attempt of a read may take up to `budget` itself (a write's, a share of it: see
+/// [`WRITE_ATTEMPTS_PER_BUDGET`]): a member that swallows requests costs one request
 /// its budget, and leaves the rotation for the next ones.
 pub(super) async fn run<T, F, Fut>(
     endpoints: &Endpoints,
@@ -156,6 +162,10 @@ where
     Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
 {
     let began = Instant::now();
+    let per_attempt = match retry {
+        Retry::Always => budget,
+        Retry::IfNotApplied => budget / WRITE_ATTEMPTS_PER_BUDGET,
+    };
     let mut tried = Vec::new();
     let mut pause = FIRST_ROUND_PAUSE;
     loop {
@@ -166,7 +176,7 @@ where
             tried.clear();
             continue;
         };
-        let (failure, error) = match tokio::time::timeout(budget, op(member.client)).await {
+        let (failure, error) = match tokio::time::timeout(per_attempt, op(member.client)).await {
             Ok(Ok(value)) => {
                 endpoints.mark_up(member.index);
                 return Ok(value);
@@ -174,7 +184,7 @@ where
             Ok(Err(e)) => (classify(&e), map_error(e)),
             Err(_) => (
                 Failure::Lost,
-                StorageError::Unavailable(format!("etcd request timed out after {budget:?}")),
+                StorageError::Unavailable(format!("etcd request timed out after {per_attempt:?}")),
             ),
         };
         let error = at_member(error, endpoints.url(member.index));

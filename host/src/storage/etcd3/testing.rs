@@ -178,6 +178,32 @@ impl EtcdServer {
         }
     }
 
+    /// Freezes etcd in place (SIGSTOP): it keeps its connections and answers nothing, as a
+    /// member stalled on its disk or its host does, until [`Self::resume`].
+    ///
+    /// # Panics
+    /// When etcd is not running or the signal cannot be sent.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused etcd run again (SIGCONT).
+    ///
+    /// # Panics
+    /// As [`Self::pause`].
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("etcd is running").id();
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// Starts etcd again on the same ports and data directory and waits until it is healthy.
     ///
     /// # Errors
