@@ -90,6 +90,17 @@ pub struct Config {
     )]
     pub max_request_body_bytes: usize,
 
+    /// How long a connection may take to send its first bytes and each request's headers, and
+    /// an idle HTTP/1.1 connection is kept, before it is closed (Go duration; kube-apiserver's
+    /// fixed `ReadHeaderTimeout` is 32 s).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_READ_HEADER_TIMEOUT",
+        default_value = "32s",
+        value_parser = parse_duration
+    )]
+    pub read_header_timeout: std::time::Duration,
+
     /// Non-watch requests served at once; more answer 429 Too Many Requests.
     #[arg(
         long,

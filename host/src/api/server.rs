@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt as _;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
@@ -22,6 +22,7 @@ use tokio::sync::watch;
 
 use super::audit;
 use super::filters;
+use super::first_read::FirstReadDeadline;
 use super::health::{self, Reply};
 use super::metrics::RequestInfo;
 use super::openapi_v2_protobuf::{self, Form};
@@ -40,6 +41,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Serves `state` on `listener` (over TLS when `tls` is given) until `shutdown` resolves.
+/// A connection must send its first bytes, and each request's headers, within
+/// `read_header_timeout`, and an idle HTTP/1.1 connection is closed after it (kube-apiserver's
+/// `ReadHeaderTimeout`, 32 s): connections that never finish a request cannot pile up.
 ///
 /// # Errors
 /// Only when accepting connections fails for good.
@@ -47,12 +51,17 @@ pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<TlsServing>,
     mut state: AppState,
+    read_header_timeout: Duration,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     state.shutdown = stop_rx;
     let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_header_timeout);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -76,6 +85,7 @@ pub(crate) async fn serve(
                         Some(tls) => match tls.accept(stream).await {
                             Ok((stream, identity)) => {
                                 let service = service(state, peer, Arc::new(identity));
+                                let stream = FirstReadDeadline::new(stream, read_header_timeout);
                                 let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                                 watcher.watch(conn.into_owned()).await
                             }
@@ -86,6 +96,7 @@ pub(crate) async fn serve(
                         },
                         None => {
                             let service = service(state, peer, Arc::new(None));
+                            let stream = FirstReadDeadline::new(stream, read_header_timeout);
                             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                             watcher.watch(conn.into_owned()).await
                         }

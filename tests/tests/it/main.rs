@@ -25,4 +25,5 @@ mod rollout;
 mod security;
 mod server_lifecycle;
 mod server_side_apply;
+mod slow_connections;
 mod strategies;

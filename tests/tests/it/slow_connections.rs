@@ -1,0 +1,78 @@
+//! Connections that never finish a request, tried as an attacker would: thousands held open
+//! with half a request line, or nothing at all, while a normal client keeps being served; each
+//! is closed once `--read-header-timeout` passes, as is an idle HTTP/1.1 keep-alive connection.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use strategy_host_e2e::{call, HostProcess};
+
+/// How many connections the attacker holds of each kind.
+const HELD: usize = 1000;
+
+/// Whether the server closed `conn` (end of stream or reset) within `wait`.
+fn closed_within(conn: &mut TcpStream, wait: Duration) -> bool {
+    conn.set_read_timeout(Some(wait)).unwrap();
+    let mut buf = [0u8; 256];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => return true,
+            // A 408 or anything else the server sends before closing: read on.
+            Ok(_) => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn connections_that_never_finish_a_request_are_closed_and_others_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let host = HostProcess::start(&["--data-dir", &data, "--read-header-timeout", "3s"]).unwrap();
+    let addr = host.base_url.trim_start_matches("http://").to_owned();
+
+    let mut held = Vec::with_capacity(2 * HELD);
+    for i in 0..2 * HELD {
+        let mut conn = TcpStream::connect(&addr).unwrap();
+        if i % 2 == 0 {
+            conn.write_all(b"GET /api HT").unwrap();
+        }
+        held.push(conn);
+    }
+    let opened = Instant::now();
+    // A normal client, meanwhile: every request answered.
+    for _ in 0..20 {
+        let r = call("GET", &host.url("/api"), None).unwrap();
+        assert_eq!(r.code, 200, "{}", r.body);
+    }
+    // An idle keep-alive connection after a full request.
+    let mut idle = TcpStream::connect(&addr).unwrap();
+    idle.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = [0u8; 12];
+    idle.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+
+    // Every held connection is closed once the timeout passed (it started as each opened, by
+    // the time the last one was).
+    let deadline = opened + Duration::from_secs(3 + 10);
+    let mut still_open = 0;
+    for conn in &mut held {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !closed_within(conn, left.max(Duration::from_millis(10))) {
+            still_open += 1;
+        }
+    }
+    assert_eq!(still_open, 0, "of {} connections", held.len());
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(10)),
+        "the idle connection is closed"
+    );
+    // And the server serves on.
+    let r = call("GET", &host.url("/api"), None).unwrap();
+    assert_eq!(r.code, 200, "{}", r.body);
+}
