@@ -252,6 +252,31 @@ pub struct SecurityFlags {
     #[arg(long, env = "STRATEGY_HOST_AUDIT_LOG_PATH")]
     pub audit_log_path: Option<PathBuf>,
 
+    /// Megabytes the audit log may reach before it is rotated to a timestamped backup (0:
+    /// 100, as kube-apiserver).
+    #[arg(
+        long = "audit-log-maxsize",
+        env = "STRATEGY_HOST_AUDIT_LOG_MAXSIZE",
+        default_value_t = 0
+    )]
+    pub audit_log_maxsize: u64,
+
+    /// Rotated audit log files kept, newest first (0: all).
+    #[arg(
+        long = "audit-log-maxbackup",
+        env = "STRATEGY_HOST_AUDIT_LOG_MAXBACKUP",
+        default_value_t = 0
+    )]
+    pub audit_log_maxbackup: usize,
+
+    /// Days a rotated audit log file is kept (0: forever).
+    #[arg(
+        long = "audit-log-maxage",
+        env = "STRATEGY_HOST_AUDIT_LOG_MAXAGE",
+        default_value_t = 0
+    )]
+    pub audit_log_maxage: u64,
+
     /// An audit.k8s.io/v1 Policy (YAML or JSON) choosing each request's audit level.
     #[arg(long, env = "STRATEGY_HOST_AUDIT_POLICY_FILE")]
     pub audit_policy_file: Option<PathBuf>,

@@ -56,6 +56,7 @@ const (
 	responseAllowed          = 4
 	responseError            = 5
 	responseConvertedObjects = 6
+	responseObjectPatch      = 7
 
 	fieldErrorKind   = 1
 	fieldErrorField  = 2

@@ -81,6 +81,7 @@ func numbers() []number {
 		{"responseAllowed", responseAllowed, "Response", "allowed"},
 		{"responseError", responseError, "Response", "error"},
 		{"responseConvertedObjects", responseConvertedObjects, "Response", "converted_objects"},
+		{"responseObjectPatch", responseObjectPatch, "Response", "object_patch"},
 		{"fieldErrorKind", fieldErrorKind, "FieldError", "kind"},
 		{"fieldErrorField", fieldErrorField, "FieldError", "field"},
 		{"fieldErrorDetail", fieldErrorDetail, "FieldError", "detail"},

@@ -13,6 +13,10 @@ type Response struct {
 	Error string
 	// ConvertedObjects answers convert, in the request's order.
 	ConvertedObjects [][]byte
+	// ObjectPatch (ABI 1.4) is the operation's changes to the request's object as a JSON Patch,
+	// instead of Object. This SDK answers whole objects; the field is read and written so that
+	// tools built on it understand answers of modules that do send patches.
+	ObjectPatch []byte
 }
 
 // FieldError is one field error.
@@ -38,6 +42,7 @@ func (r *Response) encode(e *encoder) {
 	for _, o := range r.ConvertedObjects {
 		e.element(responseConvertedObjects, o)
 	}
+	e.bytes(responseObjectPatch, r.ObjectPatch)
 }
 
 // Unmarshal decodes a response.
@@ -59,6 +64,8 @@ func (r *Response) Unmarshal(b []byte) error {
 			r.Error = f.string()
 		case responseConvertedObjects:
 			r.ConvertedObjects = append(r.ConvertedObjects, f.bytes())
+		case responseObjectPatch:
+			r.ObjectPatch = f.bytes()
 		}
 	})
 }

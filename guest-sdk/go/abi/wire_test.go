@@ -72,7 +72,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 	var r Response
 	roundTrip(t, &Response{Object: []byte(`{}`), Warnings: []string{"w", ""}, Allowed: true, Error: "e",
 		FieldErrors:      []FieldError{{FieldErrorKindTooMany, "spec.x[0]", "at most 1"}},
-		ConvertedObjects: [][]byte{[]byte(`{}`)}}, &r)
+		ConvertedObjects: [][]byte{[]byte(`{}`)}, ObjectPatch: []byte(`[{"op":"remove","path":"/a"}]`)}, &r)
 
 	var gq GetRequest
 	roundTrip(t, &GetRequest{"g", "ps", "ns", "n"}, &gq)

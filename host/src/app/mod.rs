@@ -163,6 +163,11 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         config.security.audit_log_path.as_deref(),
         config.security.audit_policy_file.as_deref(),
         &config.security.audit_level,
+        crate::api::audit::LogRotation::from_flags(
+            config.security.audit_log_maxsize,
+            config.security.audit_log_maxbackup,
+            config.security.audit_log_maxage,
+        ),
     )
     .context("opening the audit log")?;
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -16,6 +16,7 @@ use hyper::{HeaderMap, Request, Response};
 use super::context::{AuditContext, Shared};
 use super::event::{Event, EventUser, Level, ObjectRef, ResponseStatus, Stage};
 use super::policy::Policy;
+use super::rotate::LogRotation;
 use super::sink::{AuditMetrics, Sink, DEFAULT_CAPACITY};
 use super::{Error, Result};
 use crate::api::response::Body;
@@ -47,6 +48,7 @@ impl Auditor {
         log_path: Option<&Path>,
         policy_file: Option<&Path>,
         level: &str,
+        rotation: LogRotation,
     ) -> Result<Option<Self>> {
         let level: Level = level
             .parse()
@@ -63,7 +65,7 @@ impl Auditor {
             }
             return Ok(None);
         };
-        let sink = Sink::open(log_path, DEFAULT_CAPACITY)?;
+        let sink = Sink::open(log_path, DEFAULT_CAPACITY, rotation)?;
         tracing::info!(path = %log_path.display(), "writing the audit log");
         Ok(Some(Self::new(policy, sink)))
     }

@@ -13,6 +13,7 @@ mod context;
 mod event;
 mod filter;
 mod policy;
+mod rotate;
 mod sink;
 #[cfg(test)]
 mod tests;
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 
 pub(crate) use context::{set_decision, AuditContext};
 pub(crate) use filter::{mark_panicked, Auditor};
+pub(crate) use rotate::LogRotation;
 pub(crate) use sink::AuditMetrics;
 
 /// Why the audit log could not be set up.

@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use prometheus_client::metrics::counter::Counter;
 
 use super::event::Event;
+use super::rotate::{LogRotation, RotatingFile};
 use super::{Error, Result};
 
 /// Events the queue holds before new ones are dropped (kube-apiserver's buffered backend
@@ -42,26 +43,16 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    /// A sink appending to `path` (created with mode 0600, its directory too), or writing to
-    /// stdout for `-`.
+    /// A sink appending to `path` (created with mode 0600, its directory too; rotated per
+    /// `rotation`), or writing to stdout for `-`.
     ///
     /// # Errors
     /// [`Error::OpenLog`] when the file cannot be opened for appending.
-    pub(crate) fn open(path: &Path, capacity: usize) -> Result<Self> {
+    pub(crate) fn open(path: &Path, capacity: usize, rotation: LogRotation) -> Result<Self> {
         if path.as_os_str() == "-" {
             return Ok(Self::with_writer(Box::new(io::stdout()), capacity));
         }
-        let open = || -> io::Result<std::fs::File> {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)?;
-            }
-            let mut options = std::fs::OpenOptions::new();
-            options.create(true).append(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            options.open(path)
-        };
-        let file = open().map_err(|source| Error::OpenLog {
+        let file = RotatingFile::open(path, rotation).map_err(|source| Error::OpenLog {
             path: path.to_path_buf(),
             source,
         })?;

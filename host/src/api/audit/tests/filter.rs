@@ -12,6 +12,7 @@ use crate::api::audit::event::Level;
 use crate::api::audit::filter::{source_ips, AUDIT_ID_HEADER};
 use crate::api::audit::policy::Policy;
 use crate::api::audit::sink::Sink;
+use crate::api::audit::LogRotation;
 use crate::api::audit::{mark_panicked, set_decision, AuditContext, Auditor};
 use crate::api::response::{self, Body};
 use crate::api::status::Status;
@@ -371,14 +372,18 @@ fn long_user_agents_are_cut() {
 
 #[test]
 fn from_flags_needs_a_log_path_and_a_known_level() {
-    assert!(Auditor::from_flags(None, None, "Metadata")
-        .unwrap()
-        .is_none());
-    let err = Auditor::from_flags(None, None, "Loud").err().unwrap();
+    assert!(
+        Auditor::from_flags(None, None, "Metadata", LogRotation::default())
+            .unwrap()
+            .is_none()
+    );
+    let err = Auditor::from_flags(None, None, "Loud", LogRotation::default())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("--audit-level \"Loud\""), "{err}");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.log");
-    let a = Auditor::from_flags(Some(&log), None, "Request")
+    let a = Auditor::from_flags(Some(&log), None, "Request", LogRotation::default())
         .unwrap()
         .unwrap();
     run(
@@ -397,7 +402,7 @@ fn from_flags_needs_a_log_path_and_a_known_level() {
     assert_eq!(lines[0]["level"], "Request");
     let bad = dir.path().join("policy.yaml");
     std::fs::write(&bad, "kind: Policy\n").unwrap();
-    let err = Auditor::from_flags(Some(&log), Some(&bad), "Metadata")
+    let err = Auditor::from_flags(Some(&log), Some(&bad), "Metadata", LogRotation::default())
         .err()
         .unwrap();
     assert!(err.to_string().contains("policy.yaml"), "{err}");

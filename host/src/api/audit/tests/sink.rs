@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::Buffer;
 use crate::api::audit::event::{Event, Level};
 use crate::api::audit::sink::Sink;
+use crate::api::audit::LogRotation;
 
 fn event(n: usize) -> Box<Event> {
     Box::new(Event {
@@ -116,7 +117,7 @@ fn opens_a_file_for_appending_in_a_new_directory() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("logs/audit.log");
     for n in 0..2 {
-        let sink = Sink::open(&path, 4).unwrap();
+        let sink = Sink::open(&path, 4, LogRotation::default()).unwrap();
         sink.process(event(n));
     }
     let text = std::fs::read_to_string(&path).unwrap();
@@ -127,8 +128,12 @@ fn opens_a_file_for_appending_in_a_new_directory() {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let err = Sink::open(&dir.path().join("logs/audit.log/x"), 4)
-        .err()
-        .unwrap();
+    let err = Sink::open(
+        &dir.path().join("logs/audit.log/x"),
+        4,
+        LogRotation::default(),
+    )
+    .err()
+    .unwrap();
     assert!(err.to_string().contains("audit.log/x"), "{err}");
 }

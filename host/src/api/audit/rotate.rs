@@ -1,0 +1,266 @@
+//! The audit log file, rotated as kube-apiserver's is (`--audit-log-maxsize`, `-maxbackup`,
+//! `-maxage`): once the file would pass its size it is renamed to a timestamped backup
+//! (`audit-2026-11-26T21-09-30.123.log` beside `audit.log`) and a new one is started; backups
+//! beyond the count or older than the age are deleted. A rotation happens only between lines,
+//! so every event stays whole in one file, and none is lost across it.
+//!
+//! Written here rather than with a rotation crate: none keeps kube-apiserver's (lumberjack's)
+//! names and both of its limits at once, and the writer thread needs only this much.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// lumberjack's size when `--audit-log-maxsize` is 0.
+const DEFAULT_MAX_BYTES: u64 = 100 << 20;
+
+/// When the log rotates and which backups are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogRotation {
+    /// The size a file may reach before the next line goes to a new one.
+    pub max_bytes: u64,
+    /// Backups kept, newest first; 0 keeps them all.
+    pub max_backups: usize,
+    /// Backups older than this are deleted; `None` keeps them.
+    pub max_age: Option<Duration>,
+}
+
+impl LogRotation {
+    /// From kube-apiserver's flags: megabytes (0: 100), a count (0: all), days (0: forever).
+    pub(crate) fn from_flags(max_size_mb: u64, max_backups: usize, max_age_days: u64) -> Self {
+        Self {
+            max_bytes: match max_size_mb {
+                0 => DEFAULT_MAX_BYTES,
+                mb => mb << 20,
+            },
+            max_backups,
+            max_age: (max_age_days > 0).then(|| Duration::from_secs(max_age_days * 86_400)),
+        }
+    }
+}
+
+impl Default for LogRotation {
+    fn default() -> Self {
+        Self::from_flags(0, 0, 0)
+    }
+}
+
+/// The open log file; see the module documentation.
+pub(crate) struct RotatingFile {
+    path: PathBuf,
+    file: File,
+    size: u64,
+    /// Whether the last byte written ended a line (a rotation may happen here).
+    at_line_start: bool,
+    rotation: LogRotation,
+}
+
+impl RotatingFile {
+    /// Opens `path` for appending (created with mode 0600, its directory too).
+    pub(crate) fn open(path: &Path, rotation: LogRotation) -> io::Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = open_append(path)?;
+        let size = file.metadata()?.len();
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            size,
+            at_line_start: true,
+            rotation,
+        })
+    }
+
+    /// Renames the file to its backup name, starts a new one, and prunes the backups.
+    fn rotate(&mut self) -> io::Result<()> {
+        self.file.flush()?;
+        std::fs::rename(&self.path, self.backup_name())?;
+        self.file = open_append(&self.path)?;
+        self.size = 0;
+        if let Err(e) = self.prune() {
+            tracing::warn!(error = %e, "could not remove old audit log backups");
+        }
+        Ok(())
+    }
+
+    /// `<stem>-<UTC time>.<extension>` beside the file, unique: a name taken already (a second
+    /// rotation within a millisecond) waits for the next millisecond, so names keep sorting
+    /// oldest first.
+    fn backup_name(&self) -> PathBuf {
+        let (stem, ext) = self.stem_and_extension();
+        loop {
+            let now = time::OffsetDateTime::now_utc();
+            let stamp = format!(
+                "{:04}-{:02}-{:02}T{:02}-{:02}-{:02}.{:03}",
+                now.year(),
+                u8::from(now.month()),
+                now.day(),
+                now.hour(),
+                now.minute(),
+                now.second(),
+                now.millisecond()
+            );
+            let candidate = self.path.with_file_name(format!("{stem}-{stamp}{ext}"));
+            if !candidate.exists() {
+                return candidate;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The file name's stem and its extension with the dot (`audit`, `.log`).
+    fn stem_and_extension(&self) -> (String, String) {
+        let stem = self
+            .path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let ext = self
+            .path
+            .extension()
+            .map_or_else(String::new, |e| format!(".{}", e.to_string_lossy()));
+        (stem, ext)
+    }
+
+    /// Deletes backups beyond the count and older than the age.
+    fn prune(&self) -> io::Result<()> {
+        let (stem, ext) = self.stem_and_extension();
+        let prefix = format!("{stem}-");
+        let dir = match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => dir.to_path_buf(),
+            None => PathBuf::from("."),
+        };
+        let mut backups: Vec<PathBuf> = std::fs::read_dir(&dir)?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|name| {
+                    name.starts_with(&prefix) && name.ends_with(&ext) && p != &self.path
+                })
+            })
+            .collect();
+        // Timestamped names sort oldest first.
+        backups.sort();
+        let excess = match self.rotation.max_backups {
+            0 => 0,
+            keep => backups.len().saturating_sub(keep),
+        };
+        let now = SystemTime::now();
+        for (i, backup) in backups.iter().enumerate() {
+            let too_old = self.rotation.max_age.is_some_and(|age| {
+                std::fs::metadata(backup)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|at| now.duration_since(at).is_ok_and(|d| d > age))
+            });
+            if i < excess || too_old {
+                std::fs::remove_file(backup)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Write for RotatingFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.at_line_start
+            && self.size > 0
+            && self.size + buf.len() as u64 > self.rotation.max_bytes
+        {
+            self.rotate()?;
+        }
+        let written = self.file.write(buf)?;
+        self.size += written as u64;
+        if written > 0 {
+            self.at_line_start = buf[written - 1] == b'\n';
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(dir: &Path) -> Vec<(String, String)> {
+        let mut found: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read_to_string(&p).unwrap())
+            })
+            .collect();
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn rotates_between_lines_keeps_every_line_and_prunes_by_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let rotation = LogRotation {
+            max_bytes: 100,
+            max_backups: 3,
+            max_age: None,
+        };
+        let mut log = RotatingFile::open(&path, rotation).unwrap();
+        let mut all = String::new();
+        for i in 0..40 {
+            let line = format!("{{\"event\":{i},\"padding\":\"xxxxxxxxxx\"}}\n");
+            // Lines arrive in pieces, as a buffered writer hands them over.
+            let (a, b) = line.as_bytes().split_at(7);
+            log.write_all(a).unwrap();
+            log.write_all(b).unwrap();
+            all.push_str(&line);
+        }
+        log.flush().unwrap();
+        let found = files(dir.path());
+        assert_eq!(found.len(), 4, "the file and three backups: {found:?}");
+        assert_eq!(found.last().unwrap().0, "audit.log");
+        for (name, text) in &found {
+            assert!(text.ends_with('\n'), "{name} ends between lines");
+            if name != "audit.log" {
+                assert!(
+                    name.starts_with("audit-20") && name.ends_with(".log"),
+                    "{name}"
+                );
+                assert!(text.len() <= 100 + 40, "{name}: {}", text.len());
+            }
+        }
+        // What is kept is the newest part of the log, whole and in order.
+        let kept: String = found[..3]
+            .iter()
+            .chain(&found[3..])
+            .map(|(_, t)| t.as_str())
+            .collect();
+        assert!(
+            all.ends_with(&kept),
+            "the kept lines are the last ones, in order"
+        );
+        assert!(kept.lines().count() >= 10);
+    }
+
+    #[test]
+    fn kube_apiserver_flag_defaults() {
+        let r = LogRotation::from_flags(0, 0, 0);
+        assert_eq!(
+            (r.max_bytes, r.max_backups, r.max_age),
+            (100 << 20, 0, None)
+        );
+        let r = LogRotation::from_flags(5, 2, 7);
+        assert_eq!(r.max_bytes, 5 << 20);
+        assert_eq!(r.max_age, Some(Duration::from_secs(7 * 86_400)));
+    }
+}
