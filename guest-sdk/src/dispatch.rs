@@ -121,8 +121,32 @@ pub(crate) fn encode<T: Serialize>(obj: &T) -> Result<Vec<u8>, String> {
     serde_json::to_vec(obj).map_err(|e| format!("the object did not encode: {e}"))
 }
 
-/// Puts a changed object in the answer: a [`LazyObject`] as its JSON Patch (ABI 1.4), any
-/// other type whole.
+/// How a module answers with a changed object, as the exported `call` does: a [`LazyObject`]
+/// as its JSON Patch in `object_patch` (ABI 1.4), any other type whole in `object`. Public so a
+/// strategy run natively (without the ABI) answers the same.
+///
+/// # Errors
+/// The object or its changes do not encode.
+///
+/// # Examples
+///
+/// ```
+/// use strategy_guest_sdk::{answer_object, LazyObject};
+///
+/// let mut lazy: LazyObject = serde_json::from_str(r#"{"spec":{}}"#).unwrap();
+/// lazy.object_mut(&["spec"]).unwrap().insert("replicas", 1);
+/// let resp = answer_object(&lazy).unwrap();
+/// assert!(resp.object.is_empty());
+/// assert_eq!(resp.object_patch, br#"[{"op":"add","path":"/spec/replicas","value":1}]"#);
+/// assert_eq!(answer_object(&serde_json::json!({"a": 1})).unwrap().object, br#"{"a":1}"#);
+/// ```
+pub fn answer_object<T: Serialize + 'static>(obj: &T) -> Result<abi::Response, String> {
+    let mut resp = abi::Response::default();
+    answer(&mut resp, obj)?;
+    Ok(resp)
+}
+
+/// Puts a changed object in `resp` (see [`answer_object`]).
 fn answer<T: Serialize + 'static>(resp: &mut abi::Response, obj: &T) -> Result<(), String> {
     match (obj as &dyn Any).downcast_ref::<LazyObject>() {
         Some(lazy) => {

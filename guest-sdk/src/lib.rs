@@ -88,7 +88,7 @@ mod strategy;
 static ALLOCATOR: arena::CallArena = arena::CallArena::new();
 
 pub use context::{Context, ResourceInfo, UserInfo};
-pub use dispatch::{handle, manifest};
+pub use dispatch::{answer_object, handle, manifest};
 pub use field::{FieldError, FieldErrorKind, FieldPath};
 pub use lazy::{LazyObject, MemberError};
 pub use policy::{

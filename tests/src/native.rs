@@ -3,14 +3,13 @@
 //! (de)serialisation the SDK and the host do around a module call (JSON bytes in; the object, or
 //! a [`sdk::LazyObject`]'s JSON Patch, out); only the wasm boundary is missing.
 
-use std::any::Any;
-
 use async_trait::async_trait;
 use serde_json::Value;
 use strategy_guest_sdk as sdk;
 use strategy_host::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
+use strategy_host::wasm::apply_object_answer;
 
 /// An SDK strategy `S` as the registry's [`Strategy`].
 #[derive(Debug, Default)]
@@ -68,23 +67,10 @@ impl<S: sdk::Strategy> NativeSdkStrategy<S> {
         serde_json::from_slice(&bytes).map_err(|e| self.failed(e))
     }
 
-    /// Makes `obj` the strategy's answer, as the host takes it from a module.
+    /// Makes `obj` the strategy's answer, as a module gives it and the host takes it.
     fn answer(&self, typed: &S::Object, obj: &mut Value) -> Result<(), StrategyError> {
-        match (typed as &dyn Any).downcast_ref::<sdk::LazyObject>() {
-            Some(lazy) => {
-                let ops = lazy.json_patch().map_err(|e| self.failed(e))?;
-                if !ops.is_empty() {
-                    let patch: json_patch::Patch =
-                        serde_json::from_slice(&ops).map_err(|e| self.failed(e))?;
-                    json_patch::patch(obj, &patch).map_err(|e| self.failed(e))?;
-                }
-            }
-            None => {
-                let bytes = serde_json::to_vec(typed).map_err(|e| self.failed(e))?;
-                *obj = serde_json::from_slice(&bytes).map_err(|e| self.failed(e))?;
-            }
-        }
-        Ok(())
+        let resp = sdk::answer_object(typed).map_err(|e| self.failed(e))?;
+        apply_object_answer(obj, &resp.object, &resp.object_patch).map_err(|e| self.failed(e))
     }
 }
 

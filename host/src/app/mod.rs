@@ -204,12 +204,11 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     .with_tokens(secured.tokens)
     .with_audit(auditor)
     .with_reviews(secured.reviews);
-    let read_header_timeout = config.read_header_timeout;
     serve(
         listener,
         secured.tls,
         state,
-        read_header_timeout,
+        config.read_header_timeout,
         shutdown_signal()?,
     )
     .await?;

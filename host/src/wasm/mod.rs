@@ -21,4 +21,4 @@ pub use module_table::{
     ResourceCheck,
 };
 pub use runtime::{Runtime, RuntimeConfig};
-pub use wasm_strategy::WasmStrategy;
+pub use wasm_strategy::{apply_object_answer, WasmStrategy};

@@ -110,24 +110,11 @@ impl WasmStrategy {
         obj: Option<&mut Value>,
     ) -> Result<Admission, StrategyError> {
         if let Some(obj) = obj {
-            let bad_output = |reason: String| {
+            apply_object_answer(obj, &resp.object, &resp.object_patch).map_err(|reason| {
                 let counters = self.runtime.metrics().module(self.module.name());
                 counters.record_failure(FailureKind::BadOutput, false);
                 self.error(reason)
-            };
-            if !resp.object_patch.is_empty() {
-                // ABI 1.4: only the changes cross, applied to the object the module was sent.
-                let patch: json_patch::Patch =
-                    serde_json::from_slice(&resp.object_patch).map_err(|e| {
-                        bad_output(format!("the returned patch is not a JSON Patch: {e}"))
-                    })?;
-                json_patch::patch(obj, &patch)
-                    .map_err(|e| bad_output(format!("the returned patch does not apply: {e}")))?;
-            } else if !resp.object.is_empty() {
-                *obj = serde_json::from_slice(&resp.object).map_err(|e| {
-                    bad_output(format!("the returned object is not valid JSON: {e}"))
-                })?;
-            }
+            })?;
         }
         Ok(Admission {
             field_errors: resp.field_errors.into_iter().map(field_error).collect(),
@@ -173,6 +160,28 @@ impl WasmStrategy {
             Err(e) => Err(e),
         })
     }
+}
+
+/// Makes `obj` what a module's answer says it became: `object_patch` (ABI 1.4: only the changes
+/// cross) applied to it, or `object` in its place; unchanged when the answer carries neither.
+///
+/// # Errors
+/// What is wrong with the answer (not JSON, not a JSON Patch, a patch that does not apply).
+pub fn apply_object_answer(
+    obj: &mut Value,
+    object: &[u8],
+    object_patch: &[u8],
+) -> Result<(), String> {
+    if !object_patch.is_empty() {
+        let patch: json_patch::Patch = serde_json::from_slice(object_patch)
+            .map_err(|e| format!("the returned patch is not a JSON Patch: {e}"))?;
+        json_patch::patch(obj, &patch)
+            .map_err(|e| format!("the returned patch does not apply: {e}"))?;
+    } else if !object.is_empty() {
+        *obj = serde_json::from_slice(object)
+            .map_err(|e| format!("the returned object is not valid JSON: {e}"))?;
+    }
+    Ok(())
 }
 
 fn json(v: &Value) -> Vec<u8> {

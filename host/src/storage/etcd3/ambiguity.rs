@@ -12,7 +12,7 @@ use etcd_client::{EventType, GetOptions as EtcdGet, KeyValue, WatchOptions};
 use super::kv::{kv, raw_value, watch_client};
 use super::{from_etcd_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::error::{Result, StorageError};
-use crate::storage::txn::RawValue;
+use crate::storage::txn::{CasOutcome, RawValue};
 
 /// What a compare-and-swap writes.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +33,17 @@ pub(super) enum Resolution {
     NotYet,
     /// Another write came first, so this one never applies; the key's current state.
     Lost(Option<RawValue>),
+}
+
+impl Resolution {
+    /// The compare-and-swap outcome this settles; `None` while the write has not landed.
+    pub(super) fn settled(self) -> Option<CasOutcome> {
+        match self {
+            Resolution::Landed(revision) => Some(CasOutcome::Committed(revision)),
+            Resolution::Lost(current) => Some(CasOutcome::Stale(current)),
+            Resolution::NotYet => None,
+        }
+    }
 }
 
 /// The first change to a key after a revision.

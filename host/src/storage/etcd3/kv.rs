@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ambiguity::{CasWrite, Resolution};
+use super::ambiguity::CasWrite;
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key;
@@ -191,11 +191,10 @@ impl Etcd3Store {
                 Ok(resp) if !sent_before => return Ok(CasOutcome::Stale(stale_value(&resp))),
                 // The earlier copy may be what made this one stale.
                 Ok(resp) => {
-                    return Ok(match self.resolve(full_key, expected, write).await? {
-                        Resolution::Landed(revision) => CasOutcome::Committed(revision),
-                        Resolution::Lost(current) => CasOutcome::Stale(current),
-                        Resolution::NotYet => CasOutcome::Stale(stale_value(&resp)),
-                    });
+                    let resolved = self.resolve(full_key, expected, write).await?;
+                    return Ok(resolved
+                        .settled()
+                        .unwrap_or_else(|| CasOutcome::Stale(stale_value(&resp))));
                 }
                 Err(failure) if !failure.may_have_applied => return Err(failure.error),
                 Err(failure) => failure.error,
@@ -205,9 +204,10 @@ impl Etcd3Store {
             }
             tracing::info!(key = full_key, %error, "a write's outcome is unknown: reading it back");
             match self.resolve(full_key, expected, write).await {
-                Ok(Resolution::Landed(revision)) => return Ok(CasOutcome::Committed(revision)),
-                Ok(Resolution::Lost(current)) => return Ok(CasOutcome::Stale(current)),
-                Ok(Resolution::NotYet) => sent_before = true,
+                Ok(resolved) => match resolved.settled() {
+                    Some(outcome) => return Ok(outcome),
+                    None => sent_before = true,
+                },
                 Err(e) => {
                     tracing::warn!(key = full_key, error = %e, "a write's outcome stays unknown");
                     return Err(error);
