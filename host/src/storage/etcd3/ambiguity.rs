@@ -6,8 +6,19 @@
 //! (an object's uid, managed fields and content make them its own), a delete as the deletion
 //! that followed the revision it expected. Two deletes racing with the same precondition are
 //! the one case this cannot tell apart (either is taken as this one).
+//!
+//! A create needs one more thing before it may be sent again. Its precondition — the key does
+//! not exist — holds again once the object is deleted, so a copy that etcd has not yet seen
+//! (held in a stalled member's socket, or a proposal a deposed leader forwards late) could
+//! still create the object after the copy sent again was acknowledged and the object deleted.
+//! Each create attempt is therefore fenced: its transaction also requires that a fence key of
+//! its own (`{prefix}.fences/{token}`) does not exist, and reading back such a create puts that
+//! key in the same transaction, so a copy still on its way can never apply afterwards. Fences
+//! are never removed (removing one would let that copy apply); there is one per create whose
+//! outcome was unknown, a few dozen bytes each.
 
-use etcd_client::{EventType, GetOptions as EtcdGet, KeyValue, WatchOptions};
+use etcd_client::{EventType, GetOptions as EtcdGet, KeyValue, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{TxnResponse, WatchOptions};
 
 use super::kv::{kv, raw_value, watch_client};
 use super::{from_etcd_revision, to_etcd_revision, Etcd3Store};
@@ -28,8 +39,9 @@ pub(super) enum CasWrite<'a> {
 pub(super) enum Resolution {
     /// It was applied, at this revision.
     Landed(u64),
-    /// The key is still as the write expected: not applied (yet). Sending it again cannot apply
-    /// it twice: once either copy lands, the other's precondition fails.
+    /// The key is still as the write expected: not applied. Sending it again cannot apply it
+    /// twice: an update or delete as only one copy's precondition can hold, a create as its
+    /// fence now stops the first copy.
     NotYet,
     /// Another write came first, so this one never applies; the key's current state.
     Lost(Option<RawValue>),
@@ -53,8 +65,17 @@ enum Change {
 }
 
 impl Etcd3Store {
+    /// A new fence key for one create attempt (see the module's documentation).
+    pub(super) fn fence_key(&self) -> String {
+        format!(
+            "{}.fences/{:032x}",
+            self.inner.prefix,
+            rand::random::<u128>()
+        )
+    }
+
     /// What became of a write to `full_key` made on the condition that its mod_revision was
-    /// `expected` (0: that it did not exist).
+    /// `expected` (0: that it did not exist, and that `fence` did not exist either).
     ///
     /// # Errors
     /// etcd cannot be read, or the history needed was compacted away.
@@ -63,14 +84,20 @@ impl Etcd3Store {
         full_key: &str,
         expected: u64,
         write: CasWrite<'_>,
+        fence: Option<&str>,
     ) -> Result<Resolution> {
-        let current = self
-            .read(|client| {
-                let key = full_key.to_owned();
-                async move { kv(&client).get(key, None).await }
-            })
-            .await?;
-        let found = current.kvs().first();
+        let current = match fence {
+            Some(fence) => self.fence_and_read(full_key, fence).await?,
+            None => self
+                .read(|client| {
+                    let key = full_key.to_owned();
+                    async move { kv(&client).get(key, None).await }
+                })
+                .await?
+                .kvs()
+                .to_vec(),
+        };
+        let found = current.first();
         let mod_revision = found.map(|kv| from_etcd_revision(kv.mod_revision()));
         let still_expected = match expected {
             0 => found.is_none(),
@@ -95,6 +122,30 @@ impl Etcd3Store {
             Some(revision) => Resolution::Landed(revision),
             None => Resolution::Lost(found.map(raw_value)),
         })
+    }
+
+    /// Puts `fence` and reads `full_key` in one transaction: the key as it is once the write
+    /// fenced can no longer apply. Putting a fence twice changes nothing, so this retries on
+    /// another member like a read.
+    async fn fence_and_read(&self, full_key: &str, fence: &str) -> Result<Vec<KeyValue>> {
+        let txn = Txn::new().and_then([
+            TxnOp::put(fence, Vec::<u8>::new(), None),
+            TxnOp::get(full_key, None),
+        ]);
+        let resp: TxnResponse = self
+            .read(|client| {
+                let txn = txn.clone();
+                async move { kv(&client).txn(txn).await }
+            })
+            .await?;
+        Ok(resp
+            .op_responses()
+            .into_iter()
+            .find_map(|op| match op {
+                TxnOpResponse::Get(get) => Some(get.kvs().to_vec()),
+                _ => None,
+            })
+            .unwrap_or_default())
     }
 
     /// `full_key` as a put at `revision` left it.

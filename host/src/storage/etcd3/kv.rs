@@ -158,26 +158,36 @@ impl Etcd3Store {
         header_revision(resp.header()).map(Some)
     }
 
-    /// Runs a transaction "if `full_key`'s mod_revision is `expected` (0: it does not exist)
-    /// then `write` else get `full_key`". When an attempt's outcome is unknown, what became of
-    /// it is found out ([`Etcd3Store::resolve`]) and answered: applied, lost to another write,
-    /// or not applied and sent again, within the request's budget.
+    /// Runs a transaction "if `full_key`'s mod_revision is `expected` (0: it does not exist, nor
+    /// does this attempt's fence) then `write` else get `full_key`". When an attempt's outcome
+    /// is unknown, what became of it is found out ([`Etcd3Store::resolve`]) and answered:
+    /// applied, lost to another write, or not applied and sent again, within the request's
+    /// budget.
     async fn cas(&self, full_key: &str, expected: u64, write: CasWrite<'_>) -> Result<CasOutcome> {
-        let compare = match expected {
-            0 => Compare::create_revision(full_key, CompareOp::Equal, 0),
-            e => Compare::mod_revision(full_key, CompareOp::Equal, to_etcd_revision(e)?),
-        };
         let then = match write {
             CasWrite::Put(data) => TxnOp::put(full_key, data, None),
             CasWrite::Delete => TxnOp::delete(full_key, Some(DeleteOptions::new().with_prev_key())),
         };
-        let txn = Txn::new()
-            .when([compare])
-            .and_then([then])
-            .or_else([TxnOp::get(full_key, None)]);
         let began = Instant::now();
         let mut sent_before = false;
         loop {
+            // A create's attempts each carry a fence of their own (see `ambiguity`).
+            let fence = (expected == 0).then(|| self.fence_key());
+            let compare = match (expected, &fence) {
+                (0, Some(fence)) => vec![
+                    Compare::create_revision(full_key, CompareOp::Equal, 0),
+                    Compare::version(fence.as_str(), CompareOp::Equal, 0),
+                ],
+                (e, _) => vec![Compare::mod_revision(
+                    full_key,
+                    CompareOp::Equal,
+                    to_etcd_revision(e)?,
+                )],
+            };
+            let txn = Txn::new()
+                .when(compare)
+                .and_then([then.clone()])
+                .or_else([TxnOp::get(full_key, None)]);
             let error = match self
                 .write(|client| {
                     let txn = txn.clone();
@@ -191,7 +201,9 @@ impl Etcd3Store {
                 Ok(resp) if !sent_before => return Ok(CasOutcome::Stale(stale_value(&resp))),
                 // The earlier copy may be what made this one stale.
                 Ok(resp) => {
-                    let resolved = self.resolve(full_key, expected, write).await?;
+                    let resolved = self
+                        .resolve(full_key, expected, write, fence.as_deref())
+                        .await?;
                     return Ok(resolved
                         .settled()
                         .unwrap_or_else(|| CasOutcome::Stale(stale_value(&resp))));
@@ -203,7 +215,10 @@ impl Etcd3Store {
                 return Err(error);
             }
             tracing::info!(key = full_key, %error, "a write's outcome is unknown: reading it back");
-            match self.resolve(full_key, expected, write).await {
+            match self
+                .resolve(full_key, expected, write, fence.as_deref())
+                .await
+            {
                 Ok(resolved) => match resolved.settled() {
                     Some(outcome) => return Ok(outcome),
                     None => sent_before = true,
