@@ -7,7 +7,8 @@ use std::collections::HashSet;
 use std::fmt;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt as _, Limited};
+use http_body_util::BodyExt as _;
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -21,23 +22,63 @@ use crate::registry::FieldValidation;
 /// The default request body cap: 3 MiB, as Kubernetes.
 pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Reads the whole body, refusing more than `max` bytes.
+/// How long the rest of an oversized body may take to arrive before the 413 is sent anyway.
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads the whole body, refusing more than `max` bytes. The rest of an oversized body (up to
+/// another `max` bytes, within `DRAIN_TIME`) is read and dropped before the 413 is sent, as Go's
+/// server reads what a handler left unread: a client still sending it then reads the 413, where
+/// closing on unread bytes would reset the connection under it (a broken pipe, no answer).
 ///
 /// # Errors
 /// 413 over the cap; 400 when the body cannot be read.
-pub(crate) async fn read(body: Incoming, max: usize) -> Result<Bytes, Status> {
-    match Limited::new(body, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(too_large(max))
+pub(crate) async fn read(mut body: Incoming, max: usize) -> Result<Bytes, Status> {
+    let unreadable =
+        |e: hyper::Error| Status::bad_request(format!("unable to read the request body: {e}"));
+    let declared = body.size_hint().lower();
+    let mut collected = bytes::BytesMut::new();
+    if declared <= max as u64 {
+        while let Some(frame) = body.frame().await {
+            if let Some(data) = frame.map_err(unreadable)?.data_ref() {
+                if collected.len() + data.len() > max {
+                    let over = (collected.len() + data.len()) as u64;
+                    return Err(refused(drain(body, over, max as u64).await, max));
+                }
+                collected.extend_from_slice(data);
+            }
         }
-        Err(e) => Err(Status::bad_request(format!(
-            "unable to read the request body: {e}"
-        ))),
+        return Ok(collected.freeze());
     }
+    Err(refused(drain(body, 0, max as u64).await, max))
+}
+
+/// The 413 for a body over `max`, ending the connection unless the body was `drained`.
+fn refused(drained: bool, max: usize) -> Status {
+    Status {
+        closes_connection: !drained,
+        ..too_large(max)
+    }
+}
+
+/// Reads and drops what is left of `body` (`seen` bytes of it were read) while it stays within
+/// `2 * max` bytes and `DRAIN_TIME`; whether it reached the body's end.
+async fn drain(mut body: Incoming, mut seen: u64, max: u64) -> bool {
+    if seen + body.size_hint().lower() > 2 * max {
+        return false;
+    }
+    let to_end = async {
+        while seen <= 2 * max {
+            match body.frame().await {
+                Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |d| d.len() as u64),
+                Some(Err(_)) => return false,
+                None => return true,
+            }
+        }
+        false
+    };
+    tokio::time::timeout(DRAIN_TIME, to_end)
+        .await
+        .unwrap_or(false)
 }
 
 /// The 413 answer.

@@ -208,8 +208,8 @@ fn typed(code: u16, content_type: &'static str, body: String) -> Response<Body> 
 pub(crate) fn status(s: &Status) -> Response<Body> {
     let mut resp = json(s.code, &s.to_json(), &[]);
     resp.extensions_mut().insert(s.clone());
-    if matches!(s.code, 413 | 429) {
-        // These answer before the request body is read, and an unread body ends the HTTP/1
+    if s.code == 429 || s.closes_connection {
+        // A 429 answers before the request body is read, and an unread body ends the HTTP/1
         // connection: say so, or a keep-alive client sends its next request into a closed socket.
         resp.headers_mut().insert(
             hyper::header::CONNECTION,

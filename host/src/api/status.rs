@@ -54,6 +54,9 @@ pub(crate) struct Status {
     pub retry_after_seconds: Option<u64>,
     /// What the error is about.
     pub details: Option<Box<Details>>,
+    /// The HTTP/1 connection ends after this answer (part of the request body was left
+    /// unread), which the response says with `Connection: close`.
+    pub closes_connection: bool,
 }
 
 impl Status {
@@ -65,6 +68,7 @@ impl Status {
             message: message.into(),
             retry_after_seconds: None,
             details: None,
+            closes_connection: false,
         }
     }
 

@@ -1,6 +1,8 @@
 //! Connections that never finish a request, tried as an attacker would: thousands held open
 //! with half a request line, or nothing at all, while a normal client keeps being served; each
 //! is closed once `--read-header-timeout` passes, as is an idle HTTP/1.1 keep-alive connection.
+//! A client whose body is over the limit, still sending it as the 413 is decided, reads the 413
+//! and keeps its connection.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -75,4 +77,61 @@ fn connections_that_never_finish_a_request_are_closed_and_others_are_served() {
     // And the server serves on.
     let r = call("GET", &host.url("/api"), None).unwrap();
     assert_eq!(r.code, 200, "{}", r.body);
+}
+
+/// Reads one HTTP/1.1 response with a Content-Length body from `conn`: (status code, body).
+fn read_response(conn: &mut TcpStream) -> (u16, String) {
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&seen).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length: usize = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            if seen.len() >= end + 4 + length {
+                let code = text[9..12].parse().unwrap();
+                return (code, text[end + 4..end + 4 + length].to_owned());
+            }
+        }
+        let n = conn.read(&mut buf).expect("the server answers");
+        assert!(n > 0, "the server closed the connection: {text}");
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[test]
+fn a_body_over_the_limit_is_answered_413_on_a_connection_that_stays_usable() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let host =
+        HostProcess::start(&["--data-dir", &data, "--max-request-body-bytes", "100000"]).unwrap();
+    let addr = host.base_url.trim_start_matches("http://").to_owned();
+    let mut conn = TcpStream::connect(&addr).unwrap();
+    let body = vec![b' '; 200_000];
+    let head = format!(
+        "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: {addr}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    // The server decides on the headers alone; the body follows as a slow client sends it.
+    std::thread::sleep(Duration::from_millis(300));
+    conn.write_all(&body)
+        .expect("the body is taken, not refused mid-way");
+    let (code, answer) = read_response(&mut conn);
+    assert_eq!(code, 413, "{answer}");
+    assert!(answer.contains("RequestEntityTooLarge"), "{answer}");
+    // The same connection serves the next request.
+    let next = format!("GET /version HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    conn.write_all(next.as_bytes()).unwrap();
+    let (code, answer) = read_response(&mut conn);
+    assert_eq!(code, 200, "{answer}");
 }
