@@ -60,6 +60,16 @@ pub struct Config {
     #[arg(long, env = "STRATEGY_HOST_ETCD_KEYFILE")]
     pub etcd_keyfile: Option<PathBuf>,
 
+    /// How often etcd's history is compacted, one host of those sharing the etcd compacting per
+    /// interval (Go duration; `0` never compacts). As kube-apiserver's.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_ETCD_COMPACTION_INTERVAL",
+        default_value = "5m",
+        value_parser = parse_duration
+    )]
+    pub etcd_compaction_interval: std::time::Duration,
+
     /// Seconds to wait for etcd when connecting.
     #[arg(
         long,
@@ -379,6 +389,8 @@ impl Config {
         let mut c = Etcd3Config::new(self.etcd_servers.clone());
         c.prefix = self.etcd_prefix.clone();
         c.dial_timeout = Duration::from_secs(self.etcd_dial_timeout_seconds.max(1));
+        c.compaction_interval =
+            (!self.etcd_compaction_interval.is_zero()).then_some(self.etcd_compaction_interval);
         let any_tls = self.etcd_cafile.is_some()
             || self.etcd_certfile.is_some()
             || self.etcd_keyfile.is_some();
@@ -424,9 +436,19 @@ mod tests {
                 assert_eq!(e.endpoints.len(), 2);
                 assert_eq!(e.prefix, "/custom");
                 assert!(e.tls.is_none());
+                assert_eq!(e.compaction_interval, Some(Duration::from_secs(300)));
             }
             other => panic!("{other:?}"),
         }
+        let off = Config::try_parse_from([
+            "strategy-host",
+            "--etcd-servers",
+            "http://127.0.0.1:1",
+            "--etcd-compaction-interval",
+            "0",
+        ])
+        .unwrap();
+        assert!(matches!(off.store(), StoreChoice::Etcd3(e) if e.compaction_interval.is_none()));
     }
     #[test]
     fn security_flags_take_kube_apiserver_spellings() {

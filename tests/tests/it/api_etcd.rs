@@ -1,6 +1,7 @@
 //! End-to-end on etcd: replicas sharing one etcd serve the same definitions (driven by a watch,
-//! not by the request that created them), a client's watch resumes across a host restart, and
-//! an unreachable etcd answers 503/504 Statuses instead of hanging or crashing.
+//! not by the request that created them), a client's watch resumes across a host restart, an
+//! unreachable etcd answers 503/504 Statuses instead of hanging or crashing, and replicas
+//! compact etcd's history once per interval between them.
 
 use std::time::Duration;
 
@@ -178,4 +179,108 @@ fn unreachable_etcd_answers_statuses() {
     eventually("writes to work again", || {
         call("POST", &h.url(W), Some(&widget("y", 1))).unwrap().code == 201
     });
+}
+
+/// What etcd itself says: (current revision, compacted revision, database bytes in use, version
+/// of the compaction coordination key).
+fn etcd_history(etcd: &EtcdServer) -> (i64, i64, i64, i64) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut client = etcd_client::Client::connect([etcd.endpoint()], None)
+            .await
+            .unwrap();
+        let status = client.status().await.unwrap();
+        let key = client.get("compact_rev_key", None).await.unwrap();
+        let version = key.kvs().first().map_or(0, |kv| kv.version());
+        let current = key.header().unwrap().revision();
+        // A watch from revision 1 is cancelled with the compacted revision, if any.
+        let options = etcd_client::WatchOptions::new().with_start_revision(1);
+        let mut stream = client
+            .watch("compact_rev_key", Some(options))
+            .await
+            .unwrap();
+        let compacted = tokio::time::timeout(Duration::from_secs(2), async {
+            while let Some(resp) = stream.message().await.unwrap() {
+                if resp.compact_revision() > 0 {
+                    return resp.compact_revision();
+                }
+            }
+            0
+        })
+        .await
+        .unwrap_or(0);
+        (current, compacted, status.raft_used_db_size(), version)
+    })
+}
+
+/// Writes `seconds` of ConfigMap updates, alternating between the hosts.
+fn churn(hosts: &[&HostProcess], seconds: u64) -> usize {
+    let began = std::time::Instant::now();
+    let mut writes = 0;
+    let filler = "x".repeat(1024);
+    while began.elapsed() < Duration::from_secs(seconds) {
+        let host = hosts[writes % hosts.len()];
+        let name = format!("cm-{}", writes % 20);
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name}, "data": {"n": writes.to_string(), "filler": filler}});
+        let url = host.url(&format!("/api/v1/namespaces/default/configmaps/{name}"));
+        let mut code = call("PUT", &url, Some(&cm)).unwrap().code;
+        if code == 404 {
+            let url = host.url("/api/v1/namespaces/default/configmaps");
+            code = call("POST", &url, Some(&cm)).unwrap().code;
+        }
+        assert!(code == 200 || code == 201, "PUT {name}: {code}");
+        writes += 1;
+    }
+    writes
+}
+
+#[test]
+fn replicas_compact_etcds_history_once_per_interval() {
+    let etcd = EtcdServer::start().unwrap();
+    let endpoint = etcd.endpoint();
+    let args = [
+        "--etcd-servers",
+        &endpoint,
+        "--etcd-prefix",
+        "/compaction",
+        "--etcd-compaction-interval",
+        "1s",
+    ];
+    let a = HostProcess::start(&args).unwrap();
+    let b = HostProcess::start(&args).unwrap();
+    let began = std::time::Instant::now();
+    let first = churn(&[&a, &b], 6);
+    let (rev1, compacted1, used1, _) = etcd_history(&etcd);
+    let second = churn(&[&a, &b], 6);
+    let (rev2, compacted2, used2, version) = etcd_history(&etcd);
+    let seconds = began.elapsed().as_secs_f64();
+    eprintln!(
+        "{first} + {second} writes; revision {rev1} -> {rev2}, compacted {compacted1} -> \
+         {compacted2}, bytes in use {used1} -> {used2}, coordination key version {version} in \
+         {seconds:.1} s"
+    );
+    assert!(compacted1 > 0, "nothing compacted in 6 s");
+    assert!(compacted2 > compacted1, "compaction stopped");
+    // History older than about two intervals is gone.
+    let per_second = (rev2 - rev1) as f64 / 6.0;
+    assert!(
+        ((rev2 - compacted2) as f64) < per_second * 4.0,
+        "{} revisions kept at {per_second:.0} writes/s",
+        rev2 - compacted2
+    );
+    // One bump of the coordination key per interval between both hosts (each host bumping it
+    // every interval would be twice that).
+    assert!(
+        (version as f64) <= seconds + 3.0,
+        "the key was bumped {version} times in {seconds:.1} s"
+    );
+    // The database stops growing: the second stretch of writes reuses what compaction freed.
+    assert!(
+        used2 < used1 + used1 / 4,
+        "bytes in use grew from {used1} to {used2}"
+    );
 }

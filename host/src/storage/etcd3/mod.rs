@@ -18,6 +18,7 @@
 mod ambiguity;
 mod batch;
 mod client;
+mod compactor;
 mod endpoints;
 mod errors;
 mod failover;
@@ -87,6 +88,9 @@ pub struct Etcd3Config {
     pub request_timeout: Duration,
     /// TLS files, when etcd is served over TLS.
     pub tls: Option<TlsFiles>,
+    /// How often etcd's history is compacted (kube-apiserver's `--etcd-compaction-interval`);
+    /// `None` (the default here; the command line's is 5 minutes) never compacts.
+    pub compaction_interval: Option<Duration>,
 }
 
 impl Etcd3Config {
@@ -98,6 +102,7 @@ impl Etcd3Config {
             dial_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
             tls: None,
+            compaction_interval: None,
         }
     }
 }
@@ -121,6 +126,8 @@ struct Inner {
     ordered_progress: bool,
     /// Single-key reads waiting to share the next request.
     read_batches: batch::ReadBatches,
+    /// Dropped with the store, which stops its compactions.
+    _stop_compactor: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// Whether etcd `version` answers RequestProgress in order with events.
@@ -167,16 +174,26 @@ impl Etcd3Store {
                  consistent reads prove a cache current with one transaction instead"
             );
         }
-        Ok(Self {
-            inner: Arc::new(Inner {
-                endpoints,
-                prefix,
-                config,
-                progress: tokio::sync::broadcast::channel(16).0,
-                ordered_progress,
-                read_batches: Default::default(),
-            }),
-        })
+        let compaction = config
+            .compaction_interval
+            .map(|every| (every, tokio::sync::oneshot::channel()));
+        let (stop_compactor, compactions) = match compaction {
+            Some((every, (tx, rx))) => (Some(tx), Some((every, rx))),
+            None => (None, None),
+        };
+        let inner = Arc::new(Inner {
+            endpoints,
+            prefix,
+            config,
+            progress: tokio::sync::broadcast::channel(16).0,
+            ordered_progress,
+            read_batches: Default::default(),
+            _stop_compactor: stop_compactor,
+        });
+        if let Some((every, stop)) = compactions {
+            compactor::spawn(Arc::downgrade(&inner), every, stop);
+        }
+        Ok(Self { inner })
     }
 
     /// Compacts etcd's history up to `revision` (physically, waiting until it is applied). A
