@@ -14,6 +14,7 @@ mod controllers;
 mod crd_versions;
 mod custom_resources;
 mod discovery;
+mod disk_trouble;
 mod go_strategies;
 mod js_client;
 mod kube_rs;

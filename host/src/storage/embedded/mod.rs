@@ -8,6 +8,7 @@
 //! batches (`watch`); compaction trims history (`compactor`).
 
 mod compactor;
+mod database;
 mod reader;
 mod schema;
 mod store;
@@ -24,11 +25,11 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use redb::{Database, DatabaseError};
 use tokio::sync::{broadcast, oneshot};
 
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key::normalize_prefix;
+use database::DbHandle;
 use writer::{Batch, Request, Revisions};
 
 /// The file name of the database inside the data directory.
@@ -94,7 +95,7 @@ impl std::fmt::Debug for EmbeddedStore {
 
 /// The shared state of a store.
 pub(crate) struct Inner {
-    db: Arc<Database>,
+    db: Arc<DbHandle>,
     path: PathBuf,
     prefix: String,
     revisions: Arc<Revisions>,
@@ -154,23 +155,16 @@ fn open_inner(config: EmbeddedConfig) -> Result<Inner> {
         ))
     })?;
     let path = dir.join(DB_FILE);
-    let db = Database::builder()
-        .set_cache_size(config.page_cache_bytes)
-        .create(&path)
-        .map_err(|e| match e {
-            DatabaseError::DatabaseAlreadyOpen => StorageError::Unavailable(format!(
-                "the data directory {} is in use: {} is locked by another process or store",
-                dir.display(),
-                path.display()
-            )),
-            other => StorageError::Unavailable(format!("cannot open {}: {other}", path.display())),
-        })?;
-    let txn = db
-        .begin_write()
-        .map_err(|e| schema::db_err("initialize", e))?;
-    let (current, compacted) = schema::initialize(&txn)?;
-    txn.commit().map_err(|e| schema::db_err("initialize", e))?;
-    let db = Arc::new(db);
+    let db = Arc::new(DbHandle::open(path.clone(), config.page_cache_bytes)?);
+    let (current, compacted) = {
+        let db = db.get()?;
+        let txn = db
+            .begin_write()
+            .map_err(|e| schema::db_err("initialize", e))?;
+        let revisions = schema::initialize(&txn)?;
+        txn.commit().map_err(|e| schema::db_err("initialize", e))?;
+        revisions
+    };
     let revisions = Arc::new(Revisions::default());
     revisions.current.store(current, Ordering::Release);
     revisions.compacted.store(compacted, Ordering::Release);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use redb::ReadTransaction;
 
 use super::schema::{db_err, decode_version, range_end, read_revisions, HISTORY, LATEST, LOG};
+use super::writer::CommittedChange;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::key::KeyScope;
 use crate::storage::object::SharedObject;
@@ -200,13 +201,20 @@ fn change_at(
     key: &str,
     rev: u64,
 ) -> Result<Change> {
+    committed_change_at(history, key, rev)?.to_change()
+}
+
+/// The change `key` underwent at `rev`, as the writer published it.
+fn committed_change_at(
+    history: &redb::ReadOnlyTable<(&'static str, u64), &'static [u8]>,
+    key: &str,
+    rev: u64,
+) -> Result<CommittedChange> {
     let current = history
         .get((key, rev))
         .map_err(|e| db_err("read history", e))?
         .ok_or_else(|| StorageError::Internal(format!("history of {key} lacks revision {rev}")))?;
-    let current = decode_version(current.value())?
-        .map(|data| SharedObject::from_stored(key, data, rev).map(Arc::new))
-        .transpose()?;
+    let current = decode_version(current.value())?.map(<[u8]>::to_vec);
     let previous = match history
         .range((key, 0u64)..(key, rev))
         .map_err(|e| db_err("read history", e))?
@@ -214,18 +222,37 @@ fn change_at(
     {
         Some(entry) => {
             let (k, v) = entry.map_err(|e| db_err("read history", e))?;
-            let prev_rev = k.value().1;
-            decode_version(v.value())?
-                .map(|data| SharedObject::from_stored(key, data, prev_rev).map(Arc::new))
-                .transpose()?
+            let mod_revision = k.value().1;
+            decode_version(v.value())?.map(|data| RawValue {
+                data: data.to_vec(),
+                mod_revision,
+            })
         }
         None => None,
     };
-    Ok(Change {
+    Ok(CommittedChange {
+        key: key.to_owned(),
         revision: rev,
         previous,
         current,
     })
+}
+
+/// Every change committed after revision `after`, as the writer publishes them.
+pub(crate) fn committed_since(txn: &ReadTransaction, after: u64) -> Result<Vec<CommittedChange>> {
+    let log = txn.open_table(LOG).map_err(|e| db_err("open log", e))?;
+    let history = txn
+        .open_table(HISTORY)
+        .map_err(|e| db_err("open history", e))?;
+    let entries = log
+        .range(after.saturating_add(1)..)
+        .map_err(|e| db_err("scan log", e))?;
+    let mut changes = Vec::new();
+    for entry in entries {
+        let (rev, key) = entry.map_err(|e| db_err("scan log", e))?;
+        changes.push(committed_change_at(&history, key.value(), rev.value())?);
+    }
+    Ok(changes)
 }
 
 /// Runs `f` on a fresh snapshot of `db` in a blocking task.

@@ -55,10 +55,16 @@ pub(crate) fn decode_version(raw: &[u8]) -> Result<Option<&[u8]>, StorageError> 
     }
 }
 
-/// Maps a redb error to a storage error with `context`: I/O failures are `Unavailable`, the
-/// rest `Internal`.
+/// Maps a redb error to a storage error with `context`: I/O failures are `Unavailable` (a full
+/// disk `Internal`, naming it), the rest `Internal`.
 pub(crate) fn db_err(context: &str, e: impl Into<redb::Error>) -> StorageError {
     match e.into() {
+        // A full disk is no passing unavailability: Kubernetes answers such storage errors 500.
+        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => {
+            StorageError::Internal(format!(
+                "{context}: the disk holding the embedded store is full ({io})"
+            ))
+        }
         redb::Error::Io(io) => StorageError::Unavailable(format!("{context}: {io}")),
         redb::Error::DatabaseClosed | redb::Error::PreviousIo => {
             StorageError::Unavailable(format!("{context}: the database is closed"))

@@ -45,7 +45,7 @@ impl EmbeddedStore {
     ) -> Result<Option<T>> {
         let full = self.full_key(key)?;
         let min = parse_resource_version(&opts.resource_version)?;
-        with_snapshot(self.inner.db.clone(), move |txn| {
+        with_snapshot(self.inner.db.get()?, move |txn| {
             let (current, _) = read_revisions(txn)?;
             if let Some(requested) = min.filter(|&r| r > current) {
                 return Err(StorageError::TooLargeResourceVersion { requested, current });
@@ -111,7 +111,7 @@ impl Storage for EmbeddedStore {
         let (filter, list_prefix) = self.filter(key, opts.recursive)?;
         let plan = plan_list(&opts, &list_prefix)?;
         let from_token = opts.continue_token.is_some();
-        with_snapshot(self.inner.db.clone(), move |txn| {
+        with_snapshot(self.inner.db.get()?, move |txn| {
             let (current, compacted) = read_revisions(txn)?;
             if let Some(r) = plan.revision {
                 if r < compacted {
@@ -152,10 +152,7 @@ impl Storage for EmbeddedStore {
 
     async fn count(&self, key: &str) -> Result<u64> {
         let prefix = recursive_prefix(&self.full_key(key)?);
-        with_snapshot(self.inner.db.clone(), move |txn| {
-            reader::count(txn, &prefix)
-        })
-        .await
+        with_snapshot(self.inner.db.get()?, move |txn| reader::count(txn, &prefix)).await
     }
 
     async fn current_revision(&self) -> Result<u64> {
@@ -171,7 +168,7 @@ impl Storage for EmbeddedStore {
 impl CasStore for EmbeddedStore {
     async fn read_latest(&self, full_key: &str) -> Result<Option<RawValue>> {
         let key = full_key.to_string();
-        with_snapshot(self.inner.db.clone(), move |txn| {
+        with_snapshot(self.inner.db.get()?, move |txn| {
             reader::read_latest(txn, &key)
         })
         .await

@@ -7,6 +7,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use redb::Database;
+
+use super::database::DbHandle;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -37,7 +39,7 @@ pub(crate) enum Start {
 /// Everything one watch needs.
 pub(crate) struct Watcher {
     /// The database (weak: an open watch does not keep a dropped store open).
-    pub db: Weak<Database>,
+    pub db: Weak<DbHandle>,
     /// The broadcast of committed batches, subscribed before any replay read.
     pub live: broadcast::Receiver<Batch>,
     /// The keys watched.
@@ -81,7 +83,7 @@ async fn send(tx: &mpsc::Sender<WatchEvent>, event: WatchEvent) -> Result<(), St
 
 impl Watcher {
     fn db(&self) -> Result<Arc<Database>, Stop> {
-        self.db.upgrade().ok_or(Stop::Closed)
+        Ok(self.db.upgrade().ok_or(Stop::Closed)?.get()?)
     }
 
     async fn run(mut self, tx: &mpsc::Sender<WatchEvent>) -> Result<(), Stop> {

@@ -1,16 +1,25 @@
 //! The writer thread and its group commit: every write request waiting when the thread wakes is
 //! evaluated in one redb write transaction (each successful compare-and-swap gets its own
 //! revision), committed with one fsync, then answered and published to the watchers.
+//!
+//! A failed commit (a full disk, an I/O error) is answered as failed, and the database is
+//! opened again before the next batch, at most once per `RETRY_PAUSE` (redb refuses all I/O
+//! after one failed until then). Until it opens, and while a commit fails again, writes get the
+//! first failure's reason, so a full disk reads as one. Once it opens, writing resumes from the
+//! last committed state on disk.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use redb::{Database, Durability};
+use redb::{Durability, ReadableDatabase};
 use tokio::sync::{broadcast, oneshot};
 
 use super::compactor;
-use super::schema::{db_err, COMPACTED_REVISION, CURRENT_REVISION};
+use super::database::DbHandle;
+use super::reader::committed_since;
+use super::schema::{db_err, read_revisions, COMPACTED_REVISION, CURRENT_REVISION};
 use super::tables::Tables;
 use crate::storage::error::{Result, StorageError};
 use crate::storage::object::SharedObject;
@@ -19,6 +28,9 @@ use crate::storage::watch::Change;
 
 /// The most requests one transaction takes.
 const MAX_BATCH: usize = 1024;
+/// After a failed commit, how long writes are refused with its reason before the database is
+/// opened again to try.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
 /// The store's revisions as last committed, readable without a transaction.
 #[derive(Debug, Default)]
@@ -94,7 +106,9 @@ pub(crate) type Batch = Arc<Vec<CommittedChange>>;
 
 /// The writer thread's state.
 struct Writer {
-    db: Arc<Database>,
+    db: Arc<DbHandle>,
+    /// Set by a failed commit: why, and when; cleared once the database opened again.
+    failed: Option<(StorageError, Instant)>,
     revisions: Arc<Revisions>,
     events: broadcast::Sender<Batch>,
     current: u64,
@@ -109,7 +123,7 @@ enum Reply {
 
 /// Starts the writer thread; it stops once every sender of the returned channel is dropped.
 pub(crate) fn spawn(
-    db: Arc<Database>,
+    db: Arc<DbHandle>,
     revisions: Arc<Revisions>,
     events: broadcast::Sender<Batch>,
 ) -> std::io::Result<(mpsc::Sender<Request>, JoinHandle<()>)> {
@@ -118,6 +132,7 @@ pub(crate) fn spawn(
         current: revisions.current.load(Ordering::Acquire),
         compacted: revisions.compacted.load(Ordering::Acquire),
         db,
+        failed: None,
         revisions,
         events,
     };
@@ -151,7 +166,13 @@ impl Writer {
     fn commit(&mut self, batch: Vec<Request>) {
         let mut replies = Vec::with_capacity(batch.len());
         let mut changes = Vec::new();
-        let outcome = self.apply(batch, &mut replies, &mut changes);
+        let outcome = match self.recover() {
+            Ok(()) => self.apply(batch, &mut replies, &mut changes),
+            Err(e) => {
+                unanswered(batch.into_iter(), &mut replies);
+                Err(e)
+            }
+        };
         match outcome {
             Ok((current, compacted)) => {
                 self.current = current;
@@ -170,7 +191,10 @@ impl Writer {
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "embedded store: write transaction failed");
+                if self.failed.is_none() {
+                    tracing::error!(error = %e, "embedded store: write transaction failed");
+                    self.failed = Some((e.duplicate(), Instant::now()));
+                }
                 for reply in replies {
                     match reply {
                         Reply::Cas(tx, _) => drop(tx.send(Err(e.duplicate()))),
@@ -191,18 +215,45 @@ impl Writer {
     ) -> Result<(u64, u64)> {
         let mut pending = batch.into_iter();
         let result = self.apply_inner(&mut pending, replies, changes);
-        // Requests not reached (after an error) still need an answer slot.
-        for req in pending {
-            let placeholder = Err(StorageError::Internal("not evaluated".into()));
-            replies.push(match req {
-                Request::Put { reply, .. } | Request::Delete { reply, .. } => {
-                    Reply::Cas(reply, placeholder)
-                }
-                Request::Compact { reply, .. } => Reply::Compact(reply, Ok(())),
-                Request::Progress => continue,
-            });
-        }
+        unanswered(pending, replies);
         result
+    }
+
+    /// After a failed commit, opens the database again (once `RETRY_PAUSE` has passed) and
+    /// picks up its last committed state; a commit that failed may have reached the disk all
+    /// the same, and its changes are then published like any other.
+    ///
+    /// # Errors
+    /// The failure's reason while the pause lasts or the database does not open.
+    fn recover(&mut self) -> Result<()> {
+        let Some((reason, at)) = &self.failed else {
+            return Ok(());
+        };
+        if at.elapsed() < RETRY_PAUSE {
+            return Err(reason.duplicate());
+        }
+        let db = match self.db.reopen() {
+            Ok(db) => db,
+            Err(e) => {
+                tracing::warn!(error = %e, "embedded store: cannot open the database again");
+                let reason = reason.duplicate();
+                self.failed = Some((reason.duplicate(), Instant::now()));
+                return Err(reason);
+            }
+        };
+        let txn = db.begin_read().map_err(|e| db_err("begin read", e))?;
+        let (current, compacted) = read_revisions(&txn)?;
+        if current > self.current {
+            let landed = committed_since(&txn, self.current)?;
+            let _ = self.events.send(Arc::new(landed));
+        }
+        self.current = current;
+        self.compacted = compacted;
+        self.revisions.current.store(current, Ordering::Release);
+        self.revisions.compacted.store(compacted, Ordering::Release);
+        tracing::info!(revision = current, "embedded store: writing again");
+        self.failed = None;
+        Ok(())
     }
 
     fn apply_inner(
@@ -213,6 +264,7 @@ impl Writer {
     ) -> Result<(u64, u64)> {
         let mut txn = self
             .db
+            .get()?
             .begin_write()
             .map_err(|e| db_err("begin write", e))?;
         txn.set_durability(Durability::Immediate)
@@ -295,5 +347,19 @@ impl Writer {
         }
         txn.commit().map_err(|e| db_err("commit", e))?;
         Ok((rev, compacted))
+    }
+}
+
+/// Gives each request not evaluated (after an error) its answer slot, so it gets the error.
+fn unanswered(pending: impl Iterator<Item = Request>, replies: &mut Vec<Reply>) {
+    for req in pending {
+        let placeholder = Err(StorageError::Internal("not evaluated".into()));
+        replies.push(match req {
+            Request::Put { reply, .. } | Request::Delete { reply, .. } => {
+                Reply::Cas(reply, placeholder)
+            }
+            Request::Compact { reply, .. } => Reply::Compact(reply, Ok(())),
+            Request::Progress => continue,
+        });
     }
 }

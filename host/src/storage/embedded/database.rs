@@ -1,0 +1,135 @@
+//! The open redb database, shared by the writer, the readers and the watchers, and opened again
+//! after a write failed: once one of its I/O operations fails (a full disk, an I/O error) redb
+//! refuses every later one (`PreviousIo`) until the database is closed and opened anew, which
+//! also recovers the last committed state from the file.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use redb::{Database, DatabaseError};
+
+use crate::storage::error::{Result, StorageError};
+
+/// How long reopening waits for readers to let go of the previous database.
+const REOPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// The database file and its current open handle.
+pub(crate) struct DbHandle {
+    path: PathBuf,
+    cache_bytes: usize,
+    db: ArcSwapOption<Database>,
+}
+
+impl DbHandle {
+    /// Opens (creating when missing) the database at `path`.
+    pub(crate) fn open(path: PathBuf, cache_bytes: usize) -> Result<Self> {
+        let db = open_database(&path, cache_bytes)?;
+        Ok(Self {
+            path,
+            cache_bytes,
+            db: ArcSwapOption::from_pointee(db),
+        })
+    }
+
+    /// The database as now open.
+    ///
+    /// # Errors
+    /// `Unavailable` while it is being opened again.
+    pub(crate) fn get(&self) -> Result<Arc<Database>> {
+        self.db.load_full().ok_or_else(|| {
+            StorageError::Unavailable(format!(
+                "{} is being opened again after a failed write",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// Closes the database and opens it again, waiting (a bounded time) for the reads in
+    /// flight to let go of it.
+    ///
+    /// # Errors
+    /// The file cannot be opened (still out of space, or corrupt); the next call tries again.
+    pub(crate) fn reopen(&self) -> Result<Arc<Database>> {
+        drop(self.db.swap(None));
+        let began = Instant::now();
+        loop {
+            match try_open(&self.path, self.cache_bytes) {
+                Ok(db) => {
+                    let db = Arc::new(db);
+                    self.db.store(Some(db.clone()));
+                    return Ok(db);
+                }
+                // A read still holds the previous handle.
+                Err(OpenError::InUse) if began.elapsed() < REOPEN_WAIT => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(e.into_storage(&self.path)),
+            }
+        }
+    }
+}
+
+/// Why the database could not be opened.
+enum OpenError {
+    InUse,
+    Other(String),
+}
+
+impl OpenError {
+    fn into_storage(self, path: &Path) -> StorageError {
+        match self {
+            OpenError::InUse => StorageError::Unavailable(format!(
+                "the data directory {} is in use: {} is locked by another process or store",
+                path.parent().unwrap_or(path).display(),
+                path.display()
+            )),
+            OpenError::Other(reason) => {
+                StorageError::Unavailable(format!("cannot open {}: {reason}", path.display()))
+            }
+        }
+    }
+}
+
+fn open_database(path: &Path, cache_bytes: usize) -> Result<Database> {
+    try_open(path, cache_bytes).map_err(|e| e.into_storage(path))
+}
+
+/// Opens the file and checks every page against its checksum (redb repairs what it can, from
+/// the previous commit). A damaged file redb panics on is reported like any other.
+fn try_open(path: &Path, cache_bytes: usize) -> std::result::Result<Database, OpenError> {
+    let open = || {
+        let mut db = Database::builder()
+            .set_cache_size(cache_bytes)
+            .create(path)?;
+        if !db.check_integrity()? {
+            tracing::warn!(path = %path.display(), "the embedded store was damaged and repaired");
+        }
+        Ok::<_, DatabaseError>(db)
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(open)) {
+        Ok(Ok(db)) => Ok(db),
+        Ok(Err(DatabaseError::DatabaseAlreadyOpen)) => Err(OpenError::InUse),
+        Ok(Err(e @ DatabaseError::Storage(redb::StorageError::Corrupted(_)))) => {
+            Err(OpenError::Other(damaged(e.to_string())))
+        }
+        Ok(Err(e)) => Err(OpenError::Other(e.to_string())),
+        Err(panic) => {
+            let reason = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unreadable".into());
+            Err(OpenError::Other(damaged(reason)))
+        }
+    }
+}
+
+/// Words a failure to open as the damage it is, with what to do.
+fn damaged(reason: String) -> String {
+    format!(
+        "{reason}; the file is damaged beyond repair: restore it from a snapshot \
+         (strategy-host store restore) or move it away to start empty"
+    )
+}
