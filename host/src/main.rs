@@ -1,10 +1,12 @@
 //! The `strategy-host` binary: logs to stderr, parses the command line, and runs the server
 //! ([`strategy_host::app::run`]) or, for `strategy-host module ...`, an author's test runner
-//! ([`strategy_host::cli::run`]).
+//! ([`strategy_host::cli::run`]), or for `strategy-host store ...`, snapshot restores
+//! ([`strategy_host::cli::store::run`]).
 
 use std::process::ExitCode;
 
 use clap::Parser as _;
+use strategy_host::cli::store::StoreCli;
 use strategy_host::cli::ModuleCli;
 use strategy_host::config::Config;
 
@@ -33,6 +35,10 @@ async fn main() -> anyhow::Result<ExitCode> {
     if module {
         let cli = ModuleCli::parse_from(std::env::args_os().skip(1));
         return Ok(strategy_host::cli::run(cli).await);
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "store") {
+        let cli = StoreCli::parse_from(std::env::args_os().skip(1));
+        return Ok(strategy_host::cli::store::run(cli).await);
     }
     strategy_host::app::run(Config::parse(), Default::default()).await?;
     Ok(ExitCode::SUCCESS)

@@ -23,6 +23,7 @@ pub(crate) mod query;
 pub(crate) mod response;
 pub(crate) mod route;
 pub(crate) mod server;
+pub(crate) mod snapshot;
 pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod strategic_merge;

@@ -19,6 +19,8 @@ pub(crate) enum Route {
     Metrics,
     /// `/debug/strategies` (every module source; served when the module table is).
     DebugStrategies,
+    /// `/storage/snapshot`: the whole store, streamed.
+    StorageSnapshot,
     /// `/openapi/v2`.
     OpenApiV2,
     /// `/openapi/v3`: the index of group-versions.
@@ -131,10 +133,13 @@ impl Route {
         })
     }
 
-    /// True for requests that stay open (watches): they take no in-flight slot and have no
-    /// request timeout.
+    /// True for requests that stay open (watches) or stream for long (a snapshot of the
+    /// store): they take no in-flight slot and have no request timeout.
     pub(crate) fn is_long_running(&self) -> bool {
-        matches!(self, Route::Resource(_, Verb::Watch))
+        matches!(
+            self,
+            Route::Resource(_, Verb::Watch) | Route::StorageSnapshot
+        )
     }
 }
 
@@ -146,6 +151,7 @@ fn document(path: &str) -> Option<Route> {
         "/version" => Some(Route::Version),
         "/metrics" => Some(Route::Metrics),
         "/debug/strategies" => Some(Route::DebugStrategies),
+        "/storage/snapshot" => Some(Route::StorageSnapshot),
         _ => None,
     };
     if fixed.is_some() {

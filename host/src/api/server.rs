@@ -316,6 +316,7 @@ async fn dispatch(
         Route::Ready => reply(health::ready(&state.storage, registry.is_synced()).await),
         Route::Version => response::json(200, &health::version(), &[]),
         Route::Metrics => response::open_metrics(state.metrics.encode()),
+        Route::StorageSnapshot => super::snapshot::save(state).await,
         Route::DebugStrategies => match &state.modules {
             Some(m) => reply(modules::debug_strategies(m)),
             None => not_found(&path),

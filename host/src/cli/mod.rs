@@ -4,7 +4,8 @@
 //! comparison as a rollout's shadow evaluation ([`crate::wasm::rollout::outcome`]).
 //!
 //! [`objects`] reads the input files, [`module`] loads modules and runs the phases,
-//! [`output`] prints the reports.
+//! [`output`] prints the reports. [`store`] is `strategy-host store restore|status`, for store
+//! snapshots.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,6 +15,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub mod module;
 pub mod objects;
 pub mod output;
+pub mod store;
 
 /// Why a `module` command could not run.
 #[derive(Debug, thiserror::Error)]

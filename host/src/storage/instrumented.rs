@@ -137,6 +137,10 @@ impl Storage for Instrumented {
         self.inner.request_watch_progress().await
     }
 
+    async fn snapshot(&self) -> Result<crate::storage::snapshot::Snapshot> {
+        self.inner.snapshot().await
+    }
+
     async fn unchanged_since(&self, key: &str, revision: u64, count: u64) -> Result<Option<u64>> {
         self.inner.unchanged_since(key, revision, count).await
     }

@@ -9,6 +9,7 @@
 //! - `instrumented.rs`: a store that times every call of the store it wraps;
 //! - `pager.rs`: one page of a list, filled the same way by every store;
 //! - `request.rs`: the requests of the two conditional writes (`guaranteed_update`, `delete`);
+//! - `snapshot.rs`: the portable snapshot of a whole store (backup, restore, migration);
 //! - `testing/` (feature `testing`): the conformance suite every implementation passes.
 //!
 //! Objects are JSON values on the write path; lists and watch events carry them shared, as
@@ -30,6 +31,7 @@ pub mod options;
 pub mod pager;
 pub mod predicate;
 pub mod request;
+pub mod snapshot;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod txn;
@@ -131,5 +133,15 @@ pub trait Storage: Send + Sync + 'static {
     async fn unchanged_since(&self, key: &str, revision: u64, count: u64) -> Result<Option<u64>> {
         let _ = (key, revision, count);
         Ok(None)
+    }
+
+    /// Every object under the store's prefix as of one revision, streamed (see [`snapshot`]).
+    ///
+    /// # Errors
+    /// `BadRequest` from a store that takes no snapshots (the default: caches, test stores).
+    async fn snapshot(&self) -> Result<snapshot::Snapshot> {
+        Err(StorageError::BadRequest(
+            "this store takes no snapshots".into(),
+        ))
     }
 }

@@ -28,4 +28,5 @@ mod security;
 mod server_lifecycle;
 mod server_side_apply;
 mod slow_connections;
+mod store_snapshots;
 mod strategies;

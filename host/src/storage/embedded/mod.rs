@@ -5,12 +5,14 @@
 //! state, every retained version, the revision log and the counters. One writer thread commits
 //! groups of writes with one fsync each (`writer`); reads run on snapshots in blocking tasks
 //! (`reader`); watchers replay the log from disk and then follow a broadcast of committed
-//! batches (`watch`); compaction trims history (`compactor`).
+//! batches (`watch`); compaction trims history (`compactor`); `snapshot` reads the whole store
+//! at one revision and restores it into a new data directory.
 
 mod compactor;
 mod database;
 mod reader;
 mod schema;
+mod snapshot;
 mod store;
 mod tables;
 mod watch;

@@ -5,7 +5,11 @@
 //! - `history`: (full key, revision) → a tagged version (`PUT` + bytes, or `TOMBSTONE`), every
 //!   retained version of every key, for reads at a past revision and watch replay;
 //! - `log`: revision → full key, so a watch can replay the changes after any retained revision;
-//! - `meta`: name → u64 (`current_revision`, `compacted_revision`).
+//! - `meta`: name → u64 (`current_revision`, `compacted_revision`, `format_version`).
+//!
+//! The layout's version (`FORMAT_VERSION`) is written into every store and checked as it
+//! opens: a store from before versioning (the same layout) is stamped with it, one of a newer
+//! version is refused with a message saying so, so a downgrade never misreads data.
 
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
@@ -24,6 +28,11 @@ pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta")
 pub(crate) const CURRENT_REVISION: &str = "current_revision";
 /// The `meta` entry holding the compacted revision (the oldest readable one).
 pub(crate) const COMPACTED_REVISION: &str = "compacted_revision";
+
+/// The `meta` entry holding the layout's version.
+pub(crate) const FORMAT: &str = "format_version";
+/// The layout this build reads and writes. An older layout is migrated as the store opens.
+pub(crate) const FORMAT_VERSION: u64 = 1;
 
 /// The revision of an empty store (as etcd: the first write gets revision 2).
 pub(crate) const INITIAL_REVISION: u64 = 1;
@@ -88,8 +97,11 @@ pub(crate) fn read_revisions(txn: &ReadTransaction) -> Result<(u64, u64), Storag
     ))
 }
 
-/// Creates every table and initializes the counters of a new store; returns
-/// `(current, compacted)`.
+/// Creates every table and initializes the counters of a new store, or checks and migrates the
+/// layout of an existing one; returns `(current, compacted)`.
+///
+/// # Errors
+/// `Unavailable` for a store of a newer layout than `FORMAT_VERSION`.
 pub(crate) fn initialize(txn: &WriteTransaction) -> Result<(u64, u64), StorageError> {
     txn.open_table(LATEST)
         .map_err(|e| db_err("create latest", e))?;
@@ -108,6 +120,31 @@ pub(crate) fn initialize(txn: &WriteTransaction) -> Result<(u64, u64), StorageEr
         .get(COMPACTED_REVISION)
         .map_err(|e| db_err("read meta", e))?
         .map_or(0, |v| v.value());
+    let format = meta
+        .get(FORMAT)
+        .map_err(|e| db_err("read meta", e))?
+        .map(|v| v.value());
+    match format {
+        Some(v) if v > FORMAT_VERSION => {
+            return Err(StorageError::Unavailable(format!(
+                "the store's format version is {v}, newer than this strategy-host reads \
+                 ({FORMAT_VERSION}): run the strategy-host that wrote it, or restore a snapshot"
+            )))
+        }
+        Some(v) if v == FORMAT_VERSION => {}
+        // Version 0 is the layout before versioning; version 1 only adds the stamp.
+        older => {
+            if older.is_some() || current > INITIAL_REVISION {
+                tracing::info!(
+                    from = older.unwrap_or(0),
+                    to = FORMAT_VERSION,
+                    "embedded store: migrating the on-disk format"
+                );
+            }
+            meta.insert(FORMAT, FORMAT_VERSION)
+                .map_err(|e| db_err("write meta", e))?;
+        }
+    }
     meta.insert(CURRENT_REVISION, current)
         .map_err(|e| db_err("write meta", e))?;
     meta.insert(COMPACTED_REVISION, compacted)

@@ -159,6 +159,10 @@ impl Storage for EmbeddedStore {
         Ok(self.inner.current_revision())
     }
 
+    async fn snapshot(&self) -> Result<crate::storage::snapshot::Snapshot> {
+        EmbeddedStore::snapshot(self).await
+    }
+
     async fn request_watch_progress(&self) -> Result<bool> {
         self.inner.request_progress().map(|()| true)
     }

@@ -322,3 +322,48 @@ async fn automatic_compaction_trails_one_interval_behind() {
     drop(store);
     open(dir.path()).await;
 }
+
+/// Sets (or with `None` removes) the store's format version, as another build would have left.
+fn stamp_format(dir: &std::path::Path, version: Option<u64>) {
+    let db = redb::Database::create(dir.join(super::DB_FILE)).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut meta = txn.open_table(super::schema::META).unwrap();
+        match version {
+            Some(v) => meta.insert(super::schema::FORMAT, v).map(drop),
+            None => meta.remove(super::schema::FORMAT).map(drop),
+        }
+        .unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+#[tokio::test]
+async fn the_on_disk_format_is_checked_at_open_older_migrated_newer_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    store.create("/w/a", obj("a", "x")).await.unwrap();
+    drop(store);
+    // A store from before the format was versioned opens and is stamped.
+    stamp_format(dir.path(), None);
+    let store = open(dir.path()).await;
+    assert!(store
+        .get("/w/a", GetOptions::default())
+        .await
+        .unwrap()
+        .is_some());
+    drop(store);
+    // One of a newer format is refused, saying so, and left untouched.
+    stamp_format(dir.path(), Some(super::schema::FORMAT_VERSION + 1));
+    let mut config = EmbeddedConfig::new(dir.path());
+    config.compaction_interval = None;
+    let err = EmbeddedStore::open(config).await.unwrap_err().to_string();
+    assert!(err.contains("newer than this strategy-host reads"), "{err}");
+    stamp_format(dir.path(), Some(super::schema::FORMAT_VERSION));
+    let store = open(dir.path()).await;
+    assert!(store
+        .get("/w/a", GetOptions::default())
+        .await
+        .unwrap()
+        .is_some());
+}

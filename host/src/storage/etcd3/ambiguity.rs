@@ -67,11 +67,13 @@ enum Change {
 impl Etcd3Store {
     /// A new fence key for one create attempt (see the module's documentation).
     pub(super) fn fence_key(&self) -> String {
-        format!(
-            "{}.fences/{:032x}",
-            self.inner.prefix,
-            rand::random::<u128>()
-        )
+        format!("{}{:032x}", self.fence_prefix(), rand::random::<u128>())
+    }
+
+    /// Where fence keys live, under the prefix (never an object's key: no resource's name
+    /// starts with a dot).
+    pub(super) fn fence_prefix(&self) -> String {
+        format!("{}.fences/", self.inner.prefix)
     }
 
     /// What became of a write to `full_key` made on the condition that its mod_revision was

@@ -25,6 +25,7 @@ mod failover;
 mod kv;
 mod list;
 mod probe;
+mod snapshot;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(test)]
@@ -298,6 +299,10 @@ impl Storage for Etcd3Store {
 
     async fn unchanged_since(&self, key: &str, revision: u64, count: u64) -> Result<Option<u64>> {
         self.prove_unchanged_since(key, revision, count).await
+    }
+
+    async fn snapshot(&self) -> Result<crate::storage::snapshot::Snapshot> {
+        Etcd3Store::snapshot(self).await
     }
 
     async fn request_watch_progress(&self) -> Result<bool> {
