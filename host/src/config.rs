@@ -111,6 +111,15 @@ pub struct Config {
     )]
     pub read_header_timeout: std::time::Duration,
 
+    /// The most streams a client's HTTP/2 connection may have open at once (0: Go's default,
+    /// 250, as kube-apiserver).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_HTTP2_MAX_STREAMS_PER_CONNECTION",
+        default_value_t = 0
+    )]
+    pub http2_max_streams_per_connection: u32,
+
     /// Non-watch requests served at once; more answer 429 Too Many Requests.
     #[arg(
         long,
@@ -287,6 +296,10 @@ pub struct SecurityFlags {
     )]
     pub audit_log_maxage: u64,
 
+    /// Gzip rotated audit log files.
+    #[arg(long = "audit-log-compress", env = "STRATEGY_HOST_AUDIT_LOG_COMPRESS")]
+    pub audit_log_compress: bool,
+
     /// An audit.k8s.io/v1 Policy (YAML or JSON) choosing each request's audit level.
     #[arg(long, env = "STRATEGY_HOST_AUDIT_POLICY_FILE")]
     pub audit_policy_file: Option<PathBuf>,
@@ -368,6 +381,14 @@ pub enum StoreChoice {
 }
 
 impl Config {
+    /// The HTTP/2 stream limit per connection, with 0 meaning Go's default (250).
+    pub fn http2_max_streams(&self) -> u32 {
+        match self.http2_max_streams_per_connection {
+            0 => 250,
+            n => n,
+        }
+    }
+
     /// The leader election the flags ask for, if any.
     pub fn election(&self) -> Option<crate::controllers::leader::ElectionConfig> {
         self.leader_elect

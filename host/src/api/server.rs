@@ -40,10 +40,25 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// The longest a non-watch request may take before it answers 504.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Serves `state` on `listener` (over TLS when `tls` is given) until `shutdown` resolves.
-/// A connection must send its first bytes, and each request's headers, within
-/// `read_header_timeout`, and an idle HTTP/1.1 connection is closed after it (kube-apiserver's
-/// `ReadHeaderTimeout`, 32 s): connections that never finish a request cannot pile up.
+/// What one client connection may hold.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionLimits {
+    /// A connection must send its first bytes, and each request's headers, within this, and
+    /// an idle HTTP/1.1 connection is closed after it (kube-apiserver's `ReadHeaderTimeout`,
+    /// 32 s): connections that never finish a request cannot pile up.
+    pub read_header_timeout: Duration,
+    /// The most streams an HTTP/2 connection may have open at once (kube-apiserver's
+    /// `--http2-max-streams-per-connection`; Go's default, 250).
+    pub http2_max_streams: u32,
+}
+
+/// How often an HTTP/2 connection is pinged, and how long a ping may go unanswered before the
+/// connection is closed: a peer that vanished does not hold its streams forever.
+const HTTP2_PING_INTERVAL: Duration = Duration::from_secs(30);
+const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Serves `state` on `listener` (over TLS when `tls` is given) until `shutdown` resolves, each
+/// connection within `limits`.
 ///
 /// # Errors
 /// Only when accepting connections fails for good.
@@ -51,9 +66,10 @@ pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<TlsServing>,
     mut state: AppState,
-    read_header_timeout: Duration,
+    limits: ConnectionLimits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let read_header_timeout = limits.read_header_timeout;
     let (stop_tx, stop_rx) = watch::channel(false);
     state.shutdown = stop_rx;
     let graceful = GracefulShutdown::new();
@@ -62,6 +78,12 @@ pub(crate) async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(read_header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(limits.http2_max_streams)
+        .keep_alive_interval(HTTP2_PING_INTERVAL)
+        .keep_alive_timeout(HTTP2_PING_TIMEOUT);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {

@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::api::metrics::ServerMetrics;
-use crate::api::server::serve;
+use crate::api::server::{serve, ConnectionLimits};
 use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
 use crate::controllers::metrics::ControllerMetrics;
@@ -167,6 +167,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
             config.security.audit_log_maxsize,
             config.security.audit_log_maxbackup,
             config.security.audit_log_maxage,
+            config.security.audit_log_compress,
         ),
     )
     .context("opening the audit log")?;
@@ -208,7 +209,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         listener,
         secured.tls,
         state,
-        config.read_header_timeout,
+        ConnectionLimits {
+            read_header_timeout: config.read_header_timeout,
+            http2_max_streams: config.http2_max_streams(),
+        },
         shutdown_signal()?,
     )
     .await?;

@@ -2,7 +2,7 @@
 //! with half a request line, or nothing at all, while a normal client keeps being served; each
 //! is closed once `--read-header-timeout` passes, as is an idle HTTP/1.1 keep-alive connection.
 //! A client whose body is over the limit, still sending it as the 413 is decided, reads the 413
-//! and keeps its connection.
+//! and keeps its connection. An HTTP/2 connection is told how many streams it may open.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -134,4 +134,46 @@ fn a_body_over_the_limit_is_answered_413_on_a_connection_that_stays_usable() {
     conn.write_all(next.as_bytes()).unwrap();
     let (code, answer) = read_response(&mut conn);
     assert_eq!(code, 200, "{answer}");
+}
+
+/// The SETTINGS_MAX_CONCURRENT_STREAMS the server announces on a new HTTP/2 connection
+/// (prior knowledge, as the plain-HTTP development mode serves it).
+fn announced_max_streams(addr: &str) -> Option<u32> {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+    conn.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).unwrap(); // an empty SETTINGS frame
+    loop {
+        let mut header = [0u8; 9];
+        conn.read_exact(&mut header).ok()?;
+        let len = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+        let mut payload = vec![0u8; len];
+        conn.read_exact(&mut payload).ok()?;
+        // SETTINGS, not an ACK: six bytes per setting.
+        if header[3] == 4 && header[4] & 1 == 0 {
+            return payload.chunks(6).find_map(|s| {
+                (u16::from_be_bytes([s[0], s[1]]) == 3)
+                    .then(|| u32::from_be_bytes([s[2], s[3], s[4], s[5]]))
+            });
+        }
+    }
+}
+
+#[test]
+fn http2_connections_are_limited_in_streams_as_kube_apiserver() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let default = HostProcess::start(&["--data-dir", &data]).unwrap();
+    let addr = default.base_url.trim_start_matches("http://").to_owned();
+    assert_eq!(announced_max_streams(&addr), Some(250));
+    drop(default);
+    let limited = HostProcess::start(&[
+        "--data-dir",
+        &data,
+        "--http2-max-streams-per-connection",
+        "20",
+    ])
+    .unwrap();
+    let addr = limited.base_url.trim_start_matches("http://").to_owned();
+    assert_eq!(announced_max_streams(&addr), Some(20));
 }

@@ -1,8 +1,10 @@
 //! The audit log file, rotated as kube-apiserver's is (`--audit-log-maxsize`, `-maxbackup`,
 //! `-maxage`): once the file would pass its size it is renamed to a timestamped backup
 //! (`audit-2026-11-26T21-09-30.123.log` beside `audit.log`) and a new one is started; backups
-//! beyond the count or older than the age are deleted. A rotation happens only between lines,
-//! so every event stays whole in one file, and none is lost across it.
+//! beyond the count or older than the age are deleted. With `--audit-log-compress` a backup is
+//! gzipped in the background (`....log.gz`; the plain backup is removed only once its
+//! compressed copy is whole). A rotation happens only between lines, so every event stays
+//! whole in one file, and none is lost across it.
 //!
 //! Written here rather than with a rotation crate: none keeps kube-apiserver's (lumberjack's)
 //! names and both of its limits at once, and the writer thread needs only this much.
@@ -24,11 +26,19 @@ pub(crate) struct LogRotation {
     pub max_backups: usize,
     /// Backups older than this are deleted; `None` keeps them.
     pub max_age: Option<Duration>,
+    /// Backups are gzipped.
+    pub compress: bool,
 }
 
 impl LogRotation {
-    /// From kube-apiserver's flags: megabytes (0: 100), a count (0: all), days (0: forever).
-    pub(crate) fn from_flags(max_size_mb: u64, max_backups: usize, max_age_days: u64) -> Self {
+    /// From kube-apiserver's flags: megabytes (0: 100), a count (0: all), days (0: forever),
+    /// whether to gzip backups.
+    pub(crate) fn from_flags(
+        max_size_mb: u64,
+        max_backups: usize,
+        max_age_days: u64,
+        compress: bool,
+    ) -> Self {
         Self {
             max_bytes: match max_size_mb {
                 0 => DEFAULT_MAX_BYTES,
@@ -36,13 +46,14 @@ impl LogRotation {
             },
             max_backups,
             max_age: (max_age_days > 0).then(|| Duration::from_secs(max_age_days * 86_400)),
+            compress,
         }
     }
 }
 
 impl Default for LogRotation {
     fn default() -> Self {
-        Self::from_flags(0, 0, 0)
+        Self::from_flags(0, 0, 0, false)
     }
 }
 
@@ -73,14 +84,27 @@ impl RotatingFile {
         })
     }
 
-    /// Renames the file to its backup name, starts a new one, and prunes the backups.
+    /// Renames the file to its backup name, starts a new one, and prunes the backups (after
+    /// gzipping the new backup, in the background, when asked to).
     fn rotate(&mut self) -> io::Result<()> {
         self.file.flush()?;
-        std::fs::rename(&self.path, self.backup_name())?;
+        let backup = self.backup_name();
+        std::fs::rename(&self.path, &backup)?;
         self.file = open_append(&self.path)?;
         self.size = 0;
-        if let Err(e) = self.prune() {
-            tracing::warn!(error = %e, "could not remove old audit log backups");
+        let backups = Backups {
+            path: self.path.clone(),
+            rotation: self.rotation,
+        };
+        if self.rotation.compress {
+            std::thread::spawn(move || {
+                if let Err(e) = gzip(&backup) {
+                    tracing::warn!(error = %e, backup = %backup.display(), "could not compress an audit log backup");
+                }
+                backups.prune_logging();
+            });
+        } else {
+            backups.prune_logging();
         }
         Ok(())
     }
@@ -112,21 +136,28 @@ impl RotatingFile {
 
     /// The file name's stem and its extension with the dot (`audit`, `.log`).
     fn stem_and_extension(&self) -> (String, String) {
-        let stem = self
-            .path
-            .file_stem()
-            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        let ext = self
-            .path
-            .extension()
-            .map_or_else(String::new, |e| format!(".{}", e.to_string_lossy()));
-        (stem, ext)
+        stem_and_extension(&self.path)
+    }
+}
+
+/// The backups beside a log file, and which of them to keep.
+struct Backups {
+    path: PathBuf,
+    rotation: LogRotation,
+}
+
+impl Backups {
+    fn prune_logging(&self) {
+        if let Err(e) = self.prune() {
+            tracing::warn!(error = %e, "could not remove old audit log backups");
+        }
     }
 
-    /// Deletes backups beyond the count and older than the age.
+    /// Deletes backups (plain or gzipped) beyond the count and older than the age.
     fn prune(&self) -> io::Result<()> {
-        let (stem, ext) = self.stem_and_extension();
+        let (stem, ext) = stem_and_extension(&self.path);
         let prefix = format!("{stem}-");
+        let gzipped = format!("{ext}.gz");
         let dir = match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             Some(dir) => dir.to_path_buf(),
             None => PathBuf::from("."),
@@ -135,7 +166,9 @@ impl RotatingFile {
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|p| {
                 p.file_name().and_then(|n| n.to_str()).is_some_and(|name| {
-                    name.starts_with(&prefix) && name.ends_with(&ext) && p != &self.path
+                    name.starts_with(&prefix)
+                        && (name.ends_with(&ext) || name.ends_with(&gzipped))
+                        && p != &self.path
                 })
             })
             .collect();
@@ -158,6 +191,33 @@ impl RotatingFile {
         }
         Ok(())
     }
+}
+
+/// The file name's stem and its extension with the dot (`audit`, `.log`).
+fn stem_and_extension(path: &Path) -> (String, String) {
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let ext = path
+        .extension()
+        .map_or_else(String::new, |e| format!(".{}", e.to_string_lossy()));
+    (stem, ext)
+}
+
+/// Replaces `backup` with `backup.gz`, written beside it first so that neither is ever partial.
+fn gzip(backup: &Path) -> io::Result<()> {
+    let mut name = backup.as_os_str().to_owned();
+    name.push(".gz");
+    let target = PathBuf::from(name);
+    let mut partial = target.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let mut encoder =
+        flate2::write::GzEncoder::new(open_append(&partial)?, flate2::Compression::default());
+    io::copy(&mut File::open(backup)?, &mut encoder)?;
+    encoder.finish()?.sync_all()?;
+    std::fs::rename(&partial, &target)?;
+    std::fs::remove_file(backup)
 }
 
 impl Write for RotatingFile {
@@ -214,6 +274,7 @@ mod tests {
             max_bytes: 100,
             max_backups: 3,
             max_age: None,
+            compress: false,
         };
         let mut log = RotatingFile::open(&path, rotation).unwrap();
         let mut all = String::new();
@@ -250,13 +311,71 @@ mod tests {
 
     #[test]
     fn kube_apiserver_flag_defaults() {
-        let r = LogRotation::from_flags(0, 0, 0);
+        let r = LogRotation::from_flags(0, 0, 0, false);
         assert_eq!(
             (r.max_bytes, r.max_backups, r.max_age),
             (100 << 20, 0, None)
         );
-        let r = LogRotation::from_flags(5, 2, 7);
+        let r = LogRotation::from_flags(5, 2, 7, true);
+        assert!(r.compress);
         assert_eq!(r.max_bytes, 5 << 20);
         assert_eq!(r.max_age, Some(Duration::from_secs(7 * 86_400)));
+    }
+
+    #[test]
+    fn compressed_backups_are_whole_gzip_files_pruned_like_plain_ones() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let rotation = LogRotation {
+            max_bytes: 200,
+            max_backups: 2,
+            max_age: None,
+            compress: true,
+        };
+        let mut log = RotatingFile::open(&path, rotation).unwrap();
+        let mut all = String::new();
+        for i in 0..30 {
+            let line = format!("{{\"event\":{i},\"padding\":\"xxxxxxxxxxxxxxxxxxxx\"}}\n");
+            log.write_all(line.as_bytes()).unwrap();
+            all.push_str(&line);
+        }
+        log.flush().unwrap();
+        // Compression runs in the background: wait until only gzipped backups are left.
+        let names = || -> Vec<String> {
+            let mut n: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            n.sort();
+            n
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while names()
+            .iter()
+            .any(|n| n != "audit.log" && !n.ends_with(".log.gz"))
+            || names().len() != 3
+        {
+            assert!(std::time::Instant::now() < deadline, "{:?}", names());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut kept = String::new();
+        for name in names() {
+            let bytes = std::fs::read(dir.path().join(&name)).unwrap();
+            if name.ends_with(".gz") {
+                let mut text = String::new();
+                flate2::read::GzDecoder::new(&bytes[..])
+                    .read_to_string(&mut text)
+                    .unwrap();
+                kept.push_str(&text);
+            } else {
+                kept.push_str(std::str::from_utf8(&bytes).unwrap());
+            }
+        }
+        assert!(
+            all.ends_with(&kept),
+            "the kept lines are the last ones, in order"
+        );
+        assert!(kept.lines().count() >= 6);
     }
 }
