@@ -26,6 +26,7 @@ pub fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool
     }
 }
 
+pub mod history;
 pub mod load;
 pub mod native;
 pub mod secure;

@@ -19,6 +19,7 @@ mod go_strategies;
 mod js_client;
 mod kube_rs;
 mod kubectl;
+mod linearizability;
 mod metrics;
 mod module_cli;
 mod protobuf;
