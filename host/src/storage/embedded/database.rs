@@ -3,8 +3,9 @@
 //! refuses every later one (`PreviousIo`) until the database is closed and opened anew, which
 //! also recovers the last committed state from the file.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
@@ -108,7 +109,11 @@ fn try_open(path: &Path, cache_bytes: usize) -> std::result::Result<Database, Op
         }
         Ok::<_, DatabaseError>(db)
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(open)) {
+    quiet_while_opening();
+    OPENING.with(|o| o.set(true));
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(open));
+    OPENING.with(|o| o.set(false));
+    match opened {
         Ok(Ok(db)) => Ok(db),
         Ok(Err(DatabaseError::DatabaseAlreadyOpen)) => Err(OpenError::InUse),
         Ok(Err(e @ DatabaseError::Storage(redb::StorageError::Corrupted(_)))) => {
@@ -124,6 +129,26 @@ fn try_open(path: &Path, cache_bytes: usize) -> std::result::Result<Database, Op
             Err(OpenError::Other(damaged(reason)))
         }
     }
+}
+
+thread_local! {
+    /// Set while this thread opens a database: a panic in redb then is a damaged file, reported
+    /// as such, not a crash to print.
+    static OPENING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Installs (once) a panic hook that stays silent for panics on a thread opening a database
+/// and passes every other panic to the hook before it.
+fn quiet_while_opening() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !OPENING.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// Words a failure to open as the damage it is, with what to do.
