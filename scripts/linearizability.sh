@@ -9,8 +9,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 seeds=${2:-5}
 cargo build -p strategy-host --bin strategy-host
+log=$(mktemp -d)
 for seed in $(seq 1 "$seeds"); do
     LINEARIZABILITY_SEED=$seed LINEARIZABILITY_SECONDS=$seconds \
-        cargo test -p strategy-host-e2e --test it -- linearizability --nocapture 2>&1 |
-        grep -E '^seed|violations|test result'
+        cargo test -p strategy-host-e2e --test it -- linearizability --nocapture \
+        >"$log/seed-$seed.log" 2>&1 || echo "seed $seed FAILED: the whole output is in $log/seed-$seed.log"
+    grep -E '^seed|violations|test result' "$log/seed-$seed.log"
 done

@@ -12,8 +12,10 @@
 //! - real time: a write that completed before another began has the smaller revision;
 //! - a consistent read (GET, LIST) saw the state at a revision no older than any write that
 //!   completed before it began, and no write that began after it completed; a
-//!   `resourceVersion=0` read no older than what the same client read before (monotonic
-//!   reads: it may miss the client's own latest write, as Kubernetes' watch cache may).
+//!   `resourceVersion=0` read no older than what the same client read before from the watch
+//!   cache (its `resourceVersion=0` reads and its lists: monotonic reads; it may miss the
+//!   client's own latest write, or what a consistent GET read from the store, as Kubernetes'
+//!   watch cache may).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -217,9 +219,13 @@ pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
                         op.client
                     ));
                 }
-                let observed = found.as_ref().map_or(from, |(rv, _)| *rv);
-                let entry = seen_by_client.entry(op.client).or_default();
-                *entry = (*entry).max(observed);
+                // What the watch cache showed the client; a consistent GET may be read from
+                // the store, ahead of the cache (as in Kubernetes), so it does not count.
+                if !consistent {
+                    let observed = found.as_ref().map_or(from, |(rv, _)| *rv);
+                    let entry = seen_by_client.entry(op.client).or_default();
+                    *entry = (*entry).max(observed);
+                }
             }
             (Request::List, Outcome::Listed(at, items)) => {
                 if *at < floor || *at >= ceiling {
