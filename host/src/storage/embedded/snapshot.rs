@@ -180,6 +180,14 @@ mod tests {
     use crate::storage::{GetOptions, ListOptions, Storage};
     use serde_json::json;
 
+    async fn all_widgets(store: &EmbeddedStore) -> crate::storage::ObjectList {
+        let all = ListOptions {
+            recursive: true,
+            ..Default::default()
+        };
+        store.get_list("/widgets", all).await.unwrap()
+    }
+
     #[tokio::test]
     async fn a_snapshot_restores_every_object_at_its_revision() {
         let dir = tempfile::tempdir().unwrap();
@@ -210,32 +218,14 @@ mod tests {
         }
         file.extend(trailer_line(n));
         assert_eq!(n, 24);
-        let before = store
-            .get_list(
-                "/widgets",
-                ListOptions {
-                    recursive: true,
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+        let before = all_widgets(&store).await;
 
         let config = EmbeddedConfig::new(dir.path().join("b"));
         let mut reader = SnapshotReader::new(&file[..]).unwrap();
         assert_eq!(EmbeddedStore::restore(&config, &mut reader).unwrap(), 24);
         let restored = EmbeddedStore::open(config.clone()).await.unwrap();
         assert_eq!(restored.inner.current_revision(), revision);
-        let after = restored
-            .get_list(
-                "/widgets",
-                ListOptions {
-                    recursive: true,
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+        let after = all_widgets(&restored).await;
         let versions = |l: &crate::storage::ObjectList| -> Vec<String> {
             l.items
                 .iter()

@@ -88,7 +88,12 @@ impl Etcd3Store {
 
     /// `Storage::count`: the number of keys under `key/`.
     pub(super) async fn count_keys(&self, key: &str) -> Result<u64> {
-        let prefix = key::recursive_prefix(&self.full_key(key)?);
+        self.count_under(key::recursive_prefix(&self.full_key(key)?))
+            .await
+    }
+
+    /// How many keys etcd holds under the full key prefix `prefix` (a count-only range).
+    pub(super) async fn count_under(&self, prefix: String) -> Result<u64> {
         let options = EtcdGet::new()
             .with_range(key::prefix_range_end(&prefix))
             .with_count_only();

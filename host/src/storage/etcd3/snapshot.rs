@@ -81,7 +81,7 @@ impl Etcd3Store {
     /// `Unavailable` when etcd fails (objects created before stay: the prefix is then not
     /// empty, and a new restore needs it cleared).
     pub async fn restore(&self, snapshot: &mut SnapshotReader<impl BufRead>) -> Result<u64> {
-        let held = self.count_under_prefix().await?;
+        let held = self.count_under(self.inner.prefix.clone()).await?;
         if held > 0 {
             return Err(StorageError::BadRequest(format!(
                 "etcd holds {held} keys under {}: restore into an empty prefix",
@@ -105,20 +105,5 @@ impl Etcd3Store {
             }
         }
         Ok(entries.len() as u64)
-    }
-
-    /// How many keys there are under the prefix.
-    async fn count_under_prefix(&self) -> Result<u64> {
-        let prefix = self.inner.prefix.clone();
-        let options = EtcdGet::new()
-            .with_range(prefix_range_end(&prefix))
-            .with_count_only();
-        let resp = self
-            .read(|client| {
-                let (prefix, options) = (prefix.clone(), options.clone());
-                async move { kv(&client).get(prefix, Some(options)).await }
-            })
-            .await?;
-        Ok(from_etcd_revision(resp.count()))
     }
 }
