@@ -171,6 +171,12 @@ fn store_with_objects() -> (tempfile::TempDir, PathBuf) {
     server.terminate().unwrap();
     let file = data.join("store.redb");
     assert!(file.exists());
+    // A clean stop leaves the stamp that lets the next start skip reading the whole file; the
+    // damage each test does afterwards must be found all the same.
+    assert!(
+        data.join("store.redb.closed").exists(),
+        "no clean-close stamp"
+    );
     (dir, file)
 }
 

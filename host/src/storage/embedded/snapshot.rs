@@ -10,7 +10,7 @@ use redb::ReadableDatabase;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::database::DbHandle;
+use super::database::{ClosedStamp, DbHandle};
 use super::schema::{self, db_err, encode_version, range_end, read_revisions, LATEST};
 use super::tables::Tables;
 use super::{EmbeddedConfig, EmbeddedStore, DB_FILE};
@@ -107,6 +107,8 @@ impl EmbeddedStore {
         let partial = dir.join(format!("{DB_FILE}.restoring"));
         let _ = std::fs::remove_file(&partial);
         let result = write_restore(config, &partial, snapshot);
+        // A restored file is checked whole when the server first opens it.
+        ClosedStamp::discard(&partial);
         match result {
             Ok(objects) => {
                 std::fs::rename(&partial, &target).map_err(|e| {
