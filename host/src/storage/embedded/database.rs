@@ -21,7 +21,7 @@ const REOPEN_WAIT: Duration = Duration::from_secs(5);
 pub(crate) struct DbHandle {
     path: PathBuf,
     cache_bytes: usize,
-    db: ArcSwapOption<Database>,
+    db: ArcSwapOption<OpenDatabase>,
 }
 
 impl DbHandle {
@@ -31,9 +31,9 @@ impl DbHandle {
         let verify = !ClosedStamp::take(&path);
         let db = try_open(&path, cache_bytes, verify).map_err(|e| e.into_storage(&path))?;
         Ok(Self {
+            db: ArcSwapOption::from_pointee(OpenDatabase::new(db, &path)),
             path,
             cache_bytes,
-            db: ArcSwapOption::from_pointee(db),
         })
     }
 
@@ -41,7 +41,7 @@ impl DbHandle {
     ///
     /// # Errors
     /// `Unavailable` while it is being opened again.
-    pub(crate) fn get(&self) -> Result<Arc<Database>> {
+    pub(crate) fn get(&self) -> Result<Arc<OpenDatabase>> {
         self.db.load_full().ok_or_else(|| {
             StorageError::Unavailable(format!(
                 "{} is being opened again after a failed write",
@@ -55,13 +55,15 @@ impl DbHandle {
     ///
     /// # Errors
     /// The file cannot be opened (still out of space, or corrupt); the next call tries again.
-    pub(crate) fn reopen(&self) -> Result<Arc<Database>> {
+    pub(crate) fn reopen(&self) -> Result<Arc<OpenDatabase>> {
         drop(self.db.swap(None));
         let began = Instant::now();
         loop {
             match try_open(&self.path, self.cache_bytes, true) {
                 Ok(db) => {
-                    let db = Arc::new(db);
+                    // The previous handle's close left a stamp the file no longer matches.
+                    ClosedStamp::discard(&self.path);
+                    let db = Arc::new(OpenDatabase::new(db, &self.path));
                     self.db.store(Some(db.clone()));
                     return Ok(db);
                 }
@@ -96,11 +98,34 @@ impl OpenError {
     }
 }
 
-impl Drop for DbHandle {
-    /// Closes the database and, when that was clean, leaves a [`ClosedStamp`] so the next open
-    /// need not read the whole file.
+/// An open database, shared by whoever reads or writes it; when the last of them lets go it is
+/// closed and, when that was clean, leaves a [`ClosedStamp`] so the next open need not read
+/// the whole file (a stop while a read is still going closes the file once it ends).
+pub(crate) struct OpenDatabase {
+    db: Option<Database>,
+    path: PathBuf,
+}
+
+impl OpenDatabase {
+    fn new(db: Database, path: &Path) -> Self {
+        Self {
+            db: Some(db),
+            path: path.to_path_buf(),
+        }
+    }
+}
+
+impl std::ops::Deref for OpenDatabase {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        self.db.as_ref().expect("open until dropped")
+    }
+}
+
+impl Drop for OpenDatabase {
     fn drop(&mut self) {
-        let Some(db) = self.db.swap(None).and_then(|db| Arc::try_unwrap(db).ok()) else {
+        let Some(db) = self.db.take() else {
             return;
         };
         match db.close() {
@@ -276,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn a_close_while_a_read_holds_the_database_leaves_no_stamp() {
+    fn a_read_still_holding_the_database_closes_it_and_leaves_the_stamp() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.redb");
         let handle = DbHandle::open(path.clone(), 1 << 20).unwrap();
@@ -284,5 +309,6 @@ mod tests {
         drop(handle);
         assert!(!ClosedStamp::path(&path).exists());
         drop(held);
+        assert!(ClosedStamp::take(&path));
     }
 }

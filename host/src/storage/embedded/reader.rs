@@ -256,7 +256,10 @@ pub(crate) fn committed_since(txn: &ReadTransaction, after: u64) -> Result<Vec<C
 }
 
 /// Runs `f` on a fresh snapshot of `db` in a blocking task.
-pub(crate) async fn with_snapshot<T, F>(db: std::sync::Arc<redb::Database>, f: F) -> Result<T>
+pub(crate) async fn with_snapshot<T, F>(
+    db: std::sync::Arc<super::database::OpenDatabase>,
+    f: F,
+) -> Result<T>
 where
     T: Send + 'static,
     F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use redb::Database;
+use super::database::OpenDatabase;
 
 use super::database::DbHandle;
 use tokio::sync::{broadcast, mpsc};
@@ -82,7 +82,7 @@ async fn send(tx: &mpsc::Sender<WatchEvent>, event: WatchEvent) -> Result<(), St
 }
 
 impl Watcher {
-    fn db(&self) -> Result<Arc<Database>, Stop> {
+    fn db(&self) -> Result<Arc<OpenDatabase>, Stop> {
         Ok(self.db.upgrade().ok_or(Stop::Closed)?.get()?)
     }
 
