@@ -120,13 +120,24 @@ pub struct Config {
     )]
     pub http2_max_streams_per_connection: u32,
 
-    /// Non-watch requests served at once; more answer 429 Too Many Requests.
+    /// With `--max-mutating-requests-inflight`, the seats API Priority and Fairness shares
+    /// between its priority levels (watches take none); alone, what bounds the exempt level's
+    /// requests (`system:masters`, health probes) in flight. More answer 429.
     #[arg(
         long,
         env = "STRATEGY_HOST_MAX_REQUESTS_INFLIGHT",
         default_value_t = 400
     )]
     pub max_requests_inflight: usize,
+
+    /// Added to `--max-requests-inflight` for the seats the priority levels share, as
+    /// kube-apiserver does when API Priority and Fairness is on.
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_MAX_MUTATING_REQUESTS_INFLIGHT",
+        default_value_t = 200
+    )]
+    pub max_mutating_requests_inflight: usize,
 
     /// How long an Event is kept after its last write (Go duration: `1h`, `30m`, `1h30m0s`).
     #[arg(

@@ -299,6 +299,8 @@ pub struct Reply {
     pub content_type: String,
     /// The body.
     pub body: String,
+    /// The `Retry-After` header, if any.
+    pub retry_after: Option<String>,
 }
 
 impl Reply {
@@ -311,6 +313,7 @@ impl Reply {
             code: resp.status(),
             warnings: resp.all("warning").iter().map(|s| s.to_string()).collect(),
             content_type: resp.header("content-type").unwrap_or("").to_string(),
+            retry_after: resp.header("retry-after").map(str::to_string),
             body: resp.into_string()?,
         })
     }

@@ -9,6 +9,7 @@ pub(crate) mod body;
 pub(crate) mod discovery;
 pub(crate) mod filters;
 pub(crate) mod first_read;
+pub(crate) mod flowcontrol;
 pub(crate) mod health;
 pub(crate) mod jsonpath;
 pub(crate) mod media;

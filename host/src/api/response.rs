@@ -18,6 +18,48 @@ use crate::registry::ListPage;
 /// The body of every response.
 pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
+/// `response` with `guard` held until its body is sent whole or abandoned (hyper drops it
+/// then): what a request holds covers writing its response, as in Kubernetes, where the handler
+/// writes the body before it returns.
+pub(crate) fn holding<G: Send + Unpin + 'static>(
+    response: Response<Body>,
+    guard: G,
+) -> Response<Body> {
+    response.map(|body| {
+        Holding {
+            body,
+            _guard: guard,
+        }
+        .boxed_unsync()
+    })
+}
+
+/// A body and what it holds.
+struct Holding<G> {
+    body: Body,
+    _guard: G,
+}
+
+impl<G: Unpin> hyper::body::Body for Holding<G> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// A whole body.
 pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed_unsync()

@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use super::audit;
 use super::filters;
 use super::first_read::FirstReadDeadline;
+use super::flowcontrol::{self, Classification};
 use super::health::{self, Reply};
 use super::metrics::RequestInfo;
 use super::openapi_v2_protobuf::{self, Form};
@@ -38,7 +39,7 @@ use crate::authorization::Attributes;
 /// How long in-flight requests may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// The longest a non-watch request may take before it answers 504.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What one client connection may hold.
 #[derive(Debug, Clone, Copy)]
@@ -219,8 +220,9 @@ async fn guarded(
     let decision = state.security.authorize(&attributes);
     audit::set_decision(req.extensions(), decision.allowed(), decision.reason());
     let mut response = if decision.allowed() {
+        let flow = flowcontrol::classify(&attributes);
         req.extensions_mut().insert(Arc::new(attributes.user));
-        routed(req, &state, route, query).await
+        routed(req, &state, route, query, flow).await
     } else {
         response::status(&filters::forbidden(&attributes, decision.reason()))
     };
@@ -230,44 +232,43 @@ async fn guarded(
     response
 }
 
-/// Dispatches an authorized request, counted in the request metrics.
+/// Dispatches an authorized request of `flow`, counted in the request metrics.
 async fn routed(
     req: Request<Incoming>,
     state: &AppState,
     route: Route,
     query: Query,
+    flow: Classification,
 ) -> Response<Body> {
     let info = RequestInfo::of(req.method(), &route);
     let started = Instant::now();
     let _inflight = state.metrics.in_flight(&info);
-    let response = limited(req, state, route, query).await;
+    let response = limited(req, state, route, query, flow).await;
     state
         .metrics
         .observe(&info, response.status().as_u16(), started.elapsed());
     response
 }
 
-/// `dispatch` within the in-flight limit and request timeout (watches excepted), under a
-/// panic guard.
+/// `dispatch` once its flow's priority level admits it, within the request timeout (watches
+/// excepted), under a panic guard.
 async fn limited(
     req: Request<Incoming>,
     state: &AppState,
     route: Route,
     query: Query,
+    flow: Classification,
 ) -> Response<Body> {
-    // Watches stay open for as long as the client wants: they take no in-flight slot and
-    // have no request timeout.
+    // Watches stay open for as long as the client wants: they take no seat and have no
+    // request timeout.
     let long_running = route.is_long_running();
     let permit = if long_running {
         None
     } else {
-        match state.inflight.clone().try_acquire_owned() {
-            Ok(p) => Some(p),
-            Err(_) => {
-                return response::status(&Status::too_many_requests(
-                    "Too many requests, please try again later.",
-                ))
-            }
+        let seats = flowcontrol::estimate_seats(&route, &query, &state.registry);
+        match state.flow_control.admit(&flow, seats).await {
+            Ok(admitted) => Some(admitted),
+            Err(status) => return response::status(&status),
         }
     };
     let work = AssertUnwindSafe(dispatch(req, state, route, query)).catch_unwind();
@@ -283,8 +284,7 @@ async fn limited(
             }
         }
     };
-    drop(permit);
-    result.unwrap_or_else(|payload| {
+    let response = result.unwrap_or_else(|payload| {
         tracing::error!("a request handler panicked");
         let mut response =
             response::status(&Status::internal("the request could not be completed"));
@@ -295,7 +295,12 @@ async fn limited(
             .unwrap_or_default();
         audit::mark_panicked(&mut response, message);
         response
-    })
+    });
+    // The seats are held until the body is written: a list's cost is mostly there.
+    match permit {
+        Some(admitted) => response::holding(response, admitted),
+        None => response,
+    }
 }
 
 fn accept(req: &Request<Incoming>) -> Option<&str> {

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use super::audit::Auditor;
 use super::filters::Security;
+use super::flowcontrol::FlowControl;
 use super::metrics::ServerMetrics;
 use crate::authentication::service_account::ServiceAccountTokens;
 use crate::authorization::{AlwaysAllow, Authorizer, RuleResolver};
@@ -23,8 +24,8 @@ pub(crate) struct AppState {
     pub registry: Arc<Registry>,
     /// The request body cap (bytes).
     pub max_body_bytes: usize,
-    /// Non-watch requests allowed in flight at once; more answer 429.
-    pub inflight: Arc<Semaphore>,
+    /// Who waits for which seats (API Priority and Fairness).
+    pub flow_control: Arc<FlowControl>,
     /// Flips to `true` when shutdown begins (watches end on it).
     pub shutdown: watch::Receiver<bool>,
     /// The wasm module table, for `/debug/strategies`.
@@ -69,12 +70,15 @@ impl AppState {
         security: Security,
         metrics: ServerMetrics,
         max_body_bytes: usize,
-        max_inflight: usize,
+        flow_control: FlowControl,
     ) -> Self {
+        let flow_control = Arc::new(flow_control);
+        let mut metrics = metrics;
+        metrics.register_with(|registry| flow_control.register(registry));
         Self {
             storage,
             max_body_bytes,
-            inflight: Arc::new(Semaphore::new(max_inflight.max(1))),
+            flow_control,
             shutdown: watch::channel(false).1,
             modules: None,
             metrics: Arc::new(metrics),

@@ -14,8 +14,9 @@ use anyhow::Context as _;
 use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::api::flowcontrol::FlowControl;
 use crate::api::metrics::ServerMetrics;
-use crate::api::server::{serve, ConnectionLimits};
+use crate::api::server::{serve, ConnectionLimits, REQUEST_TIMEOUT};
 use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
 use crate::controllers::metrics::ControllerMetrics;
@@ -199,7 +200,13 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         secured.security,
         metrics,
         config.max_request_body_bytes,
-        config.max_requests_inflight,
+        FlowControl::new(
+            u32::try_from(config.max_requests_inflight + config.max_mutating_requests_inflight)
+                .unwrap_or(u32::MAX),
+            config.max_requests_inflight,
+            // A request waits in its queue at most a quarter of its timeout, as kube-apiserver.
+            REQUEST_TIMEOUT / 4,
+        ),
     )
     .with_modules(modules)
     .with_tokens(secured.tokens)

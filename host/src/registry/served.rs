@@ -134,6 +134,19 @@ impl Registry {
             .collect()
     }
 
+    /// Objects of `group`/`plural` in its watch cache (all namespaces), `None` for a resource
+    /// not served or not cached. What a list's cost is estimated from.
+    pub fn stored_objects(&self, group: &str, plural: &str) -> Option<usize> {
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+        let served = table
+            .resources
+            .get(&(group.to_string(), plural.to_string()))?;
+        table
+            .caches
+            .get(&served.def.key_prefix())
+            .map(|c| c.object_count())
+    }
+
     fn install(&self, def: Arc<ResourceDefinition>, strategy: Arc<dyn Strategy>) {
         let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
         let storage = self.storage_for(&mut table, &def.key_prefix());

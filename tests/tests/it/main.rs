@@ -15,6 +15,7 @@ mod crd_versions;
 mod custom_resources;
 mod discovery;
 mod disk_trouble;
+mod flow_control;
 mod go_strategies;
 mod js_client;
 mod kube_rs;

@@ -301,6 +301,11 @@ impl Cacher {
         }
     }
 
+    /// Objects in the cache (what a full list of the resource returns).
+    pub fn object_count(&self) -> usize {
+        self.shared.read().len()
+    }
+
     /// How many watchers were closed because they could not keep up.
     pub fn terminated_watchers(&self) -> u64 {
         self.shared
