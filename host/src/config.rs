@@ -111,6 +111,17 @@ pub struct Config {
     )]
     pub read_header_timeout: std::time::Duration,
 
+    /// How long a connection with nothing in progress (HTTP/2: no open stream) is kept before
+    /// it is closed, on HTTP/2 with a GOAWAY (Go duration; kube-apiserver's fixed
+    /// `IdleTimeout` is 90 s).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_IDLE_CONNECTION_TIMEOUT",
+        default_value = "90s",
+        value_parser = parse_duration
+    )]
+    pub idle_connection_timeout: std::time::Duration,
+
     /// The most streams a client's HTTP/2 connection may have open at once (0: Go's default,
     /// 250, as kube-apiserver).
     #[arg(

@@ -11,6 +11,7 @@ pub(crate) mod filters;
 pub(crate) mod first_read;
 pub(crate) mod flowcontrol;
 pub(crate) mod health;
+pub(crate) mod idle;
 pub(crate) mod jsonpath;
 pub(crate) mod media;
 pub(crate) mod metrics;

@@ -16,15 +16,15 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::audit;
 use super::filters;
 use super::first_read::FirstReadDeadline;
 use super::flowcontrol::{self, Classification};
 use super::health::{self, Reply};
+use super::idle::ConnectionActivity;
 use super::metrics::RequestInfo;
 use super::openapi_v2_protobuf::{self, Form};
 use super::query::Query;
@@ -51,6 +51,9 @@ pub(crate) struct ConnectionLimits {
     /// The most streams an HTTP/2 connection may have open at once (kube-apiserver's
     /// `--http2-max-streams-per-connection`; Go's default, 250).
     pub http2_max_streams: u32,
+    /// A connection with nothing in progress this long is closed (kube-apiserver's
+    /// `IdleTimeout`, 90 s; on HTTP/2 with a GOAWAY).
+    pub idle_timeout: Duration,
 }
 
 /// How often an HTTP/2 connection is pinged, and how long a ping may go unanswered before the
@@ -72,8 +75,9 @@ pub(crate) async fn serve(
 ) -> std::io::Result<()> {
     let read_header_timeout = limits.read_header_timeout;
     let (stop_tx, stop_rx) = watch::channel(false);
-    state.shutdown = stop_rx;
-    let graceful = GracefulShutdown::new();
+    state.shutdown = stop_rx.clone();
+    // Each connection holds a sender; all dropped means all connections ended.
+    let (open_tx, mut open_rx) = mpsc::channel::<()>(1);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -100,17 +104,20 @@ pub(crate) async fn serve(
                 };
                 prepare(&stream, peer);
                 let state = state.clone();
-                let (builder, tls, watcher) = (builder.clone(), tls.clone(), graceful.watcher());
+                let (builder, tls, stop, open) =
+                    (builder.clone(), tls.clone(), stop_rx.clone(), open_tx.clone());
                 tokio::spawn(async move {
+                    let _open = open;
+                    let activity = ConnectionActivity::new();
                     // The handshake runs here, not in the accept loop: a slow client delays
                     // only itself.
                     let result = match tls {
                         Some(tls) => match tls.accept(stream).await {
                             Ok((stream, identity)) => {
-                                let service = service(state, peer, Arc::new(identity));
+                                let service = service(state, peer, Arc::new(identity), activity.clone());
                                 let stream = FirstReadDeadline::new(stream, read_header_timeout);
                                 let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                                watcher.watch(conn.into_owned()).await
+                                until_stopped_or_idle(conn, |c| c.graceful_shutdown(), stop, &activity, limits.idle_timeout).await
                             }
                             Err(e) => {
                                 tracing::debug!(%peer, error = %e, "TLS handshake failed");
@@ -118,10 +125,10 @@ pub(crate) async fn serve(
                             }
                         },
                         None => {
-                            let service = service(state, peer, Arc::new(None));
+                            let service = service(state, peer, Arc::new(None), activity.clone());
                             let stream = FirstReadDeadline::new(stream, read_header_timeout);
                             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                            watcher.watch(conn.into_owned()).await
+                            until_stopped_or_idle(conn, |c| c.graceful_shutdown(), stop, &activity, limits.idle_timeout).await
                         }
                     };
                     if let Err(e) = result {
@@ -135,13 +142,37 @@ pub(crate) async fn serve(
     drop(listener);
     tracing::info!("shutting down: ending watches and finishing in-flight requests");
     let _ = stop_tx.send(true);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    drop(open_tx);
+    if tokio::time::timeout(SHUTDOWN_GRACE, open_rx.recv())
         .await
         .is_err()
     {
         tracing::warn!("grace period over; closing the remaining connections");
     }
     Ok(())
+}
+
+/// Serves `conn` to its end, closing it gracefully with `close` (HTTP/2: GOAWAY, then the
+/// streams in progress finish; HTTP/1.1: after the request in progress) once shutdown begins
+/// or it has been idle for `idle_timeout`.
+async fn until_stopped_or_idle<C, E>(
+    conn: C,
+    close: impl FnOnce(std::pin::Pin<&mut C>),
+    mut stop: watch::Receiver<bool>,
+    activity: &ConnectionActivity,
+    idle_timeout: Duration,
+) -> Result<(), E>
+where
+    C: std::future::Future<Output = Result<(), E>>,
+{
+    tokio::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => return result,
+        _ = stop.wait_for(|stopping| *stopping) => {}
+        () = activity.idle(idle_timeout) => {}
+    }
+    close(conn.as_mut());
+    conn.await
 }
 
 /// Sets up an accepted connection: `TCP_NODELAY`, as Go's servers (Kubernetes') do. Without
@@ -159,6 +190,7 @@ fn service(
     state: AppState,
     peer: SocketAddr,
     identity: Arc<ConnectionIdentity>,
+    activity: Arc<ConnectionActivity>,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
     Response = Response<Body>,
@@ -167,10 +199,16 @@ fn service(
 > {
     hyper::service::service_fn(move |req| {
         let (state, identity) = (state.clone(), identity.clone());
+        // In progress until the response body is written (a watch: until it ends).
+        let in_progress = activity.begin();
         // Boxed: hyper keeps each HTTP/2 stream's task for as long as its response body
         // streams, and a task is as large as the future it was spawned with. Unboxed, every
         // open watch kept the whole request handler's state (~8 KiB) after it had answered.
-        async move { Ok::<_, Infallible>(guarded(req, state, peer, &identity).await) }.boxed()
+        async move {
+            let response = guarded(req, state, peer, &identity).await;
+            Ok::<_, Infallible>(response::holding(response, in_progress))
+        }
+        .boxed()
     })
 }
 

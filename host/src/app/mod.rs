@@ -219,6 +219,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         ConnectionLimits {
             read_header_timeout: config.read_header_timeout,
             http2_max_streams: config.http2_max_streams(),
+            idle_timeout: config.idle_connection_timeout,
         },
         shutdown_signal()?,
     )

@@ -2,7 +2,9 @@
 //! with half a request line, or nothing at all, while a normal client keeps being served; each
 //! is closed once `--read-header-timeout` passes, as is an idle HTTP/1.1 keep-alive connection.
 //! A client whose body is over the limit, still sending it as the 413 is decided, reads the 413
-//! and keeps its connection. An HTTP/2 connection is told how many streams it may open.
+//! and keeps its connection. An HTTP/2 connection is told how many streams it may open, and is
+//! closed with a GOAWAY once idle for `--idle-connection-timeout`, but not while a watch on it
+//! is open.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -176,4 +178,79 @@ fn http2_connections_are_limited_in_streams_as_kube_apiserver() {
     .unwrap();
     let addr = limited.base_url.trim_start_matches("http://").to_owned();
     assert_eq!(announced_max_streams(&addr), Some(20));
+}
+
+/// An HTTP/2 connection (h2c by prior knowledge) to `addr` and a task that ends when the
+/// server closes it.
+async fn h2_connection(
+    addr: &str,
+) -> (
+    hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (sender, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .unwrap();
+    let task = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    (sender, task)
+}
+
+#[test]
+fn an_idle_http2_connection_is_closed_but_not_one_with_an_open_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let host =
+        HostProcess::start(&["--data-dir", &data, "--idle-connection-timeout", "2s"]).unwrap();
+    let addr = host.base_url.trim_start_matches("http://").to_owned();
+    let origin = host.base_url.clone();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async move {
+        let get = |path: &str| {
+            hyper::Request::get(format!("{origin}{path}"))
+                .body(http_body_util::Empty::new())
+                .unwrap()
+        };
+        // One request, then nothing: closed once idle for 2 s, not before.
+        let (mut idle, idle_closed) = h2_connection(&addr).await;
+        let answered = idle.send_request(get("/api/v1/namespaces")).await.unwrap();
+        assert_eq!(answered.status(), 200);
+        drop(answered);
+        let quiet_from = Instant::now();
+        // A watch held open: the connection is busy all along.
+        let (mut watching, watching_closed) = h2_connection(&addr).await;
+        let watch = watching
+            .send_request(get(
+                "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=60",
+            ))
+            .await
+            .unwrap();
+        assert_eq!(watch.status(), 200);
+        tokio::time::timeout(Duration::from_secs(15), idle_closed)
+            .await
+            .expect("the idle connection was not closed")
+            .unwrap();
+        let after = quiet_from.elapsed();
+        assert!(
+            after >= Duration::from_millis(1900),
+            "closed after {after:?}"
+        );
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(
+            !watching_closed.is_finished(),
+            "the connection with an open watch was closed"
+        );
+        // The watching connection still serves new requests.
+        let more = watching
+            .send_request(get("/api/v1/namespaces"))
+            .await
+            .unwrap();
+        assert_eq!(more.status(), 200);
+        drop(watch);
+    });
 }
