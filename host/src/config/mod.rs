@@ -7,6 +7,11 @@ use std::time::Duration;
 
 use clap::Parser;
 
+mod duration;
+mod security;
+
+pub use self::duration::parse_duration;
+pub use self::security::{AuthorizationMode, SecurityFlags};
 use crate::storage::embedded::EmbeddedConfig;
 use crate::storage::etcd3::{Etcd3Config, TlsFiles};
 
@@ -205,171 +210,6 @@ pub struct Config {
     pub security: SecurityFlags,
 }
 
-/// How requests are authorized.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AuthorizationMode {
-    /// Roles and bindings of `rbac.authorization.k8s.io/v1`.
-    #[value(name = "RBAC")]
-    Rbac,
-    /// Every authenticated request is allowed.
-    #[value(name = "AlwaysAllow")]
-    AlwaysAllow,
-}
-
-/// TLS, authentication, authorization and audit flags (kube-apiserver's names).
-#[derive(Debug, Clone, clap::Args)]
-pub struct SecurityFlags {
-    /// PEM serving certificate (chain); without it one is generated into {data-dir}/pki.
-    #[arg(long, env = "STRATEGY_HOST_TLS_CERT_FILE")]
-    pub tls_cert_file: Option<PathBuf>,
-
-    /// PEM private key of --tls-cert-file.
-    #[arg(long, env = "STRATEGY_HOST_TLS_PRIVATE_KEY_FILE")]
-    pub tls_private_key_file: Option<PathBuf>,
-
-    /// PEM CA bundle: client certificates it signed authenticate (CN = user, O = groups). The
-    /// generated CA in {data-dir}/pki is always trusted too.
-    #[arg(long, env = "STRATEGY_HOST_CLIENT_CA_FILE")]
-    pub client_ca_file: Option<PathBuf>,
-
-    /// Static bearer tokens, one `token,user,uid,"group1,group2"` line each.
-    #[arg(long, env = "STRATEGY_HOST_TOKEN_AUTH_FILE")]
-    pub token_auth_file: Option<PathBuf>,
-
-    /// PEM (PKCS#8) private key ServiceAccount tokens are signed with; without it one is
-    /// generated into {data-dir}/pki. Replicas sharing an etcd must share it.
-    #[arg(long, env = "STRATEGY_HOST_SERVICE_ACCOUNT_SIGNING_KEY_FILE")]
-    pub service_account_signing_key_file: Option<PathBuf>,
-
-    /// Further PEM public keys ServiceAccount tokens are accepted from (comma-separated).
-    #[arg(
-        long,
-        env = "STRATEGY_HOST_SERVICE_ACCOUNT_KEY_FILE",
-        value_delimiter = ','
-    )]
-    pub service_account_key_file: Vec<PathBuf>,
-
-    /// The `iss` of ServiceAccount tokens.
-    #[arg(
-        long,
-        env = "STRATEGY_HOST_SERVICE_ACCOUNT_ISSUER",
-        default_value = crate::authentication::service_account::DEFAULT_ISSUER
-    )]
-    pub service_account_issuer: String,
-
-    /// Audiences a token must name one of (comma-separated; default: the issuer).
-    #[arg(long, env = "STRATEGY_HOST_API_AUDIENCES", value_delimiter = ',')]
-    pub api_audiences: Vec<String>,
-
-    /// The longest lifetime of a requested ServiceAccount token (Go duration).
-    #[arg(
-        long,
-        env = "STRATEGY_HOST_SERVICE_ACCOUNT_MAX_TOKEN_EXPIRATION",
-        value_parser = parse_duration
-    )]
-    pub service_account_max_token_expiration: Option<std::time::Duration>,
-
-    /// Requests without credentials act as system:anonymous (group system:unauthenticated),
-    /// for authorization to decide; `false` answers them 401.
-    #[arg(
-        long,
-        env = "STRATEGY_HOST_ANONYMOUS_AUTH",
-        action = clap::ArgAction::Set,
-        default_value_t = true
-    )]
-    pub anonymous_auth: bool,
-
-    /// How requests are authorized.
-    #[arg(
-        long,
-        env = "STRATEGY_HOST_AUTHORIZATION_MODE",
-        value_enum,
-        default_value = "RBAC"
-    )]
-    pub authorization_mode: AuthorizationMode,
-
-    /// Append an audit.k8s.io/v1 Event per request stage as JSON lines to this file (`-`:
-    /// stdout).
-    #[arg(long, env = "STRATEGY_HOST_AUDIT_LOG_PATH")]
-    pub audit_log_path: Option<PathBuf>,
-
-    /// Megabytes the audit log may reach before it is rotated to a timestamped backup (0:
-    /// 100, as kube-apiserver).
-    #[arg(
-        long = "audit-log-maxsize",
-        env = "STRATEGY_HOST_AUDIT_LOG_MAXSIZE",
-        default_value_t = 0
-    )]
-    pub audit_log_maxsize: u64,
-
-    /// Rotated audit log files kept, newest first (0: all).
-    #[arg(
-        long = "audit-log-maxbackup",
-        env = "STRATEGY_HOST_AUDIT_LOG_MAXBACKUP",
-        default_value_t = 0
-    )]
-    pub audit_log_maxbackup: usize,
-
-    /// Days a rotated audit log file is kept (0: forever).
-    #[arg(
-        long = "audit-log-maxage",
-        env = "STRATEGY_HOST_AUDIT_LOG_MAXAGE",
-        default_value_t = 0
-    )]
-    pub audit_log_maxage: u64,
-
-    /// Gzip rotated audit log files.
-    #[arg(long = "audit-log-compress", env = "STRATEGY_HOST_AUDIT_LOG_COMPRESS")]
-    pub audit_log_compress: bool,
-
-    /// An audit.k8s.io/v1 Policy (YAML or JSON) choosing each request's audit level.
-    #[arg(long, env = "STRATEGY_HOST_AUDIT_POLICY_FILE")]
-    pub audit_policy_file: Option<PathBuf>,
-
-    /// The audit level of every request when no policy file is given: None, Metadata,
-    /// Request or RequestResponse.
-    #[arg(
-        long,
-        env = "STRATEGY_HOST_AUDIT_LEVEL",
-        default_value = "Metadata",
-        value_parser = ["None", "Metadata", "Request", "RequestResponse"]
-    )]
-    pub audit_level: String,
-}
-
-/// Parses a Go-style duration (`1h`, `90s`, `1h30m0s`, `500ms`), as Kubernetes' flags take them.
-///
-/// # Errors
-/// A value that is not a sequence of number+unit pairs.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let bad = || format!("invalid duration {text:?}: use e.g. 1h, 30m, 90s or 1h30m0s");
-    let mut total = 0f64;
-    let mut rest = text.trim();
-    if rest == "0" {
-        return Ok(std::time::Duration::ZERO);
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .ok_or_else(bad)?;
-        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            _ => return Err(bad()),
-        };
-        total += number * seconds;
-        rest = &rest[unit_len..];
-    }
-    Ok(std::time::Duration::from_secs_f64(total))
-}
-
 impl Config {
     /// The key and certificate files the flags name.
     pub fn pki_flags(&self) -> crate::pki::PkiFlags {
@@ -510,23 +350,5 @@ mod tests {
             AuthorizationMode::AlwaysAllow
         );
         assert!(Config::try_parse_from(["strategy-host", "--authorization-mode", "ABAC"]).is_err());
-    }
-
-    #[test]
-    fn go_durations_parse() {
-        use std::time::Duration;
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(
-            parse_duration("1h30m0s").unwrap(),
-            Duration::from_secs(5400)
-        );
-        assert_eq!(
-            parse_duration("1500ms").unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
-        assert!(parse_duration("1d").is_err());
-        assert!(parse_duration("h").is_err());
-        assert!(parse_duration("10").is_err());
     }
 }
