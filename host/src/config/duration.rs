@@ -35,8 +35,6 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[test]
