@@ -381,3 +381,41 @@ async fn a_restarted_etcd_serves_again_at_once() {
         .filter(|(_, at, _)| *at > served)
         .all(|(_, _, ok)| *ok));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_held_by_a_paused_member_is_answered_by_another_within_seconds() {
+    let cluster = tokio::task::spawn_blocking(|| EtcdCluster::start(3))
+        .await
+        .unwrap()
+        .expect("start a three-member etcd cluster");
+    let mut config = Etcd3Config::new(cluster.endpoints());
+    config.request_timeout = Duration::from_secs(10);
+    let store = Etcd3Store::connect(config).await.expect("connect");
+    store
+        .create("/widgets/ns/w", widget("w"))
+        .await
+        .expect("create");
+    // Every member's connection is made before one is paused (a connection to a paused member
+    // would fail at its dial timeout instead: another path).
+    for _ in 0..6 {
+        store
+            .get("/widgets/ns/w", GetOptions::default())
+            .await
+            .expect("get");
+    }
+    let paused = follower(&cluster, None);
+    cluster.member(paused).pause();
+    // Reads go round the members: some are sent to the paused one, which holds them without
+    // failing them. Each is answered by another member within a couple of seconds, not after
+    // its whole 10 s budget.
+    for i in 0..6 {
+        let began = Instant::now();
+        store
+            .get("/widgets/ns/w", GetOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("read {i}: {e}"));
+        let took = began.elapsed();
+        assert!(took < Duration::from_secs(3), "read {i} took {took:?}");
+    }
+    cluster.member(paused).resume();
+}

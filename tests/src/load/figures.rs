@@ -18,6 +18,8 @@ pub struct Throughput {
     pub p90: Duration,
     /// 99th percentile latency.
     pub p99: Duration,
+    /// The slowest operation.
+    pub max: Duration,
     /// Response bytes read per operation (0 when the mode does not count them).
     pub bytes_per_op: u64,
 }
@@ -46,6 +48,7 @@ impl Throughput {
             p50: pick(0.50),
             p90: pick(0.90),
             p99: pick(0.99),
+            max: latencies.last().copied().unwrap_or_default(),
             bytes_per_op: bytes.checked_div(ops).unwrap_or(0),
         }
     }
@@ -55,18 +58,19 @@ impl Throughput {
         self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
-    /// `ops=… errors=… ops/s=… p50=…ms p90=…ms p99=…ms [bytes/op=…]`, the fields every line of
+    /// `ops=… errors=… ops/s=… p50=…ms p90=…ms p99=…ms max=…ms [bytes/op=…]`, the fields every line of
     /// api-load prints (scripts pick them out by name).
     pub fn fields(&self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let mut s = format!(
-            "ops={} errors={} ops/s={:.0} p50={:.2}ms p90={:.2}ms p99={:.2}ms",
+            "ops={} errors={} ops/s={:.0} p50={:.2}ms p90={:.2}ms p99={:.2}ms max={:.2}ms",
             self.ops,
             self.errors,
             self.per_second(),
             ms(self.p50),
             ms(self.p90),
-            ms(self.p99)
+            ms(self.p99),
+            ms(self.max)
         );
         if self.bytes_per_op > 0 {
             s += &format!(" bytes/op={}", self.bytes_per_op);

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::Client;
+use futures::StreamExt as _;
 
 use super::endpoints::Endpoints;
 use super::errors::map_error;
@@ -25,6 +26,13 @@ use crate::storage::error::{Result, StorageError};
 /// or a leader that died with the proposal) costs one attempt, then the write's outcome is read
 /// back and it goes to another member, within the budget.
 const WRITE_ATTEMPTS_PER_BUDGET: u32 = 4;
+
+/// A read not answered within this is also sent to another member, and the first answer wins:
+/// a member that holds requests without failing them (paused, or waiting on a leader that
+/// died, which etcd gives up on only after its own 7 s) costs a read this long, not its budget.
+const HEDGE_AFTER: Duration = Duration::from_secs(1);
+/// Copies of one read in flight at most.
+const READ_COPIES: usize = 3;
 
 /// The pause before going round the members again once each was tried; doubled up to
 /// `MAX_ROUND_PAUSE`.
@@ -176,9 +184,16 @@ where
             tried.clear();
             continue;
         };
-        let (failure, error) = match tokio::time::timeout(per_attempt, op(member.client)).await {
+        let (index, outcome) = match retry {
+            Retry::Always => hedged(endpoints, &tried, member, per_attempt, &mut op).await,
+            Retry::IfNotApplied => (
+                member.index,
+                tokio::time::timeout(per_attempt, op(member.client)).await,
+            ),
+        };
+        let (failure, error) = match outcome {
             Ok(Ok(value)) => {
-                endpoints.mark_up(member.index);
+                endpoints.mark_up(index);
                 return Ok(value);
             }
             Ok(Err(e)) => (classify(&e), map_error(e)),
@@ -187,9 +202,9 @@ where
                 StorageError::Unavailable(format!("etcd request timed out after {per_attempt:?}")),
             ),
         };
-        let error = at_member(error, endpoints.url(member.index));
+        let error = at_member(error, endpoints.url(index));
         if failure.member_is_down() {
-            endpoints.mark_down(member.index, &error.to_string());
+            endpoints.mark_down(index, &error.to_string());
         }
         let out_of_time = began.elapsed() + pause >= budget;
         if !failure.may_retry(retry) || out_of_time {
@@ -200,7 +215,69 @@ where
             });
         }
         tracing::debug!(error = %error, "retrying the etcd request on another member");
-        tried.push(member.index);
+        tried.push(index);
+    }
+}
+
+/// What one attempt came to: the operation's result, or its timeout.
+type Outcome<T> =
+    std::result::Result<std::result::Result<T, etcd_client::Error>, tokio::time::error::Elapsed>;
+
+/// Runs a read on `member` and, each [`HEDGE_AFTER`] it goes unanswered, again on the next
+/// member in rotation (at most [`READ_COPIES`] at once), returning the first success, or when
+/// every copy failed the last failure, with the index of the member that gave it. A fresh copy
+/// also gets past reads a member holds from before a leader change, which etcd gives up on only
+/// after its own request timeout. When a later copy wins, the first member leaves the rotation.
+async fn hedged<T, F, Fut>(
+    endpoints: &Endpoints,
+    tried: &[usize],
+    member: super::endpoints::Picked,
+    per_attempt: Duration,
+    op: &mut F,
+) -> (usize, Outcome<T>)
+where
+    F: FnMut(Arc<Client>) -> Fut,
+    Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + per_attempt;
+    let first = member.index;
+    let copy = |index: usize, fut: Fut| async move {
+        (index, tokio::time::timeout_at(deadline, fut).await)
+    };
+    let mut running = futures::stream::FuturesUnordered::new();
+    running.push(copy(first, op(member.client)));
+    let mut asked = tried.to_vec();
+    asked.push(first);
+    loop {
+        let hedge = tokio::time::sleep(HEDGE_AFTER.min(per_attempt));
+        tokio::select! {
+            Some((index, done)) = running.next() => {
+                if matches!(done, Ok(Ok(_))) || running.is_empty() {
+                    if index != first && matches!(done, Ok(Ok(_))) {
+                        endpoints.mark_down(
+                            first,
+                            &format!("a read waited over {HEDGE_AFTER:?} while another member answered it"),
+                        );
+                    }
+                    return (index, done);
+                }
+            }
+            () = hedge, if running.len() < READ_COPIES => {
+                let other = endpoints.pick(&asked).or_else(|| {
+                    asked.clear();
+                    endpoints.pick(&[])
+                });
+                if let Some(other) = other {
+                    tracing::debug!(
+                        member = endpoints.url(first),
+                        other = endpoints.url(other.index),
+                        "an etcd read is slow; asking another member too"
+                    );
+                    asked.push(other.index);
+                    running.push(copy(other.index, op(other.client)));
+                }
+            }
+        }
     }
 }
 
