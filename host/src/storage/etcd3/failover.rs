@@ -2,7 +2,9 @@
 //! a read whenever the member failed, a write only when etcd surely never applied it.
 //!
 //! A failed attempt is classified ([`Failure`]). A member that could not be reached, or whose
-//! connection broke or timed out, leaves the rotation. A read is retried on the next member; a
+//! connection broke or timed out, leaves the rotation. A read is retried on the next member, and
+//! one unanswered for a second is sent again to the next member each second (the first answer
+//! wins), so a member holding it costs a second, not the budget; a
 //! write only when the connection was never made or etcd answered that it did not take the
 //! write. Any other failure of a write may hide a committed write: it is reported as such
 //! ([`WriteFailure::may_have_applied`]), for the caller to find out what happened (see
