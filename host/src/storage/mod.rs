@@ -29,6 +29,7 @@ pub mod key;
 pub mod object;
 pub mod options;
 pub mod pager;
+pub(crate) mod periodic;
 pub mod predicate;
 pub mod request;
 pub mod snapshot;

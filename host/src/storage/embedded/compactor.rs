@@ -12,6 +12,7 @@ use super::schema::{db_err, decode_version};
 use super::tables::Tables;
 use super::Inner;
 use crate::storage::error::Result;
+use crate::storage::periodic::spawn_periodic;
 
 /// Compacts from `compacted` (exclusive) to `revision` (inclusive) inside the writer's
 /// transaction: removes the log entries up to `revision` and, for every key they name, every
@@ -57,18 +58,14 @@ pub(crate) fn compact_tables(t: &mut Tables<'_>, compacted: u64, revision: u64) 
 
 /// Compacts every `interval` to the revision that was current at the previous tick, until the
 /// store is dropped (`stop` resolves) or no longer reachable.
-pub(crate) fn spawn_auto(store: Weak<Inner>, interval: Duration, mut stop: oneshot::Receiver<()>) {
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        ticker.tick().await;
-        let mut previous: Option<u64> = None;
-        loop {
-            tokio::select! {
-                _ = &mut stop => return,
-                _ = ticker.tick() => {}
-            }
-            let Some(inner) = store.upgrade() else { return };
+pub(crate) fn spawn_auto(store: Weak<Inner>, interval: Duration, stop: oneshot::Receiver<()>) {
+    // The first step (at once) only notes the revision; the next compacts to it.
+    spawn_periodic(
+        store,
+        interval,
+        stop,
+        None,
+        |inner, previous: Option<u64>| async move {
             let now = inner.current_revision();
             if let Some(target) = previous.filter(|&t| t > inner.compacted_revision()) {
                 match inner.compact(target).await {
@@ -76,7 +73,7 @@ pub(crate) fn spawn_auto(store: Weak<Inner>, interval: Duration, mut stop: onesh
                     Err(e) => tracing::warn!(error = %e, "embedded store: compaction failed"),
                 }
             }
-            previous = Some(now);
-        }
-    });
+            Some(now)
+        },
+    );
 }

@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use super::kv::kv;
 use super::{header_revision, Etcd3Store, Inner};
 use crate::storage::error::Result;
+use crate::storage::periodic::spawn_periodic;
 
 /// The key hosts sharing an etcd coordinate compaction through (kube-apiserver's, unprefixed).
 pub(super) const COMPACT_REV_KEY: &str = "compact_rev_key";
@@ -31,24 +32,22 @@ struct Turn {
 }
 
 /// Runs compactions every `interval` until `stop` fires or the store is dropped.
-pub(super) fn spawn(store: Weak<Inner>, interval: Duration, mut stop: oneshot::Receiver<()>) {
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut turn = Turn::default();
-        loop {
-            tokio::select! {
-                _ = &mut stop => return,
-                _ = ticker.tick() => {}
+pub(super) fn spawn(store: Weak<Inner>, interval: Duration, stop: oneshot::Receiver<()>) {
+    spawn_periodic(
+        store,
+        interval,
+        stop,
+        Turn::default(),
+        |inner, turn| async move {
+            match (Etcd3Store { inner }).take_turn(turn).await {
+                Ok(next) => next,
+                Err(e) => {
+                    tracing::warn!(error = %e, "etcd compaction failed");
+                    turn
+                }
             }
-            let Some(inner) = store.upgrade() else { return };
-            let store = Etcd3Store { inner };
-            match store.take_turn(turn).await {
-                Ok(next) => turn = next,
-                Err(e) => tracing::warn!(error = %e, "etcd compaction failed"),
-            }
-        }
-    });
+        },
+    );
 }
 
 impl Etcd3Store {
