@@ -122,12 +122,16 @@ pub(crate) fn estimate_seats(route: &Route, query: &Query, registry: &Registry) 
     };
     let selective =
         query.non_empty("labelSelector").is_some() || query.non_empty("fieldSelector").is_some();
-    let limit = query
-        .number("limit")
-        .ok()
-        .flatten()
-        .filter(|l| *l > 0 && !selective);
-    let objects = limit.map_or(stored, |l| stored.min(l as usize));
+    list_seats(stored, query.number("limit").ok().flatten(), selective)
+}
+
+/// The seats of a list over a resource of `stored` objects: a page of `limit` reads no more
+/// than that, unless a selector may make it read on to fill the page.
+fn list_seats(stored: usize, limit: Option<u64>, selective: bool) -> u32 {
+    let limit = limit.filter(|l| *l > 0 && !selective);
+    let objects = limit.map_or(stored, |l| {
+        stored.min(usize::try_from(l).unwrap_or(usize::MAX))
+    });
     (objects.div_ceil(OBJECTS_PER_SEAT) as u32).clamp(1, MAX_SEATS)
 }
 
@@ -232,5 +236,22 @@ impl Collector for LevelGauges {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_takes_a_seat_per_hundred_objects_it_reads_up_to_ten() {
+        assert_eq!(list_seats(0, None, false), 1);
+        assert_eq!(list_seats(250, None, false), 3);
+        assert_eq!(list_seats(100_000, None, false), MAX_SEATS);
+        // A page reads its limit; with a selector it may read the whole resource to fill it.
+        assert_eq!(list_seats(100_000, Some(500), false), 5);
+        assert_eq!(list_seats(100_000, Some(500), true), MAX_SEATS);
+        assert_eq!(list_seats(50, Some(500), false), 1);
+        assert_eq!(list_seats(100_000, Some(0), false), MAX_SEATS);
     }
 }
