@@ -221,11 +221,12 @@ impl State {
 
     /// Returns a request's seats and corrects its flow's service from estimated to actual.
     fn finish(&mut self, flow: &str, seats: u32, took: Duration) {
-        self.seats_in_use -= seats;
+        // Saturating: a miscount must never take the server down, only skew fairness.
+        self.seats_in_use = self.seats_in_use.saturating_sub(seats);
         let now = self.virtual_time;
         let forget = match self.flows.get_mut(flow) {
             Some(f) => {
-                f.executing_seats -= seats;
+                f.executing_seats = f.executing_seats.saturating_sub(seats);
                 f.next_dispatch -= f64::from(seats) * (ESTIMATED_SERVICE - took.as_secs_f64());
                 f.queue.is_empty() && f.executing_seats == 0 && f.next_dispatch <= now
             }

@@ -8,6 +8,7 @@
 //! batches (`watch`); compaction trims history (`compactor`); `snapshot` reads the whole store
 //! at one revision and restores it into a new data directory.
 
+mod closed_stamp;
 mod compactor;
 mod database;
 mod reader;
