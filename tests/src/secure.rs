@@ -35,7 +35,30 @@ pub enum Credential {
     Certificate(PathBuf, PathBuf),
 }
 
+impl Credential {
+    /// An `Authorization: Bearer` token.
+    pub fn token(t: &str) -> Self {
+        Credential::Token(t.to_string())
+    }
+}
+
 impl SecureFixture {
+    /// Starts a secure server with `--token-auth-file` naming a file that holds `tokens`
+    /// (kube-apiserver's CSV: `token,user,uid,"group1,group2"`) and `args`; the file's
+    /// directory lives as long as the one returned.
+    ///
+    /// # Panics
+    /// When the file cannot be written or the server does not start.
+    pub fn start_with_tokens(tokens: &str, args: &[&str]) -> (Self, tempfile::TempDir) {
+        let files = tempfile::tempdir().expect("a temporary directory");
+        let path = files.path().join("tokens.csv");
+        std::fs::write(&path, tokens).expect("the token file is written");
+        let path = path.display().to_string();
+        let mut all = vec!["--token-auth-file", path.as_str()];
+        all.extend_from_slice(args);
+        (Self::start(&all), files)
+    }
+
     /// Starts a secure server with `args` (its data directory is chosen here).
     ///
     /// # Panics

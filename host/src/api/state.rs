@@ -68,12 +68,11 @@ impl AppState {
         storage: Arc<dyn Storage>,
         registry: Arc<Registry>,
         security: Security,
-        metrics: ServerMetrics,
+        mut metrics: ServerMetrics,
         max_body_bytes: usize,
         flow_control: FlowControl,
     ) -> Self {
         let flow_control = Arc::new(flow_control);
-        let mut metrics = metrics;
         metrics.register_with(|registry| flow_control.register(registry));
         Self {
             storage,

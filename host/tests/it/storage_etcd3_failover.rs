@@ -27,6 +27,14 @@ const AFTER_KILL: Duration = Duration::from_millis(300);
 /// What the acknowledged writes left: key → the live object's `spec.n`, or `None` once deleted.
 type Model = BTreeMap<String, Option<u64>>;
 
+/// A three-member etcd cluster on loopback, started off the runtime's threads.
+async fn three_members() -> EtcdCluster {
+    tokio::task::spawn_blocking(|| EtcdCluster::start(3))
+        .await
+        .unwrap()
+        .expect("start a three-member etcd cluster")
+}
+
 fn widget(name: &str) -> Value {
     json!({"metadata": {"name": name, "namespace": "ns"}, "spec": {"n": 0}})
 }
@@ -197,10 +205,7 @@ fn leader(cluster: &EtcdCluster, except: Option<usize>) -> usize {
 /// acknowledged is lost, no update applies twice (`spec.n` counts each one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_leader_then_the_next_leader_killed_fails_no_request() {
-    let cluster = tokio::task::spawn_blocking(|| EtcdCluster::start(3))
-        .await
-        .unwrap()
-        .expect("start a three-member etcd cluster");
+    let cluster = three_members().await;
     let mut config = Etcd3Config::new(cluster.endpoints());
     config.dial_timeout = Duration::from_secs(2);
     config.request_timeout = Duration::from_secs(10);
@@ -230,10 +235,7 @@ async fn a_stalled_leader_then_the_next_leader_killed_fails_no_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_member_down_fails_no_request() {
-    let mut cluster = tokio::task::spawn_blocking(|| EtcdCluster::start(3))
-        .await
-        .unwrap()
-        .expect("start a three-member etcd cluster");
+    let mut cluster = three_members().await;
     let mut config = Etcd3Config::new(cluster.endpoints());
     config.dial_timeout = Duration::from_secs(2);
     config.request_timeout = Duration::from_secs(5);
@@ -384,10 +386,7 @@ async fn a_restarted_etcd_serves_again_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_held_by_a_paused_member_is_answered_by_another_within_seconds() {
-    let cluster = tokio::task::spawn_blocking(|| EtcdCluster::start(3))
-        .await
-        .unwrap()
-        .expect("start a three-member etcd cluster");
+    let cluster = three_members().await;
     let mut config = Etcd3Config::new(cluster.endpoints());
     config.request_timeout = Duration::from_secs(10);
     let store = Etcd3Store::connect(config).await.expect("connect");

@@ -14,24 +14,18 @@ use strategy_host_e2e::Reply;
 const TOKENS: &str = "noisy-token,noisy,uid-noisy,tenants\nlight-token,light,uid-light,tenants\n";
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
-fn token(t: &str) -> Credential {
-    Credential::Token(t.to_string())
-}
-
 #[test]
 fn a_user_flooding_with_lists_fills_only_their_own_queue() {
-    let files = tempfile::tempdir().unwrap();
-    let tokens = files.path().join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
     // 12 seats in all: the global-default level, where both users land, gets 2 of them.
-    let f = SecureFixture::start(&[
-        "--token-auth-file",
-        tokens.to_str().unwrap(),
-        "--max-requests-inflight",
-        "8",
-        "--max-mutating-requests-inflight",
-        "4",
-    ]);
+    let (f, _files) = SecureFixture::start_with_tokens(
+        TOKENS,
+        &[
+            "--max-requests-inflight",
+            "8",
+            "--max-mutating-requests-inflight",
+            "4",
+        ],
+    );
     let admin = Credential::Admin;
     f.ok(
         &admin,
@@ -53,7 +47,12 @@ fn a_user_flooding_with_lists_fills_only_their_own_queue() {
     f.eventually("the light user may create configmaps", || {
         let probe = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "probe"}});
-        let reply = f.call(&token("light-token"), "POST", CONFIGMAPS, Some(&probe));
+        let reply = f.call(
+            &Credential::token("light-token"),
+            "POST",
+            CONFIGMAPS,
+            Some(&probe),
+        );
         reply.is_ok_and(|r| r.code == 201)
     });
 
@@ -101,7 +100,12 @@ fn a_user_flooding_with_lists_fills_only_their_own_queue() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": format!("light-{i}")}, "data": {"n": i.to_string()}});
         let reply = f
-            .call(&token("light-token"), "POST", CONFIGMAPS, Some(&cm))
+            .call(
+                &Credential::token("light-token"),
+                "POST",
+                CONFIGMAPS,
+                Some(&cm),
+            )
             .unwrap();
         assert_eq!(
             reply.code, 201,

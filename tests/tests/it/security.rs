@@ -11,19 +11,9 @@ use strategy_host_e2e::secure::{Credential, SecureFixture};
 
 const TOKENS: &str = "alice-token,alice,uid-alice,\"dev,qa\"\nbob-token,bob,uid-bob\n";
 
-fn token(t: &str) -> Credential {
-    Credential::Token(t.to_string())
-}
-
 /// A secure server with the token file above; the file's directory lives as long as it.
 fn with_token_file(extra: &[&str]) -> (SecureFixture, tempfile::TempDir) {
-    let files = tempfile::tempdir().unwrap();
-    let path = files.path().join("tokens.csv");
-    std::fs::write(&path, TOKENS).unwrap();
-    let path = path.display().to_string();
-    let mut args = vec!["--token-auth-file", path.as_str()];
-    args.extend_from_slice(extra);
-    (SecureFixture::start(&args), files)
+    SecureFixture::start_with_tokens(TOKENS, extra)
 }
 
 #[test]
@@ -138,7 +128,11 @@ fn anonymous_requests_are_authorized_like_kubernetes() {
 #[test]
 fn rbac_roles_and_bindings_allow_and_deny_as_kubernetes() {
     let (f, _files) = with_token_file(&[]);
-    let (admin, alice, bob) = (Credential::Admin, token("alice-token"), token("bob-token"));
+    let (admin, alice, bob) = (
+        Credential::Admin,
+        Credential::token("alice-token"),
+        Credential::token("bob-token"),
+    );
     let whoami = f.ok(&alice, &["auth", "whoami"]);
     assert!(
         whoami.contains("alice")
@@ -455,7 +449,7 @@ fn service_account_tokens_work_until_their_account_is_gone() {
     let admin = Credential::Admin;
     f.ok(&admin, &["create", "namespace", "team"]);
     f.ok(&admin, &["create", "serviceaccount", "robot", "-n", "team"]);
-    let robot = token(
+    let robot = Credential::token(
         f.ok(&admin, &["create", "token", "robot", "-n", "team"])
             .trim(),
     );
@@ -467,7 +461,7 @@ fn service_account_tokens_work_until_their_account_is_gone() {
     assert!(whoami.contains("system:serviceaccounts:team"), "{whoami}");
 
     // Another audience: not for this server.
-    let vault = token(
+    let vault = Credential::token(
         f.ok(
             &admin,
             &[
@@ -513,10 +507,10 @@ fn service_account_tokens_work_until_their_account_is_gone() {
         )
         .unwrap()
     };
-    let expired = token(&sign(&key, now - 3600));
+    let expired = Credential::token(&sign(&key, now - 3600));
     assert_eq!(f.call(&expired, "GET", "/api", None).unwrap().code, 401);
     let other_key = rcgen::KeyPair::generate().unwrap().serialize_pem();
-    let forged = token(&sign(&other_key, now + 3600));
+    let forged = Credential::token(&sign(&other_key, now + 3600));
     assert_eq!(f.call(&forged, "GET", "/api", None).unwrap().code, 401);
 
     // Deleting the account revokes its tokens.
@@ -527,7 +521,7 @@ fn service_account_tokens_work_until_their_account_is_gone() {
     // Recreated under the same name, it is another account: once a token of the new account
     // is accepted (the server has seen it), the old token stays refused.
     f.ok(&admin, &["create", "serviceaccount", "robot", "-n", "team"]);
-    let recreated = token(
+    let recreated = Credential::token(
         f.ok(&admin, &["create", "token", "robot", "-n", "team"])
             .trim(),
     );

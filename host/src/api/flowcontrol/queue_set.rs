@@ -112,8 +112,14 @@ impl QueueSet {
         let id = {
             let mut state = self.lock();
             state.advance();
-            let now = state.virtual_time;
-            let entry = state.flows.entry(flow.clone()).or_insert_with(|| Flow {
+            let State {
+                flows,
+                next_id,
+                virtual_time,
+                ..
+            } = &mut *state;
+            let now = *virtual_time;
+            let entry = flows.entry(flow.clone()).or_insert_with(|| Flow {
                 queue: VecDeque::new(),
                 executing_seats: 0,
                 next_dispatch: now,
@@ -124,14 +130,9 @@ impl QueueSet {
             if entry.queue.is_empty() && entry.executing_seats == 0 {
                 entry.next_dispatch = entry.next_dispatch.max(now);
             }
-            state.next_id += 1;
-            let id = state.next_id;
-            state
-                .flows
-                .get_mut(&flow)
-                .expect("just added")
-                .queue
-                .push_back(Waiter { id, seats, granted });
+            *next_id += 1;
+            let id = *next_id;
+            entry.queue.push_back(Waiter { id, seats, granted });
             self.dispatch(&mut state);
             id
         };

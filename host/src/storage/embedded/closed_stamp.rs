@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// What a clean close leaves beside the database file: its length, modification time and inode
-/// as they were just after the close. Opening takes (removes) the stamp; when the file still
+/// What a clean close leaves beside the database file: its length, modification time, inode and
+/// device as they were just after the close. Opening takes (removes) the stamp; when the file still
 /// matches it, nothing has written to the file since a clean close, so the page-by-page check —
 /// about a second per gigabyte — is skipped. A crash, another writer, a restored or copied
 /// file, or a file damaged by hand all leave no stamp or a mismatched one, and the whole file is

@@ -6,9 +6,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::database::OpenDatabase;
-
-use super::database::DbHandle;
+use super::database::{DbHandle, OpenDatabase};
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
