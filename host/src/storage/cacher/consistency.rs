@@ -9,6 +9,10 @@
 //! waiting when one is sent uses its answer. The proof costs etcd a read of every key and value
 //! under the prefix, so only whole-prefix lists use it: a consistent get or page goes to the
 //! store below instead (see `reads.rs`).
+//!
+//! A consistent read the cache could not catch up for in time is answered by the store below,
+//! ahead of the cache; reads at resourceVersion "0" then wait for the cache to pass what that
+//! read showed (or go to the store too), so a client never reads back in time through one host.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Duration;
@@ -37,6 +41,9 @@ pub(super) struct Consistency {
     /// The last probe: its sequence number and its answer, held across the request so reads
     /// arriving meanwhile wait for it.
     last_probe: tokio::sync::Mutex<(u64, Option<u64>)>,
+    /// The newest revision a read answered by the store below in the cache's place has shown:
+    /// the cache is not fresh enough for any read until it has passed it.
+    shown_by_store: AtomicU64,
 }
 
 const UNKNOWN: u8 = 0;
@@ -59,6 +66,7 @@ impl Default for Consistency {
             progress: AtomicU8::new(UNKNOWN),
             probes_sent: AtomicU64::new(0),
             last_probe: tokio::sync::Mutex::new((0, None)),
+            shown_by_store: AtomicU64::new(0),
         }
     }
 }
@@ -82,6 +90,22 @@ impl Shared {
             // The store just said it cannot report progress in order: prove instead.
         }
         self.prove_current(timeout).await
+    }
+
+    /// Notes that a read the cache was behind for was answered by the store below at
+    /// `revision` (the list's revision, or the object's).
+    pub(super) fn shown_by_store(&self, revision: u64) {
+        self.consistency
+            .shown_by_store
+            .fetch_max(revision, Ordering::SeqCst);
+    }
+
+    /// Makes sure the cache is at least as new as anything the store below showed in its
+    /// place (monotonic reads at resourceVersion "0"); false when it could not catch up in
+    /// time (the read then goes to the store below).
+    pub(super) async fn catch_up_with_reads_from_store(&self) -> bool {
+        let shown = self.consistency.shown_by_store.load(Ordering::SeqCst);
+        *self.revision.borrow() >= shown || self.catch_up_for_consistent_read().await
     }
 
     /// Whether the store below answers progress requests in order, asked once.

@@ -4,7 +4,8 @@
 //! memory when the scope has not changed since their revision and go to the store below
 //! otherwise. Where the store below cannot report progress in order (etcd before 3.4.31), a
 //! consistent get or page is read from it, as Kubernetes does: making the cache provably
-//! current there costs a read of the whole prefix.
+//! current there costs a read of the whole prefix. A consistent read the cache could not catch
+//! up for is read from the store below too, and `"0"` reads do not go back behind it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -31,8 +32,12 @@ pub(super) enum Extent {
 pub(super) enum Freshness {
     /// The cache is fresh enough.
     Cache,
-    /// The cache did not catch up in time: ask the store below.
+    /// The store below answers this kind of read (a consistent get or page on an etcd that
+    /// cannot report progress in order).
     Below,
+    /// The cache did not catch up in time: ask the store below, and keep later reads from
+    /// going back behind its answer.
+    Behind,
 }
 
 impl Cacher {
@@ -45,7 +50,17 @@ impl Cacher {
     pub(super) async fn await_fresh(&self, rv: Option<u64>, extent: Extent) -> Result<Freshness> {
         let config = &self.shared.config;
         match rv {
-            Some(0) => Ok(Freshness::Cache),
+            Some(0) => {
+                if self.shared.catch_up_with_reads_from_store().await {
+                    Ok(Freshness::Cache)
+                } else {
+                    self.shared
+                        .metrics
+                        .delegated_reads
+                        .fetch_add(1, Ordering::Relaxed);
+                    Ok(Freshness::Below)
+                }
+            }
             Some(n) => {
                 if self
                     .shared
@@ -78,7 +93,7 @@ impl Cacher {
                         .metrics
                         .consistent_read_fallbacks
                         .fetch_add(1, Ordering::Relaxed);
-                    Ok(Freshness::Below)
+                    Ok(Freshness::Behind)
                 }
             }
         }
@@ -113,8 +128,16 @@ impl Cacher {
         opts: GetOptions,
     ) -> Result<Option<Arc<CachedObject>>> {
         let rv = parse_resource_version(&opts.resource_version)?;
-        if let Freshness::Below = self.await_fresh(rv, Extent::Bounded).await? {
-            return self.shared.below.get_shared(key, opts).await;
+        match self.await_fresh(rv, Extent::Bounded).await? {
+            Freshness::Cache => {}
+            Freshness::Below => return self.shared.below.get_shared(key, opts).await,
+            Freshness::Behind => {
+                let found = self.shared.below.get_shared(key, opts).await?;
+                if let Some(obj) = &found {
+                    self.shared.shown_by_store(obj.revision());
+                }
+                return Ok(found);
+            }
         }
         let found = self.shared.read().get(cache_key);
         match found {
@@ -151,8 +174,14 @@ impl Cacher {
             _ => Extent::Bounded,
         };
         let rv = opts.parsed_resource_version()?;
-        if let Freshness::Below = self.await_fresh(rv, extent).await? {
-            return self.shared.below.get_list(key, opts).await;
+        match self.await_fresh(rv, extent).await? {
+            Freshness::Cache => {}
+            Freshness::Below => return self.shared.below.get_list(key, opts).await,
+            Freshness::Behind => {
+                let list = self.shared.below.get_list(key, opts).await?;
+                self.shared.shown_by_store(list.resource_version);
+                return Ok(list);
+            }
         }
         let (page, at) = {
             let cache = self.shared.read();

@@ -332,4 +332,5 @@ async fn bookmarks_and_initial_events() {
 }
 
 mod consistency;
+mod monotonic_reads;
 mod recovery;

@@ -1,0 +1,120 @@
+//! `resourceVersion=0` reads never go back behind what the cacher served from the store below
+//! when the cache could not catch up for a consistent read (a watch held up by a paused etcd
+//! member, say): the linearizability check's monotonic reads.
+
+use super::*;
+
+/// A store whose watches deliver nothing while `held` (their events wait, in order).
+struct Held {
+    inner: EmbeddedStore,
+    held: tokio::sync::watch::Sender<bool>,
+}
+
+#[async_trait]
+impl Storage for Held {
+    async fn create(&self, key: &str, obj: Value) -> Result<Value, StorageError> {
+        self.inner.create(key, obj).await
+    }
+    async fn delete(&self, key: &str, r: ConditionalDelete<'_>) -> Result<Value, StorageError> {
+        self.inner.delete(key, r).await
+    }
+    async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream, StorageError> {
+        let stream = self.inner.watch(key, opts).await?;
+        let held = self.held.subscribe();
+        Ok(Box::pin(stream.then(move |event| {
+            let mut held = held.clone();
+            async move {
+                let _ = held.wait_for(|held| !held).await;
+                event
+            }
+        })))
+    }
+    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>, StorageError> {
+        self.inner.get(key, opts).await
+    }
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList, StorageError> {
+        self.inner.get_list(key, opts).await
+    }
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        r: GuaranteedUpdate<'_>,
+    ) -> Result<Value, StorageError> {
+        self.inner.guaranteed_update(key, r).await
+    }
+    async fn count(&self, key: &str) -> Result<u64, StorageError> {
+        self.inner.count(key).await
+    }
+    async fn current_revision(&self) -> Result<u64, StorageError> {
+        self.inner.current_revision().await
+    }
+    async fn request_watch_progress(&self) -> Result<bool, StorageError> {
+        self.inner.request_watch_progress().await
+    }
+}
+
+async fn size_at_rv0(cacher: &Cacher) -> Value {
+    let opts = GetOptions {
+        resource_version: "0".into(),
+        ..Default::default()
+    };
+    let got = cacher.get(&key("ns", "a"), opts).await.unwrap().unwrap();
+    got["spec"]["size"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_at_rv0_is_never_older_than_a_consistent_read_served_by_the_store() {
+    let held = Held {
+        inner: embedded().await,
+        held: tokio::sync::watch::Sender::new(false),
+    };
+    let below = Arc::new(held);
+    let config = CacherConfig {
+        read_your_writes: false,
+        consistent_read_timeout: Duration::from_millis(50),
+        not_older_than_timeout: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let cacher = cacher_over(below.clone(), config).await;
+    create(&*below, "ns", "a").await;
+    update_size(&*below, &key("ns", "a"), 1).await;
+    eventually_size(&cacher, 1).await;
+
+    // The cache's watch stops delivering; a write lands behind its back.
+    below.held.send_replace(true);
+    let written = update_size(&*below, &key("ns", "a"), 2).await;
+    let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
+    assert_eq!(list.items[0].to_value(), written, "a consistent list");
+    assert_eq!(
+        cacher.stats().consistent_read_fallbacks,
+        1,
+        "read from below"
+    );
+    // What that list showed, an rv=0 read shows too: from the store, while the cache is behind.
+    assert_eq!(size_at_rv0(&cacher).await, json!(2));
+    assert_eq!(size_at_rv0(&cacher).await, json!(2));
+
+    // Once the cache has caught up, rv=0 reads are answered from memory again.
+    below.held.send_replace(false);
+    eventually_size(&cacher, 2).await;
+    let delegated = cacher.stats().delegated_reads;
+    for _ in 0..10 {
+        assert_eq!(size_at_rv0(&cacher).await, json!(2));
+    }
+    assert_eq!(cacher.stats().delegated_reads, delegated);
+}
+
+/// Waits until the cache itself shows widget `a` at `size`.
+async fn eventually_size(cacher: &Cacher, size: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cacher.stats().revision == 0 || {
+        let cached = cacher.shared.read().get(&key("ns", "a"));
+        cached.is_none_or(|o| o.to_value()["spec"]["size"] != json!(size))
+    } {
+        assert!(
+            Instant::now() < deadline,
+            "the cache never showed size {size}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
