@@ -4,7 +4,9 @@
 //! is killed (SIGKILL) and restarted, the etcd leader is stopped and started again, and the
 //! leader is then paused (SIGSTOP) for 2 s (`LINEARIZABILITY_PAUSE=0` leaves that out). The
 //! history is then checked ([`strategy_host_e2e::history::check`]); the watchers also drop
-//! their watch every 1.5 s and resume from the last resourceVersion delivered. The seed and
+//! their watch every 1.5 s and resume from the last resourceVersion delivered. A second run has
+//! one host on the embedded store killed twice and restarted on its data directory: its
+//! watchers relist where a resume is answered 410 Gone. The seed and
 //! length come from `LINEARIZABILITY_SEED` and `LINEARIZABILITY_SECONDS` (CI runs a short
 //! seeded form; `scripts/linearizability.sh` longer ones).
 
@@ -17,7 +19,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use strategy_host::storage::etcd3::testing::EtcdCluster;
-use strategy_host_e2e::history::{check, Change, Operation, Outcome, Request};
+use strategy_host_e2e::history::{
+    check, Change, Listing, Operation, Outcome, Relist, Request, Watched,
+};
 use strategy_host_e2e::{call, HostProcess, WatchReader};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
@@ -61,7 +65,10 @@ fn client(
     let mut known: BTreeMap<String, u64> = BTreeMap::new();
     while !stop.load(Ordering::SeqCst) {
         n += 1;
-        let base = bases.read().unwrap()[id % 2].clone();
+        let base = {
+            let bases = bases.read().unwrap();
+            bases[id % bases.len()].clone()
+        };
         let key = format!("k{}", rng.random_range(0..KEYS));
         let url = format!("{base}{CONFIGMAPS}/{key}");
         let value = format!("c{id}-{n}");
@@ -124,17 +131,9 @@ fn client(
                 if reply.code != 200 {
                     continue;
                 }
-                let list = reply.json();
-                let items = list["items"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|o| {
-                        let name = o["metadata"]["name"].as_str()?;
-                        Some((name.to_owned(), (rv_of(o)?, value_of(o)?)))
-                    })
-                    .collect();
-                let Some(at) = rv_of(&list) else { continue };
+                let Some((at, items)) = listed(&reply.json()) else {
+                    continue;
+                };
                 (Request::List, Outcome::Listed(at, items))
             }
             pick => {
@@ -200,6 +199,20 @@ fn write_outcome(reply: &anyhow::Result<strategy_host_e2e::Reply>, ok: u16) -> O
     }
 }
 
+/// A list's resourceVersion and its objects: name → (resourceVersion, value).
+fn listed(list: &Value) -> Option<(u64, Listing)> {
+    let items = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| {
+            let name = o["metadata"]["name"].as_str()?;
+            Some((name.to_owned(), (rv_of(o)?, value_of(o)?)))
+        })
+        .collect();
+    Some((rv_of(list)?, items))
+}
+
 /// Whether a request failed before reaching the server (its host is down): it did not happen.
 fn never_sent(error: &anyhow::Error) -> bool {
     error
@@ -207,16 +220,21 @@ fn never_sent(error: &anyhow::Error) -> bool {
         .is_some_and(|e| e.kind() == ureq::ErrorKind::ConnectionFailed)
 }
 
-/// Follows the ConfigMaps through host `which`, resuming from the last delivered
-/// resourceVersion whenever the stream ends and every `RESUME_EVERY`, until the object named `sentinel` is added (the
-/// last write of the run), or 30 s after `stop` without it.
+/// Follows the ConfigMaps through host `which`, resuming whenever the stream ends and every
+/// `RESUME_EVERY` — from the last delivered resourceVersion, or now and then from one up to 20
+/// changes earlier (any delivered resourceVersion is resumable: the changes after it come
+/// again) — and relisting, as a client-go reflector does, when the host answers 410 Gone; until
+/// the object named `sentinel` is added (the last write of the run), or 30 s after `stop`
+/// without it.
 fn watcher(
     which: usize,
+    seed: u64,
     bases: Bases,
     from: u64,
     stop: Arc<AtomicBool>,
-) -> (Vec<Change>, Vec<String>) {
-    let mut changes = Vec::new();
+) -> (Watched, Vec<String>) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut watched = Watched::default();
     let mut errors = Vec::new();
     let mut last = from;
     let mut stopped_at: Option<Instant> = None;
@@ -231,12 +249,37 @@ fn watcher(
             errors.push(format!("watch {which}: no sentinel within 30 s of the end"));
             break;
         }
+        if rng.random_range(0..3) == 0 {
+            // Back to an earlier change, but not behind the last relist.
+            let relisted = watched.relists.last().map_or(from, |r| r.revision);
+            let before_relist = watched.changes.partition_point(|c| c.revision <= relisted);
+            let keep = watched
+                .changes
+                .len()
+                .saturating_sub(rng.random_range(1..=20))
+                .max(before_relist);
+            watched.changes.truncate(keep);
+            last = watched
+                .changes
+                .last()
+                .map_or(relisted, |c| c.revision)
+                .max(relisted);
+        }
         let base = bases.read().unwrap()[which].clone();
         let url =
             format!("{base}{CONFIGMAPS}?watch=1&resourceVersion={last}&allowWatchBookmarks=true");
-        let Ok(watch) = WatchReader::open(&url) else {
-            std::thread::sleep(Duration::from_millis(50));
-            continue;
+        let watch = match WatchReader::open(&url) {
+            Ok(watch) => watch,
+            Err(e) if e.to_string().contains("answered 410") => {
+                if relist(&base, &mut last, &mut watched) {
+                    break;
+                }
+                continue;
+            }
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
         };
         let opened = Instant::now();
         loop {
@@ -251,6 +294,12 @@ fn watcher(
             };
             let kind = event["type"].as_str().unwrap_or_default();
             let obj = &event["object"];
+            if kind == "ERROR" && obj["code"] == 410 {
+                if relist(&base, &mut last, &mut watched) {
+                    break 'outer;
+                }
+                continue 'outer;
+            }
             if kind == "ERROR" {
                 errors.push(format!("watch {which} from {last}: {obj}"));
                 break 'outer;
@@ -269,45 +318,67 @@ fn watcher(
                 break 'outer;
             }
             let value = (kind != "DELETED").then(|| value_of(obj)).flatten();
-            changes.push(Change {
+            watched.changes.push(Change {
                 revision: rv,
                 key: name,
                 value,
             });
         }
     }
-    (changes, errors)
+    (watched, errors)
 }
 
-#[test]
-fn the_api_stays_linearizable_through_a_host_kill_and_etcd_leader_restarts_and_pauses() {
+/// Lists consistently through `base` after a 410 and records the relist: the watch goes on
+/// from the list's resourceVersion. Leaves `last` as it was when the list fails (the watch is
+/// tried again, and answered 410 again). Answers whether the list holds the sentinel (the watch is then done).
+fn relist(base: &str, last: &mut u64, watched: &mut Watched) -> bool {
+    let Ok(reply) = call("GET", &format!("{base}{CONFIGMAPS}"), None) else {
+        std::thread::sleep(Duration::from_millis(50));
+        return false;
+    };
+    let list = reply.json();
+    let Some((revision, state)) = (reply.code == 200).then(|| listed(&list)).flatten() else {
+        std::thread::sleep(Duration::from_millis(50));
+        return false;
+    };
+    watched.relists.push(Relist {
+        after: *last,
+        revision,
+        state,
+    });
+    *last = revision;
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|o| o["metadata"]["name"] == "sentinel")
+}
+
+/// Runs the clients and two watchers (on host `watched_host`) against `hosts` while `faults`
+/// injects its faults (given the hosts, their current addresses and a third of the run), then
+/// checks the history.
+fn run_checked(
+    mut hosts: Vec<HostProcess>,
+    watched_host: usize,
+    faults: impl FnOnce(&mut Vec<HostProcess>, &Bases, Duration),
+) {
     let seed = env_or("LINEARIZABILITY_SEED", 1);
     let seconds = env_or("LINEARIZABILITY_SECONDS", 8);
-    let mut cluster = EtcdCluster::start(3).unwrap();
-    let endpoints = cluster.endpoints().join(",");
-    let args = [
-        "--etcd-servers",
-        endpoints.as_str(),
-        "--etcd-prefix",
-        "/lin",
-    ];
-    let mut hosts = vec![
-        HostProcess::start(&args).unwrap(),
-        HostProcess::start(&args).unwrap(),
-    ];
     let bases: Bases = Arc::new(RwLock::new(
         hosts.iter().map(|h| h.base_url.clone()).collect(),
     ));
-    let start = call("GET", &hosts[1].url(CONFIGMAPS), None).unwrap().json();
+    let start = call("GET", &hosts[watched_host].url(CONFIGMAPS), None)
+        .unwrap()
+        .json();
     let from = rv_of(&start).unwrap();
 
     let began = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
-    // Both watchers follow the host that stays up.
     let watchers: Vec<_> = (0..2)
-        .map(|_| {
+        .map(|i| {
             let (bases, stop) = (bases.clone(), stop.clone());
-            std::thread::spawn(move || watcher(1, bases, from, stop))
+            let seed = seed.wrapping_mul(31).wrapping_add(100 + i);
+            std::thread::spawn(move || watcher(watched_host, seed, bases, from, stop))
         })
         .collect();
     let clients: Vec<_> = (0..CLIENTS)
@@ -316,33 +387,7 @@ fn the_api_stays_linearizable_through_a_host_kill_and_etcd_leader_restarts_and_p
             std::thread::spawn(move || client(id, seed, bases, began, stop))
         })
         .collect();
-
-    // Faults: host 0 killed and restarted; the etcd leader stopped and started again; the next
-    // leader paused.
-    let third = Duration::from_secs(seconds) / 3;
-    std::thread::sleep(third);
-    drop(hosts.remove(0));
-    std::thread::sleep(Duration::from_millis(300));
-    let restarted = HostProcess::start(&args).unwrap();
-    bases.write().unwrap()[0] = restarted.base_url.clone();
-    hosts.insert(0, restarted);
-    std::thread::sleep(third);
-    let member = cluster.leader().unwrap_or(0);
-    cluster.member_mut(member).stop();
-    std::thread::sleep(Duration::from_millis(500));
-    cluster.member_mut(member).restart().unwrap();
-    // The leader then pauses (SIGSTOP) for 2 s: the caches' watches on it stall, consistent
-    // reads fall back to etcd, and rv=0 reads must not go back behind what those showed.
-    if env_or("LINEARIZABILITY_PAUSE", 1) == 1 {
-        std::thread::sleep(third / 2);
-        let paused = cluster.leader().unwrap_or(0);
-        cluster.member(paused).pause();
-        std::thread::sleep(Duration::from_secs(2));
-        cluster.member(paused).resume();
-        std::thread::sleep(third / 2);
-    } else {
-        std::thread::sleep(third);
-    }
+    faults(&mut hosts, &bases, Duration::from_secs(seconds) / 3);
     stop.store(true, Ordering::SeqCst);
 
     let operations: Vec<Operation> = clients
@@ -352,8 +397,9 @@ fn the_api_stays_linearizable_through_a_host_kill_and_etcd_leader_restarts_and_p
     // A last write both watchers must see: everything before it has been delivered.
     let sentinel =
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sentinel"}});
+    let base = bases.read().unwrap()[watched_host].clone();
     assert_eq!(
-        call("POST", &hosts[1].url(CONFIGMAPS), Some(&sentinel))
+        call("POST", &format!("{base}{CONFIGMAPS}"), Some(&sentinel))
             .unwrap()
             .code,
         201
@@ -361,8 +407,8 @@ fn the_api_stays_linearizable_through_a_host_kill_and_etcd_leader_restarts_and_p
     let mut watches = Vec::new();
     let mut watch_errors = Vec::new();
     for w in watchers {
-        let (changes, errors) = w.join().unwrap();
-        watches.push(changes);
+        let (watched, errors) = w.join().unwrap();
+        watches.push(watched);
         watch_errors.extend(errors);
     }
     let acknowledged = operations
@@ -373,20 +419,26 @@ fn the_api_stays_linearizable_through_a_host_kill_and_etcd_leader_restarts_and_p
         .iter()
         .filter(|o| o.outcome == Outcome::Unknown)
         .count();
+    let relists: usize = watches.iter().map(|w| w.relists.len()).sum();
     let checked = Instant::now();
     let violations = check(&operations, &watches);
     eprintln!(
-        "seed {seed}: {} operations ({acknowledged} writes acknowledged, {unknown} unknown), {} watch events; checked in {:?}",
+        "seed {seed}: {} operations ({acknowledged} writes acknowledged, {unknown} unknown), {} watch events, {relists} relists; checked in {:?}",
         operations.len(),
-        watches[0].len(),
+        watches[0].changes.len(),
         checked.elapsed()
     );
     if !violations.is_empty() {
         let events: Vec<String> = watches[0]
+            .changes
             .iter()
             .map(|c| format!("{}:{}={:?}", c.revision, c.key, c.value))
             .collect();
         eprintln!("watch 0: {}", events.join(" "));
+        eprintln!(
+            "relists: {:?}",
+            watches.iter().map(|w| &w.relists).collect::<Vec<_>>()
+        );
         for (i, h) in hosts.iter_mut().enumerate() {
             eprintln!("host {i} log:\n{}", h.log_text());
         }
@@ -399,4 +451,71 @@ fn the_api_stays_linearizable_through_a_host_kill_and_etcd_leader_restarts_and_p
         violations.len(),
         violations.join("\n")
     );
+}
+
+/// Kills host `which` (SIGKILL) and starts it again with `args` 300 ms later, on a new port.
+fn kill_and_restart(hosts: &mut Vec<HostProcess>, bases: &Bases, which: usize, args: &[&str]) {
+    drop(hosts.remove(which));
+    std::thread::sleep(Duration::from_millis(300));
+    let restarted = HostProcess::start(args).unwrap();
+    bases.write().unwrap()[which] = restarted.base_url.clone();
+    hosts.insert(which, restarted);
+}
+
+#[test]
+fn the_api_stays_linearizable_through_a_host_kill_and_etcd_leader_restarts_and_pauses() {
+    let mut cluster = EtcdCluster::start(3).unwrap();
+    let endpoints = cluster.endpoints().join(",");
+    let args = [
+        "--etcd-servers",
+        endpoints.as_str(),
+        "--etcd-prefix",
+        "/lin",
+    ];
+    let hosts = vec![
+        HostProcess::start(&args).unwrap(),
+        HostProcess::start(&args).unwrap(),
+    ];
+    // Both watchers follow host 1, which stays up.
+    run_checked(hosts, 1, |hosts, bases, third| {
+        // Host 0 killed and restarted; the etcd leader stopped and started again; the next
+        // leader paused.
+        std::thread::sleep(third);
+        kill_and_restart(hosts, bases, 0, &args);
+        std::thread::sleep(third);
+        let member = cluster.leader().unwrap_or(0);
+        cluster.member_mut(member).stop();
+        std::thread::sleep(Duration::from_millis(500));
+        cluster.member_mut(member).restart().unwrap();
+        // The leader then pauses (SIGSTOP) for 2 s: the caches' watches on it stall, consistent
+        // reads fall back to etcd, and rv=0 reads must not go back behind what those showed.
+        if env_or("LINEARIZABILITY_PAUSE", 1) == 1 {
+            std::thread::sleep(third / 2);
+            let paused = cluster.leader().unwrap_or(0);
+            cluster.member(paused).pause();
+            std::thread::sleep(Duration::from_secs(2));
+            cluster.member(paused).resume();
+            std::thread::sleep(third / 2);
+        } else {
+            std::thread::sleep(third);
+        }
+    });
+}
+
+#[test]
+fn the_api_stays_linearizable_through_kills_of_a_host_on_the_embedded_store() {
+    let data = tempfile::tempdir().unwrap();
+    let data = data.path().to_str().unwrap().to_owned();
+    let args = ["--data-dir", data.as_str()];
+    let hosts = vec![HostProcess::start(&args).unwrap()];
+    // The one host is killed (SIGKILL) twice and restarted on its data directory: every
+    // acknowledged write must be there after, and the watchers relist (410) where they cannot
+    // resume.
+    run_checked(hosts, 0, |hosts, bases, third| {
+        for _ in 0..2 {
+            std::thread::sleep(third);
+            kill_and_restart(hosts, bases, 0, &args);
+        }
+        std::thread::sleep(third);
+    });
 }

@@ -65,7 +65,15 @@ impl Cacher {
                 }
                 Start::CurrentState
             }
-            (Some(_), _) => Start::CurrentState,
+            // "0": the cache as it is, unless a read the store answered in its place has
+            // shown more (then as for a consistent watch that cannot wait).
+            (Some(_), _) => {
+                if self.shared.catch_up_with_reads_from_store().await {
+                    Start::CurrentState
+                } else {
+                    self.listed_below(key, &opts).await?
+                }
+            }
             (None, _) => {
                 // Consistent: the state at the store's current revision or later.
                 if self.shared.catch_up_for_consistent_read().await {
@@ -75,20 +83,27 @@ impl Cacher {
                         .metrics
                         .consistent_read_fallbacks
                         .fetch_add(1, Ordering::Relaxed);
-                    let list = ListOptions {
-                        recursive: opts.recursive,
-                        predicate: opts.predicate.clone(),
-                        ..Default::default()
-                    };
-                    let list = self.shared.below.get_list(key, list).await?;
-                    Start::Listed {
-                        items: list.items,
-                        revision: list.resource_version,
-                    }
+                    self.listed_below(key, &opts).await?
                 }
             }
         };
         self.register(scope, &opts, start)
+    }
+
+    /// A start from a list of the store below, for a watch the cache is not fresh enough for
+    /// (later reads at "0" will not go back behind it).
+    async fn listed_below(&self, key: &str, opts: &ListOptions) -> Result<Start> {
+        let list = ListOptions {
+            recursive: opts.recursive,
+            predicate: opts.predicate.clone(),
+            ..Default::default()
+        };
+        let list = self.shared.below.get_list(key, list).await?;
+        self.shared.shown_by_store(list.resource_version);
+        Ok(Start::Listed {
+            items: list.items,
+            revision: list.resource_version,
+        })
     }
 
     /// Fails with `Expired` when the store below has compacted `revision`: the cacher never

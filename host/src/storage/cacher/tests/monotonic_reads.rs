@@ -93,6 +93,15 @@ async fn a_read_at_rv0_is_never_older_than_a_consistent_read_served_by_the_store
     // What that list showed, an rv=0 read shows too: from the store, while the cache is behind.
     assert_eq!(size_at_rv0(&cacher).await, json!(2));
     assert_eq!(size_at_rv0(&cacher).await, json!(2));
+    // And a watch from "0" starts from that state too.
+    let mut watch = cacher
+        .watch(PREFIX, watch_opts("0"))
+        .await
+        .expect("watch from 0");
+    match next_change(&mut watch).await {
+        Some(WatchEvent::Added(obj)) => assert_eq!(obj.to_value()["spec"]["size"], json!(2)),
+        other => panic!("expected the object as ADDED, got {other:?}"),
+    }
 
     // Once the cache has caught up, rv=0 reads are answered from memory again.
     below.held.send_replace(false);

@@ -16,8 +16,24 @@
 //!   cache (its `resourceVersion=0` reads and its lists: monotonic reads; it may miss the
 //!   client's own latest write, or what a consistent GET read from the store, as Kubernetes'
 //!   watch cache may).
+//!
+//! A watcher that cannot resume (410 Gone after a server restart) relists: its list stands in
+//! for the changes it skipped. Where every watcher skipped a stretch, its versions are known
+//! only from the lists: an acknowledged write there must be in the next list or replaced by a
+//! version that is, a deletion is placed at the stretch's end, and reads and compare-and-sets
+//! whose outcome depends on what happened inside it are not judged.
 
 use std::collections::{BTreeMap, HashMap};
+
+mod gaps;
+mod timeline;
+mod watched;
+
+use watched::Merged;
+pub use watched::{Relist, Watched};
+
+/// What a list returned: name → (resourceVersion, value).
+pub type Listing = BTreeMap<String, (u64, String)>;
 
 /// Microseconds since the history began.
 pub type Micros = u64;
@@ -36,7 +52,7 @@ pub enum Outcome {
     /// A single read: the object's (resourceVersion, value), or not found.
     Got(Option<(u64, String)>),
     /// A list at resourceVersion L: name → (resourceVersion, value).
-    Listed(u64, BTreeMap<String, (u64, String)>),
+    Listed(u64, Listing),
 }
 
 /// What an operation asked for.
@@ -77,34 +93,31 @@ pub struct Change {
 }
 
 /// Checks `operations` against what `watches` delivered; returns every violation found.
-pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
+pub fn check(operations: &[Operation], watches: &[Watched]) -> Vec<String> {
     let mut violations = Vec::new();
-    let Some(order) = watches.first() else {
+    if watches.is_empty() {
         return vec!["no watch".into()];
-    };
-    for (i, watch) in watches.iter().enumerate() {
-        for pair in watch.windows(2) {
-            if pair[1].revision <= pair[0].revision {
-                violations.push(format!(
-                    "watch {i}: revision {} after {}",
-                    pair[1].revision, pair[0].revision
-                ));
-            }
-        }
-        if watch != order {
-            let at = watch.iter().zip(order).position(|(a, b)| a != b);
-            violations.push(format!(
-                "watch {i} differs from watch 0 ({} vs {} events; first difference at {at:?})",
-                watch.len(),
-                order.len()
-            ));
-        }
     }
-    let timeline = Timeline::new(order);
+    let Merged {
+        order,
+        inferred,
+        gaps,
+        timeline,
+    } = watched::merge(watches, &mut violations);
     let by_value: HashMap<&str, &Change> = order
         .iter()
         .filter_map(|c| c.value.as_deref().map(|v| (v, c)))
         .collect();
+    // Whether the version of `key` written at `revision`, where no watch saw, was replaced or
+    // deleted there: by the gap's end the key holds a later version or none.
+    let replaced_unseen = |key: &str, revision: u64| {
+        gaps.end_of(revision).is_some_and(|end| {
+            timeline
+                .state_at(end)
+                .get(key)
+                .is_none_or(|(rv, _)| *rv > revision)
+        })
+    };
     // Writes: where each landed, if it did.
     let mut landed: Vec<(u64, &Operation)> = Vec::new();
     for op in operations {
@@ -113,6 +126,11 @@ pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
                 let seen = by_value.get(value.as_str());
                 match (outcome, seen) {
                     (Outcome::Written(rv), Some(c)) if c.revision == *rv && &c.key == key => {
+                        landed.push((*rv, op));
+                    }
+                    // Written where no watch saw, and replaced there before any relist.
+                    (Outcome::Written(rv), None) if replaced_unseen(key, *rv) =>
+                    {
                         landed.push((*rv, op));
                     }
                     (Outcome::Written(rv), _) => violations.push(format!(
@@ -125,10 +143,16 @@ pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
                     (Outcome::Unknown, Some(c)) => landed.push((c.revision, op)),
                     _ => {}
                 }
+                // What came just before is unknown where a gap lies between.
+                let unseen_before = |c: &Change| {
+                    let before = timeline.previous(key, c.revision).map_or(0, |(rv, _)| rv);
+                    gaps.meets(before + 1, c.revision)
+                };
                 if let (Request::Update { expected, .. }, Some(c)) = (&op.request, seen) {
                     let before = timeline.previous(key, c.revision);
-                    if before.map(|(rv, _)| rv) != Some(*expected)
-                        || before.is_some_and(|(_, v)| v.is_none())
+                    if !unseen_before(c)
+                        && (before.map(|(rv, _)| rv) != Some(*expected)
+                            || before.is_some_and(|(_, v)| v.is_none()))
                     {
                         violations.push(format!(
                             "update of {key} expecting {expected} landed at {} after {before:?}",
@@ -137,7 +161,9 @@ pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
                     }
                 }
                 if let (Request::Create { .. }, Some(c)) = (&op.request, seen) {
-                    if let Some((rv, Some(_))) = timeline.previous(key, c.revision) {
+                    if let (Some((rv, Some(_))), false) =
+                        (timeline.previous(key, c.revision), unseen_before(c))
+                    {
                         violations.push(format!(
                             "create of {key} at {} over the live version {rv}",
                             c.revision
@@ -147,7 +173,13 @@ pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
             }
             (Request::Delete { key, expected }, Outcome::Deleted) => {
                 match timeline.next(key, *expected) {
+                    Some((rv, None)) if inferred.contains(&(key.clone(), rv)) => {}
                     Some((rv, None)) => landed.push((rv, op)),
+                    other
+                        if gaps.meets(
+                            expected + 1,
+                            other.map_or(u64::MAX, |(rv, _)| rv.saturating_add(1)),
+                        ) => {}
                     other => violations.push(format!(
                         "acknowledged delete of {key} at {expected} is followed by {other:?}"
                     )),
@@ -193,6 +225,19 @@ pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
         match (&op.request, &op.outcome) {
             (Request::Get { key, consistent }, Outcome::Got(found)) => {
                 let low = if *consistent { floor } else { client_floor };
+                // Near a gap the versions' extents are not known: only monotonicity counts.
+                let near_gap = gaps.meets(low, ceiling)
+                    || found.as_ref().is_some_and(|(rv, _)| {
+                        gaps.contains(*rv) && timeline.version(key, *rv).is_none()
+                    });
+                if near_gap {
+                    if !consistent {
+                        let observed = found.as_ref().map_or(low, |(rv, _)| *rv);
+                        let entry = seen_by_client.entry(op.client).or_default();
+                        *entry = (*entry).max(observed);
+                    }
+                    continue;
+                }
                 let (from, until) = match found {
                     Some((rv, value)) => match timeline.version(key, *rv) {
                         Some((v, until)) if v.as_deref() == Some(value.as_str()) => (*rv, until),
@@ -232,7 +277,7 @@ pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
                     violations.push(format!("LIST at {at} outside [{floor}, {ceiling})"));
                 }
                 let expected = timeline.state_at(*at);
-                if &expected != items {
+                if &expected != items && !gaps.contains(*at) {
                     violations.push(format!(
                         "LIST at {at} returned {items:?}, the watch has {expected:?}"
                     ));
@@ -246,209 +291,5 @@ pub fn check(operations: &[Operation], watches: &[Vec<Change>]) -> Vec<String> {
     violations
 }
 
-/// Each key's versions in revision order, from a watch.
-struct Timeline {
-    keys: HashMap<String, Vec<(u64, Option<String>)>>,
-}
-
-impl Timeline {
-    fn new(changes: &[Change]) -> Self {
-        let mut keys: HashMap<String, Vec<(u64, Option<String>)>> = HashMap::new();
-        for c in changes {
-            keys.entry(c.key.clone())
-                .or_default()
-                .push((c.revision, c.value.clone()));
-        }
-        Self { keys }
-    }
-
-    fn versions(&self, key: &str) -> &[(u64, Option<String>)] {
-        self.keys.get(key).map_or(&[], Vec::as_slice)
-    }
-
-    /// The change of `key` just before `revision`.
-    fn previous(&self, key: &str, revision: u64) -> Option<(u64, Option<&str>)> {
-        self.versions(key)
-            .iter()
-            .rev()
-            .find(|(rv, _)| *rv < revision)
-            .map(|(rv, v)| (*rv, v.as_deref()))
-    }
-
-    /// The change of `key` just after `revision`.
-    fn next(&self, key: &str, revision: u64) -> Option<(u64, Option<&str>)> {
-        self.versions(key)
-            .iter()
-            .find(|(rv, _)| *rv > revision)
-            .map(|(rv, v)| (*rv, v.as_deref()))
-    }
-
-    /// The version of `key` written at `revision` and the revision it lasted until.
-    fn version(&self, key: &str, revision: u64) -> Option<(Option<String>, u64)> {
-        let versions = self.versions(key);
-        let i = versions.iter().position(|(rv, _)| *rv == revision)?;
-        let until = versions.get(i + 1).map_or(u64::MAX, |(rv, _)| *rv);
-        Some((versions[i].1.clone(), until))
-    }
-
-    /// An interval in which `key` did not exist that meets `[low, high)`.
-    fn absent_around(&self, key: &str, low: u64, high: u64) -> Option<(u64, u64)> {
-        let versions = self.versions(key);
-        let mut start = 0;
-        let mut absent = true;
-        for (rv, value) in versions {
-            if absent && *rv > low && start < high {
-                return Some((start, *rv));
-            }
-            absent = value.is_none();
-            start = *rv;
-        }
-        absent
-            .then_some((start, u64::MAX))
-            .filter(|(s, _)| *s < high)
-    }
-
-    /// Every live key as of `revision`.
-    fn state_at(&self, revision: u64) -> BTreeMap<String, (u64, String)> {
-        self.keys
-            .iter()
-            .filter_map(|(key, versions)| {
-                let (rv, value) = versions.iter().rev().find(|(rv, _)| *rv <= revision)?;
-                Some((key.clone(), (*rv, value.clone()?)))
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn op(
-        client: usize,
-        request: Request,
-        invoked: Micros,
-        completed: Micros,
-        outcome: Outcome,
-    ) -> Operation {
-        Operation {
-            client,
-            request,
-            invoked,
-            completed,
-            outcome,
-        }
-    }
-
-    fn create(key: &str, value: &str) -> Request {
-        Request::Create {
-            key: key.into(),
-            value: value.into(),
-        }
-    }
-
-    fn change(revision: u64, key: &str, value: Option<&str>) -> Change {
-        Change {
-            revision,
-            key: key.into(),
-            value: value.map(Into::into),
-        }
-    }
-
-    fn get(key: &str) -> Request {
-        Request::Get {
-            key: key.into(),
-            consistent: true,
-        }
-    }
-
-    #[test]
-    fn a_linearizable_history_passes() {
-        let watch = vec![
-            change(2, "a", Some("a1")),
-            change(3, "a", Some("a2")),
-            change(4, "a", None),
-        ];
-        let ops = vec![
-            op(0, create("a", "a1"), 0, 10, Outcome::Written(2)),
-            op(1, get("a"), 11, 12, Outcome::Got(Some((2, "a1".into())))),
-            op(
-                0,
-                Request::Update {
-                    key: "a".into(),
-                    value: "a2".into(),
-                    expected: 2,
-                },
-                13,
-                20,
-                Outcome::Written(3),
-            ),
-            op(
-                1,
-                Request::Delete {
-                    key: "a".into(),
-                    expected: 3,
-                },
-                21,
-                30,
-                Outcome::Deleted,
-            ),
-            op(0, get("a"), 31, 32, Outcome::Got(None)),
-            op(
-                1,
-                Request::List,
-                33,
-                34,
-                Outcome::Listed(4, BTreeMap::new()),
-            ),
-        ];
-        assert_eq!(check(&ops, &[watch.clone(), watch]), Vec::<String>::new());
-    }
-
-    #[test]
-    fn stale_reads_lost_writes_and_diverging_watches_are_caught() {
-        let watch = vec![change(2, "a", Some("a1")), change(3, "a", Some("a2"))];
-        // A consistent read that began after a2 was acknowledged but saw a1.
-        let stale = vec![
-            op(0, create("a", "a1"), 0, 10, Outcome::Written(2)),
-            op(
-                0,
-                Request::Update {
-                    key: "a".into(),
-                    value: "a2".into(),
-                    expected: 2,
-                },
-                11,
-                20,
-                Outcome::Written(3),
-            ),
-            op(1, get("a"), 21, 22, Outcome::Got(Some((2, "a1".into())))),
-        ];
-        assert_eq!(check(&stale, std::slice::from_ref(&watch)).len(), 1);
-        // An acknowledged write the watch never delivered.
-        let lost = vec![op(0, create("b", "b1"), 0, 10, Outcome::Written(5))];
-        assert_eq!(check(&lost, std::slice::from_ref(&watch)).len(), 1);
-        // A refused write that happened after all.
-        let refused = vec![op(0, create("a", "a1"), 0, 10, Outcome::Refused)];
-        assert_eq!(check(&refused, std::slice::from_ref(&watch)).len(), 1);
-        // Two watchers that disagree.
-        let other = vec![change(2, "a", Some("a1"))];
-        assert!(!check(&[], &[watch.clone(), other]).is_empty());
-        // Revisions against real time: the second write completed before the first began.
-        let backwards = vec![
-            op(0, create("a", "a1"), 30, 40, Outcome::Written(2)),
-            op(
-                1,
-                Request::Update {
-                    key: "a".into(),
-                    value: "a2".into(),
-                    expected: 2,
-                },
-                0,
-                10,
-                Outcome::Written(3),
-            ),
-        ];
-        assert!(!check(&backwards, &[watch]).is_empty());
-    }
-}
+mod tests;
