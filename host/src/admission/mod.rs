@@ -11,5 +11,6 @@ pub mod generic;
 pub mod mutating_policy;
 pub mod policy;
 pub mod rules;
+pub mod type_check;
 pub mod wasm_policy;
 pub mod webhook;

@@ -1,6 +1,7 @@
 //! The controllers every control plane runs, beside the API as other clients of the
 //! registry's verbs and the informer: the garbage collector (`ownerReferences`, propagation
-//! policies) and the namespace controller (emptying terminating namespaces). Which run is
+//! policies), the namespace controller (emptying terminating namespaces), the ServiceAccount
+//! token controller and the ValidatingAdmissionPolicy status controller. Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
 
@@ -10,6 +11,7 @@ pub mod garbage_collector;
 pub mod leader;
 pub mod metrics;
 pub mod namespace;
+pub mod policy_status;
 pub mod queue;
 pub mod service_account_token;
 
@@ -20,7 +22,12 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 3] = ["garbagecollector", "namespace", "serviceaccount-token"];
+pub const KNOWN: [&str; 4] = [
+    "garbagecollector",
+    "namespace",
+    "serviceaccount-token",
+    "validatingadmissionpolicy-status",
+];
 
 /// Which controllers run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +143,9 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
         running
             .tasks
             .push(namespace::start(registry, metrics.clone()));
+    }
+    if set.runs("validatingadmissionpolicy-status") {
+        running.tasks.push(policy_status::start(registry));
     }
     running
 }

@@ -1,7 +1,7 @@
 //! ValidatingAdmissionPolicies with kubectl 1.35: the Gateway API standard install's
 //! `safe-upgrades` policy, unchanged, refusing Gateway API CRDs older than v1.4.0 with
 //! Kubernetes' message and admitting current ones; a policy with params (a ConfigMap) denying
-//! and another bound with Warn.
+//! and another bound with Warn; mutating policies; type checking into a policy's status.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +23,12 @@ fn the_gateway_api_safe_upgrades_policy_guards_its_crds() {
         out.contains("validatingadmissionpolicy.admissionregistration.k8s.io/safe-upgrades.gateway.networking.k8s.io created"),
         "{out}"
     );
+    // Its expressions type-check against the CustomResourceDefinition kind.
+    let path = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/safe-upgrades.gateway.networking.k8s.io";
+    eventually("the policy's status", Duration::from_secs(10), || {
+        k.get(path)["status"]["observedGeneration"] == 1
+    });
+    assert_eq!(k.get(path)["status"]["typeChecking"], serde_json::json!({}));
     // The CRDs kept as test data are a development bundle (v0.0.0-dev): refused.
     let old = data("crds/gateway-api/gateway.networking.k8s.io_gateways.yaml")
         .display()
@@ -232,4 +238,58 @@ spec:
             && resources.contains("admissionregistration.k8s.io/v1beta1"),
         "{resources}"
     );
+}
+
+/// A policy's expressions are type-checked against the kinds it matches, into its status, as
+/// Kubernetes' status controller does.
+#[test]
+fn a_misspelt_field_shows_in_the_policy_status_until_fixed() {
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
+    let policy = |expression: &str| {
+        format!(
+            r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: typo.example.com
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "{expression}"
+  - expression: "has(object.data) || object.metadata.name != ''"
+"#
+        )
+    };
+    let path = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/typo.example.com";
+    k.ok_with(
+        &["apply", "-f", "-"],
+        Some(&policy("object.dta.size() < 10")),
+    );
+    let mut status = serde_json::Value::Null;
+    eventually("the policy's status", Duration::from_secs(10), || {
+        status = k.get(path)["status"].clone();
+        status["observedGeneration"] == 1
+    });
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        serde_json::json!([{
+            "fieldRef": "spec.validations[0].expression",
+            "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'dta'\n | object.dta.size() < 10\n | ......^",
+        }]),
+        "{status}"
+    );
+    // Fixed: the next generation's status has no warning.
+    k.ok_with(
+        &["apply", "-f", "-"],
+        Some(&policy("object.data.size() < 10")),
+    );
+    eventually("the fixed policy's status", Duration::from_secs(10), || {
+        status = k.get(path)["status"].clone();
+        status["observedGeneration"] == 2
+    });
+    assert_eq!(status["typeChecking"], serde_json::json!({}), "{status}");
 }

@@ -1,10 +1,13 @@
 //! Kubernetes protobuf over HTTP against the real binary, checked with an independent decoder:
 //! the k8s-pb message types and prost, as a Go client's generated code reads the wire. Every
 //! built-in kind is written as protobuf and read back both ways (protobuf and JSON must agree);
-//! lists and watch streams are protobuf when asked; custom resources stay JSON-only.
+//! lists and watch streams are protobuf when asked; custom resources stay JSON-only; an
+//! admission policy written as protobuf (its rules nested messages on the wire, inline in JSON)
+//! is enforced.
 
 use std::io::Read as _;
 
+use k8s_pb::api::admissionregistration::v1 as admission;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::events::v1 as events;
@@ -372,4 +375,89 @@ fn protobuf_watches_frame_each_event_and_custom_resources_stay_json() {
         call("GET", &format!("{cms}/watched"), None).unwrap().code,
         200
     );
+}
+
+#[test]
+fn an_admission_policy_written_as_protobuf_is_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let host = HostProcess::start(&["--data-dir", &data]).unwrap();
+    let rule = admission::NamedRuleWithOperations {
+        resource_names: Vec::new(),
+        rule_with_operations: Some(admission::RuleWithOperations {
+            operations: vec!["CREATE".into()],
+            rule: Some(admission::Rule {
+                api_groups: vec![String::new()],
+                api_versions: vec!["v1".into()],
+                resources: vec!["configmaps".into()],
+                scope: None,
+            }),
+        }),
+    };
+    let policy = admission::ValidatingAdmissionPolicy {
+        metadata: meta("small.example.com", ""),
+        spec: Some(admission::ValidatingAdmissionPolicySpec {
+            match_constraints: Some(admission::MatchResources {
+                resource_rules: vec![rule],
+                ..Default::default()
+            }),
+            validations: vec![admission::Validation {
+                expression: Some("!has(object.data) || object.data.size() <= 1".into()),
+                message: Some("at most one key".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+    let (created, json) = round_trip(
+        &host,
+        policies,
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        &policy,
+        |p| p.metadata.as_ref().unwrap(),
+    );
+    let rules = &created
+        .spec
+        .unwrap()
+        .match_constraints
+        .unwrap()
+        .resource_rules;
+    let nested = rules[0].rule_with_operations.as_ref().unwrap();
+    assert_eq!(nested.rule.as_ref().unwrap().resources, ["configmaps"]);
+    // In JSON the rule's fields sit beside its operations, as Kubernetes writes them.
+    assert_eq!(
+        json["spec"]["matchConstraints"]["resourceRules"][0],
+        json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]})
+    );
+    let binding = admission::ValidatingAdmissionPolicyBinding {
+        metadata: meta("small.example.com", ""),
+        spec: Some(admission::ValidatingAdmissionPolicyBindingSpec {
+            policy_name: Some("small.example.com".into()),
+            validation_actions: vec!["Deny".into()],
+            ..Default::default()
+        }),
+    };
+    round_trip(
+        &host,
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        &binding,
+        |b| b.metadata.as_ref().unwrap(),
+    );
+    let big = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "big"}, "data": {"a": "1", "b": "2"}});
+    let url = host.url("/api/v1/namespaces/default/configmaps");
+    let mut reply = call("POST", &url, Some(&big)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while reply.code == 201 && std::time::Instant::now() < deadline {
+        call("DELETE", &format!("{url}/big"), None).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        reply = call("POST", &url, Some(&big)).unwrap();
+    }
+    assert_eq!(reply.code, 422, "{}", reply.body);
+    assert!(reply.body.contains("at most one key"), "{}", reply.body);
 }

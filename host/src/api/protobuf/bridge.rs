@@ -10,7 +10,9 @@
 //! a Go value field with `omitempty` (most strings and numbers) is left out of JSON when it is
 //! the zero value — Go clients send `""` and `0` for every unset one — while a Go pointer field
 //! (`immutable`, `deletionGracePeriodSeconds`, the Lease spec) or a field without `omitempty`
-//! (a list's `items`) is marked `(keep)` and written whenever it is set, zero or not.
+//! (a list's `items`) is marked `(keep)` and written whenever it is set, zero or not. A Go
+//! struct embedded inline (`json:",inline"`) is listed with the key `""` and `(inline)`: its
+//! fields are the enclosing object's own.
 
 use std::collections::BTreeMap;
 
@@ -48,6 +50,8 @@ pub(super) enum Presence {
     OmitEmpty,
     /// A Go pointer field, or one without `omitempty`: written whenever it is set.
     Keep,
+    /// A struct embedded inline: its fields are written into the enclosing object.
+    Inline,
 }
 
 /// One field of a k8s-pb struct: `Option<T>` of a [`JsonValue`], or a [`Repeated`] one
@@ -63,6 +67,7 @@ pub(super) trait JsonField: Sized {
     ) -> Result<(), ProtobufError>;
 
     /// Reads the field `key` of `obj`; absent and `null` are the field's absent value.
+    /// An inline field (key `""`) reads its members from `obj` itself.
     fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError>;
 
     /// Test support: see [`JsonValue::unset_fields`].
@@ -79,6 +84,12 @@ fn put_value<T: JsonValue>(
     presence: Presence,
 ) -> Result<(), ProtobufError> {
     if presence == Presence::OmitEmpty && value.is_zero() {
+        return Ok(());
+    }
+    if presence == Presence::Inline {
+        if let Value::Object(members) = value.to_json()? {
+            obj.extend(members);
+        }
         return Ok(());
     }
     let json = value.to_json().map_err(|e| e.within(key))?;
@@ -111,6 +122,9 @@ impl<T: JsonValue> JsonField for Option<T> {
     }
 
     fn take(obj: &Map<String, Value>, key: &str) -> Result<Self, ProtobufError> {
+        if key.is_empty() {
+            return T::from_json(&Value::Object(obj.clone())).map(Some);
+        }
         take_value(obj, key)
     }
 
@@ -307,7 +321,8 @@ pub(super) fn as_object(value: &Value) -> Result<&Map<String, Value>, ProtobufEr
 /// ```
 ///
 /// Every field must be listed (the struct is destructured without `..`); `(keep)` marks a
-/// field written even when zero or empty (see [`Presence`]). JSON keys not listed (such as
+/// field written even when zero or empty, `"" (inline)` one embedded inline (see
+/// [`Presence`]). JSON keys not listed (such as
 /// `apiVersion` and `kind` at the top) are ignored when reading.
 macro_rules! bridge_messages {
     (@presence) => {
@@ -315,6 +330,9 @@ macro_rules! bridge_messages {
     };
     (@presence keep) => {
         $crate::api::protobuf::bridge::Presence::Keep
+    };
+    (@presence inline) => {
+        $crate::api::protobuf::bridge::Presence::Inline
     };
     ($(
         $ty:path {
@@ -354,7 +372,9 @@ macro_rules! bridge_messages {
             fn unset_fields(&self, path: &str, out: &mut Vec<String>) {
                 let Self { $( $field ),* } = self;
                 $(
-                    let child = if path.is_empty() {
+                    let child = if $json.is_empty() {
+                        path.to_owned()
+                    } else if path.is_empty() {
                         $json.to_owned()
                     } else {
                         format!("{path}.{}", $json)

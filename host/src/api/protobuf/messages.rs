@@ -109,6 +109,14 @@ bridge_messages! {
         operator => "operator" (keep),
         values => "values",
     }
+    meta::Condition {
+        r#type => "type" (keep),
+        status => "status" (keep),
+        observed_generation => "observedGeneration",
+        last_transition_time => "lastTransitionTime" (keep),
+        reason => "reason" (keep),
+        message => "message" (keep),
+    }
 }
 
 // runtime: the envelope's parts, in the JSON form of their Go fields.

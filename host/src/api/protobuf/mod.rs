@@ -3,9 +3,10 @@
 //!
 //! The message types are k8s-pb's (prost code generated from Kubernetes' `.proto` files); the
 //! JSON side is a bridge of our own (`bridge.rs`, `messages.rs`, `access_messages.rs`,
-//! `well_known.rs`). The kinds covered are the core ones the built-in module serves, Events,
-//! Leases, `Status` and `DeleteOptions`, and the access-control kinds: RBAC roles and bindings,
-//! token requests and reviews, and access reviews.
+//! `admission_messages.rs`, `well_known.rs`). The kinds covered are the core ones the built-in
+//! module serves, Events, Leases, `Status` and `DeleteOptions`, the access-control kinds (RBAC
+//! roles and bindings, token requests and reviews, and access reviews) and the admission kinds
+//! (webhook configurations, validating and mutating admission policies and their bindings).
 //!
 //! Wire form, as in k8s.io/apimachinery `pkg/runtime/serializer/protobuf/protobuf.go` and
 //! `codec_factory.go`:
@@ -19,6 +20,7 @@
 //!   `rest/watch/decoder.go` reads.
 
 mod access_messages;
+mod admission_messages;
 mod bridge;
 mod error;
 mod messages;
@@ -27,6 +29,8 @@ pub(crate) mod shared;
 mod tests;
 mod well_known;
 
+use k8s_pb::api::admissionregistration::v1 as admission;
+use k8s_pb::api::admissionregistration::v1beta1 as admission_beta;
 use k8s_pb::api::authentication::v1 as authentication;
 use k8s_pb::api::authorization::v1 as authorization;
 use k8s_pb::api::coordination::v1 as coordination;
@@ -160,9 +164,44 @@ fn stored(api_version: &str, kind: &str, list: bool) -> Option<KindCodec> {
                 "ClusterRoleBinding",
             )
         }
+        (ADMISSION_V1, "ValidatingWebhookConfiguration") => {
+            KindCodec::stored::<
+                admission::ValidatingWebhookConfiguration,
+                admission::ValidatingWebhookConfigurationList,
+            >(list, "ValidatingWebhookConfiguration")
+        }
+        (ADMISSION_V1, "MutatingWebhookConfiguration") => {
+            KindCodec::stored::<
+                admission::MutatingWebhookConfiguration,
+                admission::MutatingWebhookConfigurationList,
+            >(list, "MutatingWebhookConfiguration")
+        }
+        (ADMISSION_V1, "ValidatingAdmissionPolicy") => KindCodec::stored::<
+            admission::ValidatingAdmissionPolicy,
+            admission::ValidatingAdmissionPolicyList,
+        >(list, "ValidatingAdmissionPolicy"),
+        (ADMISSION_V1, "ValidatingAdmissionPolicyBinding") => {
+            KindCodec::stored::<
+                admission::ValidatingAdmissionPolicyBinding,
+                admission::ValidatingAdmissionPolicyBindingList,
+            >(list, "ValidatingAdmissionPolicyBinding")
+        }
+        (ADMISSION_V1BETA1, "MutatingAdmissionPolicy") => KindCodec::stored::<
+            admission_beta::MutatingAdmissionPolicy,
+            admission_beta::MutatingAdmissionPolicyList,
+        >(list, "MutatingAdmissionPolicy"),
+        (ADMISSION_V1BETA1, "MutatingAdmissionPolicyBinding") => {
+            KindCodec::stored::<
+                admission_beta::MutatingAdmissionPolicyBinding,
+                admission_beta::MutatingAdmissionPolicyBindingList,
+            >(list, "MutatingAdmissionPolicyBinding")
+        }
         _ => return None,
     })
 }
+
+const ADMISSION_V1: &str = "admissionregistration.k8s.io/v1";
+const ADMISSION_V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
 
 /// The codec of a kind without a list: a create-only kind, `Status` or `DeleteOptions`.
 fn unstored(api_version: &str, kind: &str) -> Option<KindCodec> {

@@ -4,6 +4,7 @@
 
 mod access;
 mod access_fixtures;
+mod admission;
 mod errors;
 mod fixtures;
 mod well_known;
