@@ -2,13 +2,10 @@
 //! applies its policy's CEL `mutations` to the writes both match (the policy's
 //! `matchConstraints`, the binding's `matchResources`, then `matchConditions`), with the
 //! binding's params. A mutation is an `ApplyConfiguration` (an `Object{...}` merged into the
-//! object: maps field by field, anything else replaced) or a `JSONPatch` (a list of
-//! `JSONPatch{op, path, value}` applied in order); each sees the object as the mutations before
-//! it left it. Failures follow the policy's `failurePolicy`.
-//!
-//! The merge of an apply configuration does not read the resource's schema: a list is replaced
-//! as a whole, where Kubernetes merges lists whose schema keys them (`x-kubernetes-list-type:
-//! map`) item by item.
+//! object as server-side apply merges, by the resource's schema: maps field by field, lists
+//! keyed by `x-kubernetes-list-map-keys` item by item, sets by value, anything else replaced)
+//! or a `JSONPatch` (a list of `JSONPatch{op, path, value}` applied in order); each sees the
+//! object as the mutations before it left it. Failures follow the policy's `failurePolicy`.
 
 use std::sync::{Arc, Weak};
 
@@ -20,6 +17,7 @@ use crate::admission::generic::{
     compile, items, params, request_variable, Followed, GenericPolicy, PolicySpec,
 };
 use crate::registry::admission::{AdmissionRequest, MutatingAdmission, Rejection, Verdict};
+use crate::registry::fieldmanager::structure;
 use crate::registry::Registry;
 
 /// One mutation of a policy.
@@ -69,9 +67,14 @@ impl Policy {
         }
     }
 
-    /// Applies every mutation to `object` under the bindings `base` variables; `Ok(false)` when
-    /// a match condition does not hold.
-    fn mutate(&self, base: &[(&str, &Value)], object: &mut Value) -> Result<bool, String> {
+    /// Applies every mutation to `object` (of the resource whose schema is `schema`) under the
+    /// bindings `base` variables; `Ok(false)` when a match condition does not hold.
+    fn mutate(
+        &self,
+        base: &[(&str, &Value)],
+        object: &mut Value,
+        schema: Option<&Value>,
+    ) -> Result<bool, String> {
         let activation = |object: &Value| {
             let mut variables = base.to_vec();
             variables.push(("object", object));
@@ -93,7 +96,7 @@ impl Policy {
                     if !applied.is_object() {
                         return Err("an applyConfiguration must return an Object".into());
                     }
-                    merge(object, applied);
+                    *object = structure::merge(Some(object), &applied, schema);
                 }
                 Mutation::JsonPatch(e) => {
                     let ops = a.json(e.as_ref().map_err(Clone::clone)?)?;
@@ -111,23 +114,6 @@ impl Policy {
 impl GenericPolicy for Policy {
     fn spec(&self) -> &PolicySpec {
         &self.spec
-    }
-}
-
-/// Merges an apply configuration into `object`: maps field by field, anything else replaced.
-fn merge(object: &mut Value, applied: Value) {
-    match (object, applied) {
-        (Value::Object(into), Value::Object(from)) => {
-            for (k, v) in from {
-                match into.get_mut(&k) {
-                    Some(existing) => merge(existing, v),
-                    None => {
-                        into.insert(k, v);
-                    }
-                }
-            }
-        }
-        (slot, v) => *slot = v,
     }
 }
 
@@ -173,6 +159,10 @@ impl MutatingPolicies {
             crate::admission::followed::namespace_object(&self.registry, request.namespace).await;
         let request_var = request_variable(request);
         let old = request.old_object.cloned().unwrap_or(Value::Null);
+        let schema = request
+            .resource
+            .version(request.version)
+            .and_then(|v| v.schema.as_ref());
         let mut applied = Vec::new();
         for (index, binding, policy) in in_force.matching(request, namespace.as_ref()) {
             if !chosen(index, policy) {
@@ -217,7 +207,7 @@ impl MutatingPolicies {
                 }
                 // A failed policy leaves the object as it was before it.
                 let mut mutated = object.clone();
-                match policy.mutate(&base, &mut mutated) {
+                match policy.mutate(&base, &mut mutated, schema) {
                     Ok(_) => {
                         changed |= mutated != *object;
                         *object = mutated;
@@ -277,11 +267,35 @@ mod tests {
             }}]),
         );
         let mut object = json!({"metadata": {"name": "x", "labels": {"app": "web"}}, "spec": {"ports": [1, 2], "replicas": 2}});
-        assert_eq!(p.mutate(&[], &mut object), Ok(true));
+        assert_eq!(p.mutate(&[], &mut object, None), Ok(true));
         assert_eq!(
             object,
             json!({"metadata": {"name": "x", "labels": {"app": "web", "env": "prod"}}, "spec": {"ports": [80], "replicas": 2}})
         );
+    }
+
+    #[test]
+    fn an_apply_configuration_merges_keyed_lists_by_their_keys() {
+        let p = policy(
+            json!([{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                "expression": "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'sidecar', image: 'proxy:1'}]}}"
+            }}]),
+        );
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "containers": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object"}}}}}});
+        let mut object = json!({"spec": {"containers": [{"name": "app", "image": "web:2"}]}});
+        assert_eq!(p.mutate(&[], &mut object, Some(&schema)), Ok(true));
+        assert_eq!(
+            object["spec"]["containers"],
+            json!([{"name": "app", "image": "web:2"}, {"name": "sidecar", "image": "proxy:1"}])
+        );
+        // The same container again changes nothing; without a schema the list is replaced.
+        let before = object.clone();
+        assert_eq!(p.mutate(&[], &mut object, Some(&schema)), Ok(true));
+        assert_eq!(object, before);
+        assert_eq!(p.mutate(&[], &mut object, None), Ok(true));
+        assert_eq!(object["spec"]["containers"].as_array().unwrap().len(), 1);
     }
 
     #[test]
@@ -293,7 +307,7 @@ mod tests {
                 "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'replicas': string(object.spec.replicas)}}]"}}
         ]));
         let mut object = json!({"metadata": {}, "spec": {"replicas": 3}});
-        assert_eq!(p.mutate(&[], &mut object), Ok(true));
+        assert_eq!(p.mutate(&[], &mut object, None), Ok(true));
         assert_eq!(object["spec"]["replicas"], 6);
         assert_eq!(object["metadata"]["annotations"]["replicas"], "6");
     }
@@ -305,12 +319,12 @@ mod tests {
             "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'remove', path: '/spec'}]"}}]
         }));
         let mut object = json!({"spec": {"replicas": 3}});
-        assert_eq!(p.mutate(&[], &mut object), Ok(false));
+        assert_eq!(p.mutate(&[], &mut object, None), Ok(false));
         assert_eq!(object, json!({"spec": {"replicas": 3}}));
         let broken = policy(
             json!([{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'replace', path: '/nope/x', value: 1}]"}}]),
         );
-        let err = broken.mutate(&[], &mut object).unwrap_err();
+        let err = broken.mutate(&[], &mut object, None).unwrap_err();
         assert!(err.contains("could not be applied"), "{err}");
     }
 }

@@ -3,7 +3,8 @@
 //! mutating phase when it mutates and in the validating phase always. A refusal (field errors)
 //! answers per the declared actions — Deny fails the write with 422 and the policy's causes, Warn
 //! adds a warning, Audit logs and counts — and a failed call follows the failure policy. Calls go
-//! through the module table's slot, so a shadow or canary version runs beside the one in force.
+//! through the module table's slot, so a shadow or canary version runs beside the one in force;
+//! a staged version is also replayed over the stored objects its declaration matches.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -21,10 +22,14 @@ use crate::admission::rules::MatchResources;
 use crate::registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
 };
-use crate::registry::Registry;
-use crate::strategy::{Admission, AdmissionAttributes, AdmissionPhase, StrategyContext};
+use crate::registry::{Registry, RequestScope};
+use crate::storage::ListOptions;
+use crate::strategy::{
+    Admission, AdmissionAttributes, AdmissionPhase, Strategy, StrategyContext, UserInfo,
+};
+use crate::wasm::rollout::StagedVersion;
 use crate::wasm::runtime::{PolicyDeclaration, ValidationAction};
-use crate::wasm::{ModuleTable, PolicyInForce};
+use crate::wasm::{ModuleTable, PolicyInForce, PolicyReplay};
 
 /// A policy module's declaration, read once per version (by digest).
 struct Compiled {
@@ -66,14 +71,18 @@ pub struct WasmPolicies {
 }
 
 impl WasmPolicies {
-    /// The plugin over `modules`' policy modules, reading namespaces through `registry`.
+    /// The plugin over `modules`' policy modules, reading namespaces through `registry`; it
+    /// also replays their staged versions.
     pub fn new(modules: Arc<ModuleTable>, registry: &Arc<Registry>) -> Arc<Self> {
-        Arc::new(Self {
-            modules,
+        let plugin = Arc::new(Self {
+            modules: modules.clone(),
             registry: Arc::downgrade(registry),
             compiled: Mutex::default(),
             checks: Family::default(),
-        })
+        });
+        let replay: Arc<dyn PolicyReplay> = plugin.clone();
+        modules.set_policy_replay(Arc::downgrade(&replay));
+        plugin
     }
 
     /// Registers the plugin's metrics.
@@ -268,6 +277,98 @@ impl WasmPolicies {
                 error_type,
             })
             .inc();
+    }
+}
+
+#[async_trait]
+impl PolicyReplay for WasmPolicies {
+    async fn replay(&self, in_force: &dyn Strategy, staged: &StagedVersion) -> Result<u64, String> {
+        let registry = self.registry.upgrade().ok_or("the server is stopping")?;
+        let declaration = staged
+            .module()
+            .manifest()
+            .admission_policy
+            .as_ref()
+            .ok_or("not an admission policy module")?;
+        let compiled = Compiled::new(declaration);
+        let user = UserInfo {
+            username: "system:strategy-host:replay".into(),
+            groups: vec!["system:authenticated".into()],
+            ..UserInfo::default()
+        };
+        let mut replayed = 0;
+        for served in registry.resources() {
+            let def = &served.def;
+            let Some(version) = def.versions.iter().find(|v| v.storage) else {
+                continue;
+            };
+            if def.create_only {
+                continue;
+            }
+            let scope = RequestScope {
+                version: version.name.clone(),
+                request_id: "strategy-rollout-replay".into(),
+                ..Default::default()
+            };
+            let listed = served
+                .store
+                .list(&scope, ListOptions::default())
+                .await
+                .map_err(|e| format!("listing {}: {e}", def.plural))?;
+            for object in listed.item_values() {
+                let text = |p: &str| object.pointer(p).and_then(Value::as_str);
+                let namespace = text("/metadata/namespace").filter(|n| !n.is_empty());
+                let name = text("/metadata/name").unwrap_or_default();
+                let namespace_object =
+                    crate::admission::followed::namespace_object(&self.registry, namespace).await;
+                // Asked about the object as a create or as an update that changes nothing.
+                let matched = [
+                    (Operation::Create, None),
+                    (Operation::Update, Some(&object)),
+                ]
+                .into_iter()
+                .any(|(operation, old_object)| {
+                    let request = AdmissionRequest {
+                        operation,
+                        resource: def,
+                        version: &version.name,
+                        subresource: None,
+                        namespace,
+                        name,
+                        object: &object,
+                        old_object,
+                        user: &user,
+                        dry_run: true,
+                        audit: None,
+                    };
+                    compiled
+                        .matching
+                        .matches(&request, namespace_object.as_ref())
+                        && Self::conditions_hold(&compiled, &request).unwrap_or(true)
+                });
+                if !matched {
+                    continue;
+                }
+                let ctx = StrategyContext {
+                    resource: def.info(&version.name),
+                    dry_run: true,
+                    request_id: "strategy-rollout-replay".into(),
+                    hook_depth: 0,
+                    user: Arc::new(user.clone()),
+                    admission: Some(AdmissionAttributes {
+                        phase: AdmissionPhase::Validate,
+                        namespace: namespace.map(String::from),
+                        name: name.to_owned(),
+                        subresource: None,
+                    }),
+                };
+                staged
+                    .replay(in_force, &ctx, std::slice::from_ref(&object))
+                    .await;
+                replayed += 1;
+            }
+        }
+        Ok(replayed)
     }
 }
 

@@ -18,7 +18,7 @@ mod wasm_strategy;
 pub use host_api::RegistryHostApi;
 pub use module_table::{
     ConversionSample, ConversionSamples, ModuleState, ModuleStatus, ModuleTable, PolicyInForce,
-    ResourceCheck,
+    PolicyReplay, ResourceCheck,
 };
 pub use runtime::{Runtime, RuntimeConfig};
 pub use wasm_strategy::{apply_object_answer, WasmStrategy};

@@ -2,8 +2,9 @@
 //! `owner-label` policy (every namespaced object outside kube-system names its owner) guards two
 //! resources at once — core ConfigMaps and Secrets — from the strategy directory, is hot-swapped
 //! for a stricter version and removed again; bound through a `StrategyModule` object, the
-//! stricter version runs in Shadow beside it, changing no answer and counting what it would
-//! refuse; a mutating policy module gives objects an owner before the validating one is asked.
+//! stricter version is replayed over the stored objects it matches and runs in Shadow beside
+//! it, changing no answer and counting what it would refuse; a mutating policy module gives
+//! objects an owner before the validating one is asked.
 
 use std::path::Path;
 use std::time::Duration;
@@ -176,6 +177,17 @@ fn a_policy_module_object_runs_a_stricter_version_in_shadow() {
         out.contains("owner-label") && out.contains("Active")
     });
 
+    // Stored before the stricter version is staged: its replay finds that one owner differs.
+    for (name, owner) in [("before-bob", "Bob"), ("before-team", "team-c")] {
+        let r = call(
+            "POST",
+            &host.url(CONFIGMAPS),
+            Some(&configmap_json(name, owner)),
+        )
+        .unwrap();
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+
     // Stage the stricter version in shadow.
     let strict = module_object(strategy_artifacts::OWNER_LABEL_STRICT);
     let patch =
@@ -195,6 +207,24 @@ fn a_policy_module_object_runs_a_stricter_version_in_shadow() {
     wait("the stricter version to shadow", || {
         rollout()["state"] == "Shadowing"
     });
+    let mut replay = Value::Null;
+    wait("the replay over the stored objects", || {
+        replay = rollout()["replay"].clone();
+        replay["state"] == "Done"
+    });
+    // Asked as a create and as an update, the stricter version refuses Bob's ConfigMap twice;
+    // every other stored object it is asked about gets the same answer from both.
+    assert_eq!(replay["differences"]["rejects"], 2, "{replay:#}");
+    assert!(replay["objects"].as_u64().unwrap() >= 2, "{replay:#}");
+    let samples = rollout()["samples"].clone();
+    assert!(
+        samples
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["origin"] == "replay" && s["object"] == "default/before-bob"),
+        "{samples:#}"
+    );
     // The version in force answers: `Bob` is admitted, although the shadow would refuse it.
     for (i, owner) in ["Bob", "team-a", "Carol", "team-b"].iter().enumerate() {
         let r = call(
@@ -225,7 +255,7 @@ fn a_policy_module_object_runs_a_stricter_version_in_shadow() {
     // Nothing the shadow would refuse was refused.
     let (_, body) = get(&host.url(CONFIGMAPS)).unwrap();
     let stored: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(stored["items"].as_array().unwrap().len(), 4, "{body}");
+    assert_eq!(stored["items"].as_array().unwrap().len(), 6, "{body}");
 
     // Promoted, the stricter version refuses what it shadowed.
     let promote = json!({"spec": {"rollout": {"mode": "Active"}}});

@@ -16,8 +16,8 @@ mod policies;
 mod staging;
 
 pub use conversion_check::{ConversionSample, ConversionSamples};
-pub use policies::PolicyInForce;
 use policies::{policy_key, POLICY_KEY_PREFIX};
+pub use policies::{PolicyInForce, PolicyReplay};
 
 use super::rollout::{RolloutMetrics, StagedVersion};
 use super::runtime::{digest, Error, Result, Runtime, StrategyModule};
@@ -113,6 +113,7 @@ pub struct ModuleTable {
     rollout_metrics: Arc<RolloutMetrics>,
     resource_check: RwLock<Option<ResourceCheck>>,
     conversion_samples: RwLock<Option<ConversionSamples>>,
+    policy_replay: Arc<RwLock<Option<std::sync::Weak<dyn PolicyReplay>>>>,
     events: broadcast::Sender<ModuleStatus>,
 }
 
@@ -143,6 +144,7 @@ impl ModuleTable {
             rollout_metrics: Arc::default(),
             resource_check: RwLock::default(),
             conversion_samples: RwLock::default(),
+            policy_replay: Arc::default(),
             events: broadcast::channel(64).0,
         }
     }

@@ -1,11 +1,15 @@
 //! The slots of admission policy modules: a policy module serves no resource of its own but a
 //! slot named after its policy, so its versions swap, shadow and canary as a strategy's do; the
-//! admission chain lists the policies in force from here.
+//! admission chain lists the policies in force from here, and replays a staged version over the
+//! stored objects it matches.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
 
 use super::{Key, ModuleTable};
 use crate::strategy::Strategy;
+use crate::wasm::rollout::StagedVersion;
 use crate::wasm::runtime::StrategyModule;
 use crate::wasm::slot::SlotStrategy;
 
@@ -30,7 +34,37 @@ pub struct PolicyInForce {
     pub strategy: Arc<dyn Strategy>,
 }
 
+/// Replays a staged admission policy module over the stored objects it is asked about: what a
+/// policy matches (its rules, selectors and match conditions) is the admission layer's to say.
+#[async_trait]
+pub trait PolicyReplay: Send + Sync {
+    /// Asks `in_force` and `staged` about every stored object `staged`'s declaration matches,
+    /// as a create and as an update, recording their answers in `staged`'s report; answers how
+    /// many objects were replayed.
+    ///
+    /// # Errors
+    /// A resource could not be listed.
+    async fn replay(&self, in_force: &dyn Strategy, staged: &StagedVersion) -> Result<u64, String>;
+}
+
 impl ModuleTable {
+    /// Installs what replays staged policy modules (the admission plugin of policy modules).
+    pub fn set_policy_replay(&self, replay: Weak<dyn PolicyReplay>) {
+        *self.policy_replay.write().expect("policy replay") = Some(replay);
+    }
+
+    /// What answers what replays staged policy modules, once it is installed.
+    pub(super) fn policy_replay(&self) -> impl Fn() -> Option<Arc<dyn PolicyReplay>> + Send {
+        let installed = self.policy_replay.clone();
+        move || {
+            installed
+                .read()
+                .expect("policy replay")
+                .as_ref()
+                .and_then(Weak::upgrade)
+        }
+    }
+
     /// Every admission policy module with a version in force or staged, by name.
     pub fn policies(&self) -> Vec<PolicyInForce> {
         let slots = self.slots.read().expect("slots");

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, Sources};
+use super::{key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, PolicyReplay, Sources};
 use crate::strategy::{ResourceInfo, Strategy, StrategyContext, UserInfo};
 use crate::wasm::rollout::{RolloutMode, RolloutSpec, StagedVersion};
 use crate::wasm::runtime::{digest, CallerInfo, Collection, Result, StrategyModule};
@@ -164,6 +164,13 @@ impl ModuleTable {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        if version.module().manifest().admission_policy.is_some() {
+            let Some(slot) = keys.first().map(|k| self.slot(k)) else {
+                return;
+            };
+            handle.spawn(replay_policy(self.policy_replay(), version.clone(), slot));
+            return;
+        }
         let resources: Vec<(ResourceInfo, Arc<Slot>)> = version
             .module()
             .manifest()
@@ -228,5 +235,40 @@ impl ModuleTable {
             report.set_replay("Done", replayed);
             tracing::info!(source = ?version, objects = replayed, "staged strategy module replayed over the stored objects");
         });
+    }
+}
+
+/// Replays a staged policy module (in `slot`) over the stored objects its declaration matches,
+/// through the admission layer's replay once it is installed.
+async fn replay_policy(
+    installed: impl Fn() -> Option<Arc<dyn PolicyReplay>> + Send,
+    version: Arc<StagedVersion>,
+    slot: Arc<Slot>,
+) {
+    let report = version.report().clone();
+    report.set_replay("Running", 0);
+    let mut replay = installed();
+    for _ in 0..LIST_ATTEMPTS {
+        if replay.is_some() || !version.is_live() {
+            break;
+        }
+        tokio::time::sleep(LIST_RETRY).await;
+        replay = installed();
+    }
+    let Some(replay) = replay else {
+        tracing::warn!(source = ?version, "no admission plugin to replay the staged policy module");
+        report.set_replay("Failed", 0);
+        return;
+    };
+    let in_force = SlotStrategy::in_force(slot);
+    match replay.replay(&in_force, &version).await {
+        Ok(objects) => {
+            report.set_replay("Done", objects);
+            tracing::info!(source = ?version, objects, "staged admission policy module replayed over the stored objects it matches");
+        }
+        Err(e) => {
+            tracing::warn!(source = ?version, "replay of the staged policy module failed: {e}");
+            report.set_replay("Failed", 0);
+        }
     }
 }
