@@ -78,6 +78,59 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// What a test store does to the watches of the embedded store it wraps.
+#[async_trait]
+trait WatchFault: Send + Sync {
+    /// Opens a watch on `inner`, as this fault lets it.
+    async fn watch(
+        &self,
+        inner: &EmbeddedStore,
+        key: &str,
+        opts: ListOptions,
+    ) -> Result<WatchStream, StorageError>;
+}
+
+/// An embedded store whose watches go through `fault`; every other call passes through.
+struct Faulty<F> {
+    inner: EmbeddedStore,
+    fault: F,
+}
+
+#[async_trait]
+impl<F: WatchFault + 'static> Storage for Faulty<F> {
+    async fn create(&self, key: &str, obj: Value) -> Result<Value, StorageError> {
+        self.inner.create(key, obj).await
+    }
+    async fn delete(&self, key: &str, r: ConditionalDelete<'_>) -> Result<Value, StorageError> {
+        self.inner.delete(key, r).await
+    }
+    async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream, StorageError> {
+        self.fault.watch(&self.inner, key, opts).await
+    }
+    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>, StorageError> {
+        self.inner.get(key, opts).await
+    }
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList, StorageError> {
+        self.inner.get_list(key, opts).await
+    }
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        r: GuaranteedUpdate<'_>,
+    ) -> Result<Value, StorageError> {
+        self.inner.guaranteed_update(key, r).await
+    }
+    async fn count(&self, key: &str) -> Result<u64, StorageError> {
+        self.inner.count(key).await
+    }
+    async fn current_revision(&self) -> Result<u64, StorageError> {
+        self.inner.current_revision().await
+    }
+    async fn request_watch_progress(&self) -> Result<bool, StorageError> {
+        self.inner.request_watch_progress().await
+    }
+}
+
 fn put(cache: &mut WatchCache, name: &str, rev: u64, at: Instant) {
     let mut obj = object("ns", name);
     obj["metadata"]["resourceVersion"] = json!(rev.to_string());

@@ -4,22 +4,20 @@
 
 use super::*;
 
-/// A store whose watches deliver nothing while `held` (their events wait, in order).
-struct Held {
-    inner: EmbeddedStore,
+/// Watches that deliver nothing while `held` (their events wait, in order).
+struct Holding {
     held: tokio::sync::watch::Sender<bool>,
 }
 
 #[async_trait]
-impl Storage for Held {
-    async fn create(&self, key: &str, obj: Value) -> Result<Value, StorageError> {
-        self.inner.create(key, obj).await
-    }
-    async fn delete(&self, key: &str, r: ConditionalDelete<'_>) -> Result<Value, StorageError> {
-        self.inner.delete(key, r).await
-    }
-    async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream, StorageError> {
-        let stream = self.inner.watch(key, opts).await?;
+impl WatchFault for Holding {
+    async fn watch(
+        &self,
+        inner: &EmbeddedStore,
+        key: &str,
+        opts: ListOptions,
+    ) -> Result<WatchStream, StorageError> {
+        let stream = inner.watch(key, opts).await?;
         let held = self.held.subscribe();
         Ok(Box::pin(stream.then(move |event| {
             let mut held = held.clone();
@@ -28,28 +26,6 @@ impl Storage for Held {
                 event
             }
         })))
-    }
-    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>, StorageError> {
-        self.inner.get(key, opts).await
-    }
-    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList, StorageError> {
-        self.inner.get_list(key, opts).await
-    }
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        r: GuaranteedUpdate<'_>,
-    ) -> Result<Value, StorageError> {
-        self.inner.guaranteed_update(key, r).await
-    }
-    async fn count(&self, key: &str) -> Result<u64, StorageError> {
-        self.inner.count(key).await
-    }
-    async fn current_revision(&self) -> Result<u64, StorageError> {
-        self.inner.current_revision().await
-    }
-    async fn request_watch_progress(&self) -> Result<bool, StorageError> {
-        self.inner.request_watch_progress().await
     }
 }
 
@@ -64,11 +40,12 @@ async fn size_at_rv0(cacher: &Cacher) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_at_rv0_is_never_older_than_a_consistent_read_served_by_the_store() {
-    let held = Held {
+    let below = Arc::new(Faulty {
         inner: embedded().await,
-        held: tokio::sync::watch::Sender::new(false),
-    };
-    let below = Arc::new(held);
+        fault: Holding {
+            held: tokio::sync::watch::Sender::new(false),
+        },
+    });
     let config = CacherConfig {
         read_your_writes: false,
         consistent_read_timeout: Duration::from_millis(50),
@@ -81,7 +58,7 @@ async fn a_read_at_rv0_is_never_older_than_a_consistent_read_served_by_the_store
     eventually_size(&cacher, 1).await;
 
     // The cache's watch stops delivering; a write lands behind its back.
-    below.held.send_replace(true);
+    below.fault.held.send_replace(true);
     let written = update_size(&*below, &key("ns", "a"), 2).await;
     let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
     assert_eq!(list.items[0].to_value(), written, "a consistent list");
@@ -104,7 +81,7 @@ async fn a_read_at_rv0_is_never_older_than_a_consistent_read_served_by_the_store
     }
 
     // Once the cache has caught up, rv=0 reads are answered from memory again.
-    below.held.send_replace(false);
+    below.fault.held.send_replace(false);
     eventually_size(&cacher, 2).await;
     let delegated = cacher.stats().delegated_reads;
     for _ in 0..10 {

@@ -3,26 +3,36 @@
 
 use super::*;
 
-/// A store whose watches can be cut and refused, to drive the reflector through recovery.
-struct Flaky {
-    inner: EmbeddedStore,
+/// Watches that can be cut and refused, to drive the reflector through recovery.
+struct Refusing {
     refuse: AtomicBool,
     cut: tokio::sync::watch::Sender<u64>,
 }
 
+type Flaky = Faulty<Refusing>;
+
+fn flaky(inner: EmbeddedStore, refuse: bool) -> Arc<Flaky> {
+    Arc::new(Faulty {
+        inner,
+        fault: Refusing {
+            refuse: AtomicBool::new(refuse),
+            cut: tokio::sync::watch::Sender::new(0),
+        },
+    })
+}
+
 #[async_trait]
-impl Storage for Flaky {
-    async fn create(&self, key: &str, obj: Value) -> Result<Value, StorageError> {
-        self.inner.create(key, obj).await
-    }
-    async fn delete(&self, key: &str, r: ConditionalDelete<'_>) -> Result<Value, StorageError> {
-        self.inner.delete(key, r).await
-    }
-    async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream, StorageError> {
+impl WatchFault for Refusing {
+    async fn watch(
+        &self,
+        inner: &EmbeddedStore,
+        key: &str,
+        opts: ListOptions,
+    ) -> Result<WatchStream, StorageError> {
         if self.refuse.load(Ordering::SeqCst) {
             return Err(StorageError::Unavailable("refused by the test".into()));
         }
-        let stream = self.inner.watch(key, opts).await?;
+        let stream = inner.watch(key, opts).await?;
         let mut cut = self.cut.subscribe();
         cut.mark_unchanged();
         let cut = async move {
@@ -30,46 +40,23 @@ impl Storage for Flaky {
         };
         Ok(Box::pin(stream.take_until(Box::pin(cut))))
     }
-    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>, StorageError> {
-        self.inner.get(key, opts).await
-    }
-    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList, StorageError> {
-        self.inner.get_list(key, opts).await
-    }
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        r: GuaranteedUpdate<'_>,
-    ) -> Result<Value, StorageError> {
-        self.inner.guaranteed_update(key, r).await
-    }
-    async fn count(&self, key: &str) -> Result<u64, StorageError> {
-        self.inner.count(key).await
-    }
-    async fn current_revision(&self) -> Result<u64, StorageError> {
-        self.inner.current_revision().await
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relists_after_the_store_below_compacted_its_revision() {
     let inner = embedded().await;
-    let flaky = Arc::new(Flaky {
-        inner: inner.clone(),
-        refuse: AtomicBool::new(false),
-        cut: tokio::sync::watch::Sender::new(0),
-    });
+    let flaky = flaky(inner.clone(), false);
     let cacher = cacher_over(flaky.clone(), CacherConfig::default()).await;
     let a = create(&*cacher, "ns", "a").await;
     let mut old_watch = watch_all(&*cacher, rv(&a)).await;
     // Cut the reflector off, change the world and compact it away.
-    flaky.refuse.store(true, Ordering::SeqCst);
-    flaky.cut.send_modify(|n| *n += 1);
+    flaky.fault.refuse.store(true, Ordering::SeqCst);
+    flaky.fault.cut.send_modify(|n| *n += 1);
     create(&inner, "ns", "b").await;
     update_size(&inner, &key("ns", "a"), 9).await;
     let now = inner.current_revision().await.unwrap();
     inner.compact(now).await.unwrap();
-    flaky.refuse.store(false, Ordering::SeqCst);
+    flaky.fault.refuse.store(false, Ordering::SeqCst);
     eventually("a relist", || cacher.stats().relists == 1).await;
     eventually("ready again", || cacher.is_ready()).await;
     // Old watchers were closed; a watch from before the relist is Expired.
@@ -94,11 +81,7 @@ async fn relists_after_the_store_below_compacted_its_revision() {
 async fn watches_wait_for_readiness_and_reads_go_below_meanwhile() {
     let inner = embedded().await;
     create(&inner, "ns", "a").await;
-    let flaky = Arc::new(Flaky {
-        inner,
-        refuse: AtomicBool::new(true),
-        cut: tokio::sync::watch::Sender::new(0),
-    });
+    let flaky = flaky(inner, true);
     let config = CacherConfig {
         ready_timeout: Duration::from_millis(100),
         ..Default::default()
