@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The linearizability check of tests/tests/it/linearizability.rs, longer and over several seeds:
-# two hosts on a three-member etcd, a host killed and restarted, an etcd member restarted, under
-# concurrent clients and resuming watchers; each run prints its history size and check time.
+# The linearizability checks of tests/tests/it/linearizability.rs, longer and over several seeds:
+# two hosts on a three-member etcd (a host killed and restarted, the etcd leader restarted, the
+# next leader paused), and one host on the embedded store killed twice, under concurrent
+# clients and resuming watchers; each run prints its history size and check time.
 #
 #   bash scripts/linearizability.sh [SECONDS_PER_RUN] [SEEDS]
 set -euo pipefail
