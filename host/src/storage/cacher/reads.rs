@@ -58,7 +58,8 @@ impl Cacher {
                         .metrics
                         .delegated_reads
                         .fetch_add(1, Ordering::Relaxed);
-                    Ok(Freshness::Below)
+                    // What the store shows now is newer still: later reads must not go back.
+                    Ok(Freshness::Behind)
                 }
             }
             Some(n) => {
