@@ -7,6 +7,7 @@ mod admission_wasm_policies;
 mod admission_webhooks;
 mod api_etcd;
 mod api_http;
+mod api_http_reads;
 mod audit_log;
 mod builtin_kinds;
 mod cel_rules;
