@@ -193,19 +193,7 @@ impl WasmPolicies {
             Ok(false) => return Ok(Vec::new()),
             Err(why) => return failed(why),
         }
-        let ctx = StrategyContext {
-            resource: request.resource.info(request.version),
-            dry_run: request.dry_run,
-            request_id: String::new(),
-            hook_depth: 0,
-            user: Arc::new(request.user.clone()),
-            admission: Some(AdmissionAttributes {
-                phase,
-                namespace: request.namespace.map(String::from),
-                name: request.name.to_owned(),
-                subresource: request.subresource.map(String::from),
-            }),
-        };
+        let ctx = context(request, phase, "");
         let strategy = &policy.strategy;
         let answer = match (request.operation, request.old_object) {
             (Operation::Create, _) => strategy.before_create(&ctx, object).await,
@@ -280,6 +268,30 @@ impl WasmPolicies {
     }
 }
 
+/// The request id of a staged version's replay (as a strategy module's replay names it).
+const REPLAY_REQUEST_ID: &str = "strategy-rollout-replay";
+
+/// What a policy module's call is told about `request` in `phase`.
+fn context(
+    request: &AdmissionRequest<'_>,
+    phase: AdmissionPhase,
+    request_id: &str,
+) -> StrategyContext {
+    StrategyContext {
+        resource: request.resource.info(request.version),
+        dry_run: request.dry_run,
+        request_id: request_id.to_owned(),
+        hook_depth: 0,
+        user: Arc::new(request.user.clone()),
+        admission: Some(AdmissionAttributes {
+            phase,
+            namespace: request.namespace.map(String::from),
+            name: request.name.to_owned(),
+            subresource: request.subresource.map(String::from),
+        }),
+    }
+}
+
 #[async_trait]
 impl PolicyReplay for WasmPolicies {
     async fn replay(&self, in_force: &dyn Strategy, staged: &StagedVersion) -> Result<u64, String> {
@@ -297,6 +309,8 @@ impl PolicyReplay for WasmPolicies {
             ..UserInfo::default()
         };
         let mut replayed = 0;
+        // Each namespace is read once, not once per object in it ("" for cluster-scoped).
+        let mut namespaces: HashMap<String, Option<Value>> = HashMap::new();
         for served in registry.resources() {
             let def = &served.def;
             let Some(version) = def.versions.iter().find(|v| v.storage) else {
@@ -307,7 +321,7 @@ impl PolicyReplay for WasmPolicies {
             }
             let scope = RequestScope {
                 version: version.name.clone(),
-                request_id: "strategy-rollout-replay".into(),
+                request_id: REPLAY_REQUEST_ID.into(),
                 ..Default::default()
             };
             let listed = served
@@ -318,50 +332,43 @@ impl PolicyReplay for WasmPolicies {
             for object in listed.item_values() {
                 let text = |p: &str| object.pointer(p).and_then(Value::as_str);
                 let namespace = text("/metadata/namespace").filter(|n| !n.is_empty());
-                let name = text("/metadata/name").unwrap_or_default();
-                let namespace_object =
-                    crate::admission::followed::namespace_object(&self.registry, namespace).await;
+                let namespace_key = namespace.unwrap_or_default().to_owned();
+                if !namespaces.contains_key(&namespace_key) {
+                    let found =
+                        crate::admission::followed::namespace_object(&self.registry, namespace)
+                            .await;
+                    namespaces.insert(namespace_key.clone(), found);
+                }
+                let namespace_object = &namespaces[&namespace_key];
+                let create = AdmissionRequest {
+                    operation: Operation::Create,
+                    resource: def,
+                    version: &version.name,
+                    subresource: None,
+                    namespace,
+                    name: text("/metadata/name").unwrap_or_default(),
+                    object: &object,
+                    old_object: None,
+                    user: &user,
+                    dry_run: true,
+                    audit: None,
+                };
                 // Asked about the object as a create or as an update that changes nothing.
-                let matched = [
-                    (Operation::Create, None),
-                    (Operation::Update, Some(&object)),
-                ]
-                .into_iter()
-                .any(|(operation, old_object)| {
-                    let request = AdmissionRequest {
-                        operation,
-                        resource: def,
-                        version: &version.name,
-                        subresource: None,
-                        namespace,
-                        name,
-                        object: &object,
-                        old_object,
-                        user: &user,
-                        dry_run: true,
-                        audit: None,
-                    };
+                let update = AdmissionRequest {
+                    operation: Operation::Update,
+                    old_object: Some(&object),
+                    ..create
+                };
+                let matched = [&create, &update].into_iter().any(|request| {
                     compiled
                         .matching
-                        .matches(&request, namespace_object.as_ref())
-                        && Self::conditions_hold(&compiled, &request).unwrap_or(true)
+                        .matches(request, namespace_object.as_ref())
+                        && Self::conditions_hold(&compiled, request).unwrap_or(true)
                 });
                 if !matched {
                     continue;
                 }
-                let ctx = StrategyContext {
-                    resource: def.info(&version.name),
-                    dry_run: true,
-                    request_id: "strategy-rollout-replay".into(),
-                    hook_depth: 0,
-                    user: Arc::new(user.clone()),
-                    admission: Some(AdmissionAttributes {
-                        phase: AdmissionPhase::Validate,
-                        namespace: namespace.map(String::from),
-                        name: name.to_owned(),
-                        subresource: None,
-                    }),
-                };
+                let ctx = context(&create, AdmissionPhase::Validate, REPLAY_REQUEST_ID);
                 staged
                     .replay(in_force, &ctx, std::slice::from_ref(&object))
                     .await;

@@ -12,6 +12,7 @@ use tokio::task::JoinSet;
 
 use super::client::{Client, ObjectRef};
 use super::queue::WorkQueue;
+use crate::admission::rules::strings;
 use crate::admission::type_check::{self, CheckedKind};
 use crate::registry::{Registry, Result};
 use crate::storage::informer::{informer, InformerConfig, InformerEvent};
@@ -142,19 +143,12 @@ fn expression_warnings(registry: &Registry, spec: &Value) -> Vec<Value> {
 /// The kinds the policy's resource rules name exactly (wildcards and subresources are not
 /// checked, as in Kubernetes), with their schemas.
 fn matched_kinds(registry: &Registry, spec: &Value) -> Vec<CheckedKind> {
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.as_str().map(String::from))
-            .collect()
-    };
     let mut kinds: Vec<CheckedKind> = Vec::new();
     let rules = spec.pointer("/matchConstraints/resourceRules");
     for rule in rules.and_then(Value::as_array).into_iter().flatten() {
-        for group in strings(&rule["apiGroups"]) {
-            for version in strings(&rule["apiVersions"]) {
-                for resource in strings(&rule["resources"]) {
+        for group in strings(rule, "apiGroups") {
+            for version in strings(rule, "apiVersions") {
+                for resource in strings(rule, "resources") {
                     if [&group, &version, &resource]
                         .iter()
                         .any(|s| s.contains('*') || s.contains('/'))
