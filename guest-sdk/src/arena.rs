@@ -1,14 +1,17 @@
-//! The allocator of strategy modules (wasm only, feature `arena-allocator`, on by default): a
-//! bump allocator over linear memory.
+//! An allocator for strategy modules that want a fresh instance per call (wasm only, feature
+//! `arena-allocator`, off by default): a bump allocator over linear memory.
 //!
-//! The host gives every call a fresh instance, so nothing allocated during a call outlives it.
+//! Such a module does not export `_initialize`, so the host gives every call a fresh instance
+//! and nothing allocated during a call outlives it. By default modules are instead reactors
+//! whose instances serve call after call with Rust's own allocator: a kept instance costs no
+//! instantiation, which was most of a call.
 //! Allocation is a pointer bump from the end of the module's data (`__heap_base`); `dealloc`
 //! takes back only the most recent block (the common temporary) and `realloc` grows the most
 //! recent block in place; memory grows (`memory.grow`) only when the module's initial pages run
 //! out. A general-purpose allocator would instead call `memory.grow` on its first allocation in
 //! every instance, and each growth costs the host page-protection changes worth more than the
-//! whole call. Build modules with enough initial memory for a typical call (this workspace's
-//! `.cargo/config.toml` sets 4 MiB).
+//! whole call. Build modules that use it with enough initial memory for a typical call (rustflags
+//! `-C link-arg=--initial-memory=4194304` give 4 MiB).
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicUsize, Ordering};

@@ -2,6 +2,7 @@
 //! Not for direct use; the functions are only meaningful as the module's exports.
 
 use std::alloc::Layout;
+use std::cell::Cell;
 
 use crate::strategy::Strategy;
 
@@ -9,11 +10,18 @@ fn layout(len: u32) -> Layout {
     Layout::from_size_align(len as usize, 1).expect("a byte buffer layout")
 }
 
+thread_local! {
+    /// The answer of the latest `manifest` or `call`: the host reads it after the export
+    /// returns, and the next export frees it (an instance may serve many calls).
+    static ANSWER: Cell<Box<[u8]>> = Cell::new(Box::default());
+}
+
+/// Keeps `buf` as the answer (freeing the previous one) and packs its address and length.
 fn pack(buf: Vec<u8>) -> u64 {
     let buf = buf.into_boxed_slice();
-    let len = buf.len() as u64;
-    let ptr = Box::into_raw(buf) as *mut u8 as usize as u64;
-    (ptr << 32) | len
+    let packed = ((buf.as_ptr() as usize as u64) << 32) | buf.len() as u64;
+    ANSWER.with(|answer| answer.set(buf));
+    packed
 }
 
 /// `alloc(len) -> ptr`: a buffer the host writes a request (or a host function's answer) into.
@@ -31,8 +39,9 @@ pub fn alloc(len: u32) -> u32 {
     ptr as usize as u32
 }
 
-/// `dealloc(ptr, len)`: frees a buffer from [`alloc`] or one returned by `manifest`/`call`.
-/// Both have the layout of `len` bytes aligned to 1 (a `Box<[u8]>` has that layout too).
+/// `dealloc(ptr, len)`: frees a buffer from [`alloc`] the host did not hand to the module (a
+/// buffer of `len` bytes aligned to 1). Answers of `manifest` and `call` are not freed with it:
+/// the module frees each at its next export call.
 pub fn dealloc(ptr: u32, len: u32) {
     if len == 0 || ptr == 0 {
         return;
@@ -60,14 +69,14 @@ pub(crate) fn take_buffer(packed: u64) -> Vec<u8> {
     bytes
 }
 
-/// `manifest() -> packed`: the encoded manifest, in a buffer the host frees with `dealloc`.
+/// `manifest() -> packed`: the encoded manifest, in a buffer kept until the next export call.
 pub fn manifest<S: Strategy>() -> u64 {
     install_panic_hook();
     pack(crate::dispatch::manifest::<S>())
 }
 
 /// `call(ptr, len) -> packed`: decodes the request the host wrote at `ptr` (from `alloc(len)`,
-/// freed here), runs the strategy, and returns the encoded response (freed by the host).
+/// freed here), runs the strategy, and returns the encoded response (kept until the next call).
 pub fn call<S: Strategy + Default>(ptr: u32, len: u32) -> u64 {
     install_panic_hook();
     let request = take_buffer((u64::from(ptr) << 32) | u64::from(len));

@@ -81,8 +81,9 @@ mod policy;
 mod policy_dispatch;
 mod strategy;
 
-/// Every strategy module allocates from a per-call arena (see [`arena`]); turn the
-/// `arena-allocator` feature off to bring your own global allocator.
+/// With the `arena-allocator` feature a module allocates from a per-call arena (see [`arena`])
+/// and the host gives it a fresh instance per call; without it (the default) a module uses
+/// Rust's own allocator, or one it brings, and its instances are kept across calls.
 #[cfg(all(target_arch = "wasm32", feature = "arena-allocator"))]
 #[global_allocator]
 static ALLOCATOR: arena::CallArena = arena::CallArena::new();
@@ -182,6 +183,8 @@ macro_rules! __export_abi {
             extern "C" fn call(ptr: u32, len: u32) -> u64 {
                 $crate::export::$call::<$ty>(ptr, len)
             }
+
+            $crate::__export_reactor!();
         };
 
         // Natively a module has nothing to run: it is tested through its library.
@@ -189,6 +192,29 @@ macro_rules! __export_abi {
         #[allow(dead_code)]
         fn main() {}
     };
+}
+
+/// `_initialize`, the export that makes a module a reactor (WASI's name for a module whose
+/// exports are called again and again after one initialisation): the host then keeps its
+/// instances across calls. Not exported with the `arena-allocator` feature, whose bump
+/// allocator never frees and so needs a fresh instance per call.
+#[cfg(not(feature = "arena-allocator"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_reactor {
+    () => {
+        #[no_mangle]
+        extern "C" fn _initialize() {}
+    };
+}
+
+/// Nothing: with the `arena-allocator` feature the module is not a reactor (see the other
+/// definition).
+#[cfg(feature = "arena-allocator")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_reactor {
+    () => {};
 }
 
 /// Exports an [`AdmissionPolicy`] type as the module's ABI, as [`export_strategy!`] exports a

@@ -1,9 +1,12 @@
-//! One strategy call on a 1 KiB Deployment: a fresh instance, then prepare_for_create, validate,
-//! warnings and canonicalize (the registry's create phase), through the wasm runtime.
+//! One strategy call on a 1 KiB Deployment: prepare_for_create, validate, warnings and
+//! canonicalize (the registry's create phase), through the wasm runtime, on the module's kept
+//! instance.
 //!
 //! `cargo bench -p strategy-host --bench strategy_call` prints criterion's estimates and then the
 //! p50/p99 of plain timing loops: on the calling thread (`StrategyModule::call`) and as the
-//! registry calls it from an async task (`Strategy::before_create`, JSON in and out included).
+//! registry calls it from an async task (`Strategy::before_create`, JSON in and out included);
+//! then both again with a fresh instance per call (instances recycled after every session, as
+//! modules without `_initialize` are served), the baseline.
 
 use std::time::{Duration, Instant};
 
@@ -12,12 +15,15 @@ use criterion::{criterion_group, Criterion};
 mod deployment;
 use deployment::{object, resource};
 use strategy_host::strategy::{Strategy, StrategyContext};
-use strategy_host::wasm::runtime::{abi, CallerInfo, Runtime, RuntimeConfig, StrategyModule};
+use strategy_host::wasm::runtime::{
+    abi, CallerInfo, InstanceReuse, Runtime, RuntimeConfig, StrategyModule,
+};
 use strategy_host::wasm::WasmStrategy;
 
-fn setup() -> (Runtime, StrategyModule) {
+fn setup(instance_reuse: InstanceReuse) -> (Runtime, StrategyModule) {
     let config = RuntimeConfig {
         max_instances: 64,
+        instance_reuse,
         ..RuntimeConfig::default()
     };
     let rt = Runtime::new(config).unwrap();
@@ -27,7 +33,7 @@ fn setup() -> (Runtime, StrategyModule) {
 }
 
 fn bench(c: &mut Criterion) {
-    let (rt, module) = setup();
+    let (rt, module) = setup(InstanceReuse::default());
     let obj = object();
     let bytes = serde_json::to_vec(&obj).unwrap();
     assert!((1000..1100).contains(&bytes.len()), "{}", bytes.len());
@@ -70,33 +76,67 @@ fn bench(c: &mut Criterion) {
         },
     );
 
-    let calling_thread: Vec<Duration> = (0..SAMPLES)
-        .map(|_| {
-            let t = Instant::now();
-            call();
-            t.elapsed()
-        })
-        .collect();
-    report("calling thread", calling_thread);
-    // The fixed part: a fresh instance answering a call that decodes no object.
+    drop(tokio);
+    timing_loops("kept instance", InstanceReuse::default());
+    let fresh = InstanceReuse {
+        max_sessions: 1,
+        ..InstanceReuse::default()
+    };
+    timing_loops("fresh instance per call", fresh);
+}
+
+/// The p50/p99 of the create phase on the calling thread, of a call that decodes no object,
+/// and of the create phase from a task, with instances kept as `instance_reuse` says.
+fn timing_loops(label: &str, instance_reuse: InstanceReuse) {
+    let (rt, module) = setup(instance_reuse);
+    let obj = object();
+    let request = abi::Request {
+        context: None,
+        operation: Some(abi::request::Operation::BeforeCreate(
+            abi::BeforeCreateRequest {
+                object: serde_json::to_vec(&obj).unwrap(),
+            },
+        )),
+    };
+    let caller = CallerInfo {
+        module: "deployments".into(),
+        request_id: String::new(),
+        resource: resource(),
+        dry_run: false,
+    };
+    let timed = |request: &abi::Request| -> Vec<Duration> {
+        (0..SAMPLES)
+            .map(|_| {
+                let t = Instant::now();
+                module.call(&rt, caller.clone(), request).unwrap();
+                t.elapsed()
+            })
+            .collect()
+    };
+    report(label, "calling thread", timed(&request));
+    // The fixed part: an instance answering a call that decodes no object.
     let nop = abi::Request {
         context: None,
         operation: Some(abi::request::Operation::AllowCreateOnUpdate(
             abi::AllowCreateOnUpdateRequest {},
         )),
     };
-    let nop_samples: Vec<Duration> = (0..SAMPLES)
-        .map(|_| {
-            let t = Instant::now();
-            module.call(&rt, caller.clone(), &nop).unwrap();
-            t.elapsed()
-        })
-        .collect();
     report(
+        label,
         "calling thread, no object (allow_create_on_update)",
-        nop_samples,
+        timed(&nop),
     );
     // On a runtime worker, as the registry's request tasks call it.
+    let strategy = WasmStrategy::new(rt.clone(), std::sync::Arc::new(module));
+    let ctx = StrategyContext {
+        resource: resource(),
+        dry_run: false,
+        request_id: String::new(),
+        hook_depth: 0,
+        user: Default::default(),
+        admission: None,
+    };
+    let tokio = tokio::runtime::Runtime::new().unwrap();
     let from_task = tokio.spawn(async move {
         let mut samples = Vec::with_capacity(SAMPLES);
         for _ in 0..SAMPLES {
@@ -108,6 +148,7 @@ fn bench(c: &mut Criterion) {
         samples
     });
     report(
+        label,
         "Strategy::before_create",
         tokio.block_on(from_task).unwrap(),
     );
@@ -116,11 +157,11 @@ fn bench(c: &mut Criterion) {
 const SAMPLES: usize = 20_000;
 
 /// Prints the p50 and p99 of `samples`.
-fn report(path: &str, mut samples: Vec<Duration>) {
+fn report(label: &str, path: &str, mut samples: Vec<Duration>) {
     samples.sort();
     let p = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
     println!(
-        "wasm create phase, 1 KiB object ({path}): p50 {:?}  p99 {:?}  (n = {})",
+        "wasm create phase, 1 KiB object, {label} ({path}): p50 {:?}  p99 {:?}  (n = {})",
         p(0.50),
         p(0.99),
         samples.len()

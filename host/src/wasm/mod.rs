@@ -9,6 +9,7 @@
 
 mod host_api;
 mod module_table;
+mod object_answer;
 pub mod rollout;
 pub mod runtime;
 mod slot;
@@ -20,5 +21,6 @@ pub use module_table::{
     ConversionSample, ConversionSamples, ModuleState, ModuleStatus, ModuleTable, PolicyInForce,
     PolicyReplay, ResourceCheck,
 };
+pub use object_answer::apply_object_answer;
 pub use runtime::{Runtime, RuntimeConfig};
-pub use wasm_strategy::{apply_object_answer, WasmStrategy};
+pub use wasm_strategy::WasmStrategy;

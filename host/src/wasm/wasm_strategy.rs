@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::object_answer::apply_object_answer;
 use super::runtime::abi::{self, request::Operation as Op, Operation};
 use super::runtime::{
     CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
@@ -59,7 +60,7 @@ impl WasmStrategy {
         op: Op,
         in_after_hook: bool,
     ) -> Result<abi::Response, StrategyError> {
-        let counters = self.runtime.metrics().module(self.module.name());
+        let counters = self.module.counters(&self.runtime);
         let started = std::time::Instant::now();
         let tells_user = self.module.manifest().abi_version.tells_user();
         let request = abi::Request {
@@ -111,7 +112,7 @@ impl WasmStrategy {
     ) -> Result<Admission, StrategyError> {
         if let Some(obj) = obj {
             apply_object_answer(obj, &resp.object, &resp.object_patch).map_err(|reason| {
-                let counters = self.runtime.metrics().module(self.module.name());
+                let counters = self.module.counters(&self.runtime);
                 counters.record_failure(FailureKind::BadOutput, false);
                 self.error(reason)
             })?;
@@ -160,28 +161,6 @@ impl WasmStrategy {
             Err(e) => Err(e),
         })
     }
-}
-
-/// Makes `obj` what a module's answer says it became: `object_patch` (ABI 1.4: only the changes
-/// cross) applied to it, or `object` in its place; unchanged when the answer carries neither.
-///
-/// # Errors
-/// What is wrong with the answer (not JSON, not a JSON Patch, a patch that does not apply).
-pub fn apply_object_answer(
-    obj: &mut Value,
-    object: &[u8],
-    object_patch: &[u8],
-) -> Result<(), String> {
-    if !object_patch.is_empty() {
-        let patch: json_patch::Patch = serde_json::from_slice(object_patch)
-            .map_err(|e| format!("the returned patch is not a JSON Patch: {e}"))?;
-        json_patch::patch(obj, &patch)
-            .map_err(|e| format!("the returned patch does not apply: {e}"))?;
-    } else if !object.is_empty() {
-        *obj = serde_json::from_slice(object)
-            .map_err(|e| format!("the returned object is not valid JSON: {e}"))?;
-    }
-    Ok(())
 }
 
 fn json(v: &Value) -> Vec<u8> {

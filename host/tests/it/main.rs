@@ -9,5 +9,6 @@ mod wasm_admission_policies;
 mod wasm_common;
 mod wasm_go;
 mod wasm_hostile;
+mod wasm_instances;
 mod wasm_reload;
 mod wasm_strategies;

@@ -43,7 +43,6 @@ pub fn rerun_if_changed(root: &Path, crates: &[&str]) {
         "guest-sdk/build.rs",
         "guest-sdk/Cargo.toml",
         "Cargo.lock",
-        ".cargo/config.toml",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }

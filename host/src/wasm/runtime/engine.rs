@@ -3,7 +3,7 @@
 //! everything else shares.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -90,6 +90,8 @@ pub(crate) struct RuntimeInner {
     /// Whether the embedder installed its host API (false until `set_host_api`).
     host_api_installed: tokio::sync::watch::Sender<bool>,
     ticker_stop: Arc<AtomicBool>,
+    /// Idle kept instances of all reactor modules (bounded by `InstanceReuse::max_idle_total`).
+    pub(crate) idle_instances: Arc<AtomicUsize>,
 }
 
 impl Drop for RuntimeInner {
@@ -176,6 +178,7 @@ impl Runtime {
                 host_api: ArcSwap::from_pointee(no_host),
                 host_api_installed: tokio::sync::watch::Sender::new(false),
                 ticker_stop,
+                idle_instances: Arc::default(),
             }),
         })
     }

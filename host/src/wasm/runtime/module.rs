@@ -83,7 +83,7 @@ impl StrategyModule {
             digest,
             manifest: ModuleManifest::placeholder(),
             pre,
-            pool: reactor.then(InstancePool::default),
+            pool: reactor.then(|| InstancePool::new(runtime)),
             counters: None,
             allow_create_on_update: false,
             allow_unconditional_update: true,
@@ -150,6 +150,14 @@ impl StrategyModule {
     /// The SHA-256 of the module's bytes.
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    /// The module's series in `runtime`'s metrics (those of its name), resolved at load.
+    pub(crate) fn counters(&self, runtime: &Runtime) -> Arc<ModuleCounters> {
+        match &self.counters {
+            Some(counters) => counters.clone(),
+            None => runtime.inner.metrics.module(self.name()),
+        }
     }
 
     /// The checked manifest.
