@@ -2,7 +2,8 @@
 # api-load, starts a private etcd on loopback, starts and stops development-mode servers, and
 # collects each api-load figure beside its raw etcd baseline into one summary table.
 #
-# After sourcing: start_server NAME PORT STORE-ARGS..., stop_server NAME,
+# After sourcing: start_server NAME PORT STORE-ARGS... (the binary $server_bin when set),
+# stop_server NAME, build_glibc (sets $glibc_bin: the server with glibc's malloc),
 # run FIGURE SERVER-NAME API-LOAD-ARGS... (on ConfigMaps, or $kind when set), print_summary TITLE; $bin, $work, $etcd_url, ${pid[NAME]}.
 cargo build --release -q -p strategy-host --bin strategy-host -p strategy-host-e2e --bin api-load
 bin=${CARGO_TARGET_DIR:-target}/release
@@ -18,13 +19,22 @@ declare -A server pid
 start_server() {
     local name=$1 port=$2
     shift 2
-    RUST_LOG=warn "$bin"/strategy-host --dev-mode --listen "127.0.0.1:$port" "$@" \
+    RUST_LOG=warn "${server_bin:-$bin/strategy-host}" --dev-mode --listen "127.0.0.1:$port" "$@" \
         >>"$work/server-$name.log" 2>&1 &
     pid[$name]=$!
     server[$name]=http://127.0.0.1:$port
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 }
 stop_server() { kill "${pid[$1]}"; wait "${pid[$1]}" 2>/dev/null || true; }
+# build_glibc: the server built without its default `jemalloc` feature (glibc's malloc), copied
+# to $glibc_bin; the default build is put back in place (cargo keeps both, so switching costs
+# nothing the second time).
+build_glibc() {
+    cargo build --release -q -p strategy-host --bin strategy-host --no-default-features
+    glibc_bin=$work/strategy-host-glibc
+    cp "$bin/strategy-host" "$glibc_bin"
+    cargo build --release -q -p strategy-host --bin strategy-host
+}
 results="$work/results.tsv"
 printf 'figure\tstore\tapi\traw etcd\tapi/etcd\n' >"$results"
 # The value of field $1 in line $2 (api-load prints key=value fields).

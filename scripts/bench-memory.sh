@@ -2,9 +2,9 @@
 # Resident memory under list load, per allocator setting, in one run: a fresh embedded server
 # is seeded with 10,000 1 KiB ConfigMaps, then 4 clients list them all (rv=0, from the watch
 # cache) for SECONDS; the figure is the server's resident memory growth over its JSON size, at
-# rest after seeding and after the lists (target: <= 2.5x). Variants: the build's allocator as
-# it starts, and glibc malloc with MALLOC_ARENA_MAX=2 (fewer per-thread arenas holding freed
-# pages), when the build uses glibc's malloc.
+# rest after seeding and after the lists (target: <= 2.5x). Variants: the build's allocator
+# (jemalloc), the server built with glibc's malloc (without the default `jemalloc` feature), and
+# glibc's malloc with MALLOC_ARENA_MAX=2 (fewer per-thread arenas holding freed pages).
 #
 #   bash scripts/bench-memory.sh [SECONDS]
 set -euo pipefail
@@ -19,7 +19,7 @@ variant() {
     local name=$1 seed lists before seeded after bytes
     shift
     port=$((port + 1))
-    env "$@" RUST_LOG=warn "$bin"/strategy-host --dev-mode --listen "127.0.0.1:$port" \
+    env "$@" RUST_LOG=warn "${server_bin:-$bin/strategy-host}" --dev-mode --listen "127.0.0.1:$port" \
         --data-dir "$work/$name" >>"$work/server-$name.log" 2>&1 &
     pid[$name]=$!
     server[$name]=http://127.0.0.1:$port
@@ -41,8 +41,10 @@ variant() {
         "$(field ops/s "$lists")" >>"$table"
     stop_server "$name"
 }
-variant default
-variant arena-max-2 MALLOC_ARENA_MAX=2
+build_glibc
+variant jemalloc
+server_bin=$glibc_bin variant glibc
+server_bin=$glibc_bin variant glibc-arena-max-2 MALLOC_ARENA_MAX=2
 echo
 echo "Summary (api-load on a fresh embedded server per row):"
 column -t -s $'\t' "$table"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing Strategy Host needs on a fresh Debian machine:
-# etcd (Debian's etcd-server, for the etcd3 tests), protoc (etcd-client's build), kubectl
+# etcd (Debian's etcd-server, for the etcd3 tests), protoc (etcd-client's build), make
+# (jemalloc's build), kubectl
 # (Debian's kubernetes-client, for the end-to-end tests), the Rust toolchain and wasm target
 # pinned in rust-toolchain.toml, and into .tools/: kubectl 1.35, Helm 4, the JavaScript and
 # Python clients, kopf and the Go toolchain. Safe to run again: it skips what is there.
@@ -10,6 +11,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
+# jemalloc, the server's allocator, is built from C by its crate with make.
+command -v make >/dev/null 2>&1 || need_apt+=(make)
 # kubectl drives the end-to-end tests; Debian packages it as kubernetes-client.
 if ! command -v kubectl >/dev/null 2>&1; then
     if apt-cache policy kubernetes-client 2>/dev/null | grep -q 'Candidate: [0-9]'; then

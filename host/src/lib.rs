@@ -34,6 +34,13 @@ pub mod strategy;
 pub mod wasm;
 pub mod webhook;
 
+/// With the `jemalloc` feature (the default) every program built on this crate (the server, the
+/// load tools, the tests) allocates with jemalloc: glibc's malloc spent ~19% of a Lease
+/// renewal's CPU (docs/benchmarks.md, "Allocator").
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// What benchmarks measure of the private `api` layer (the `testing` feature).
 #[cfg(feature = "testing")]
 pub mod bench_support {
