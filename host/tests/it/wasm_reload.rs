@@ -92,6 +92,31 @@ async fn the_watched_directory_swaps_refuses_and_unloads() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_module_file_left_alone_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deployments.wasm");
+    std::fs::copy(strategy_artifacts::DEPLOYMENT, &file).unwrap();
+    let table = Arc::new(ModuleTable::new(runtime()));
+    let watcher = DirectoryWatcher::start(table.clone(), dir.path()).unwrap();
+    assert!(table.active("apps.example.com", "Deployment").is_some());
+    // Reading a file is an inotify event too (open, access, close): the watcher used to read
+    // the module again on each, every 30 ms for as long as the server ran.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(watcher.reads(), 1, "reads of an unchanged module file");
+
+    // A write is still seen.
+    let v1 = std::fs::read(&file).unwrap();
+    std::fs::write(&file, new_version(&v1)).unwrap();
+    wait_for("the write read", || watcher.reads() >= 2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        watcher.reads() <= 3,
+        "{} reads after one write",
+        watcher.reads()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_running_call_finishes_on_the_version_it_started_with() {
     let table = ModuleTable::new(runtime());
     let widgets = table.strategy("example.com", "Widget");

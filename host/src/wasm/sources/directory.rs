@@ -7,11 +7,13 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use notify::event::{AccessKind, AccessMode, EventKind, MetadataKind, ModifyKind};
 use notify::{RecursiveMode, Watcher};
 
 use crate::wasm::rollout::RolloutSpec;
@@ -24,6 +26,7 @@ const SETTLE: Duration = Duration::from_millis(30);
 pub struct DirectoryWatcher {
     _watcher: notify::RecommendedWatcher,
     _worker: thread::JoinHandle<()>,
+    reads: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for DirectoryWatcher {
@@ -42,6 +45,19 @@ pub fn source_name(path: &Path) -> String {
 
 fn is_module(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "wasm")
+}
+
+/// Whether an event may mean a file's content changed. Opening, reading and closing a file
+/// unwritten are events too (inotify's `IN_OPEN`, `IN_ACCESS`, `IN_CLOSE_NOWRITE`), and the
+/// watcher reads every file it is told about: acting on those would read the file again and
+/// again for as long as it exists. Closing a file written (`IN_CLOSE_WRITE`) counts.
+fn may_change_content(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
+        _ => true,
+    }
 }
 
 /// The suffix of a module's rollout sidecar.
@@ -89,11 +105,12 @@ impl DirectoryWatcher {
         let (tx, rx) = mpsc::channel::<PathBuf>();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-                Ok(event) => {
+                Ok(event) if may_change_content(&event.kind) => {
                     for path in event.paths.iter().filter_map(|p| module_of(p)) {
                         let _ = tx.send(path);
                     }
                 }
+                Ok(_) => {}
                 Err(e) => tracing::warn!("strategy directory watch error: {e}"),
             })?;
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
@@ -103,37 +120,46 @@ impl DirectoryWatcher {
             .filter(|p| is_module(p))
             .collect();
         initial.sort();
+        let reads = Arc::new(AtomicU64::new(0));
         for path in &initial {
-            sync(&table, path);
+            sync(&table, path, &reads);
         }
+        let counted = reads.clone();
         let worker = thread::Builder::new()
             .name("strategy-dir".into())
-            .spawn(move || run(table, rx))?;
+            .spawn(move || run(table, rx, &counted))?;
         tracing::info!(dir = %dir.display(), modules = initial.len(), "watching the strategy directory");
         Ok(Self {
             _watcher: watcher,
             _worker: worker,
+            reads,
         })
+    }
+
+    /// How many times a module file was read (once at start, then once per change).
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
     }
 }
 
 /// Collects changed paths until the events settle, then brings each in line with the disk.
 /// Ends when the watcher (the sender) is dropped.
-fn run(table: Arc<ModuleTable>, rx: mpsc::Receiver<PathBuf>) {
+fn run(table: Arc<ModuleTable>, rx: mpsc::Receiver<PathBuf>, reads: &AtomicU64) {
     while let Ok(first) = rx.recv() {
         let mut changed = BTreeSet::from([first]);
         while let Ok(more) = rx.recv_timeout(SETTLE) {
             changed.insert(more);
         }
         for path in &changed {
-            sync(&table, path);
+            sync(&table, path, reads);
         }
     }
 }
 
 /// Loads the file at `path`, or unloads its source when it is gone.
-fn sync(table: &ModuleTable, path: &Path) {
+fn sync(table: &ModuleTable, path: &Path, reads: &AtomicU64) {
     let source = source_name(path);
+    reads.fetch_add(1, Ordering::Relaxed);
     match std::fs::read(path) {
         Ok(bytes) => match rollout_of(path) {
             // Refusals are logged and recorded by the table.
