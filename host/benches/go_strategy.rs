@@ -9,26 +9,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strategy_host::strategy::{Strategy, StrategyContext};
+use strategy_host::strategy::Strategy;
 use strategy_host::wasm::runtime::{InstanceReuse, Runtime, RuntimeConfig, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
 
 #[path = "common/deployment.rs"]
 mod deployment;
-use deployment::{object, resource};
+use deployment::{context as ctx, object};
 
 const SAMPLES: usize = 20_000;
-
-fn ctx() -> StrategyContext {
-    StrategyContext {
-        resource: resource(),
-        dry_run: false,
-        request_id: String::new(),
-        hook_depth: 0,
-        user: Default::default(),
-        admission: None,
-    }
-}
 
 /// A runtime with `reuse`, caching compiled modules in `cache`.
 fn runtime(reuse: InstanceReuse, cache: &std::path::Path) -> Runtime {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion};
 #[path = "common/deployment.rs"]
 mod deployment;
-use deployment::{object, resource};
-use strategy_host::strategy::{Strategy, StrategyContext};
+use deployment::{context, object, resource};
+use strategy_host::strategy::Strategy;
 use strategy_host::wasm::runtime::{
     abi, CallerInfo, InstanceReuse, Runtime, RuntimeConfig, StrategyModule,
 };
@@ -58,14 +58,7 @@ fn bench(c: &mut Criterion) {
     let tokio = tokio::runtime::Runtime::new().unwrap();
     let again = StrategyModule::load(&rt, &std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap());
     let strategy = WasmStrategy::new(rt.clone(), std::sync::Arc::new(again.unwrap()));
-    let ctx = StrategyContext {
-        resource: resource(),
-        dry_run: false,
-        request_id: String::new(),
-        hook_depth: 0,
-        user: Default::default(),
-        admission: None,
-    };
+    let ctx = context();
     c.bench_function(
         "wasm create phase, 1 KiB object (Strategy::before_create)",
         |b| {
@@ -128,14 +121,7 @@ fn timing_loops(label: &str, instance_reuse: InstanceReuse) {
     );
     // On a runtime worker, as the registry's request tasks call it.
     let strategy = WasmStrategy::new(rt.clone(), std::sync::Arc::new(module));
-    let ctx = StrategyContext {
-        resource: resource(),
-        dry_run: false,
-        request_id: String::new(),
-        hook_depth: 0,
-        user: Default::default(),
-        admission: None,
-    };
+    let ctx = context();
     let tokio = tokio::runtime::Runtime::new().unwrap();
     let from_task = tokio.spawn(async move {
         let mut samples = Vec::with_capacity(SAMPLES);

@@ -1,7 +1,7 @@
 //! What the strategy benchmarks share: the 1 KiB Deployment they create and its resource.
 
 use serde_json::{json, Value};
-use strategy_host::strategy::ResourceInfo;
+use strategy_host::strategy::{ResourceInfo, StrategyContext};
 
 /// A Deployment of 1 KiB (an annotation pads it).
 pub(crate) fn object() -> Value {
@@ -30,5 +30,17 @@ pub(crate) fn resource() -> ResourceInfo {
         kind: "Deployment".into(),
         plural: "deployments".into(),
         namespaced: true,
+    }
+}
+
+/// The context of a create of the example Deployment, as the registry passes it.
+pub(crate) fn context() -> StrategyContext {
+    StrategyContext {
+        resource: resource(),
+        dry_run: false,
+        request_id: String::new(),
+        hook_depth: 0,
+        user: Default::default(),
+        admission: None,
     }
 }
