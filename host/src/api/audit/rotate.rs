@@ -65,6 +65,8 @@ pub(crate) struct RotatingFile {
     /// Whether the last byte written ended a line (a rotation may happen here).
     at_line_start: bool,
     rotation: LogRotation,
+    /// The time stamp of the latest backup this file made: the next one must be later.
+    last_stamp: String,
 }
 
 impl RotatingFile {
@@ -81,6 +83,7 @@ impl RotatingFile {
             size,
             at_line_start: true,
             rotation,
+            last_stamp: String::new(),
         })
     }
 
@@ -109,10 +112,12 @@ impl RotatingFile {
         Ok(())
     }
 
-    /// `<stem>-<UTC time>.<extension>` beside the file, unique: a name taken already (a second
-    /// rotation within a millisecond) waits for the next millisecond, so names keep sorting
-    /// oldest first.
-    fn backup_name(&self) -> PathBuf {
+    /// `<stem>-<UTC time>.<extension>` beside the file, unique: a second rotation within a
+    /// millisecond waits for the next one, so names keep sorting oldest first. Whether a name
+    /// is taken cannot be read from the directory alone: the backup of that name may have been
+    /// gzipped (renamed `.gz`) in the background already, and reusing its name would overwrite
+    /// the gzipped file, losing its lines.
+    fn backup_name(&mut self) -> PathBuf {
         let (stem, ext) = self.stem_and_extension();
         loop {
             let now = time::OffsetDateTime::now_utc();
@@ -127,7 +132,9 @@ impl RotatingFile {
                 now.millisecond()
             );
             let candidate = self.path.with_file_name(format!("{stem}-{stamp}{ext}"));
-            if !candidate.exists() {
+            let gzipped = self.path.with_file_name(format!("{stem}-{stamp}{ext}.gz"));
+            if stamp > self.last_stamp && !candidate.exists() && !gzipped.exists() {
+                self.last_stamp = stamp;
                 return candidate;
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -212,12 +219,27 @@ fn gzip(backup: &Path) -> io::Result<()> {
     let mut partial = target.as_os_str().to_owned();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
-    let mut encoder =
-        flate2::write::GzEncoder::new(open_append(&partial)?, flate2::Compression::default());
-    io::copy(&mut File::open(backup)?, &mut encoder)?;
-    encoder.finish()?.sync_all()?;
-    std::fs::rename(&partial, &target)?;
-    std::fs::remove_file(backup)
+    // Another rotation's pruning may have removed the backup already (it was past the count).
+    let mut source = match File::open(backup) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        opened => opened?,
+    };
+    let written = (|| {
+        let mut encoder =
+            flate2::write::GzEncoder::new(open_append(&partial)?, flate2::Compression::default());
+        io::copy(&mut source, &mut encoder)?;
+        encoder.finish()?.sync_all()?;
+        std::fs::rename(&partial, &target)
+    })();
+    if written.is_err() {
+        // No half-written file is left behind to be mistaken for a backup.
+        let _ = std::fs::remove_file(&partial);
+    }
+    written?;
+    match std::fs::remove_file(backup) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        removed => removed,
+    }
 }
 
 impl Write for RotatingFile {
@@ -252,6 +274,7 @@ fn open_append(path: &Path) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     fn files(dir: &Path) -> Vec<(String, String)> {
         let mut found: Vec<_> = std::fs::read_dir(dir)
@@ -324,7 +347,6 @@ mod tests {
 
     #[test]
     fn compressed_backups_are_whole_gzip_files_pruned_like_plain_ones() {
-        use std::io::Read;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.log");
         let rotation = LogRotation {
@@ -341,9 +363,56 @@ mod tests {
             all.push_str(&line);
         }
         log.flush().unwrap();
-        // Compression runs in the background: wait until only gzipped backups are left.
+        let kept = gzipped_log(dir.path(), Some(2));
+        assert!(
+            all.ends_with(&kept),
+            "the kept lines are the last ones, in order"
+        );
+        assert!(kept.lines().count() >= 6);
+    }
+
+    #[test]
+    fn rotations_within_a_millisecond_lose_no_gzipped_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let rotation = LogRotation {
+            max_bytes: 40,
+            max_backups: 0,
+            max_age: None,
+            compress: true,
+        };
+        let mut log = RotatingFile::open(&path, rotation).unwrap();
+        let mut all = String::new();
+        // Every line rotates; a backup's name used to be reused once its gzip had renamed it,
+        // and the second gzip then overwrote the first's lines.
+        for i in 0..300 {
+            let line = format!("{{\"event\":{i},\"padding\":\"xxxxxxxxxxxxxxxxxxxx\"}}\n");
+            log.write_all(line.as_bytes()).unwrap();
+            all.push_str(&line);
+        }
+        log.flush().unwrap();
+        assert_eq!(gzipped_log(dir.path(), None), all);
+    }
+
+    #[test]
+    fn a_backup_name_gzipped_already_is_not_used_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log =
+            RotatingFile::open(&dir.path().join("audit.log"), LogRotation::default()).unwrap();
+        let first = log.backup_name();
+        // Its backup was gzipped in the background: the plain name is free again.
+        let mut gzipped = first.clone().into_os_string();
+        gzipped.push(".gz");
+        std::fs::write(&gzipped, b"").unwrap();
+        let second = log.backup_name();
+        assert!(second > first, "{second:?} after {first:?}");
+    }
+
+    /// The log's text, backups (gzipped) first and oldest first, once compression in the
+    /// background has left only gzipped backups (`backups` of them, when given).
+    fn gzipped_log(dir: &Path, backups: Option<usize>) -> String {
         let names = || -> Vec<String> {
-            let mut n: Vec<String> = std::fs::read_dir(dir.path())
+            let mut n: Vec<String> = std::fs::read_dir(dir)
                 .unwrap()
                 .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
                 .collect();
@@ -354,28 +423,22 @@ mod tests {
         while names()
             .iter()
             .any(|n| n != "audit.log" && !n.ends_with(".log.gz"))
-            || names().len() != 3
+            || backups.is_some_and(|b| names().len() != b + 1)
         {
             assert!(std::time::Instant::now() < deadline, "{:?}", names());
             std::thread::sleep(Duration::from_millis(20));
         }
-        let mut kept = String::new();
+        let mut text = String::new();
         for name in names() {
-            let bytes = std::fs::read(dir.path().join(&name)).unwrap();
+            let bytes = std::fs::read(dir.join(&name)).unwrap();
             if name.ends_with(".gz") {
-                let mut text = String::new();
                 flate2::read::GzDecoder::new(&bytes[..])
                     .read_to_string(&mut text)
                     .unwrap();
-                kept.push_str(&text);
             } else {
-                kept.push_str(std::str::from_utf8(&bytes).unwrap());
+                text.push_str(std::str::from_utf8(&bytes).unwrap());
             }
         }
-        assert!(
-            all.ends_with(&kept),
-            "the kept lines are the last ones, in order"
-        );
-        assert!(kept.lines().count() >= 6);
+        text
     }
 }
