@@ -1,5 +1,5 @@
 //! `WasmStrategy`: the registry's `Strategy` trait implemented by calls into a loaded module, each
-//! on a fresh instance (or a reactor module's kept one), failures turned into `StrategyError`s
+//! on a reactor module's kept instance (or a fresh one), failures turned into `StrategyError`s
 //! and counted.
 
 use std::sync::Arc;
@@ -329,7 +329,7 @@ impl Strategy for WasmStrategy {
         self.module.digest().to_owned()
     }
 
-    /// Converts in calls of at most 64 objects (`CONVERSION_BATCH`), each on a fresh instance within
+    /// Converts in calls of at most 64 objects (`CONVERSION_BATCH`), each in its own session within
     /// the usual limits (a long list is many calls, not one that outgrows the memory cap).
     async fn convert(
         &self,

@@ -1,8 +1,8 @@
 //! The wasmtime-level runtime: one engine with the pooling allocator and an epoch ticker,
-//! modules compiled once (cached on disk by digest) and checked against the ABI, a fresh
-//! instance per call (kept across calls for reactor modules, such as Go's) with a deadline, a
-//! memory cap and an output cap, the host functions guests import (and a WASI shim that grants
-//! nothing), and per-module metrics. It speaks the strategy contract's types
+//! modules compiled once (cached on disk by digest) and checked against the ABI, instances
+//! (kept across calls for reactor modules, Go's and the Rust SDK's; fresh per call for others)
+//! with a deadline, a memory cap and an output cap, the host functions guests import (and a
+//! WASI shim that grants nothing), and per-module metrics. It speaks the strategy contract's types
 //! (`crate::strategy`) but knows nothing of the registry, the API or where modules come from.
 
 pub mod abi;
