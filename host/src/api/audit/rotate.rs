@@ -355,14 +355,7 @@ mod tests {
             max_age: None,
             compress: true,
         };
-        let mut log = RotatingFile::open(&path, rotation).unwrap();
-        let mut all = String::new();
-        for i in 0..30 {
-            let line = format!("{{\"event\":{i},\"padding\":\"xxxxxxxxxxxxxxxxxxxx\"}}\n");
-            log.write_all(line.as_bytes()).unwrap();
-            all.push_str(&line);
-        }
-        log.flush().unwrap();
+        let all = write_events(&path, rotation, 30);
         let kept = gzipped_log(dir.path(), Some(2));
         assert!(
             all.ends_with(&kept),
@@ -381,16 +374,9 @@ mod tests {
             max_age: None,
             compress: true,
         };
-        let mut log = RotatingFile::open(&path, rotation).unwrap();
-        let mut all = String::new();
         // Every line rotates; a backup's name used to be reused once its gzip had renamed it,
         // and the second gzip then overwrote the first's lines.
-        for i in 0..300 {
-            let line = format!("{{\"event\":{i},\"padding\":\"xxxxxxxxxxxxxxxxxxxx\"}}\n");
-            log.write_all(line.as_bytes()).unwrap();
-            all.push_str(&line);
-        }
-        log.flush().unwrap();
+        let all = write_events(&path, rotation, 300);
         assert_eq!(gzipped_log(dir.path(), None), all);
     }
 
@@ -406,6 +392,19 @@ mod tests {
         std::fs::write(&gzipped, b"").unwrap();
         let second = log.backup_name();
         assert!(second > first, "{second:?} after {first:?}");
+    }
+
+    /// Writes `count` audit-like lines of ~50 bytes to a log at `path`; answers what it wrote.
+    fn write_events(path: &Path, rotation: LogRotation, count: usize) -> String {
+        let mut log = RotatingFile::open(path, rotation).unwrap();
+        let mut all = String::new();
+        for i in 0..count {
+            let line = format!("{{\"event\":{i},\"padding\":\"xxxxxxxxxxxxxxxxxxxx\"}}\n");
+            log.write_all(line.as_bytes()).unwrap();
+            all.push_str(&line);
+        }
+        log.flush().unwrap();
+        all
     }
 
     /// The log's text, backups (gzipped) first and oldest first, once compression in the

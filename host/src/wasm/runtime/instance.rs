@@ -221,8 +221,9 @@ impl Session {
     }
 
     /// A packed output buffer in linear memory (within the output cap). The buffer is not handed
-    /// back with `dealloc`: the instance and its memory go at the end of the session, and freeing
-    /// would cost a guest call per request.
+    /// back with `dealloc`: a kept instance's module frees its answer at its next call (the Rust
+    /// SDK, Go's), any other instance goes with its memory at the end of the session, and freeing
+    /// here would cost a guest call per request.
     fn output(&self, packed: i64) -> Result<&[u8], CallFailure> {
         let (ptr, len) = abi::unpack(packed);
         let limit = self.store.data().output_limit;
