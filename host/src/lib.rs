@@ -55,4 +55,12 @@ pub mod bench_support {
     pub fn protobuf_decode(body: &[u8]) -> Option<Value> {
         crate::api::protobuf::decode(body).ok()
     }
+
+    /// A JSON create or update body as the server decodes it (no `fieldValidation`: repeated
+    /// fields are warned about).
+    pub fn json_body_decode(body: &[u8]) -> Option<Value> {
+        crate::api::body::decode_object(body, crate::registry::FieldValidation::default())
+            .ok()
+            .map(|(obj, _)| obj)
+    }
 }

@@ -2,17 +2,13 @@
 //! (→ 415), JSON or (built-in kinds) protobuf decoded (→ 400), and the field validation rule (`fieldValidation=Strict|Warn|
 //! Ignore` over duplicate fields) applied once for every body that carries an object or a patch.
 
-use std::cell::RefCell;
-use std::collections::HashSet;
-use std::fmt;
-
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use hyper::body::Body as _;
 use hyper::body::Incoming;
-use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::json_tree::parse_with_duplicates;
 use super::media::media_type;
 use super::params::DeleteOptionsBody;
 use super::patch::{Patch, PatchKind};
@@ -117,9 +113,9 @@ pub(crate) fn decode_object_in(
     }
 }
 
-/// Parses a JSON object.
-fn parse_object(bytes: &[u8]) -> Result<Value, Status> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+/// Parses a JSON object, with the paths of the fields it repeats.
+fn parse_object(bytes: &[u8]) -> Result<(Value, Vec<String>), Status> {
+    let (value, repeated) = parse_with_duplicates(bytes).map_err(|e| {
         Status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
     })?;
     if !value.is_object() {
@@ -127,7 +123,7 @@ fn parse_object(bytes: &[u8]) -> Result<Value, Status> {
             "the request body must be a JSON object",
         ));
     }
-    Ok(value)
+    Ok((value, repeated))
 }
 
 /// [`FieldValidation::judge`] over the problems a decoder found in a body, as a 400 `Status`.
@@ -141,13 +137,9 @@ pub(crate) fn field_validation(
     mode.judge(problems).map_err(Status::bad_request)
 }
 
-/// The duplicate-field problems of a JSON body, under the field validation mode.
-fn check_duplicates(bytes: &[u8], mode: FieldValidation) -> Result<Vec<String>, Status> {
-    if mode == FieldValidation::Ignore {
-        // Skip the second pass over the body: its findings would be dropped.
-        return Ok(Vec::new());
-    }
-    let problems = duplicate_fields(bytes)
+/// The problems of a body that repeats the fields at `repeated`, under the field validation mode.
+fn check_duplicates(repeated: Vec<String>, mode: FieldValidation) -> Result<Vec<String>, Status> {
+    let problems = repeated
         .iter()
         .map(|d| format!("duplicate field {d:?}"))
         .collect();
@@ -162,12 +154,13 @@ pub(crate) fn decode_object(
     bytes: &[u8],
     mode: FieldValidation,
 ) -> Result<(Value, Vec<String>), Status> {
-    let obj = parse_object(bytes)?;
-    let warnings = check_duplicates(bytes, mode)?;
+    let (obj, repeated) = parse_object(bytes)?;
+    let warnings = check_duplicates(repeated, mode)?;
     Ok((obj, warnings))
 }
 
-/// Decodes a patch body of `kind`; duplicate fields per `mode`.
+/// Decodes a patch body of `kind`; duplicate fields per `mode` (an apply configuration in
+/// YAML is not checked for them).
 ///
 /// # Errors
 /// 400 for a malformed patch or duplicates under `Strict`.
@@ -176,9 +169,14 @@ pub(crate) fn decode_patch(
     bytes: &[u8],
     mode: FieldValidation,
 ) -> Result<(Patch, Vec<String>), Status> {
-    let patch = Patch::decode(kind, bytes)?;
-    let warnings = check_duplicates(bytes, mode)?;
-    Ok((patch, warnings))
+    match parse_with_duplicates(bytes) {
+        Ok((value, repeated)) => {
+            let patch = Patch::from_json(kind, value)?;
+            Ok((patch, check_duplicates(repeated, mode)?))
+        }
+        Err(_) if kind == PatchKind::Apply => Ok((Patch::decode(kind, bytes)?, Vec::new())),
+        Err(e) => Err(Status::bad_request(format!("error decoding patch: {e}"))),
+    }
 }
 
 /// Decodes a delete's `DeleteOptions` body (an empty body is the default options).
@@ -197,7 +195,7 @@ pub(crate) fn decode_delete_options(
         super::protobuf::decode(bytes)
             .map_err(|e| Status::bad_request(format!("error decoding the protobuf body: {e}")))?
     } else {
-        parse_object(bytes)?
+        parse_object(bytes)?.0
     };
     let options: DeleteOptionsBody = serde_json::from_value(value)
         .map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?;
@@ -209,95 +207,9 @@ pub(crate) fn decode_delete_options(
     }
 }
 
-/// Paths of fields that appear more than once in the same JSON object.
-fn duplicate_fields(bytes: &[u8]) -> Vec<String> {
-    let found = RefCell::new(Vec::new());
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let _ = Walk {
-        path: String::new(),
-        found: &found,
-    }
-    .deserialize(&mut de);
-    found.into_inner()
-}
-
-struct Walk<'a> {
-    path: String,
-    found: &'a RefCell<Vec<String>>,
-}
-
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Walk<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
-            };
-            if !seen.insert(key) {
-                self.found.borrow_mut().push(path.clone());
-            }
-            map.next_value_seed(Walk {
-                path,
-                found: self.found,
-            })?;
-        }
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0;
-        while seq
-            .next_element_seed(Walk {
-                path: format!("{}[{i}]", self.path),
-                found: self.found,
-            })?
-            .is_some()
-        {
-            i += 1;
-        }
-        Ok(())
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_duplicates() {
-        let dups = duplicate_fields(br#"{"a":1,"b":{"c":1,"c":2},"d":[{"e":1,"e":1}],"a":2}"#);
-        assert_eq!(dups, vec!["b.c", "d[0].e", "a"]);
-    }
 
     #[test]
     fn objects_and_field_validation() {

@@ -12,6 +12,7 @@ pub(crate) mod first_read;
 pub(crate) mod flowcontrol;
 pub(crate) mod health;
 pub(crate) mod idle;
+pub(crate) mod json_tree;
 pub(crate) mod jsonpath;
 pub(crate) mod media;
 pub(crate) mod metrics;

@@ -64,27 +64,29 @@ impl Patch {
                 serde_yaml::from_slice(bytes)
                     .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))
             })?;
-            if !value.is_object() {
-                return Err(Status::bad_request(
-                    "an apply configuration must be an object",
-                ));
-            }
-            return Ok(Self::Apply(value));
+            return Self::from_json(kind, value);
         }
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+        Self::from_json(kind, value)
+    }
+
+    /// A patch of `kind` from its parsed document.
+    ///
+    /// # Errors
+    /// 400 for a document of the wrong shape (a merge patch or apply configuration that is not
+    /// an object, a malformed JSON patch).
+    pub(crate) fn from_json(kind: PatchKind, value: Value) -> Result<Self, Status> {
         match kind {
-            PatchKind::Merge | PatchKind::Strategic => {
-                if !value.is_object() {
-                    return Err(Status::bad_request("a merge patch must be a JSON object"));
-                }
-                Ok(if kind == PatchKind::Merge {
-                    Self::Merge(value)
-                } else {
-                    Self::Strategic(value)
-                })
-            }
+            PatchKind::Apply if !value.is_object() => Err(Status::bad_request(
+                "an apply configuration must be an object",
+            )),
             PatchKind::Apply => Ok(Self::Apply(value)),
+            PatchKind::Merge | PatchKind::Strategic if !value.is_object() => {
+                Err(Status::bad_request("a merge patch must be a JSON object"))
+            }
+            PatchKind::Merge => Ok(Self::Merge(value)),
+            PatchKind::Strategic => Ok(Self::Strategic(value)),
             PatchKind::Json => serde_json::from_value(value)
                 .map(Self::Json)
                 .map_err(|e| Status::bad_request(format!("error decoding JSON patch: {e}"))),

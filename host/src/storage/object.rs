@@ -8,10 +8,10 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -45,19 +45,6 @@ struct Head {
 /// orders them).
 type Members<'a> = BTreeMap<Cow<'a, str>, &'a RawValue>;
 
-/// The metadata fields selection reads; the rest is skipped unparsed.
-#[derive(Deserialize, Default)]
-struct MetadataHead<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
-    #[serde(borrow, default, rename = "resourceVersion")]
-    resource_version: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    labels: Option<BTreeMap<Cow<'a, str>, Option<Cow<'a, str>>>>,
-}
-
 impl SharedObject {
     /// Wraps an object (serializing it once).
     pub fn new(value: Value) -> Self {
@@ -76,7 +63,9 @@ impl SharedObject {
     /// `Internal` when the bytes are not a JSON object.
     pub fn from_json(json: Bytes) -> Result<Self> {
         let members: Members<'_> = serde_json::from_slice(&json).map_err(corrupt)?;
-        let (head, revision) = read_head(&members);
+        // A head is read from what there is (an object without metadata has none).
+        let metadata = metadata_of(&members).ok().flatten();
+        let (head, revision) = read_head(&members, metadata.as_ref());
         Ok(Self {
             revision: revision.unwrap_or(0),
             head,
@@ -94,8 +83,9 @@ impl SharedObject {
         let corrupt_at =
             |e: serde_json::Error| StorageError::Internal(format!("corrupt object at {key}: {e}"));
         let members: Members<'_> = serde_json::from_slice(data).map_err(corrupt_at)?;
-        let (head, _) = read_head(&members);
-        let json = stamp(&members, revision).map_err(corrupt_at)?;
+        let metadata = metadata_of(&members).map_err(corrupt_at)?;
+        let (head, _) = read_head(&members, metadata.as_ref());
+        let json = stamp(data, &members, metadata.as_ref(), revision).map_err(corrupt_at)?;
         Ok(Self {
             json: held(json),
             revision,
@@ -110,8 +100,10 @@ impl SharedObject {
         if revision == self.revision {
             return self.clone();
         }
-        let stamped = serde_json::from_slice::<Members<'_>>(&self.json)
-            .and_then(|members| stamp(&members, revision));
+        let stamped = serde_json::from_slice::<Members<'_>>(&self.json).and_then(|members| {
+            let metadata = metadata_of(&members)?;
+            stamp(&self.json, &members, metadata.as_ref(), revision)
+        });
         match stamped {
             Ok(json) => Self {
                 json: held(json),
@@ -238,29 +230,34 @@ fn corrupt(e: serde_json::Error) -> StorageError {
     StorageError::Internal(format!("not a JSON object: {e}"))
 }
 
-/// Reads the head and the resourceVersion from an object's members.
-fn read_head(members: &Members<'_>) -> (Head, Option<u64>) {
-    let text = |name: &str| -> Option<Box<str>> {
-        members
+/// The members of an object's `metadata` (`None` when it has none).
+///
+/// # Errors
+/// When `metadata` is not a JSON object.
+fn metadata_of<'a>(members: &Members<'a>) -> serde_json::Result<Option<Members<'a>>> {
+    members
+        .get("metadata")
+        .map(|raw| serde_json::from_str(raw.get()))
+        .transpose()
+}
+
+/// Reads the head and the resourceVersion from an object's members and its metadata's.
+fn read_head(members: &Members<'_>, metadata: Option<&Members<'_>>) -> (Head, Option<u64>) {
+    let text = |members: Option<&Members<'_>>, name: &str| -> Option<Cow<'_, str>> {
+        members?
             .get(name)
             .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
-            .map(|s| s.into())
     };
-    let metadata: MetadataHead<'_> = match members.get("metadata") {
-        Some(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
-        None => MetadataHead::default(),
-    };
-    let revision = metadata
-        .resource_version
-        .as_deref()
-        .and_then(|rv| rv.parse::<u64>().ok());
+    let labels: Option<BTreeMap<Cow<'_, str>, Option<Cow<'_, str>>>> = metadata
+        .and_then(|m| m.get("labels"))
+        .and_then(|raw| serde_json::from_str(raw.get()).ok());
+    let revision = text(metadata, "resourceVersion").and_then(|rv| rv.parse::<u64>().ok());
     let head = Head {
-        api_version: text("apiVersion"),
-        kind: text("kind"),
-        name: metadata.name.map(Into::into),
-        namespace: metadata.namespace.map(Into::into),
-        labels: metadata
-            .labels
+        api_version: text(Some(members), "apiVersion").map(Into::into),
+        kind: text(Some(members), "kind").map(Into::into),
+        name: text(metadata, "name").map(Into::into),
+        namespace: text(metadata, "namespace").map(Into::into),
+        labels: labels
             .unwrap_or_default()
             .into_iter()
             .filter_map(|(k, v)| Some((k.into(), v?.into())))
@@ -269,19 +266,48 @@ fn read_head(members: &Members<'_>) -> (Head, Option<u64>) {
     (head, revision)
 }
 
-/// The object's JSON with `metadata.resourceVersion` set to `revision` (metadata created when
-/// missing); every other member is copied as it is, unparsed.
-fn stamp(members: &Members<'_>, revision: u64) -> serde_json::Result<Vec<u8>> {
-    let mut metadata: Members<'_> = match members.get("metadata") {
-        Some(raw) => serde_json::from_str(raw.get())?,
-        None => Members::new(),
+/// The object's JSON with `metadata.resourceVersion` set to `revision`. The object's bytes are
+/// copied around the one member written: after the last metadata member whose key sorts before
+/// it (where serde_json, which writes members sorted, puts it), or over the old value. An object
+/// without metadata gets one, written whole.
+fn stamp(
+    data: &[u8],
+    members: &Members<'_>,
+    metadata: Option<&Members<'_>>,
+    revision: u64,
+) -> serde_json::Result<Vec<u8>> {
+    const KEY: &str = "resourceVersion";
+    let value = format!("\"{revision}\"");
+    let Some(metadata) = metadata else {
+        let fresh = RawValue::from_string(format!("{{\"{KEY}\":{value}}}"))?;
+        let mut top = members.clone();
+        top.insert(Cow::Borrowed("metadata"), &fresh);
+        return serde_json::to_vec(&top);
     };
-    let rv = RawValue::from_string(format!("\"{revision}\""))?;
-    metadata.insert(Cow::Borrowed("resourceVersion"), &rv);
-    let metadata = serde_json::value::to_raw_value(&metadata)?;
-    let mut top = members.clone();
-    top.insert(Cow::Borrowed("metadata"), &metadata);
-    serde_json::to_vec(&top)
+    // Where each raw value lies in `data` (every member borrows from it).
+    let offset = |raw: &str| raw.as_ptr() as usize - data.as_ptr() as usize;
+    let (at, insert, cut) = match metadata.get(KEY) {
+        Some(old) => (offset(old.get()), value, old.get().len()),
+        None => match metadata
+            .range::<str, _>((Unbounded, Excluded(KEY)))
+            .next_back()
+        {
+            Some((_, before)) => {
+                let end = offset(before.get()) + before.get().len();
+                (end, format!(",\"{KEY}\":{value}"), 0)
+            }
+            None => {
+                let open = offset(members["metadata"].get()) + 1;
+                let comma = if metadata.is_empty() { "" } else { "," };
+                (open, format!("\"{KEY}\":{value}{comma}"), 0)
+            }
+        },
+    };
+    let mut json = Vec::with_capacity(data.len() + insert.len());
+    json.extend_from_slice(&data[..at]);
+    json.extend_from_slice(insert.as_bytes());
+    json.extend_from_slice(&data[at + cut..]);
+    Ok(json)
 }
 
 #[cfg(test)]
@@ -333,6 +359,48 @@ mod tests {
         assert_eq!(gone.revision(), 50);
         assert_eq!(gone.to_value()["metadata"]["resourceVersion"], "50");
         assert_eq!(gone.label("app"), Some("web"));
+    }
+
+    #[test]
+    fn stamping_writes_the_one_member_whatever_the_metadata_holds() {
+        let stored = [
+            r#"{"metadata":{}}"#,
+            r#"{"metadata":{"uid":"u"}}"#,
+            r#"{"metadata":{"name":"a","uid":"u"},"spec":{"resourceVersion":"x"}}"#,
+            r#"{"apiVersion":"v1","metadata":{"annotations":{"resourceVersion":"1"},"name":"a"}}"#,
+            r#"{"metadata":{"name":"a","resourceVersion":"5","uid":"u"}}"#,
+            r#"{"metadata":{"resource\u0056ersion":"5"}}"#,
+            // Written by hand: spaced and out of order. Any place in metadata is valid JSON.
+            "{ \"metadata\" : { \"uid\" : \"u\" , \"name\" : \"a\" } , \"kind\":\"K\" }",
+            "{\"metadata\": {\n}}",
+        ];
+        for text in stored {
+            let obj = SharedObject::from_stored("/k", text.as_bytes(), 42).unwrap();
+            let mut expected: Value = serde_json::from_str(text).unwrap();
+            expected["metadata"]["resourceVersion"] = json!("42");
+            assert_eq!(obj.to_value(), expected, "{text}");
+            assert_eq!(obj.revision(), 42);
+            let sorted_and_compact =
+                serde_json::to_string(&serde_json::from_str::<Value>(text).unwrap()).unwrap()
+                    == text;
+            if sorted_and_compact {
+                assert_eq!(obj.json(), serde_json::to_vec(&expected).unwrap(), "{text}");
+            }
+            let later = obj.at_revision(43);
+            expected["metadata"]["resourceVersion"] = json!("43");
+            assert_eq!(later.to_value(), expected, "{text}");
+        }
+        for corrupt in [
+            r#"{"metadata":5}"#,
+            r#"{"metadata":null}"#,
+            r#"{"metadata":[]}"#,
+        ] {
+            let err = SharedObject::from_stored("/k", corrupt.as_bytes(), 1).unwrap_err();
+            assert!(
+                err.to_string().contains("corrupt object at /k"),
+                "{corrupt}: {err}"
+            );
+        }
     }
 
     #[test]
