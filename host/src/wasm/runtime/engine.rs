@@ -1,11 +1,10 @@
 //! The one wasmtime `Engine` (pooling allocator with kept-resident memories, epoch interruption,
-//! fiber stacks for async entry points) with its 1 ms epoch ticker, and the `Runtime` handle
+//! fiber stacks for async entry points) with its epoch ticker, and the `Runtime` handle
 //! everything else shares.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -13,9 +12,9 @@ use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, Linker, PoolingAllocationConfig,
 };
 
+use super::epoch::EpochTicker;
 use super::host_functions::{self, CallState, HostApi, NoHostApi};
 use super::instance_pool::InstanceReuse;
-use super::limits::EPOCH_TICK;
 use super::metrics::Metrics;
 use super::module_cache::ModuleCache;
 
@@ -89,14 +88,15 @@ pub(crate) struct RuntimeInner {
     pub(crate) host_api: ArcSwap<Arc<dyn HostApi>>,
     /// Whether the embedder installed its host API (false until `set_host_api`).
     host_api_installed: tokio::sync::watch::Sender<bool>,
-    ticker_stop: Arc<AtomicBool>,
+    /// Advances the epoch while sessions run.
+    pub(crate) ticker: Arc<EpochTicker>,
     /// Idle kept instances of all reactor modules (bounded by `InstanceReuse::max_idle_total`).
     pub(crate) idle_instances: Arc<AtomicUsize>,
 }
 
 impl Drop for RuntimeInner {
     fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
+        self.ticker.stop();
     }
 }
 
@@ -156,16 +156,7 @@ impl Runtime {
         let linker = host_functions::linker(&engine).map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let cache = ModuleCache::new(config.cache_dir.clone(), &engine)?;
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        let (stop, ticking) = (ticker_stop.clone(), engine.clone());
-        thread::Builder::new()
-            .name("wasm-epoch".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    thread::sleep(EPOCH_TICK);
-                    ticking.increment_epoch();
-                }
-            })?;
+        let ticker = EpochTicker::start(engine.clone())?;
 
         let no_host: Arc<dyn HostApi> = Arc::new(NoHostApi);
         Ok(Self {
@@ -177,7 +168,7 @@ impl Runtime {
                 metrics: Arc::default(),
                 host_api: ArcSwap::from_pointee(no_host),
                 host_api_installed: tokio::sync::watch::Sender::new(false),
-                ticker_stop,
+                ticker,
                 idle_instances: Arc::default(),
             }),
         })

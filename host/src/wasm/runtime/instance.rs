@@ -16,6 +16,7 @@ use wasmtime::{
 
 use super::abi;
 use super::engine::Runtime;
+use super::epoch::Ticking;
 use super::error::{CallFailure, FailureKind};
 use super::host_functions::{CallState, CallerInfo};
 use super::limits::{CallLimits, Deadline};
@@ -50,6 +51,8 @@ pub(crate) struct Session {
     /// Whether a call failed in this instance (a trap, an overrun): its state is not to be
     /// trusted again.
     pub(crate) failed: bool,
+    /// Keeps the epoch ticking while the session serves (`None` while a kept instance idles).
+    ticking: Option<Ticking>,
 }
 
 impl Session {
@@ -66,6 +69,7 @@ impl Session {
         on_worker: bool,
     ) -> Result<Self, CallFailure> {
         let rt = &runtime.inner;
+        let ticking = Some(rt.ticker.hold());
         // A reactor's `_initialize` (Go's runtime start) gets a budget of its own: it runs once
         // per instance, not per call.
         let init_budget = rt.config.call_deadline.max(INIT_DEADLINE);
@@ -116,6 +120,7 @@ impl Session {
             call,
             sessions: 1,
             failed: false,
+            ticking,
         };
         session.restart_deadline(runtime);
         Ok(session)
@@ -131,6 +136,7 @@ impl Session {
         on_worker: bool,
     ) {
         let rt = &runtime.inner;
+        self.ticking = Some(rt.ticker.hold());
         self.sessions += 1;
         let state = self.store.data_mut();
         state.grants.clone_from(grants);
@@ -142,6 +148,11 @@ impl Session {
         state.host_api = rt.host_api.load_full().as_ref().clone();
         state.limits.hit_memory_limit = false;
         self.restart_deadline(runtime);
+    }
+
+    /// Lets the epoch ticker sleep while this kept instance idles in its pool.
+    pub(crate) fn rest(&mut self) {
+        self.ticking = None;
     }
 
     /// Gives the session the whole call deadline from now.

@@ -70,7 +70,12 @@ impl InstancePool {
     /// Keeps `session`'s instance for a later session, unless it failed a call, served its
     /// number of sessions, grew past the high-water mark, or enough instances wait already (of
     /// this module, or of all).
-    pub(crate) fn give_back(&self, runtime: &Runtime, counters: &ModuleCounters, session: Session) {
+    pub(crate) fn give_back(
+        &self,
+        runtime: &Runtime,
+        counters: &ModuleCounters,
+        mut session: Session,
+    ) {
         let reuse = runtime.inner.config.instance_reuse;
         let spent = session.failed
             || session.sessions >= reuse.max_sessions
@@ -88,6 +93,7 @@ impl InstancePool {
             self.idle_total.fetch_sub(1, Ordering::Relaxed);
             return;
         }
+        session.rest();
         idle.push(session);
     }
 }

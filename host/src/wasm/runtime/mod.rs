@@ -7,6 +7,7 @@
 
 pub mod abi;
 mod engine;
+mod epoch;
 mod error;
 mod host_functions;
 mod instance;
