@@ -4,7 +4,7 @@
 #
 # After sourcing: start_server NAME PORT STORE-ARGS... (the binary $server_bin when set),
 # stop_server NAME, build_glibc (sets $glibc_bin: the server with glibc's malloc),
-# run FIGURE SERVER-NAME API-LOAD-ARGS... (on ConfigMaps, or $kind when set), print_summary TITLE; $bin, $work, $etcd_url, ${pid[NAME]}.
+# run FIGURE SERVER-NAME API-LOAD-ARGS... (on ConfigMaps, or $kind when set), print_summary TITLE; $bin, $work, $etcd_url, $etcd_pid, ${pid[NAME]}.
 cargo build --release -q -p strategy-host --bin strategy-host -p strategy-host-e2e --bin api-load
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
@@ -12,6 +12,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$wo
 etcd_url=http://127.0.0.1:23791
 etcd --data-dir "$work/etcd" --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
     --listen-peer-urls http://127.0.0.1:23801 --quota-backend-bytes 8589934592 >"$work/etcd.log" 2>&1 &
+etcd_pid=$!
 for _ in $(seq 100); do curl -sf "$etcd_url/health" >/dev/null && break; sleep 0.1; done
 declare -A server pid
 # start_server NAME PORT STORE-ARGS...: a development-mode server (logging to a file: its banner
@@ -59,15 +60,18 @@ summary() {
         local s
         s="$(field ops/s "$line")/s p50 $(field p50 "$line") p99 $(field p99 "$line")"
         [[ $line == *bytes/op=* ]] && s+=", $(field bytes/op "$line") B"
+        [[ $line == *cpu_us/op=* ]] && s+=", CPU µs/op $(field cpu_us/op "$line")"
         echo "$s"
     fi
 }
-# run FIGURE STORE API-LOAD-ARGS...: prints api-load's output and adds a row to the table.
+# run FIGURE STORE API-LOAD-ARGS...: prints api-load's output and adds a row to the table (with
+# the CPU each of the server, etcd and api-load spent per operation).
 run() {
-    local figure=$1 store=$2 out
+    local figure=$1 store=$2 out cpu=()
     shift 2
     echo "== $figure on $store"
-    if ! out=$("$bin"/api-load --server "${server[$store]}" --resource "${kind:-configmaps}" "$@" 2>&1); then
+    [ -n "${pid[$store]:-}" ] && cpu=(--cpu-of "server=${pid[$store]}" --cpu-of "etcd=$etcd_pid")
+    if ! out=$("$bin"/api-load --server "${server[$store]}" --resource "${kind:-configmaps}" "${cpu[@]}" "$@" 2>&1); then
         echo "$out"
         printf '%s\t%s\tFAILED\t-\t-\n' "$figure" "$store" >>"$results"
         return 0

@@ -3,6 +3,7 @@
 //! request failed across it; and the parts api-load builds its figures from (the submodules).
 
 pub mod cascade;
+pub mod cpu;
 pub mod etcd;
 pub mod figures;
 pub mod h2;

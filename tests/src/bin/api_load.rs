@@ -28,6 +28,10 @@
 //! get then a compare-revision put; watch: etcd watches of a prefix at the same write rate — and
 //! prints its line and the ratio API/etcd.
 //!
+//! `--cpu-of NAME=PID` (repeatable; the bench scripts pass the server's and etcd's) adds each
+//! process's CPU microseconds per operation, and the load tool's own, to the API line and to
+//! the baseline's: where the cores are shared, what bounds a ratio.
+//!
 //! Against a secure server (`https://`), set `STRATEGY_HOST_CA_FILE` to the CA to trust and
 //! `STRATEGY_HOST_TOKEN` to a bearer token every request carries.
 
@@ -38,6 +42,7 @@ use anyhow::{bail, Context as _};
 use clap::Parser;
 use serde::de::IgnoredAny;
 use strategy_host_e2e::load::cascade;
+use strategy_host_e2e::load::cpu::CpuMeter;
 use strategy_host_e2e::load::etcd::{EtcdBaseline, EtcdOp};
 use strategy_host_e2e::load::figures::{ratio_line, rss_kb, Throughput};
 use strategy_host_e2e::load::h2::H2Client;
@@ -105,6 +110,10 @@ struct Args {
     /// With `--http2`: the connections the clients share.
     #[arg(long, default_value_t = 1)]
     connections: usize,
+    /// `NAME=PID` (repeatable): print each process's CPU microseconds per operation beside the
+    /// API figure and its etcd baseline (the load tool's own as `load`).
+    #[arg(long)]
+    cpu_of: Vec<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -197,16 +206,19 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    let cpu = CpuMeter::new(&args.cpu_of)?;
+    let before = cpu.snapshot();
     let api = if args.http2 {
         runtime.block_on(run_h2_clients(&args, &resource))?
     } else {
         run_clients(&args, &resource, &base)?
     };
+    let api_cpu = cpu.per_op(&before, &cpu.snapshot(), api.ops);
     let rss = args
         .server_pid
         .and_then(rss_kb)
         .map_or(String::new(), |kb| format!(" server_rss_kb={kb}"));
-    println!("{head} {}{rss}", api.fields());
+    println!("{head} {}{rss}{api_cpu}", api.fields());
     if let Some(url) = &args.baseline_etcd {
         let op = match args.mode.as_str() {
             "create" => EtcdOp::Create,
@@ -221,12 +233,15 @@ fn main() -> anyhow::Result<()> {
             if let EtcdOp::Range(_) = op {
                 baseline.seed(&prefix, args.objects, &value).await?;
             }
-            baseline
+            let before = cpu.snapshot();
+            let etcd = baseline
                 .measure(op, args.concurrency, args.seconds, Arc::new(value), &prefix)
-                .await
+                .await?;
+            anyhow::Ok((cpu.per_op(&before, &cpu.snapshot(), etcd.ops), etcd))
         })?;
+        let (etcd_cpu, etcd) = etcd;
         println!(
-            "etcd op={op:?} concurrency={} {}",
+            "etcd op={op:?} concurrency={} {}{etcd_cpu}",
             args.concurrency,
             etcd.fields()
         );
