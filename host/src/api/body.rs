@@ -169,14 +169,8 @@ pub(crate) fn decode_patch(
     bytes: &[u8],
     mode: FieldValidation,
 ) -> Result<(Patch, Vec<String>), Status> {
-    match parse_with_duplicates(bytes) {
-        Ok((value, repeated)) => {
-            let patch = Patch::from_json(kind, value)?;
-            Ok((patch, check_duplicates(repeated, mode)?))
-        }
-        Err(_) if kind == PatchKind::Apply => Ok((Patch::decode(kind, bytes)?, Vec::new())),
-        Err(e) => Err(Status::bad_request(format!("error decoding patch: {e}"))),
-    }
+    let (patch, repeated) = Patch::decode(kind, bytes)?;
+    Ok((patch, check_duplicates(repeated, mode)?))
 }
 
 /// Decodes a delete's `DeleteOptions` body (an empty body is the default options).

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::json_tree::parse_with_duplicates;
 use super::status::Status;
 
 /// A supported patch type.
@@ -53,22 +54,22 @@ pub(crate) enum Patch {
 }
 
 impl Patch {
-    /// Decodes a patch body.
+    /// Decodes a patch body, with the paths of the fields its JSON repeats (found in the one
+    /// parse; an apply configuration in YAML has none reported).
     ///
     /// # Errors
-    /// 400 for malformed JSON or a malformed JSON patch.
-    pub(crate) fn decode(kind: PatchKind, bytes: &[u8]) -> Result<Self, Status> {
-        if kind == PatchKind::Apply {
+    /// 400 for malformed JSON or YAML, or a patch of the wrong shape.
+    pub(crate) fn decode(kind: PatchKind, bytes: &[u8]) -> Result<(Self, Vec<String>), Status> {
+        match parse_with_duplicates(bytes) {
+            Ok((value, repeated)) => Ok((Self::from_json(kind, value)?, repeated)),
             // JSON is YAML too; serde_yaml reads either (kubectl and client-go send JSON).
-            let value: Value = serde_json::from_slice(bytes).or_else(|_| {
-                serde_yaml::from_slice(bytes)
-                    .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))
-            })?;
-            return Self::from_json(kind, value);
+            Err(_) if kind == PatchKind::Apply => {
+                let value: Value = serde_yaml::from_slice(bytes)
+                    .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
+                Ok((Self::from_json(kind, value)?, Vec::new()))
+            }
+            Err(e) => Err(Status::bad_request(format!("error decoding patch: {e}"))),
         }
-        let value: Value = serde_json::from_slice(bytes)
-            .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
-        Self::from_json(kind, value)
     }
 
     /// A patch of `kind` from its parsed document.
@@ -76,7 +77,7 @@ impl Patch {
     /// # Errors
     /// 400 for a document of the wrong shape (a merge patch or apply configuration that is not
     /// an object, a malformed JSON patch).
-    pub(crate) fn from_json(kind: PatchKind, value: Value) -> Result<Self, Status> {
+    fn from_json(kind: PatchKind, value: Value) -> Result<Self, Status> {
         match kind {
             PatchKind::Apply if !value.is_object() => Err(Status::bad_request(
                 "an apply configuration must be an object",
@@ -119,18 +120,18 @@ mod tests {
     #[test]
     fn patches() {
         let cur = json!({"spec": {"a": 1, "b": 2}});
-        let m = Patch::decode(PatchKind::Merge, br#"{"spec":{"a":null,"c":3}}"#).unwrap();
+        let (m, _) = Patch::decode(PatchKind::Merge, br#"{"spec":{"a":null,"c":3}}"#).unwrap();
         assert_eq!(
             m.apply(&cur, None).unwrap(),
             json!({"spec": {"b": 2, "c": 3}})
         );
-        let j = Patch::decode(
+        let (j, _) = Patch::decode(
             PatchKind::Json,
             br#"[{"op":"replace","path":"/spec/a","value":5}]"#,
         )
         .unwrap();
         assert_eq!(j.apply(&cur, None).unwrap()["spec"]["a"], 5);
-        let t = Patch::decode(
+        let (t, _) = Patch::decode(
             PatchKind::Json,
             br#"[{"op":"test","path":"/spec/a","value":9}]"#,
         )
