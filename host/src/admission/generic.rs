@@ -24,8 +24,9 @@ const GROUP: &str = "admissionregistration.k8s.io";
 pub struct PolicySpec {
     /// `failurePolicy` is not `Ignore`.
     pub fail_closed: bool,
-    /// `matchConstraints`.
-    pub matching: MatchResources,
+    /// `matchConstraints`; `None` when it names no resources (Kubernetes refuses such a
+    /// policy; here it matches nothing).
+    pub matching: Option<MatchResources>,
     /// `matchConditions`.
     pub match_conditions: Vec<Result<Expression, String>>,
     /// `variables`: (name, expression), in order.
@@ -39,7 +40,10 @@ impl PolicySpec {
     pub fn parse(spec: &Value) -> Self {
         Self {
             fail_closed: spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
-            matching: MatchResources::parse(spec.get("matchConstraints")).unwrap_or_default(),
+            matching: spec
+                .get("matchConstraints")
+                .map(MatchResources::parse)
+                .filter(MatchResources::names_resources),
             match_conditions: items(spec.get("matchConditions"))
                 .iter()
                 .map(|c| compile(c, "expression"))
@@ -79,7 +83,7 @@ impl PolicyBinding {
             name: text(obj.pointer("/metadata/name")),
             policy: text(spec.get("policyName")),
             actions: strings(&spec, "validationActions"),
-            matching: MatchResources::parse(spec.get("matchResources")),
+            matching: spec.get("matchResources").map(MatchResources::parse),
             param_ref: spec.get("paramRef").cloned(),
         }
     }
@@ -107,7 +111,11 @@ impl<P: GenericPolicy> InForce<P> {
             .enumerate()
             .filter_map(move |(index, binding)| {
                 let policy = self.policies.get(&binding.policy)?;
-                let named = policy.spec().matching.matches(request, namespace)
+                let named = policy
+                    .spec()
+                    .matching
+                    .as_ref()
+                    .is_some_and(|m| m.matches(request, namespace))
                     && binding
                         .matching
                         .as_ref()

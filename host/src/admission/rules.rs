@@ -1,7 +1,9 @@
 //! Which writes an admission rule names (`RuleWithOperations` of webhooks and policies):
 //! operations, API groups, versions (with `matchPolicy: Equivalent`, any version of the same
 //! resource), resources and subresources (`*`, `res/*`, `*/sub`), and scope; and the
-//! `MatchResources` that gathers rules with namespace and object selectors.
+//! `MatchResources` that gathers rules with namespace and object selectors (no `resourceRules`
+//! constrains nothing, as in Kubernetes' matcher: a binding narrows its policy's
+//! `matchConstraints`, it does not replace them).
 
 use serde_json::Value;
 
@@ -86,7 +88,7 @@ impl Rule {
 
 /// Which writes a policy, binding or policy module is about (Kubernetes' `MatchResources`): the
 /// rules name them and no exclusion does, the namespace and object selectors select them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MatchResources {
     rules: Vec<Rule>,
     exclude: Vec<Rule>,
@@ -96,24 +98,31 @@ pub struct MatchResources {
 }
 
 impl MatchResources {
-    /// Reads a `MatchResources` object (`None` when absent).
-    pub fn parse(m: Option<&Value>) -> Option<Self> {
-        let m = m?;
-        Some(Self {
+    /// Reads a `MatchResources` object.
+    pub fn parse(m: &Value) -> Self {
+        Self {
             rules: Rule::list(m.get("resourceRules")),
             exclude: Rule::list(m.get("excludeResourceRules")),
             namespace_selector: m.get("namespaceSelector").cloned().unwrap_or(Value::Null),
             object_selector: m.get("objectSelector").cloned().unwrap_or(Value::Null),
             equivalent: m.get("matchPolicy").and_then(Value::as_str) != Some("Exact"),
-        })
+        }
     }
 
-    /// Whether the write matches; `namespace` is the object's namespace, when it has one.
+    /// Whether it names resources (`resourceRules`): a policy's `matchConstraints` must, a
+    /// binding's `matchResources` need not.
+    pub fn names_resources(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// Whether the write matches; `namespace` is the object's namespace, when it has one. No
+    /// `resourceRules` does not constrain which resources match.
     pub fn matches(&self, request: &AdmissionRequest<'_>, namespace: Option<&Value>) -> bool {
-        let named = self
-            .rules
-            .iter()
-            .any(|r| r.matches(request, self.equivalent))
+        let named = (self.rules.is_empty()
+            || self
+                .rules
+                .iter()
+                .any(|r| r.matches(request, self.equivalent)))
             && !self
                 .exclude
                 .iter()
@@ -128,5 +137,91 @@ impl MatchResources {
                 .old_object
                 .is_some_and(|o| selector_matches(&self.object_selector, &labels_of(o)));
         named && namespace_ok && object_ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::registry::admission::Operation;
+    use crate::registry::definition::ResourceDefinition;
+    use crate::strategy::UserInfo;
+
+    fn configmaps() -> ResourceDefinition {
+        ResourceDefinition::builtin_kinds()
+            .into_iter()
+            .find(|d| d.plural == "configmaps")
+            .unwrap()
+    }
+
+    /// Whether `matching` matches the create of a ConfigMap labelled `object_labels` in a
+    /// namespace labelled `namespace_labels`.
+    fn matches(matching: Value, object_labels: Value, namespace_labels: Value) -> bool {
+        let def = configmaps();
+        let object =
+            json!({"metadata": {"name": "c", "namespace": "test", "labels": object_labels}});
+        let namespace = json!({"metadata": {"name": "test", "labels": namespace_labels}});
+        let request = AdmissionRequest {
+            operation: Operation::Create,
+            resource: &def,
+            version: "v1",
+            subresource: None,
+            namespace: Some("test"),
+            name: "c",
+            object: &object,
+            old_object: None,
+            user: &UserInfo::default(),
+            dry_run: false,
+            audit: None,
+        };
+        MatchResources::parse(&matching).matches(&request, Some(&namespace))
+    }
+
+    #[test]
+    fn without_resource_rules_only_the_selectors_constrain() {
+        let env_test = json!({"matchLabels": {"environment": "test"}});
+        let by_namespace = json!({"namespaceSelector": env_test});
+        assert!(matches(
+            by_namespace.clone(),
+            json!({}),
+            json!({"environment": "test"})
+        ));
+        assert!(!matches(
+            by_namespace,
+            json!({}),
+            json!({"environment": "prod"})
+        ));
+        let by_object = json!({"objectSelector": env_test});
+        assert!(matches(
+            by_object.clone(),
+            json!({"environment": "test"}),
+            json!({})
+        ));
+        assert!(!matches(by_object, json!({}), json!({})));
+        assert!(matches(json!({}), json!({}), json!({})));
+    }
+
+    #[test]
+    fn exclusions_apply_without_resource_rules() {
+        let rule = |resources: &str| {
+            json!({"excludeResourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": [resources]}]})
+        };
+        assert!(!matches(rule("configmaps"), json!({}), json!({})));
+        assert!(matches(rule("secrets"), json!({}), json!({})));
+    }
+
+    #[test]
+    fn resource_rules_name_what_matches() {
+        let rules = |resources: &str| {
+            json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": [resources]}]})
+        };
+        assert!(matches(rules("configmaps"), json!({}), json!({})));
+        assert!(!matches(rules("secrets"), json!({}), json!({})));
+        assert!(MatchResources::parse(&rules("secrets")).names_resources());
+        assert!(!MatchResources::parse(&json!({"namespaceSelector": {}})).names_resources());
     }
 }

@@ -41,7 +41,8 @@ struct Compiled {
 impl Compiled {
     fn new(declaration: &PolicyDeclaration) -> Self {
         Self {
-            matching: MatchResources::parse(Some(&declaration.match_resources)).unwrap_or_default(),
+            // The declaration names resources: a module's that names none is refused at load.
+            matching: MatchResources::parse(&declaration.match_resources),
             conditions: declaration
                 .match_conditions
                 .iter()

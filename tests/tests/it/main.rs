@@ -3,6 +3,7 @@
 //! HTTP). One test binary with a module per area, so the suite links its dependencies once.
 
 mod admission_policies;
+mod admission_policy_bindings;
 mod admission_wasm_policies;
 mod admission_webhooks;
 mod api_etcd;
