@@ -98,6 +98,38 @@ pub use policy::{
 };
 pub use policy_dispatch::{handle_policy, policy_manifest};
 pub use strategy::{GroupKind, HostFunction, Operation, Resource, Scope, Strategy};
+/// On an `impl Strategy for T` block: derives [`Strategy::OPERATIONS`] from the methods the
+/// block implements, so the host calls every hook the module has and no other (a block that
+/// also declares `OPERATIONS` does not compile). Without it, `OPERATIONS` defaults to
+/// [`Operation::BEFORE_WRITE`] and lists any hook by hand, as modules before it did.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::Value;
+/// use strategy_guest_sdk::{strategy, Context, Operation, Resource, Scope, Strategy};
+///
+/// struct Teams;
+///
+/// #[strategy]
+/// impl Strategy for Teams {
+///     type Object = Value;
+///     const NAME: &'static str = "teams";
+///     const RESOURCES: &'static [Resource] =
+///         &[Resource::new("example.com", "v1", "Team", "teams", Scope::Cluster)];
+///
+///     fn prepare_for_create(&self, _ctx: &Context, obj: &mut Value) {
+///         obj["spec"]["members"] = Value::Array(vec![]);
+///     }
+///
+///     fn after_delete(&self, _ctx: &Context, _obj: &Value) -> Result<(), String> {
+///         Ok(())
+///     }
+/// }
+///
+/// assert_eq!(Teams::OPERATIONS, [Operation::PrepareForCreate, Operation::AfterDelete]);
+/// ```
+pub use strategy_guest_sdk_macros::strategy;
 
 /// The ABI's major version this SDK speaks; the host refuses a module whose manifest names
 /// another.

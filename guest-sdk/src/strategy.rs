@@ -256,7 +256,8 @@ impl HostFunction {
 }
 
 /// A resource's behaviour. Every method defaults to Kubernetes' behaviour for custom resources,
-/// so an implementation overrides only what it changes and lists it in [`Self::OPERATIONS`].
+/// so an implementation overrides only what it changes; with [`crate::strategy`] on the `impl`
+/// block, [`Self::OPERATIONS`] lists exactly what it implements.
 ///
 /// `Object` is what the methods see: [`serde_json::Value`], or a typed struct. A typed struct must
 /// keep the fields it does not name (`#[serde(flatten)] rest: serde_json::Map<String, Value>`),
@@ -302,7 +303,9 @@ pub trait Strategy {
     /// The resources this module is the strategy of.
     const RESOURCES: &'static [Resource];
 
-    /// The operations and hooks implemented; the host does not call the others.
+    /// The operations and hooks implemented; the host does not call the others. Derived by
+    /// [`crate::strategy`] from the methods of the `impl` block; without it, the before-write
+    /// operations, and any hook must be listed here by hand.
     const OPERATIONS: &'static [Operation] = Operation::BEFORE_WRITE;
 
     /// Host functions the module calls besides `log`.

@@ -14,8 +14,11 @@
 //! - [`wasm`]: strategies as wasm modules: [`wasm::runtime`] (wasmtime level), [`wasm::sources`]
 //!   (directory, `StrategyModule` objects, declared resources), the module table and the
 //!   `Strategy` that calls a module;
-//! - [`registry`]: one generic store per served resource, driving its strategy around storage;
+//! - [`registry`]: one generic store per served resource, driving its strategy around storage,
+//!   and the registry-level watch every follower (controllers, admission configuration, RBAC,
+//!   module sources) follows resources with;
 //! - [`strategy`]: the contract between the registry and whatever supplies behaviour;
+//! - [`user`]: who makes a request, as authentication established it;
 //! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store;
 //! - [`cli`]: `strategy-host module test|diff`, running a module's phases on objects from files.
 
@@ -31,6 +34,7 @@ pub mod pki;
 pub mod registry;
 pub mod storage;
 pub mod strategy;
+pub mod user;
 pub mod wasm;
 pub mod webhook;
 

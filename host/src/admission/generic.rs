@@ -13,6 +13,7 @@ use crate::admission::rules::{strings, MatchResources};
 use crate::admission::webhook::operation_name;
 use crate::registry::admission::AdmissionRequest;
 use crate::registry::labels::{labels_of, selector_matches};
+use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, RequestScope};
 use crate::storage::{GetOptions, ListOptions};
 
@@ -151,11 +152,9 @@ impl<P: GenericPolicy> Followed<P> {
             &followed.policies,
             move |all| {
                 all.iter()
-                    .map(|(n, o)| {
-                        (
-                            n.clone(),
-                            Arc::new(parse(o.get("spec").unwrap_or(&Value::Null))),
-                        )
+                    .map(|o| {
+                        let name = meta_str(o, "name").unwrap_or_default().to_owned();
+                        (name, Arc::new(parse(o.get("spec").unwrap_or(&Value::Null))))
                     })
                     .collect()
             },
@@ -164,7 +163,7 @@ impl<P: GenericPolicy> Followed<P> {
             registry,
             (GROUP, version, bindings),
             &followed.bindings,
-            |all| all.values().map(PolicyBinding::parse).collect(),
+            |all| all.iter().map(|o| PolicyBinding::parse(o)).collect(),
         );
         followed
     }

@@ -147,7 +147,7 @@ mod tests {
     use super::*;
     use crate::registry::admission::Operation;
     use crate::registry::definition::ResourceDefinition;
-    use crate::strategy::UserInfo;
+    use crate::user::UserInfo;
 
     fn configmaps() -> ResourceDefinition {
         ResourceDefinition::builtin_kinds()

@@ -24,9 +24,8 @@ use crate::registry::admission::{
 };
 use crate::registry::{Registry, RequestScope};
 use crate::storage::ListOptions;
-use crate::strategy::{
-    Admission, AdmissionAttributes, AdmissionPhase, Strategy, StrategyContext, UserInfo,
-};
+use crate::strategy::{Admission, AdmissionAttributes, AdmissionPhase, Strategy, StrategyContext};
+use crate::user::UserInfo;
 use crate::wasm::rollout::StagedVersion;
 use crate::wasm::runtime::{PolicyDeclaration, ValidationAction};
 use crate::wasm::{ModuleTable, PolicyInForce, PolicyReplay};

@@ -8,7 +8,7 @@ use super::route::Route;
 use super::status::{Details, Status};
 use crate::authentication::{bearer_token, AuthenticatorChain, Credentials};
 use crate::authorization::{Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// How requests are authenticated and authorized.
 pub(crate) enum Security {

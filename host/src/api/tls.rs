@@ -13,7 +13,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::authentication::x509::ClientCertificates;
 use crate::pki::Pki;
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// A handshake that takes longer than this is dropped (a slow or idle client holds no task).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

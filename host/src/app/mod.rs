@@ -21,7 +21,6 @@ use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
 use crate::controllers::metrics::ControllerMetrics;
 use crate::controllers::ControllerSet;
-use crate::registry::event_expiry;
 use crate::registry::namespace_lifecycle::SYSTEM_NAMESPACES;
 use crate::registry::{Registry, RequestScope};
 use crate::storage::embedded::EmbeddedStore;
@@ -131,7 +130,6 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     };
     object_source::start(modules.clone(), &registry);
     ensure_system_namespaces(&registry).await;
-    event_expiry::start(&registry, config.event_ttl);
     let controllers = ControllerSet::parse(&config.controllers).map_err(anyhow::Error::msg)?;
     let rbac = security::start_rbac(&config, &registry).await;
     let secured = security::secure(&config, &registry, rbac)?;
@@ -158,6 +156,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
             tokens: secured.tokens.clone(),
             ca_bundle: secured.pki.as_ref().map(|p| p.serving_ca_pem.clone()),
         })),
+        event_ttl: config.event_ttl,
     };
     let controllers = crate::controllers::run(&registry, controllers, config.election(), parts);
     let auditor = crate::api::audit::Auditor::from_flags(

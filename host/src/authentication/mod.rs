@@ -14,7 +14,7 @@ pub mod x509;
 
 use async_trait::async_trait;
 
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// The group every authenticated user is in.
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";

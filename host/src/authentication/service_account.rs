@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::x509::CREDENTIAL_ID;
 use super::{Authenticator, Credentials, Outcome};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// Kubernetes' default `--service-account-issuer`.
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";

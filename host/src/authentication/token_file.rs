@@ -7,7 +7,7 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use super::{Authenticator, Credentials, Outcome};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// The users of a token file, by token.
 #[derive(Debug, Default)]

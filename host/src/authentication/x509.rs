@@ -13,7 +13,7 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use sha2::Digest as _;
 
 use super::{Authenticator, Credentials, Outcome};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// The `extra` key naming the credential a user authenticated with (Kubernetes 1.31+).
 pub const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";

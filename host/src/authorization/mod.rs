@@ -11,7 +11,7 @@ pub mod review;
 
 use std::sync::Arc;
 
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// The group whose members every request is allowed for (`user.SystemPrivilegedGroup`).
 pub const PRIVILEGED_GROUP: &str = "system:masters";

@@ -12,7 +12,8 @@ use super::{Attributes, Authorizer, Decision, RuleResolver};
 use crate::authorization::rbac::policy::go_quote;
 use crate::registry::system_fields::strings;
 use crate::registry::{Error, Result, Target};
-use crate::strategy::{FieldError, FieldErrorKind, UserInfo};
+use crate::strategy::{FieldError, FieldErrorKind};
+use crate::user::UserInfo;
 
 /// The API group of the reviews.
 pub const GROUP: &str = "authorization.k8s.io";

@@ -137,20 +137,22 @@ impl Client {
         Ok(outcome.object)
     }
 
-    /// Deletes `object` if its uid is still `uid`, with `propagation`; nothing when it is
-    /// gone or has been replaced.
+    /// Deletes `object` if `preconditions` hold (its uid, its resourceVersion), with
+    /// `propagation` (or the object's own finalizers); nothing when it is gone or changed.
     ///
     /// # Errors
-    /// The delete's failures other than NotFound and a changed uid.
-    pub async fn delete(&self, object: &ObjectRef, uid: &str, propagation: &str) -> Result<()> {
+    /// The delete's failures other than NotFound and a failed precondition.
+    pub async fn delete(
+        &self,
+        object: &ObjectRef,
+        preconditions: Preconditions,
+        propagation: Option<&str>,
+    ) -> Result<()> {
         let served = self.served(object)?;
         let opts = DeleteOptions {
-            preconditions: Preconditions {
-                uid: Some(uid.to_string()),
-                resource_version: None,
-            },
+            preconditions,
             grace_period_seconds: None,
-            propagation_policy: Some(propagation.to_string()),
+            propagation_policy: propagation.map(String::from),
         };
         match served
             .store
@@ -158,7 +160,7 @@ impl Client {
             .await
         {
             Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() || e.is_uid_conflict() => Ok(()),
+            Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),
             Err(e) => Err(e),
         }
     }

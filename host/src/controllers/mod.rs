@@ -1,11 +1,13 @@
 //! The controllers every control plane runs, beside the API as other clients of the
 //! registry's verbs and the informer: the garbage collector (`ownerReferences`, propagation
 //! policies), the namespace controller (emptying terminating namespaces), the ServiceAccount
-//! token controller and the ValidatingAdmissionPolicy status controller. Which run is
+//! token controller, the ValidatingAdmissionPolicy status controller and event expiry
+//! (`--event-ttl`). Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
 
 pub mod client;
+pub mod event_expiry;
 pub mod events;
 pub mod garbage_collector;
 pub mod leader;
@@ -22,7 +24,8 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 4] = [
+pub const KNOWN: [&str; 5] = [
+    "event-expiry",
     "garbagecollector",
     "namespace",
     "serviceaccount-token",
@@ -123,6 +126,8 @@ pub struct Parts {
     pub metrics: metrics::ControllerMetrics,
     /// The ServiceAccount token signer (the token controller runs only with one).
     pub signer: Option<Arc<dyn service_account_token::TokenSigner>>,
+    /// How long an Event lives after its last write (`--event-ttl`).
+    pub event_ttl: std::time::Duration,
 }
 
 /// Starts the controllers of `set` over `registry`.
@@ -146,6 +151,11 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
     }
     if set.runs("validatingadmissionpolicy-status") {
         running.tasks.push(policy_status::start(registry));
+    }
+    if set.runs("event-expiry") {
+        running
+            .tasks
+            .push(event_expiry::start(registry, parts.event_ttl));
     }
     running
 }

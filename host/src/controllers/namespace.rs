@@ -17,7 +17,7 @@ use super::queue::WorkQueue;
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
 use crate::registry::system_fields::{finalizers, is_being_deleted, now_rfc3339};
 use crate::registry::{DeleteOptions, Registry, RequestScope, Result, ServedResource};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::informer::InformerEvent;
 use crate::storage::{ListOptions, Preconditions};
 
 /// Namespaces emptied at once.
@@ -34,13 +34,9 @@ pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()
     };
     let client = Client::new(registry, "namespace-controller");
     let queue: Arc<WorkQueue<Key>> = WorkQueue::new();
-    let (storage, prefix) = (
-        namespaces.store.storage().clone(),
-        namespaces.def.key_prefix(),
-    );
+    let mut events = Box::pin(namespaces.follow("v1"));
     let feed = queue.clone();
     tasks.spawn(async move {
-        let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
         while let Some(event) = events.next().await {
             if let InformerEvent::InitApply(ns) | InformerEvent::Apply(ns) = event {
                 let ns = ns.to_value();

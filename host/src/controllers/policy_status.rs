@@ -15,7 +15,7 @@ use super::queue::WorkQueue;
 use crate::admission::rules::strings;
 use crate::admission::type_check::{self, CheckedKind};
 use crate::registry::{Registry, Result};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::informer::InformerEvent;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 const PLURAL: &str = "validatingadmissionpolicies";
@@ -27,10 +27,9 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
         return tasks;
     };
     let queue: Arc<WorkQueue<String>> = WorkQueue::new();
-    let (storage, prefix) = (policies.store.storage().clone(), policies.def.key_prefix());
+    let mut events = Box::pin(policies.follow("v1"));
     let feed = queue.clone();
     tasks.spawn(async move {
-        let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
         while let Some(event) = events.next().await {
             if let InformerEvent::InitApply(o) | InformerEvent::Apply(o) = &event {
                 let policy = o.to_value();

@@ -13,8 +13,8 @@ use tokio::task::JoinSet;
 use super::client::{Client, ObjectRef};
 use super::queue::WorkQueue;
 use crate::registry::{Registry, RequestScope, Result};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
-use crate::storage::ListOptions;
+use crate::storage::informer::InformerEvent;
+use crate::storage::{ListOptions, Preconditions};
 
 /// The Secret type this controller fills.
 pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
@@ -61,10 +61,9 @@ pub fn start(registry: &Arc<Registry>, signer: Arc<dyn TokenSigner>) -> JoinSet<
     };
     let queue: Arc<WorkQueue<Work>> = WorkQueue::new();
     for (served, watching_secrets) in [(secrets, true), (accounts, false)] {
-        let (storage, prefix) = (served.store.storage().clone(), served.def.key_prefix());
+        let mut events = Box::pin(served.follow("v1"));
         let queue = queue.clone();
         tasks.spawn(async move {
-            let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
             while let Some(event) = events.next().await {
                 let work = match (&event, watching_secrets) {
                     (InformerEvent::InitApply(o) | InformerEvent::Apply(o), true) => {
@@ -176,7 +175,11 @@ async fn fill(
     let Some(account_uid) = account_uid.filter(|u| wanted_uid.is_none_or(|w| w == u)) else {
         tracing::info!(%namespace, secret = %name, account = %account_name, "deleting a token secret whose service account does not exist");
         return client
-            .delete(&secret_object, &secret_uid, "Background")
+            .delete(
+                &secret_object,
+                Preconditions::uid(secret_uid),
+                Some("Background"),
+            )
             .await;
     };
     if !needs_work(&secret) {

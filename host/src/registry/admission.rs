@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::definition::ResourceDefinition;
-use crate::strategy::{Refusal, UserInfo};
+use crate::strategy::Refusal;
+use crate::user::UserInfo;
 
 /// Where admission writes the annotations Kubernetes adds to a request's audit events
 /// (a webhook's `auditAnnotations`, a policy's, the Audit action's failures): the API layer's

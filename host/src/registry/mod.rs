@@ -13,8 +13,8 @@ mod delete;
 #[cfg(test)]
 mod delete_races;
 pub mod error;
-pub mod event_expiry;
 pub mod fieldmanager;
+pub mod follow;
 pub mod labels;
 pub mod list;
 pub mod names;

@@ -131,7 +131,7 @@ mod tests {
             dry_run: false,
             request_id: String::new(),
             hook_depth: 0,
-            user: std::sync::Arc::new(crate::strategy::UserInfo::server()),
+            user: std::sync::Arc::new(crate::user::UserInfo::server()),
             admission: None,
         };
         NamespaceStrategy

@@ -16,7 +16,7 @@ use super::definition::ResourceDefinition;
 use super::namespace_lifecycle::NamespaceStrategy;
 use super::store::RegistryStore;
 use crate::storage::cacher::{Cacher, CacherConfig, CacherStats};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::informer::InformerEvent;
 use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
 
@@ -332,13 +332,13 @@ impl Registry {
         }
     }
 
-    /// Follows CustomResourceDefinitions through the informer until the registry is dropped.
+    /// Follows CustomResourceDefinitions through the registry-level watch until the registry is
+    /// dropped.
     pub fn start(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         let crds = self.crds();
-        let (storage, prefix) = (crds.store.storage().clone(), crds.def.key_prefix());
+        let mut events = Box::pin(crds.follow("v1"));
         tokio::spawn(async move {
-            let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
             let mut listing = Vec::new();
             while let Some(event) = events.next().await {
                 let Some(this) = weak.upgrade() else { return };

@@ -12,7 +12,8 @@ use super::error::{Error, Result, Target};
 use super::fieldmanager;
 
 use crate::storage::{GetOptions, Storage};
-use crate::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext, UserInfo};
+use crate::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext};
+use crate::user::UserInfo;
 
 /// How unknown and duplicate fields in a request body are treated (`?fieldValidation=`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -231,11 +232,6 @@ impl RegistryStore {
     /// The resource served.
     pub fn definition(&self) -> &Arc<ResourceDefinition> {
         &self.def
-    }
-
-    /// The storage below (the cacher for this resource, normally).
-    pub fn storage(&self) -> &Arc<dyn Storage> {
-        &self.storage
     }
 
     /// The object `name` of this resource, as errors name it.

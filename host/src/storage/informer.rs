@@ -1,22 +1,70 @@
-//! The one list-then-watch: follows a prefix of a [`Storage`] with relist and backoff, as a
-//! stream of [`InformerEvent`]s (kube-rs's `watcher()` is the model).
+//! The one list-then-watch: follows a collection — a [`ListerWatcher`]: a prefix of a
+//! [`Storage`], or a resource as the registry serves it — with relist and backoff, as a stream
+//! of [`InformerEvent`]s (kube-rs's `watcher()` is the model).
 //!
 //! An explicit state machine advanced by one `step` function: `List` (page by page at one
 //! revision) → `Watch` (open a watch after the last revision seen) → `Follow`. A watch that ends
 //! resumes from the last revision; one whose revision was compacted (`Expired`) relists; any
 //! other failure waits out one [`Backoff`] and retries the step that failed. Consumers (the
-//! cacher's reflector, the registry's definition follower, the StrategyModule source) see only
-//! the events, never the retries.
+//! cacher's reflector, and through the registry-level watch every follower) see only the
+//! events, never the retries.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use futures::{Stream, StreamExt as _};
 
-use super::options::ListOptions;
+use super::options::{ListOptions, ObjectList};
 use super::watch::{SharedObject, WatchEvent, WatchStream};
-use super::Storage;
+use super::{Result, Storage};
+
+/// What an informer follows: a collection it can list and watch (client-go's `ListerWatcher`).
+#[async_trait]
+pub trait ListerWatcher: Send + Sync + 'static {
+    /// One page of the collection (`opts` carries the limit and continue token).
+    async fn list(&self, opts: ListOptions) -> Result<ObjectList>;
+
+    /// The changes after `opts.resource_version`, with bookmarks.
+    async fn watch(&self, opts: ListOptions) -> Result<WatchStream>;
+
+    /// What is followed, for logs (a key prefix, a resource).
+    fn describe(&self) -> String;
+}
+
+/// Everything under one key prefix of a [`Storage`].
+pub struct StoragePrefix {
+    storage: Arc<dyn Storage>,
+    prefix: String,
+}
+
+impl StoragePrefix {
+    /// Everything under `prefix` of `storage`.
+    pub fn new(storage: Arc<dyn Storage>, prefix: impl Into<String>) -> Arc<Self> {
+        Arc::new(Self {
+            storage,
+            prefix: prefix.into(),
+        })
+    }
+}
+
+#[async_trait]
+impl ListerWatcher for StoragePrefix {
+    async fn list(&self, mut opts: ListOptions) -> Result<ObjectList> {
+        opts.recursive = true;
+        self.storage.get_list(&self.prefix, opts).await
+    }
+
+    async fn watch(&self, mut opts: ListOptions) -> Result<WatchStream> {
+        opts.recursive = true;
+        self.storage.watch(&self.prefix, opts).await
+    }
+
+    fn describe(&self) -> String {
+        self.prefix.clone()
+    }
+}
 
 /// What a consumer of the informer sees.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,8 +148,9 @@ enum State {
 }
 
 struct Informer {
-    storage: Arc<dyn Storage>,
-    prefix: String,
+    source: Arc<dyn ListerWatcher>,
+    /// What `source` follows, for logs.
+    followed: String,
     config: InformerConfig,
     state: Option<State>,
     /// The last revision delivered, where a broken watch resumes.
@@ -110,16 +159,15 @@ struct Informer {
     pending: VecDeque<InformerEvent>,
 }
 
-/// Follows everything under `prefix` of `storage`, forever: dropping the stream stops it. The
-/// stream keeps its own progress, so `next()` may be raced in a `select!` without losing any.
+/// Follows everything `source` lists, forever: dropping the stream stops it. The stream keeps
+/// its own progress, so `next()` may be raced in a `select!` without losing any.
 pub fn informer(
-    storage: Arc<dyn Storage>,
-    prefix: impl Into<String>,
+    source: Arc<dyn ListerWatcher>,
     config: InformerConfig,
 ) -> impl Stream<Item = InformerEvent> + Send + 'static {
     let informer = Informer {
-        storage,
-        prefix: prefix.into(),
+        followed: source.describe(),
+        source,
         config,
         state: Some(State::List),
         revision: 0,
@@ -155,7 +203,7 @@ impl Informer {
                     State::Watch { from: revision }
                 }
                 Err(e) => {
-                    tracing::warn!(prefix = %self.prefix, error = %e, "informer list failed");
+                    tracing::warn!(followed = %self.followed, error = %e, "informer list failed");
                     State::Backoff(Box::new(State::List))
                 }
             },
@@ -166,11 +214,11 @@ impl Informer {
                     allow_bookmarks: true,
                     ..Default::default()
                 };
-                match self.storage.watch(&self.prefix, opts).await {
+                match self.source.watch(opts).await {
                     Ok(stream) => State::Follow(stream),
                     Err(e) if e.is_expired() => State::List,
                     Err(e) => {
-                        tracing::warn!(prefix = %self.prefix, error = %e, "informer watch failed");
+                        tracing::warn!(followed = %self.followed, error = %e, "informer watch failed");
                         State::Backoff(Box::new(State::Watch { from }))
                     }
                 }
@@ -183,7 +231,7 @@ impl Informer {
                     None => resume,
                     Some(WatchEvent::Error(e)) if e.is_expired() => State::List,
                     Some(WatchEvent::Error(e)) => {
-                        tracing::warn!(prefix = %self.prefix, error = %e, "informer watch broke");
+                        tracing::warn!(followed = %self.followed, error = %e, "informer watch broke");
                         State::Backoff(Box::new(resume))
                     }
                     Some(event) => {
@@ -209,7 +257,7 @@ impl Informer {
 
     /// Lists the prefix page by page at one revision; queues Init, the objects and InitDone
     /// only once every page is in, so a failed list leaves nothing half delivered.
-    async fn list(&mut self) -> super::Result<u64> {
+    async fn list(&mut self) -> Result<u64> {
         let mut opts = ListOptions {
             recursive: true,
             limit: self.config.page_size,
@@ -219,7 +267,7 @@ impl Informer {
         let mut objects = Vec::new();
         let mut revision = None;
         loop {
-            let page = self.storage.get_list(&self.prefix, opts.clone()).await?;
+            let page = self.source.list(opts.clone()).await?;
             revision.get_or_insert(page.resource_version);
             objects.extend(page.items);
             match page.continue_token {
@@ -264,8 +312,7 @@ mod tests {
         store.create("/things/b", obj("b")).await.unwrap();
         store.create("/other/x", obj("x")).await.unwrap();
         let mut events = Box::pin(informer(
-            store.clone(),
-            "/things",
+            StoragePrefix::new(store.clone(), "/things"),
             InformerConfig { page_size: 1 },
         ));
         assert_eq!(next(&mut events).await, InformerEvent::Init);

@@ -4,8 +4,8 @@
 //! - `embedded/`: an in-process store durable on local disk, with etcd's semantics (the default);
 //! - `etcd3/`: etcd v3 through `etcd-client`;
 //! - `cacher/`: one resource prefix of another store, served from memory;
-//! - `informer.rs`: the one list-then-watch with relist and backoff, which the cacher, the CRD
-//!   follower and the StrategyModule source consume;
+//! - `informer.rs`: the one list-then-watch with relist and backoff over a `ListerWatcher` (a
+//!   prefix of a store, for the cacher; a resource through the registry, for every follower);
 //! - `instrumented.rs`: a store that times every call of the store it wraps;
 //! - `pager.rs`: one page of a list, filled the same way by every store;
 //! - `request.rs`: the requests of the two conditional writes (`guaranteed_update`, `delete`);

@@ -34,6 +34,22 @@ impl Preconditions {
         Self::default()
     }
 
+    /// The object's uid must be `uid` (it was not replaced by another of the same name).
+    pub fn uid(uid: impl Into<String>) -> Self {
+        Self {
+            uid: Some(uid.into()),
+            resource_version: None,
+        }
+    }
+
+    /// The object's resourceVersion must be `resource_version` (it did not change).
+    pub fn resource_version(resource_version: impl Into<String>) -> Self {
+        Self {
+            uid: None,
+            resource_version: Some(resource_version.into()),
+        }
+    }
+
     /// Checks the preconditions against `current`.
     ///
     /// # Errors

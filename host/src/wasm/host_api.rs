@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::runtime::{CallerInfo, Collection, HostApi};
 use crate::registry::{Registry, RequestScope, ServedResource};
 use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// Host functions over a registry (held weakly: the runtime outlives nothing).
 pub struct RegistryHostApi {

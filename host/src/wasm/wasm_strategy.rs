@@ -14,8 +14,9 @@ use super::runtime::{
 };
 use crate::strategy::{
     Admission, AdmissionPhase, FieldError, FieldErrorKind, ResourceInfo, Strategy, StrategyContext,
-    StrategyError, UserInfo,
+    StrategyError,
 };
+use crate::user::UserInfo;
 
 const CREATE_OPS: &[Operation] = &[
     Operation::PrepareForCreate,

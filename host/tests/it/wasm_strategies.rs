@@ -292,7 +292,7 @@ async fn the_project_module_stamps_the_user_it_is_told_as_creator() {
     let rt = runtime();
     let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::PROJECT));
     let as_user = |username: &str| strategy_host::strategy::StrategyContext {
-        user: std::sync::Arc::new(strategy_host::strategy::UserInfo {
+        user: std::sync::Arc::new(strategy_host::user::UserInfo {
             username: username.into(),
             uid: format!("uid-{username}"),
             groups: vec!["system:authenticated".into()],

@@ -3,18 +3,18 @@
 //! must refuse to swap this version in.
 
 use serde_json::Value;
-use strategy_guest_sdk::{Context, Operation, Resource, Strategy};
+use strategy_guest_sdk::{strategy, Context, Resource, Strategy};
 use strategy_machinedeployment_conversion::MachineDeployments;
 
 /// The lossy conversion.
 #[derive(Default)]
 pub struct Lossy;
 
+#[strategy]
 impl Strategy for Lossy {
     type Object = Value;
     const NAME: &'static str = "machinedeployment-conversion";
     const RESOURCES: &'static [Resource] = MachineDeployments::RESOURCES;
-    const OPERATIONS: &'static [Operation] = &[Operation::Convert];
 
     fn convert(&self, ctx: &Context, obj: Value, desired: &str) -> Result<Value, String> {
         let mut converted = MachineDeployments.convert(ctx, obj, desired)?;

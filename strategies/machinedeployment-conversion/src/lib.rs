@@ -5,7 +5,7 @@
 //! where `minReadySeconds` lives (v1beta1: the spec; v1beta2: the machine template).
 
 use serde_json::{Map, Value};
-use strategy_guest_sdk::{Context, Operation, Resource, Scope, Strategy};
+use strategy_guest_sdk::{strategy, Context, Resource, Scope, Strategy};
 
 const GROUP: &str = "cluster.x-k8s.io";
 
@@ -63,6 +63,7 @@ impl MachineDeployments {
     }
 }
 
+#[strategy]
 impl Strategy for MachineDeployments {
     type Object = Value;
     const NAME: &'static str = "machinedeployment-conversion";
@@ -73,7 +74,6 @@ impl Strategy for MachineDeployments {
         "machinedeployments",
         Scope::Namespaced,
     )];
-    const OPERATIONS: &'static [Operation] = &[Operation::Convert];
 
     fn convert(&self, _ctx: &Context, mut obj: Value, desired: &str) -> Result<Value, String> {
         let to_v1beta2 = match desired.strip_prefix(GROUP) {

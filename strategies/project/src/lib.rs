@@ -9,7 +9,7 @@ use strategy_guest_sdk::meta::{
     annotation, dns1123_label_errors, name, remove_annotation, set_annotation,
 };
 use strategy_guest_sdk::{
-    host, Context, FieldError, FieldPath, GroupKind, HostFunction, Operation, Resource, Scope,
+    host, strategy, Context, FieldError, FieldPath, GroupKind, HostFunction, Resource, Scope,
     Strategy,
 };
 
@@ -48,6 +48,7 @@ pub fn default_quota(project: &str) -> Value {
     })
 }
 
+#[strategy]
 impl Strategy for Projects {
     type Object = Value;
     const NAME: &'static str = "projects";
@@ -58,13 +59,6 @@ impl Strategy for Projects {
         "projects",
         Scope::Cluster,
     )];
-    const OPERATIONS: &'static [Operation] = &[
-        Operation::PrepareForCreate,
-        Operation::Validate,
-        Operation::PrepareForUpdate,
-        Operation::AfterCreate,
-        Operation::AfterDelete,
-    ];
     const HOST_FUNCTIONS: &'static [HostFunction] = &[HostFunction::Get, HostFunction::Apply];
     const APPLIES: &'static [GroupKind] = &[
         GroupKind::core("Namespace"),

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use strategy_guest_sdk::meta::name;
 use strategy_guest_sdk::{
-    host, Context, GroupKind, HostFunction, Operation, Resource, Scope, Strategy,
+    host, strategy, Context, GroupKind, HostFunction, Resource, Scope, Strategy,
 };
 
 /// The strategy.
@@ -31,6 +31,7 @@ pub fn next_replica(obj: &Value) -> Value {
     })
 }
 
+#[strategy]
 impl Strategy for Replicators {
     type Object = Value;
     const NAME: &'static str = "replicators";
@@ -41,7 +42,6 @@ impl Strategy for Replicators {
         "replicators",
         Scope::Cluster,
     )];
-    const OPERATIONS: &'static [Operation] = &[Operation::AfterCreate];
     const HOST_FUNCTIONS: &'static [HostFunction] = &[HostFunction::Apply];
     // Only its own kind: `spec.apply` of anything else must be refused by the host.
     const APPLIES: &'static [GroupKind] = &[GroupKind::new("test.example.com", "Replicator")];

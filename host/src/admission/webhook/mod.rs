@@ -72,8 +72,8 @@ impl Webhooks {
             |configurations| {
                 Arc::new(
                     configurations
-                        .values()
-                        .flat_map(Webhook::of_configuration)
+                        .iter()
+                        .flat_map(|c| Webhook::of_configuration(c))
                         .collect(),
                 )
             },

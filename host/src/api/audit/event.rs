@@ -10,7 +10,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::registry::system_fields::format_rfc3339;
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// How much of a request is recorded, from nothing to both bodies (ordered: `None` is least).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]

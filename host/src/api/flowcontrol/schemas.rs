@@ -136,7 +136,7 @@ pub(crate) fn nominal_seats(total: u32) -> Vec<Option<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::strategy::UserInfo;
+    use crate::user::UserInfo;
 
     fn request(user: &str, groups: &[&str], group: &str, resource: &str, verb: &str) -> Attributes {
         Attributes {

@@ -35,7 +35,7 @@ use super::route::{ResourcePath, Verb};
 use super::state::AppState;
 use super::status::Status;
 use crate::registry::{Outcome, RequestScope};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 use resolve::Resolved;
 
 /// How long a CRD write waits for the served table to reflect it.

@@ -8,7 +8,7 @@ use crate::api::route::{ResourcePath, Verb};
 use crate::api::status::Status;
 use crate::registry::definition::ResourceDefinition;
 use crate::registry::{FieldValidation, Registry, RegistryStore, RequestScope, ServedResource};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// A resource request whose resource is served and whose path fits its scope.
 #[derive(Clone)]

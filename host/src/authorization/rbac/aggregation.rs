@@ -9,10 +9,10 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 
 use super::policy::{rules_of, PolicyRule, GROUP};
+use crate::registry::follow::Writer;
 pub use crate::registry::labels::selector_matches;
 use crate::registry::{Registry, RequestScope, UpdateFn};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// The field manager aggregated rules are written under.
 pub const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
@@ -92,54 +92,29 @@ pub fn stale_roles(roles: &BTreeMap<String, ClusterRoleView>) -> Vec<(String, Ve
         .collect()
 }
 
-/// Follows ClusterRoles through the registry's informer and keeps aggregated ones current, until
-/// the registry is dropped.
+/// Follows ClusterRoles through the registry-level watch and keeps aggregated ones current,
+/// until the registry is dropped.
 pub fn start(registry: &Arc<Registry>) {
     let Some(served) = registry.resolve(GROUP, "v1", "clusterroles") else {
         return;
     };
     let weak: Weak<Registry> = Arc::downgrade(registry);
+    let mut events = Box::pin(served.follow("v1"));
     tokio::spawn(async move {
-        let mut events = Box::pin(informer(
-            served.store.storage().clone(),
-            served.def.key_prefix(),
-            InformerConfig::default(),
-        ));
-        let mut roles: BTreeMap<String, ClusterRoleView> = BTreeMap::new();
-        let mut listing: BTreeMap<String, ClusterRoleView> = BTreeMap::new();
-        let mut listed = false;
+        let mut writer = Writer::new();
+        let store = writer.reader();
         while let Some(event) = events.next().await {
             if weak.strong_count() == 0 {
                 return;
             }
-            let name = |obj: &Value| {
-                obj.pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            match event {
-                InformerEvent::Init => listing.clear(),
-                InformerEvent::InitApply(obj) => {
-                    let obj = obj.to_value();
-                    listing.insert(name(&obj), ClusterRoleView::from_object(&obj));
-                }
-                InformerEvent::InitDone { .. } => {
-                    roles = std::mem::take(&mut listing);
-                    listed = true;
-                }
-                InformerEvent::Apply(obj) => {
-                    let obj = obj.to_value();
-                    roles.insert(name(&obj), ClusterRoleView::from_object(&obj));
-                }
-                InformerEvent::Delete(obj) => {
-                    roles.remove(&name(&obj.to_value()));
-                }
-                InformerEvent::Progress(_) => continue,
-            }
-            if !listed {
+            if !writer.apply(&event) {
                 continue;
             }
+            let roles: BTreeMap<String, ClusterRoleView> = store
+                .by_key()
+                .iter()
+                .map(|(name, role)| (name.clone(), ClusterRoleView::from_object(role)))
+                .collect();
             for (name, rules) in stale_roles(&roles) {
                 write_rules(&served, &name, rules).await;
             }

@@ -1,6 +1,6 @@
 //! `RbacAuthorizer`: decides requests by the Roles, ClusterRoles and their bindings (Kubernetes'
 //! `RBACAuthorizer`), from a [`PolicyIndex`] kept current by following the four kinds through
-//! the registry's informer.
+//! the registry-level watch.
 
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
@@ -15,8 +15,8 @@ use crate::authorization::{
     Attributes, Authorizer, Decision, NonResourceRule, ResourceRule, RuleResolver, UserRules,
 };
 use crate::registry::Registry;
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
-use crate::strategy::UserInfo;
+use crate::storage::informer::InformerEvent;
+use crate::user::UserInfo;
 
 /// The RBAC authorizer.
 #[derive(Debug)]
@@ -57,7 +57,7 @@ impl RbacAuthorizer {
         self.index.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Follows the four kinds through the registry's informer until the registry or this
+    /// Follows the four kinds through the registry-level watch until the registry or this
     /// authorizer is dropped. The kinds must be served already.
     pub fn follow(self: &Arc<Self>, registry: &Arc<Registry>) {
         let mut streams = Vec::new();
@@ -69,11 +69,7 @@ impl RbacAuthorizer {
                 );
                 continue;
             };
-            let stream = informer(
-                served.store.storage().clone(),
-                served.def.key_prefix(),
-                InformerConfig::default(),
-            );
+            let stream = served.follow("v1");
             streams.push(stream.map(move |event| (kind, event)).boxed());
         }
         let this: Weak<Self> = Arc::downgrade(self);

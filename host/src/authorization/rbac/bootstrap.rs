@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::escalation::covers;
 use super::policy::{rules_of, subjects_of, GROUP};
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// The annotation that, set to `"false"`, keeps reconciliation away from an object.
 pub const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";

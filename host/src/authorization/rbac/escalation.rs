@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::policy::{go_quote, go_quote_list, PolicyRule, ALL};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// The rules `cluster-admin` holds: what setting an aggregationRule requires.
 pub fn full_authority() -> Vec<PolicyRule> {

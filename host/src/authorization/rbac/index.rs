@@ -11,7 +11,7 @@ use super::policy::{
     go_quote, role_ref_of, rules_of, service_account_username, subjects_of, PolicyRule, RoleRef,
     Subject, GROUP,
 };
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// One of the four RBAC kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -11,7 +11,8 @@ use crate::authorization::{Attributes, Authorizer};
 use crate::registry::{Error, Registry, RequestScope, ServedResource, UpdateFn};
 use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::Storage;
-use crate::strategy::{DefaultResolver, UserInfo};
+use crate::strategy::DefaultResolver;
+use crate::user::UserInfo;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 

@@ -14,7 +14,8 @@ use super::policy::{role_ref_of, rules_of, PolicyRule, RoleRef, GROUP};
 use super::validation;
 use crate::authorization::{Attributes, Authorizer, PRIVILEGED_GROUP};
 use crate::registry::{Registry, RequestScope};
-use crate::strategy::{Admission, Refusal, Strategy, StrategyContext, StrategyError, UserInfo};
+use crate::strategy::{Admission, Refusal, Strategy, StrategyContext, StrategyError};
+use crate::user::UserInfo;
 
 /// The strategy of one RBAC kind.
 pub struct RbacStrategy {

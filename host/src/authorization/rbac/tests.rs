@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::{RbacAuthorizer, RbacKind};
 use crate::authorization::RuleResolver;
 use crate::authorization::{review, with_privileged_groups, Attributes, Authorizer, Decision};
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 fn user(name: &str, groups: &[&str]) -> UserInfo {
     UserInfo {

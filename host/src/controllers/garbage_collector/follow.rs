@@ -1,6 +1,6 @@
-//! The collector's view of the cluster: an informer per served resource (started and stopped
-//! as definitions come and go), feeding the ownership graph; decisions wait until every
-//! resource was listed once.
+//! The collector's view of the cluster: the registry-level watch of every served resource at
+//! its storage version (started and stopped as definitions come and go), feeding the ownership
+//! graph; decisions wait until every resource was listed once.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use super::graph::Uid;
 use super::Collector;
 use crate::registry::Registry;
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::informer::InformerEvent;
 
 /// The informers' events, tagged with the resource they come from.
 type Tagged = (String, String, InformerEvent);
@@ -61,11 +61,10 @@ pub(super) async fn follow(
                 if followed.contains_key(&key) {
                     continue;
                 }
-                let (storage, prefix) = (served.store.storage().clone(), served.def.key_prefix());
+                let mut events = Box::pin(served.follow_stored());
                 let tx = tx.clone();
                 let tag = key.clone();
                 let handle = informers.spawn(async move {
-                    let mut events = Box::pin(informer(storage, prefix, InformerConfig::default()));
                     while let Some(event) = events.next().await {
                         if tx
                             .send((tag.0.clone(), tag.1.clone(), event))

@@ -26,6 +26,7 @@ use super::events::{EventRecorder, InvolvedObject};
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
+use crate::storage::Preconditions;
 
 /// Objects worked on at once (kube-controller-manager's `--concurrent-gc-syncs` is 20).
 const WORKERS: usize = 16;
@@ -287,7 +288,9 @@ impl Collector {
         } else {
             "Background"
         };
-        self.client.delete(&object, uid, policy).await?;
+        self.client
+            .delete(&object, Preconditions::uid(uid), Some(policy))
+            .await?;
         self.metrics.gc_deletions.inc();
         Ok(())
     }

@@ -16,7 +16,7 @@ use super::dispatcher::Dispatcher;
 use super::watch_cache::{CachedObject, Incoming};
 use super::Shared;
 use crate::storage::error::StorageError;
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::informer::{informer, InformerConfig, InformerEvent, StoragePrefix};
 
 /// The task that fills the cache and dispatches its events.
 pub(crate) struct Reflector {
@@ -44,8 +44,7 @@ impl Reflector {
             page_size: self.shared.config.list_page_size,
         };
         let mut events = Box::pin(informer(
-            self.shared.below.clone(),
-            self.shared.prefix.clone(),
+            StoragePrefix::new(self.shared.below.clone(), self.shared.prefix.clone()),
             config,
         ));
         let interval = self.shared.config.bookmark_interval;

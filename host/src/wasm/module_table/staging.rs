@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::{key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, PolicyReplay, Sources};
-use crate::strategy::{ResourceInfo, Strategy, StrategyContext, UserInfo};
+use crate::strategy::{ResourceInfo, Strategy, StrategyContext};
+use crate::user::UserInfo;
 use crate::wasm::rollout::{RolloutMode, RolloutSpec, StagedVersion};
 use crate::wasm::runtime::{digest, CallerInfo, Collection, Result, StrategyModule};
 use crate::wasm::slot::{Slot, SlotStrategy};

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::authorization::Attributes;
-use crate::strategy::UserInfo;
+use crate::user::UserInfo;
 
 /// A writer into memory the test keeps a handle on.
 #[derive(Clone, Default)]

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::module_object::{source_name, ModuleSpec, PLURAL, VERSION};
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent};
+use crate::storage::informer::InformerEvent;
 use crate::strategy::ResourceInfo;
 use crate::wasm::{ModuleState, ModuleStatus, ModuleTable};
 
@@ -67,15 +67,10 @@ fn name_of(obj: &Value) -> String {
 }
 
 impl Follower {
-    /// Consumes the informer's events (and the table's, to retry refused versions) until the
+    /// Consumes the registry-level watch's events (and the table's, to retry refused versions) until the
     /// registry is dropped.
     async fn follow(&mut self, resource: ServedResource) {
-        let storage = resource.store.storage().clone();
-        let mut events = Box::pin(informer(
-            storage,
-            resource.def.key_prefix(),
-            InformerConfig::default(),
-        ));
+        let mut events = Box::pin(resource.follow(VERSION));
         let mut table_events = self.table.subscribe();
         let mut report_tick = tokio::time::interval(REPORT_INTERVAL);
         report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
