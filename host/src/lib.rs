@@ -32,7 +32,7 @@ pub mod config;
 pub mod controllers;
 pub mod pki;
 pub mod registry;
-pub mod storage;
+pub use strategy_host_storage as storage;
 pub mod strategy;
 pub mod user;
 pub mod wasm;
