@@ -301,6 +301,13 @@ impl From<&RegistryError> for Status {
             }
             RegistryError::Forbidden { target, .. } => Self::new(403, "Forbidden", err.to_string())
                 .with_target(target, target.plural.clone()),
+            RegistryError::Terminating { target, .. } => {
+                let resource = Target {
+                    name: String::new(),
+                    ..(**target).clone()
+                };
+                Self::method_not_allowed(err.to_string()).with_target(&resource, target.plural.clone())
+            }
             RegistryError::BadRequest(m) => Self::bad_request(m.clone()),
             RegistryError::Denied {
                 code,

@@ -166,8 +166,8 @@ pub struct Config {
 
     /// The controllers to run (kube-controller-manager's spelling): `*` for every one on by
     /// default, a name to turn one on, `-name` to turn one off, e.g. `*,-garbagecollector`.
-    /// Controllers: event-expiry, garbagecollector, namespace, serviceaccount-token,
-    /// validatingadmissionpolicy-status.
+    /// Controllers: customresourcedefinition-cleanup, event-expiry, garbagecollector, namespace,
+    /// serviceaccount-token, validatingadmissionpolicy-status.
     #[arg(
         long,
         env = "STRATEGY_HOST_CONTROLLERS",

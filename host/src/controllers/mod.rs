@@ -1,12 +1,14 @@
 //! The controllers every control plane runs, beside the API as other clients of the
 //! registry's verbs and the informer: the garbage collector (`ownerReferences`, propagation
 //! policies), the namespace controller (emptying terminating namespaces), the ServiceAccount
-//! token controller, the ValidatingAdmissionPolicy status controller and event expiry
-//! (`--event-ttl`). Which run is
+//! token controller, the ValidatingAdmissionPolicy status controller, event expiry
+//! (`--event-ttl`) and the cleanup of deleted CustomResourceDefinitions. Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
 
 pub mod client;
+mod collection_deletion;
+pub mod crd_cleanup;
 pub mod event_expiry;
 pub mod events;
 pub mod garbage_collector;
@@ -24,7 +26,8 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 5] = [
+pub const KNOWN: [&str; 6] = [
+    "customresourcedefinition-cleanup",
     "event-expiry",
     "garbagecollector",
     "namespace",
@@ -151,6 +154,9 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
     }
     if set.runs("validatingadmissionpolicy-status") {
         running.tasks.push(policy_status::start(registry));
+    }
+    if set.runs("customresourcedefinition-cleanup") {
+        running.tasks.push(crd_cleanup::start(registry));
     }
     if set.runs("event-expiry") {
         running

@@ -4,7 +4,6 @@
 //! removes the `kubernetes` finalizer through `namespaces/{name}/finalize` when nothing is
 //! left — the namespace then goes.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
@@ -12,13 +11,13 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::client::{Client, ObjectRef};
+use super::collection_deletion::Remaining;
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
-use crate::registry::system_fields::{finalizers, is_being_deleted, now_rfc3339};
-use crate::registry::{DeleteOptions, Registry, RequestScope, Result, ServedResource};
+use crate::registry::system_fields::{is_being_deleted, now_rfc3339};
+use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;
-use crate::storage::{ListOptions, Preconditions};
 
 /// Namespaces emptied at once.
 const WORKERS: usize = 4;
@@ -75,17 +74,6 @@ pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()
     tasks
 }
 
-/// What is left in a namespace after one pass.
-#[derive(Debug, Default)]
-struct Remaining {
-    /// Objects left, per qualified resource.
-    objects: BTreeMap<String, usize>,
-    /// Objects left per finalizer they carry.
-    finalizers: BTreeMap<String, usize>,
-    /// Deletes that failed, per qualified resource.
-    failures: Vec<String>,
-}
-
 /// One pass over the namespace `key`: deletes what is in it, reports what remains; answers
 /// whether the namespace is done with (finalized or gone).
 async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Result<bool> {
@@ -115,11 +103,9 @@ async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Resul
         if !served.def.namespaced || served.def.create_only || served.def.stored_as.is_some() {
             continue;
         }
-        if let Err(e) = delete_all(&served, name, &mut remaining).await {
-            remaining
-                .failures
-                .push(format!("{}: {e}", qualified(&served)));
-        }
+        remaining
+            .delete_all(&served, Some(name), "namespace-controller")
+            .await;
     }
     let conditions = conditions(&remaining);
     client
@@ -128,7 +114,7 @@ async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Resul
             true
         })
         .await?;
-    if !remaining.objects.is_empty() || !remaining.failures.is_empty() {
+    if !remaining.is_done() {
         return Ok(false);
     }
     client
@@ -156,62 +142,6 @@ async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Resul
     Ok(true)
 }
 
-fn qualified(served: &ServedResource) -> String {
-    if served.def.group.is_empty() {
-        served.def.plural.clone()
-    } else {
-        format!("{}.{}", served.def.plural, served.def.group)
-    }
-}
-
-/// Deletes every object of `served` in `namespace` (background propagation, as Kubernetes'
-/// namespace controller), then counts what is left and the finalizers holding it.
-async fn delete_all(
-    served: &ServedResource,
-    namespace: &str,
-    remaining: &mut Remaining,
-) -> Result<()> {
-    let version = served.def.storage_version().to_string();
-    let scope = RequestScope {
-        version,
-        namespace: Some(namespace.to_string()),
-        request_id: "namespace-controller".into(),
-        ..Default::default()
-    };
-    let opts = DeleteOptions {
-        preconditions: Preconditions::none(),
-        grace_period_seconds: None,
-        propagation_policy: Some("Background".into()),
-    };
-    let listed = served.store.list(&scope, ListOptions::default()).await?;
-    for item in &listed.items {
-        let obj = item.to_value();
-        if is_being_deleted(&obj) {
-            continue;
-        }
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        match served.store.delete(&scope, name, &opts).await {
-            Ok(_) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let left = served.store.list(&scope, ListOptions::default()).await?;
-    if !left.items.is_empty() {
-        remaining
-            .objects
-            .insert(qualified(served), left.items.len());
-        for item in &left.items {
-            for f in finalizers(&item.to_value()) {
-                *remaining.finalizers.entry(f).or_default() += 1;
-            }
-        }
-    }
-    Ok(())
-}
 
 /// One namespace condition.
 fn condition(type_: &str, holds: bool, reason: &str, message: &str) -> Value {

@@ -1,6 +1,6 @@
 //! The native strategy of CustomResourceDefinitions: validated as definitions, status reporting
-//! NamesAccepted and Established; deleting one deletes its objects. (Namespaces' is in
-//! `namespace_lifecycle.rs`.)
+//! NamesAccepted and Established (and Terminating while one is deleted: `crd_lifecycle.rs`).
+//! (Namespaces' is in `namespace_lifecycle.rs`.)
 
 use std::sync::Arc;
 
@@ -9,16 +9,12 @@ use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
 use super::system_fields::now_rfc3339;
-use crate::storage::{ConditionalDelete, ListOptions, Storage};
 use crate::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
 
 /// The strategy of `customresourcedefinitions`.
-pub struct CrdStrategy {
-    /// The store below every resource, to delete a removed definition's objects.
-    pub base: Arc<dyn Storage>,
-}
+pub struct CrdStrategy;
 
 /// A definition's `status.storedVersions` after a write: the versions objects may be stored at
 /// — those recorded before (`kept`: an update's, which a status write may shorten) and the
@@ -62,11 +58,14 @@ fn crd_admission(obj: &mut Value, kept: Vec<String>) -> Admission {
             let now = now_rfc3339();
             let condition = |type_: &str, reason: &str, message: &str| json!({"type": type_, "status": "True", "lastTransitionTime": now, "reason": reason, "message": message});
             let (stored, field_errors) = stored_versions(obj, kept);
+            let mut conditions = vec![
+                condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+                condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+            ];
+            // A definition being deleted keeps reporting how far its cleanup is.
+            conditions.extend(super::crd_lifecycle::terminating_condition(obj));
             obj["status"] = json!({
-                "conditions": [
-                    condition("NamesAccepted", "NoConflicts", "no conflicts found"),
-                    condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-                ],
+                "conditions": conditions,
                 "acceptedNames": obj["spec"]["names"].clone(),
                 "storedVersions": stored,
             });
@@ -120,36 +119,5 @@ impl Strategy for CrdStrategy {
             }
         }
         Ok(admission)
-    }
-
-    async fn after_delete(&self, _ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
-        let failed = |reason: String| StrategyError {
-            module: self.name().into(),
-            reason,
-        };
-        let Ok(def) = ResourceDefinition::from_crd(obj) else {
-            return Ok(());
-        };
-        let prefix = def.key_prefix();
-        let list = self
-            .base
-            .get_list(
-                &prefix,
-                ListOptions {
-                    recursive: true,
-                    ..Default::default()
-                },
-            )
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        for item in list.items {
-            let key = def.object_key(item.namespace(), item.name().unwrap_or_default());
-            if let Err(e) = self.base.delete(&key, ConditionalDelete::default()).await {
-                if !e.is_not_found() {
-                    return Err(failed(e.to_string()));
-                }
-            }
-        }
-        Ok(())
     }
 }

@@ -96,6 +96,12 @@ impl RegistryStore {
         obj: &mut Value,
         warnings: &mut Vec<String>,
     ) -> Result<()> {
+        if self.def.terminating {
+            return Err(Error::Terminating {
+                target: self.target("").into(),
+                verb: "create",
+            });
+        }
         warnings.extend(self.mutate(scope, Operation::Create, obj, None).await?);
         self.check_identity(scope, obj)?;
         self.apply_schema(scope, obj, warnings)?;

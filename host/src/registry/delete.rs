@@ -1,7 +1,8 @@
 //! Delete and deletecollection: preconditions, the strategy's before_delete, the propagation
 //! policy (the garbage collector's `orphan` and `foregroundDeletion` finalizers), finalizers (an
 //! object with finalizers gets a deletionTimestamp instead of being removed; a namespace's
-//! `spec.finalizers` count too), then `storage.delete`; the After hook runs once committed.
+//! `spec.finalizers` count too; a CustomResourceDefinition gains the cleanup finalizer), then
+//! `storage.delete`; the After hook runs once committed.
 //!
 //! Every check is decided on the state it is about to change: the decision runs inside the
 //! storage layer's callbacks (delete's validation, guaranteed_update's transform), which run
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::admission::Operation;
+use super::crd_lifecycle;
 use super::error::{Carried, Error, Result, Target};
 use super::namespace_lifecycle::{self as namespaces, spec_finalizers};
 use super::store::{Outcome, RegistryStore, RequestScope};
@@ -101,6 +103,9 @@ struct Decider {
     /// The object is a core namespace: its `spec.finalizers` hold the deletion back too, and
     /// it enters phase `Terminating`.
     namespace: bool,
+    /// The object is a CustomResourceDefinition: its first delete adds the cleanup finalizer
+    /// (its objects go first) and the `Terminating` condition.
+    definition: bool,
     /// The warnings of the last decision (the one the committed write was decided on).
     warnings: Arc<Mutex<Vec<String>>>,
 }
@@ -136,11 +141,14 @@ impl Decider {
             });
         }
         let before = finalizers(current);
-        let after = with_propagation(before.clone(), self.propagation_policy.as_deref());
+        let mut after = with_propagation(before.clone(), self.propagation_policy.as_deref());
+        let mut marked = current.clone();
+        if self.definition && !is_being_deleted(current) {
+            crd_lifecycle::mark_terminating(&mut marked, &mut after);
+        }
         if after.is_empty() && !held_by_spec {
             return Ok(Decision::Remove);
         }
-        let mut marked = current.clone();
         let meta = metadata_mut(&mut marked);
         if after != before {
             meta.insert("finalizers".into(), serde_json::json!(after));
@@ -234,6 +242,7 @@ impl RegistryStore {
             grace_period_seconds: opts.grace_period_seconds,
             propagation_policy: opts.propagation_policy.clone(),
             namespace,
+            definition: crd_lifecycle::is_definitions(&self.def.group, &self.def.plural),
             warnings: Arc::default(),
         };
         if scope.dry_run {

@@ -98,6 +98,14 @@ pub enum Error {
         /// The message.
         message: String,
     },
+    /// The verb is not allowed on the resource now (405 MethodNotAllowed).
+    #[error("{verb} not allowed while custom resource definition is terminating")]
+    Terminating {
+        /// The resource.
+        target: Box<Target>,
+        /// The verb refused (`create`).
+        verb: &'static str,
+    },
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),

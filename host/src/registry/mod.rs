@@ -8,6 +8,7 @@ pub mod cel;
 mod conversion;
 mod conversion_memo;
 mod create;
+pub mod crd_lifecycle;
 pub mod definition;
 mod delete;
 #[cfg(test)]

@@ -88,7 +88,7 @@ impl Registry {
             generation: watch::Sender::new(0),
             admission: Arc::default(),
         });
-        let crd_strategy: Arc<dyn Strategy> = Arc::new(CrdStrategy { base });
+        let crd_strategy: Arc<dyn Strategy> = Arc::new(CrdStrategy);
         registry.install(
             Arc::new(ResourceDefinition::custom_resource_definitions()),
             crd_strategy,

@@ -1,5 +1,6 @@
-//! Custom resources as operators upgrade them, against the real binary with kubectl: validation
-//! ratcheting after a CRD tightens its schema.
+//! Custom resources as operators upgrade and remove them, against the real binary with kubectl:
+//! validation ratcheting after a CRD tightens its schema; a deleted CRD's objects deleted
+//! through the registry (finalizers, garbage collection) before the CRD goes.
 
 use std::time::Duration;
 
@@ -237,4 +238,82 @@ fn kubectl_scales_and_selects_custom_resources() {
         .filter_map(|r| r["name"].as_str())
         .collect();
     assert!(names.contains(&"machinesets/scale"), "{names:?}");
+}
+
+#[test]
+fn deleting_a_definition_deletes_its_objects_through_the_registry_first() {
+    let s = KubeFixture::start(latest_kubectl_path().unwrap());
+    s.ok_with(&["apply", "-f", "-"], Some(&things_crd(false).to_string()));
+    eventually("things served", Duration::from_secs(10), || {
+        s.status(THINGS) == 200
+    });
+    let thing = |name: &str, finalizers: Value| {
+        json!({"apiVersion": "ratchet.example.com/v1", "kind": "Thing",
+               "metadata": {"name": name, "finalizers": finalizers}, "spec": {"x": "a"}})
+    };
+    let post = |obj: &Value| call("POST", &s.host.url(THINGS), Some(obj)).unwrap();
+    assert_eq!(post(&thing("plain", json!([]))).code, 201);
+    let held = post(&thing("held", json!(["example.com/hold"])));
+    assert_eq!(held.code, 201, "{}", held.body);
+    // A dependent of the plain Thing, which the garbage collector deletes after it.
+    let owner = json!([{"apiVersion": "ratchet.example.com/v1", "kind": "Thing", "name": "plain",
+                        "uid": s.get(&format!("{THINGS}/plain"))["metadata"]["uid"]}]);
+    let dependent = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "of-plain", "ownerReferences": owner}});
+    let configmaps = s.host.url("/api/v1/namespaces/default/configmaps");
+    assert_eq!(call("POST", &configmaps, Some(&dependent)).unwrap().code, 201);
+
+    s.ok(&["delete", "crd", "things.ratchet.example.com", "--wait=false"]);
+    let crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ratchet.example.com";
+    eventually(
+        "the plain Thing deleted, the held one marked",
+        Duration::from_secs(10),
+        || {
+            s.status(&format!("{THINGS}/plain")) == 404
+                && s.get(&format!("{THINGS}/held"))["metadata"]["deletionTimestamp"].is_string()
+        },
+    );
+    let terminating = s.get(crd);
+    assert!(
+        terminating["metadata"]["finalizers"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("customresourcecleanup.apiextensions.k8s.io")),
+        "{terminating}"
+    );
+    let condition = terminating["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Terminating")
+        .cloned()
+        .unwrap();
+    assert_eq!(condition["status"], "True", "{condition}");
+    // No new object while the definition goes.
+    let refused = post(&thing("late", json!([])));
+    assert_eq!(refused.code, 405, "{}", refused.body);
+    assert_eq!(
+        refused.json()["message"],
+        "create not allowed while custom resource definition is terminating"
+    );
+    eventually(
+        "the garbage collector to delete the dependent",
+        Duration::from_secs(10),
+        || s.status("/api/v1/namespaces/default/configmaps/of-plain") == 404,
+    );
+    // The held Thing keeps the definition until its finalizer goes.
+    assert_eq!(s.status(crd), 200);
+    s.ok(&[
+        "patch",
+        "things.ratchet.example.com",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    // The controller retries with backoff (at most 10 s apart) while objects remain.
+    eventually("the definition removed", Duration::from_secs(30), || {
+        s.status(crd) == 404
+    });
+    assert_eq!(s.status(THINGS), 404);
 }

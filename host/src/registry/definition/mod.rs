@@ -192,6 +192,8 @@ pub struct ResourceDefinition {
     pub create_only: bool,
     /// How objects are converted between the versions (`spec.conversion`).
     pub conversion: Conversion,
+    /// The definition is being deleted: its objects are being deleted, no new one is created.
+    pub terminating: bool,
 }
 
 /// A subresource as discovery lists it.

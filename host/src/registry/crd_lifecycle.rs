@@ -1,0 +1,84 @@
+//! A CustomResourceDefinition's deletion, as apiextensions-apiserver does it: the first delete
+//! marks the definition deleting with the `customresourcecleanup.apiextensions.k8s.io`
+//! finalizer and a `Terminating` condition; its resource refuses new objects meanwhile; the
+//! cleanup controller deletes every object through the registry (their finalizers and the
+//! garbage collector apply) and then removes the finalizer, and the definition goes.
+
+use serde_json::{json, Value};
+
+use super::system_fields::now_rfc3339;
+
+/// The finalizer that keeps a deleted definition until its objects are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The condition type a definition being deleted carries.
+pub const TERMINATING: &str = "Terminating";
+
+/// Whether `def` is the `customresourcedefinitions` resource.
+pub fn is_definitions(group: &str, plural: &str) -> bool {
+    group == super::definition::CRD_GROUP && plural == "customresourcedefinitions"
+}
+
+/// Sets the condition `type_` of a definition's status (keeping its transition time when its
+/// status does not change).
+pub fn set_condition(crd: &mut Value, type_: &str, holds: bool, reason: &str, message: &str) {
+    let status = if holds { "True" } else { "False" };
+    if !crd["status"]["conditions"].is_array() {
+        crd["status"]["conditions"] = json!([]);
+    }
+    let conditions = crd["status"]["conditions"]
+        .as_array_mut()
+        .expect("made an array above");
+    let since = conditions
+        .iter()
+        .find(|c| c["type"] == type_ && c["status"] == status)
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| Value::String(now_rfc3339()));
+    conditions.retain(|c| c["type"] != type_);
+    conditions.push(json!({
+        "type": type_, "status": status, "lastTransitionTime": since,
+        "reason": reason, "message": message,
+    }));
+}
+
+/// What the first delete of a definition does to it: the cleanup finalizer and the
+/// `Terminating` condition.
+pub fn mark_terminating(crd: &mut Value, finalizers: &mut Vec<String>) {
+    if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+        finalizers.push(CLEANUP_FINALIZER.into());
+    }
+    set_condition(
+        crd,
+        TERMINATING,
+        true,
+        "InstanceDeletionPending",
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+    );
+}
+
+/// The `Terminating` condition of `crd`, as a write of its status should keep it.
+pub fn terminating_condition(crd: &Value) -> Option<Value> {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c["type"] == TERMINATING)
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marking_adds_the_finalizer_once_and_the_condition() {
+        let mut crd = json!({"metadata": {"name": "widgets.example.com"}});
+        let mut finalizers = vec!["other".to_owned()];
+        mark_terminating(&mut crd, &mut finalizers);
+        mark_terminating(&mut crd, &mut finalizers);
+        assert_eq!(finalizers, ["other", CLEANUP_FINALIZER]);
+        let condition = terminating_condition(&crd).unwrap();
+        assert_eq!(condition["status"], "True");
+        assert_eq!(condition["reason"], "InstanceDeletionPending");
+        assert_eq!(crd["status"]["conditions"].as_array().unwrap().len(), 1);
+    }
+}
