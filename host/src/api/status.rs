@@ -306,7 +306,8 @@ impl From<&RegistryError> for Status {
                     name: String::new(),
                     ..(**target).clone()
                 };
-                Self::method_not_allowed(err.to_string()).with_target(&resource, target.plural.clone())
+                Self::method_not_allowed(err.to_string())
+                    .with_target(&resource, target.plural.clone())
             }
             RegistryError::BadRequest(m) => Self::bad_request(m.clone()),
             RegistryError::Denied {

@@ -142,7 +142,6 @@ async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Resul
     Ok(true)
 }
 
-
 /// One namespace condition.
 fn condition(type_: &str, holds: bool, reason: &str, message: &str) -> Value {
     json!({

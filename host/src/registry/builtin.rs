@@ -2,8 +2,6 @@
 //! NamesAccepted and Established (and Terminating while one is deleted: `crd_lifecycle.rs`).
 //! (Namespaces' is in `namespace_lifecycle.rs`.)
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
@@ -60,7 +58,11 @@ fn crd_admission(obj: &mut Value, kept: Vec<String>) -> Admission {
             let (stored, field_errors) = stored_versions(obj, kept);
             let mut conditions = vec![
                 condition("NamesAccepted", "NoConflicts", "no conflicts found"),
-                condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                condition(
+                    "Established",
+                    "InitialNamesAccepted",
+                    "the initial names have been accepted",
+                ),
             ];
             // A definition being deleted keeps reporting how far its cleanup is.
             conditions.extend(super::crd_lifecycle::terminating_condition(obj));

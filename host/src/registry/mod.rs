@@ -7,8 +7,8 @@ pub mod builtin;
 pub mod cel;
 mod conversion;
 mod conversion_memo;
-mod create;
 pub mod crd_lifecycle;
+mod create;
 pub mod definition;
 mod delete;
 #[cfg(test)]

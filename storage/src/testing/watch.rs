@@ -11,9 +11,7 @@ use super::fixtures::{
     object_with_labels, rv, update_size, watch_from, watch_ns,
 };
 use super::TestStore;
-use crate::{
-    GuaranteedUpdate, LabelSelector, ListOptions, SelectionPredicate, WatchEvent,
-};
+use crate::{GuaranteedUpdate, LabelSelector, ListOptions, SelectionPredicate, WatchEvent};
 
 /// A watch sees ADDED, MODIFIED and DELETED in order; DELETED carries the deletion revision.
 pub(super) async fn run_watch_added_modified_deleted(s: TestStore) {

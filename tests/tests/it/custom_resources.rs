@@ -261,9 +261,17 @@ fn deleting_a_definition_deletes_its_objects_through_the_registry_first() {
     let dependent = json!({"apiVersion": "v1", "kind": "ConfigMap",
                            "metadata": {"name": "of-plain", "ownerReferences": owner}});
     let configmaps = s.host.url("/api/v1/namespaces/default/configmaps");
-    assert_eq!(call("POST", &configmaps, Some(&dependent)).unwrap().code, 201);
+    assert_eq!(
+        call("POST", &configmaps, Some(&dependent)).unwrap().code,
+        201
+    );
 
-    s.ok(&["delete", "crd", "things.ratchet.example.com", "--wait=false"]);
+    s.ok(&[
+        "delete",
+        "crd",
+        "things.ratchet.example.com",
+        "--wait=false",
+    ]);
     let crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ratchet.example.com";
     eventually(
         "the plain Thing deleted, the held one marked",
