@@ -48,19 +48,10 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
         }
     });
     let client = Client::new(registry, MANAGER);
-    tasks.spawn(async move {
-        loop {
-            let key = queue.next().await;
-            match clean(&client, &key).await {
-                Ok(true) => queue.done(&key),
-                Ok(false) => queue.retry(key),
-                Err(e) => {
-                    tracing::debug!(crd = %key.0, error = %e, "definition cleanup retried");
-                    queue.retry(key);
-                }
-            }
-        }
-    });
+    tasks.spawn(queue.work(MANAGER, move |key| {
+        let client = client.clone();
+        async move { clean(&client, &key).await }
+    }));
     tasks
 }
 

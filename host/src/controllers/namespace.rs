@@ -57,19 +57,10 @@ pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()
     });
     for _ in 0..WORKERS {
         let (client, queue, metrics) = (client.clone(), queue.clone(), metrics.clone());
-        tasks.spawn(async move {
-            loop {
-                let key = queue.next().await;
-                match empty(&client, &key, &metrics).await {
-                    Ok(true) => queue.done(&key),
-                    Ok(false) => queue.retry(key),
-                    Err(e) => {
-                        tracing::debug!(namespace = %key.0, error = %e, "namespace deletion retried");
-                        queue.retry(key);
-                    }
-                }
-            }
-        });
+        tasks.spawn(queue.work("namespace-controller", move |key| {
+            let (client, metrics) = (client.clone(), metrics.clone());
+            async move { empty(&client, &key, &metrics).await }
+        }));
     }
     tasks
 }

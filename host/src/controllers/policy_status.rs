@@ -19,6 +19,8 @@ use crate::storage::informer::InformerEvent;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 const PLURAL: &str = "validatingadmissionpolicies";
+/// Who the controller acts as.
+const MANAGER: &str = "validatingadmissionpolicy-status-controller";
 
 /// Runs the controller over `registry` until the returned set is dropped.
 pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
@@ -44,19 +46,11 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
             }
         }
     });
-    let client = Client::new(registry, "validatingadmissionpolicy-status-controller");
-    tasks.spawn(async move {
-        loop {
-            let name = queue.next().await;
-            match write_status(&client, &name).await {
-                Ok(()) => queue.done(&name),
-                Err(e) => {
-                    tracing::debug!(policy = %name, error = %e, "policy status retried");
-                    queue.retry(name);
-                }
-            }
-        }
-    });
+    let client = Client::new(registry, MANAGER);
+    tasks.spawn(queue.work(MANAGER, move |name| {
+        let client = client.clone();
+        async move { write_status(&client, &name).await.map(|()| true) }
+    }));
     tasks
 }
 

@@ -87,6 +87,29 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
     }
 
+    /// Works on keys as they come, forever, for the controller `controller`: `handle` answers
+    /// `Ok(true)` when a key is done with, `Ok(false)` to look at it again later; an error is
+    /// logged and the key retried. Both later looks wait out the key's backoff.
+    pub async fn work<F, Fut, E>(self: Arc<Self>, controller: &'static str, handle: F)
+    where
+        K: std::fmt::Debug,
+        F: Fn(K) -> Fut,
+        Fut: std::future::Future<Output = Result<bool, E>>,
+        E: std::fmt::Display,
+    {
+        loop {
+            let key = self.next().await;
+            match handle(key.clone()).await {
+                Ok(true) => self.done(&key),
+                Ok(false) => self.retry(key),
+                Err(e) => {
+                    tracing::debug!(controller, ?key, error = %e, "work retried");
+                    self.retry(key);
+                }
+            }
+        }
+    }
+
     /// The work on `key` succeeded: its failure count resets.
     pub fn done(&self, key: &K) {
         let again = {

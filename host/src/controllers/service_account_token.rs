@@ -80,25 +80,20 @@ pub fn start(registry: &Arc<Registry>, signer: Arc<dyn TokenSigner>) -> JoinSet<
             }
         });
     }
-    let client = Client::new(registry, "serviceaccount-token-controller");
-    tasks.spawn(async move {
-        loop {
-            let work = queue.next().await;
-            let done = match &work {
+    const MANAGER: &str = "serviceaccount-token-controller";
+    let client = Client::new(registry, MANAGER);
+    tasks.spawn(queue.work(MANAGER, move |work| {
+        let (client, signer) = (client.clone(), signer.clone());
+        async move {
+            match &work {
                 Work::Secret(ns, name) => fill(&client, signer.as_ref(), ns, name).await,
                 Work::AccountGone(ns, name) => {
                     delete_secrets_of(&client, signer.as_ref(), ns, name).await
                 }
-            };
-            match done {
-                Ok(()) => queue.done(&work),
-                Err(e) => {
-                    tracing::debug!(?work, error = %e, "service account token work retried");
-                    queue.retry(work);
-                }
             }
+            .map(|()| true)
         }
-    });
+    }));
     tasks
 }
 
