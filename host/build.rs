@@ -1,17 +1,11 @@
-//! Compiles the host/guest ABI (`guest-sdk/proto/strategy.proto`) and the messages of
-//! `/openapi/v2`'s protobuf form (`proto/openapi_v2.proto`) into Rust with prost, and the
-//! built-in kinds' strategy (`strategies/builtin`) to wasm, which the binary embeds.
+//! Compiles the messages of `/openapi/v2`'s protobuf form (`proto/openapi_v2.proto`) into Rust
+//! with prost, and the built-in kinds' strategy (`strategies/builtin`) to wasm, which the
+//! binary embeds. (The host/guest ABI is compiled by the wasm runtime's crate.)
 
 use std::path::PathBuf;
 
 fn main() -> std::io::Result<()> {
-    println!("cargo:rerun-if-changed=../guest-sdk/proto/strategy.proto");
     println!("cargo:rerun-if-changed=proto/openapi_v2.proto");
-    // Maps (a user's `extra`) as `BTreeMap`, as the guest SDK compiles them.
-    prost_build::Config::new().btree_map(["."]).compile_protos(
-        &["../guest-sdk/proto/strategy.proto"],
-        &["../guest-sdk/proto"],
-    )?;
     // The part of gnostic's OpenAPI v2 document `/openapi/v2` sends as protobuf.
     prost_build::compile_protos(&["proto/openapi_v2.proto"], &["proto"])?;
 

@@ -17,9 +17,10 @@
 //! - [`registry`]: one generic store per served resource, driving its strategy around storage,
 //!   and the registry-level watch every follower (controllers, admission configuration, RBAC,
 //!   module sources) follows resources with;
-//! - [`strategy`]: the contract between the registry and whatever supplies behaviour;
-//! - [`user`]: who makes a request, as authentication established it;
-//! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store;
+//! - [`strategy`] and [`user`] (the `strategy-host-contract` crate): the contract between the
+//!   registry and whatever supplies behaviour, and who makes a request;
+//! - [`storage`] (the `strategy-host-storage` crate): the `Storage` trait, the informer, the
+//!   cacher, etcd3 and the embedded store;
 //! - [`cli`]: `strategy-host module test|diff`, running a module's phases on objects from files.
 
 pub mod admission;
@@ -32,9 +33,8 @@ pub mod config;
 pub mod controllers;
 pub mod pki;
 pub mod registry;
+pub use strategy_host_contract::{strategy, user};
 pub use strategy_host_storage as storage;
-pub mod strategy;
-pub mod user;
 pub mod wasm;
 pub mod webhook;
 

@@ -11,7 +11,7 @@ mod host_api;
 mod module_table;
 mod object_answer;
 pub mod rollout;
-pub mod runtime;
+pub use strategy_host_wasm_runtime as runtime;
 mod slot;
 pub mod sources;
 mod wasm_strategy;

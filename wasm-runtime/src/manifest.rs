@@ -12,7 +12,7 @@ use super::abi::{self, AbiVersion, HostFunction, Operation};
 use super::error::{Error, Result};
 use super::policy_declaration::PolicyDeclaration;
 use super::wasi::WASI_MODULE;
-use crate::strategy::ResourceInfo;
+use strategy_host_contract::strategy::ResourceInfo;
 
 /// The names of the host functions the runtime's linker defines.
 pub(crate) const HOST_FUNCTIONS: [&str; 4] = ["log", "get", "list", "apply"];

@@ -17,7 +17,7 @@ use super::manifest::{self, ModuleManifest};
 use super::metrics::ModuleCounters;
 use super::placement;
 use super::wasi;
-use crate::strategy::ResourceInfo;
+use strategy_host_contract::strategy::ResourceInfo;
 
 /// A loaded, checked strategy module.
 pub struct StrategyModule {
@@ -153,7 +153,7 @@ impl StrategyModule {
     }
 
     /// The module's series in `runtime`'s metrics (those of its name), resolved at load.
-    pub(crate) fn counters(&self, runtime: &Runtime) -> Arc<ModuleCounters> {
+    pub fn counters(&self, runtime: &Runtime) -> Arc<ModuleCounters> {
         match &self.counters {
             Some(counters) => counters.clone(),
             None => runtime.inner.metrics.module(self.name()),
@@ -177,7 +177,7 @@ impl StrategyModule {
 
     /// Sends one request to an instance of the module (fresh, or a reactor's kept one), on the
     /// calling thread (blocking for up to the call deadline). The registry path is
-    /// `crate::wasm::WasmStrategy`; this is for benchmarks and tools.
+    /// `strategy_host::wasm::WasmStrategy`; this is for benchmarks and tools.
     ///
     /// # Errors
     ///
@@ -205,7 +205,7 @@ impl StrategyModule {
     /// async task: started right here on the worker and moved to a blocking thread if it runs
     /// into its first epoch tick, or run on a blocking thread from the start when the module may
     /// block in a host function (see [`placement`]).
-    pub(crate) async fn call_from_task(
+    pub async fn call_from_task(
         self: &Arc<Self>,
         runtime: &Runtime,
         opts: SessionOptions,

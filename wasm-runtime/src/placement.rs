@@ -19,11 +19,11 @@ use std::thread::{self, Thread};
 use super::error::{CallFailure, FailureKind};
 
 /// A session's whole work (instantiation and its calls), owning its store.
-pub(crate) type SessionFuture<T> = Pin<Box<dyn Future<Output = Result<T, CallFailure>> + Send>>;
+pub type SessionFuture<T> = Pin<Box<dyn Future<Output = Result<T, CallFailure>> + Send>>;
 
 /// Runs `session` on this async worker; if it yields (its first epoch tick came), finishes it on
 /// a blocking thread.
-pub(crate) async fn inline_first<T: Send + 'static>(
+pub async fn inline_first<T: Send + 'static>(
     mut session: SessionFuture<T>,
 ) -> Result<T, CallFailure> {
     // One poll with this task's context: a yield wakes the task, which is harmless.
@@ -35,7 +35,7 @@ pub(crate) async fn inline_first<T: Send + 'static>(
 }
 
 /// Runs `session` on tokio's blocking pool.
-pub(crate) async fn on_blocking_thread<T: Send + 'static>(
+pub async fn on_blocking_thread<T: Send + 'static>(
     session: SessionFuture<T>,
 ) -> Result<T, CallFailure> {
     tokio::task::spawn_blocking(move || block_here(session))

@@ -123,12 +123,14 @@ impl ModuleCounters {
         self.hook_failures.get()
     }
 
-    pub(crate) fn record_call(&self, seconds: f64) {
+    /// Counts one call that took `seconds`.
+    pub fn record_call(&self, seconds: f64) {
         self.calls.inc();
         self.duration.observe(seconds);
     }
 
-    pub(crate) fn record_failure(&self, kind: FailureKind, in_hook: bool) {
+    /// Counts one failed call, by what failed and whether it was an After hook.
+    pub fn record_failure(&self, kind: FailureKind, in_hook: bool) {
         if let Some((_, c)) = self.failures.iter().find(|(k, _)| *k == kind) {
             c.inc();
         }

@@ -15,7 +15,7 @@ use super::limits::{CallLimits, Deadline};
 use super::manifest::Grants;
 use super::metrics::{ApplyRefusal, Metrics};
 use super::wasi::{self, WasiState};
-use crate::strategy::ResourceInfo;
+use strategy_host_contract::strategy::ResourceInfo;
 
 /// Who is calling a host function.
 #[derive(Debug, Clone)]

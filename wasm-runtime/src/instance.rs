@@ -24,10 +24,13 @@ use super::manifest::Grants;
 use super::wasi::WasiState;
 
 /// Options of one session.
-pub(crate) struct SessionOptions {
-    pub(crate) caller: CallerInfo,
-    pub(crate) in_after_hook: bool,
-    pub(crate) depth: u32,
+pub struct SessionOptions {
+    /// Who the call is made for (host functions act on their behalf).
+    pub caller: CallerInfo,
+    /// The call is an After hook (the only place `apply` is allowed).
+    pub in_after_hook: bool,
+    /// How many After-hook writes led to this call.
+    pub depth: u32,
 }
 
 /// Epoch ticks a session started on an async worker may run there before it yields: between

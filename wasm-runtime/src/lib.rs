@@ -3,7 +3,7 @@
 //! (kept across calls for reactor modules, Go's and the Rust SDK's; fresh per call for others)
 //! with a deadline, a memory cap and an output cap, the host functions guests import (and a
 //! WASI shim that grants nothing), and per-module metrics. It speaks the strategy contract's types
-//! (`crate::strategy`) but knows nothing of the registry, the API or where modules come from.
+//! (`strategy-host-contract`) but knows nothing of the registry, the API or where modules come from.
 
 pub mod abi;
 mod engine;
@@ -17,14 +17,14 @@ mod manifest;
 mod metrics;
 mod module;
 mod module_cache;
-mod placement;
+pub mod placement;
 mod policy_declaration;
 mod wasi;
 
 pub use engine::{Runtime, RuntimeConfig};
 pub use error::{one_line, CallFailure, Error, FailureKind, Result};
 pub use host_functions::{CallerInfo, Collection, HostApi, NoHostApi};
-pub(crate) use instance::SessionOptions;
+pub use instance::SessionOptions;
 pub use instance_pool::InstanceReuse;
 pub use limits::EPOCH_TICK;
 pub use manifest::{GroupKind, ModuleManifest};

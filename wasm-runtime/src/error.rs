@@ -23,7 +23,8 @@ pub fn one_line(e: impl fmt::Display) -> String {
 }
 
 impl CallFailure {
-    pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+    /// A failure of `kind`, described by `message`.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
