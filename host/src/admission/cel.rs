@@ -14,6 +14,40 @@ use kube_cel::cel::{Context, IdedExpr, Program, Value as CelValue};
 use kube_cel::KubeCelExt as _;
 use serde_json::Value;
 
+/// What went wrong with an expression; its text is what Kubernetes reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// It does not compile.
+    #[error("compilation failed: {0}")]
+    Compile(String),
+    /// Its evaluation failed.
+    #[error("{what} {expression:?} resulted in error: {message}")]
+    Evaluate {
+        /// `expression`, `messageExpression`, `variable`.
+        what: &'static str,
+        /// The expression's text.
+        expression: String,
+        /// The interpreter's error.
+        message: String,
+    },
+    /// The spec gives no expression where one is required.
+    #[error("{0} is required")]
+    Missing(&'static str),
+    /// It gave a value of another type than the one asked for (`a non-boolean: ...`).
+    #[error("{what} {expression:?} returned {found}")]
+    Type {
+        /// `expression`, `messageExpression`.
+        what: &'static str,
+        /// The expression's text.
+        expression: String,
+        /// What it returned instead, as Kubernetes words it.
+        found: String,
+    },
+}
+
+/// The result of compiling or evaluating an expression.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// A compiled expression.
 #[derive(Debug)]
 pub struct Expression {
@@ -27,9 +61,9 @@ impl Expression {
     /// Compiles `source`.
     ///
     /// # Errors
-    /// The parse errors, as text.
-    pub fn compile(source: &str) -> Result<Self, String> {
-        let program = Program::compile(source).map_err(|e| format!("compilation failed: {e}"))?;
+    /// The parse errors.
+    pub fn compile(source: &str) -> Result<Self> {
+        let program = Program::compile(source).map_err(|e| Error::Compile(e.to_string()))?;
         let mut ast = program.expression().clone();
         crate::registry::cel::typed_literals_as_maps(&mut ast, &mut Vec::new());
         Ok(Self {
@@ -62,7 +96,7 @@ pub fn to_cel(value: &Value) -> CelValue {
 }
 
 /// A CEL value as JSON (map keys as strings); `Err` names what JSON cannot hold.
-fn from_cel(value: &CelValue) -> Result<Value, String> {
+fn from_cel(value: &CelValue) -> std::result::Result<Value, String> {
     Ok(match value {
         CelValue::Null => Value::Null,
         CelValue::Bool(b) => Value::Bool(*b),
@@ -87,7 +121,7 @@ fn from_cel(value: &CelValue) -> Result<Value, String> {
                     };
                     Ok((key, from_cel(v)?))
                 })
-                .collect::<Result<_, String>>()?,
+                .collect::<std::result::Result<_, String>>()?,
         ),
         other => return Err(format!("{other:?}")),
     })
@@ -111,7 +145,7 @@ impl Activation {
     /// Binds `variables` (a policy's `spec.variables`, in order, each seeing those before it) as
     /// `variables.<name>`. A variable that does not compile or evaluate is left out, so only an
     /// expression that uses it fails, as Kubernetes evaluates variables lazily.
-    pub fn bind_variables(&mut self, variables: &[(String, Result<Expression, String>)]) {
+    pub fn bind_variables(&mut self, variables: &[(String, Result<Expression>)]) {
         if variables.is_empty() {
             return;
         }
@@ -134,13 +168,14 @@ impl Activation {
     ///
     /// # Errors
     /// An evaluation error, or a result that is not a boolean.
-    pub fn truth(&self, expression: &Expression) -> Result<bool, String> {
+    pub fn truth(&self, expression: &Expression) -> Result<bool> {
         match self.evaluate(expression, "expression")? {
             CelValue::Bool(b) => Ok(b),
-            other => Err(format!(
-                "expression {:?} returned a non-boolean: {other:?}",
-                expression.source
-            )),
+            other => Err(Error::Type {
+                what: "expression",
+                expression: expression.source.clone(),
+                found: format!("a non-boolean: {other:?}"),
+            }),
         }
     }
 
@@ -148,13 +183,14 @@ impl Activation {
     ///
     /// # Errors
     /// An evaluation error, or a result that is not a string.
-    pub fn text(&self, expression: &Expression) -> Result<String, String> {
+    pub fn text(&self, expression: &Expression) -> Result<String> {
         match self.evaluate(expression, "messageExpression")? {
             CelValue::String(s) => Ok((*s).clone()),
-            other => Err(format!(
-                "messageExpression {:?} returned a non-string: {other:?}",
-                expression.source
-            )),
+            other => Err(Error::Type {
+                what: "messageExpression",
+                expression: expression.source.clone(),
+                found: format!("a non-string: {other:?}"),
+            }),
         }
     }
 
@@ -162,18 +198,20 @@ impl Activation {
     ///
     /// # Errors
     /// An evaluation error, or a result JSON cannot hold (a function, a type).
-    pub fn json(&self, expression: &Expression) -> Result<Value, String> {
-        from_cel(&self.evaluate(expression, "expression")?).map_err(|what| {
-            format!(
-                "expression {:?} returned {what}, which is not JSON",
-                expression.source
-            )
+    pub fn json(&self, expression: &Expression) -> Result<Value> {
+        from_cel(&self.evaluate(expression, "expression")?).map_err(|found| Error::Type {
+            what: "expression",
+            expression: expression.source.clone(),
+            found: format!("{found}, which is not JSON"),
         })
     }
 
-    fn evaluate(&self, expression: &Expression, what: &str) -> Result<CelValue, String> {
-        CelValue::resolve(&expression.ast, &self.context)
-            .map_err(|e| format!("{what} {:?} resulted in error: {e}", expression.source))
+    fn evaluate(&self, expression: &Expression, what: &'static str) -> Result<CelValue> {
+        CelValue::resolve(&expression.ast, &self.context).map_err(|e| Error::Evaluate {
+            what,
+            expression: expression.source.clone(),
+            message: e.to_string(),
+        })
     }
 }
 

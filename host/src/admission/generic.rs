@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock, Weak};
 
 use serde_json::{json, Value};
 
-use crate::admission::cel::Expression;
+use crate::admission::cel::{self, Expression};
 use crate::admission::rules::{strings, MatchResources};
 use crate::admission::webhook::operation_name;
 use crate::registry::admission::AdmissionRequest;
@@ -29,9 +29,9 @@ pub struct PolicySpec {
     /// policy; here it matches nothing).
     pub matching: Option<MatchResources>,
     /// `matchConditions`.
-    pub match_conditions: Vec<Result<Expression, String>>,
+    pub match_conditions: Vec<cel::Result<Expression>>,
     /// `variables`: (name, expression), in order.
-    pub variables: Vec<(String, Result<Expression, String>)>,
+    pub variables: Vec<(String, cel::Result<Expression>)>,
     /// `paramKind`: (group, version, kind).
     pub param_kind: Option<(String, String, String)>,
 }
@@ -191,7 +191,7 @@ pub fn items(list: Option<&Value>) -> Vec<Value> {
 }
 
 /// Compiles the expression in `v[field]`.
-pub fn compile(v: &Value, field: &str) -> Result<Expression, String> {
+pub fn compile(v: &Value, field: &str) -> cel::Result<Expression> {
     Expression::compile(v.get(field).and_then(Value::as_str).unwrap_or_default())
 }
 
@@ -209,7 +209,7 @@ fn param_kind_of(spec: &Value) -> Option<(String, String, String)> {
 }
 
 /// A policy spec's `variables`, compiled: (name, expression), in order.
-fn variables_of(spec: &Value) -> Vec<(String, Result<Expression, String>)> {
+fn variables_of(spec: &Value) -> Vec<(String, cel::Result<Expression>)> {
     items(spec.get("variables"))
         .iter()
         .map(|v| {

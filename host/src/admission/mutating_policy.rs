@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::admission::cel::{Activation, Expression};
+use crate::admission::cel::{self, Activation, Expression};
 use crate::admission::generic::{
     compile, items, params, request_variable, Followed, GenericPolicy, PolicySpec,
 };
@@ -24,9 +24,9 @@ use crate::registry::Registry;
 #[derive(Debug)]
 enum Mutation {
     /// `patchType: ApplyConfiguration`.
-    Apply(Result<Expression, String>),
+    Apply(cel::Result<Expression>),
     /// `patchType: JSONPatch`.
-    JsonPatch(Result<Expression, String>),
+    JsonPatch(cel::Result<Expression>),
 }
 
 /// One policy, its expressions compiled.
@@ -39,6 +39,23 @@ struct Policy {
     reinvoke_if_needed: bool,
 }
 
+/// Why a mutation failed (its text is what the write's failure reports).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum MutationError {
+    /// An expression did not compile or evaluate.
+    #[error(transparent)]
+    Cel(#[from] cel::Error),
+    /// An `applyConfiguration` gave something other than an object.
+    #[error("an applyConfiguration must return an Object")]
+    NotAnObject,
+    /// A `jsonPatch` expression gave something that is not a JSON Patch.
+    #[error("the JSONPatch is not valid: {0}")]
+    InvalidPatch(String),
+    /// The JSON Patch did not apply to the object.
+    #[error("the JSONPatch could not be applied: {0}")]
+    PatchFailed(String),
+}
+
 impl Policy {
     /// Reads a policy's `spec`.
     fn parse(spec: &Value) -> Self {
@@ -47,13 +64,13 @@ impl Policy {
             .map(|m| match m.get("patchType").and_then(Value::as_str) {
                 Some("JSONPatch") => Mutation::JsonPatch(
                     m.get("jsonPatch")
-                        .map_or(Err("jsonPatch is required".into()), |p| {
+                        .map_or(Err(cel::Error::Missing("jsonPatch")), |p| {
                             compile(p, "expression")
                         }),
                 ),
                 _ => Mutation::Apply(
                     m.get("applyConfiguration")
-                        .map_or(Err("applyConfiguration is required".into()), |p| {
+                        .map_or(Err(cel::Error::Missing("applyConfiguration")), |p| {
                             compile(p, "expression")
                         }),
                 ),
@@ -74,7 +91,7 @@ impl Policy {
         base: &[(&str, &Value)],
         object: &mut Value,
         schema: Option<&Value>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, MutationError> {
         let activation = |object: &Value| {
             let mut variables = base.to_vec();
             variables.push(("object", object));
@@ -94,16 +111,16 @@ impl Policy {
                 Mutation::Apply(e) => {
                     let applied = a.json(e.as_ref().map_err(Clone::clone)?)?;
                     if !applied.is_object() {
-                        return Err("an applyConfiguration must return an Object".into());
+                        return Err(MutationError::NotAnObject);
                     }
                     *object = structure::merge(Some(object), &applied, schema);
                 }
                 Mutation::JsonPatch(e) => {
                     let ops = a.json(e.as_ref().map_err(Clone::clone)?)?;
                     let patch: json_patch::Patch = serde_json::from_value(ops)
-                        .map_err(|e| format!("the JSONPatch is not valid: {e}"))?;
+                        .map_err(|e| MutationError::InvalidPatch(e.to_string()))?;
                     json_patch::patch(object, &patch)
-                        .map_err(|e| format!("the JSONPatch could not be applied: {e}"))?;
+                        .map_err(|e| MutationError::PatchFailed(e.to_string()))?;
                 }
             }
         }
@@ -212,7 +229,7 @@ impl MutatingPolicies {
                         changed |= mutated != *object;
                         *object = mutated;
                     }
-                    Err(why) => fail(why)?,
+                    Err(why) => fail(why.to_string())?,
                 }
             }
             applied.push((index, policy.reinvoke_if_needed, changed));
@@ -325,6 +342,6 @@ mod tests {
             json!([{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'replace', path: '/nope/x', value: 1}]"}}]),
         );
         let err = broken.mutate(&[], &mut object, None).unwrap_err();
-        assert!(err.contains("could not be applied"), "{err}");
+        assert!(err.to_string().contains("could not be applied"), "{err}");
     }
 }

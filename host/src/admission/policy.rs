@@ -11,7 +11,7 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::admission::cel::{Activation, Expression};
+use crate::admission::cel::{self, Activation, Expression};
 use crate::admission::generic::{
     compile, items, params, record_audit_failures, request_variable, Followed, GenericPolicy,
     PolicySpec,
@@ -22,9 +22,9 @@ use crate::registry::Registry;
 /// One validation of a policy.
 #[derive(Debug)]
 struct Validation {
-    expression: Result<Expression, String>,
+    expression: cel::Result<Expression>,
     message: Option<String>,
-    message_expression: Option<Result<Expression, String>>,
+    message_expression: Option<cel::Result<Expression>>,
     reason: String,
 }
 
@@ -35,7 +35,7 @@ struct Policy {
     spec: PolicySpec,
     validations: Vec<Validation>,
     /// `auditAnnotations`: (key, valueExpression).
-    audit_annotations: Vec<(String, Result<Expression, String>)>,
+    audit_annotations: Vec<(String, cel::Result<Expression>)>,
 }
 
 impl GenericPolicy for Policy {
@@ -93,7 +93,7 @@ impl Policy {
     ///
     /// # Errors
     /// An expression that does not compile or evaluate.
-    fn violation(&self, activation: &Activation) -> Result<Evaluated, String> {
+    fn violation(&self, activation: &Activation) -> cel::Result<Evaluated> {
         for condition in &self.spec.match_conditions {
             if !activation.truth(condition.as_ref().map_err(Clone::clone)?)? {
                 return Ok(Evaluated::NotMatched);
@@ -252,7 +252,7 @@ impl ValidatingAdmission for Policies {
                     }) => (index, message, reason),
                     Ok(Evaluated::NotMatched | Evaluated::Passed) => continue,
                     Err(why) => {
-                        fail(why)?;
+                        fail(why.to_string())?;
                         continue;
                     }
                 };

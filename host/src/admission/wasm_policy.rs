@@ -16,7 +16,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry as MetricsRegistry;
 use serde_json::Value;
 
-use crate::admission::cel::{Activation, Expression};
+use crate::admission::cel::{self, Activation, Expression};
 use crate::admission::generic::{record_audit_failures, request_variable};
 use crate::admission::rules::MatchResources;
 use crate::registry::admission::{
@@ -33,7 +33,7 @@ use crate::wasm::{ModuleTable, PolicyInForce, PolicyReplay};
 /// A policy module's declaration, read once per version (by digest).
 struct Compiled {
     matching: MatchResources,
-    conditions: Vec<(String, Result<Expression, String>)>,
+    conditions: Vec<(String, cel::Result<Expression>)>,
     declaration: PolicyDeclaration,
 }
 

@@ -53,7 +53,9 @@ impl TokenSigner for SecretTokens {
         account: (&str, &str),
         secret: (&str, &str),
     ) -> Result<String, String> {
-        self.tokens.issue_for_secret(namespace, account, secret)
+        self.tokens
+            .issue_for_secret(namespace, account, secret)
+            .map_err(|e| e.to_string())
     }
 
     fn ca_bundle(&self) -> Option<String> {
@@ -151,17 +153,14 @@ pub(super) fn secure(
         );
         (Some(pki), signing, public)
     };
-    let tokens = Arc::new(
-        ServiceAccountTokens::new(
-            s.service_account_issuer.clone(),
-            s.api_audiences.clone(),
-            s.service_account_max_token_expiration,
-            &signing_key,
-            &public_keys,
-            Arc::new(RegistryAccounts(registry.clone())),
-        )
-        .map_err(anyhow::Error::msg)?,
-    );
+    let tokens = Arc::new(ServiceAccountTokens::new(
+        s.service_account_issuer.clone(),
+        s.api_audiences.clone(),
+        s.service_account_max_token_expiration,
+        &signing_key,
+        &public_keys,
+        Arc::new(RegistryAccounts(registry.clone())),
+    )?);
     let Some(pki) = pki else {
         return Ok(Secured {
             security: Security::Development,

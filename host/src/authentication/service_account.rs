@@ -84,10 +84,41 @@ pub struct ServiceAccountTokens {
     accounts: Arc<dyn ServiceAccountLookup>,
 }
 
+/// What went wrong with ServiceAccount tokens: their keys, signing, or a token refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The signing key is not a PKCS#8 PEM key.
+    #[error("the ServiceAccount signing key is not a PKCS#8 PEM key: {0}")]
+    SigningKeyNotPem(#[source] rcgen::Error),
+    /// The signing key is of a type tokens cannot be signed with.
+    #[error("the ServiceAccount signing key must be ECDSA P-256/P-384 or RSA")]
+    SigningKeyType,
+    /// The signing key could not be read for signing.
+    #[error("reading the ServiceAccount signing key: {0}")]
+    SigningKey(#[source] jsonwebtoken::errors::Error),
+    /// A public key is not PEM.
+    #[error("a ServiceAccount public key is not PEM: {0}")]
+    PublicKey(#[source] jsonwebtoken::errors::Error),
+    /// Signing a token failed.
+    #[error("signing a ServiceAccount token: {0}")]
+    Signing(#[source] jsonwebtoken::errors::Error),
+    /// A token past its expiry.
+    #[error("service account token has expired")]
+    Expired,
+    /// A token before its not-before time.
+    #[error("service account token is not valid yet")]
+    NotYetValid,
+    /// A token no key verifies.
+    #[error("invalid service account token: {0}")]
+    Invalid(#[source] jsonwebtoken::errors::Error),
+    /// No key to verify tokens with.
+    #[error("no key to verify ServiceAccount tokens with")]
+    NoVerifyingKey,
+}
+
 /// The JWT algorithm for a PEM key rcgen (ring) can read: ES256/ES384 for EC, RS256 for RSA.
-fn algorithm_of(private_pem: &str) -> Result<Algorithm, String> {
-    let key = rcgen::KeyPair::from_pem(private_pem)
-        .map_err(|e| format!("the ServiceAccount signing key is not a PKCS#8 PEM key: {e}"))?;
+fn algorithm_of(private_pem: &str) -> Result<Algorithm, Error> {
+    let key = rcgen::KeyPair::from_pem(private_pem).map_err(Error::SigningKeyNotPem)?;
     let alg = key.algorithm();
     if alg == &rcgen::PKCS_ECDSA_P256_SHA256 {
         Ok(Algorithm::ES256)
@@ -96,11 +127,11 @@ fn algorithm_of(private_pem: &str) -> Result<Algorithm, String> {
     } else if alg == &rcgen::PKCS_RSA_SHA256 {
         Ok(Algorithm::RS256)
     } else {
-        Err("the ServiceAccount signing key must be ECDSA P-256/P-384 or RSA".into())
+        Err(Error::SigningKeyType)
     }
 }
 
-fn decoding_key(public_pem: &str) -> Result<VerifyingKey, String> {
+fn decoding_key(public_pem: &str) -> Result<VerifyingKey, Error> {
     if let Ok(key) = DecodingKey::from_ec_pem(public_pem.as_bytes()) {
         let algorithms = vec![Algorithm::ES256, Algorithm::ES384];
         return Ok(VerifyingKey { key, algorithms });
@@ -110,7 +141,7 @@ fn decoding_key(public_pem: &str) -> Result<VerifyingKey, String> {
             key,
             algorithms: vec![Algorithm::RS256],
         })
-        .map_err(|e| format!("a ServiceAccount public key is not PEM: {e}"))
+        .map_err(Error::PublicKey)
 }
 
 fn now() -> u64 {
@@ -159,13 +190,13 @@ impl ServiceAccountTokens {
         signing_key_pem: &str,
         public_key_pems: &[String],
         accounts: Arc<dyn ServiceAccountLookup>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Error> {
         let algorithm = algorithm_of(signing_key_pem)?;
         let key = match algorithm {
             Algorithm::RS256 => EncodingKey::from_rsa_pem(signing_key_pem.as_bytes()),
             _ => EncodingKey::from_ec_pem(signing_key_pem.as_bytes()),
         }
-        .map_err(|e| format!("reading the ServiceAccount signing key: {e}"))?;
+        .map_err(Error::SigningKey)?;
         let verifying = public_key_pems
             .iter()
             .map(|p| decoding_key(p))
@@ -197,7 +228,7 @@ impl ServiceAccountTokens {
         uid: &str,
         audiences: Vec<String>,
         expiration_seconds: i64,
-    ) -> Result<IssuedToken, String> {
+    ) -> Result<IssuedToken, Error> {
         let audiences = if audiences.is_empty() {
             self.api_audiences.clone()
         } else {
@@ -224,7 +255,7 @@ impl ServiceAccountTokens {
         namespace: &str,
         account: (&str, &str),
         secret: (&str, &str),
-    ) -> Result<String, String> {
+    ) -> Result<String, Error> {
         let account = Reference {
             name: account.0.into(),
             uid: account.1.into(),
@@ -251,7 +282,7 @@ impl ServiceAccountTokens {
         secret: Option<Reference>,
         audiences: Vec<String>,
         lifetime: u64,
-    ) -> Result<IssuedToken, String> {
+    ) -> Result<IssuedToken, Error> {
         let iat = now();
         let claims = Claims {
             iss: self.issuer.clone(),
@@ -269,7 +300,7 @@ impl ServiceAccountTokens {
             },
         };
         let token = jsonwebtoken::encode(&Header::new(self.signing.1), &claims, &self.signing.0)
-            .map_err(|e| format!("signing a ServiceAccount token: {e}"))?;
+            .map_err(Error::Signing)?;
         Ok(IssuedToken {
             token,
             expires_at: claims.exp,
@@ -279,8 +310,8 @@ impl ServiceAccountTokens {
     }
 
     /// The verified claims of `token`, or why it is refused.
-    fn verify(&self, token: &str) -> Result<Claims, String> {
-        let mut last = String::from("no key to verify ServiceAccount tokens with");
+    fn verify(&self, token: &str) -> Result<Claims, Error> {
+        let mut last = Error::NoVerifyingKey;
         for key in &self.verifying {
             let mut validation = Validation::new(key.algorithms[0]);
             validation.algorithms = key.algorithms.clone();
@@ -292,12 +323,12 @@ impl ServiceAccountTokens {
                 Ok(data) => return Ok(data.claims),
                 Err(e) => match e.kind() {
                     jsonwebtoken::errors::ErrorKind::ExpiredSignature => {
-                        return Err("service account token has expired".into())
+                        return Err(Error::Expired)
                     }
                     jsonwebtoken::errors::ErrorKind::ImmatureSignature => {
-                        return Err("service account token is not valid yet".into())
+                        return Err(Error::NotYetValid)
                     }
-                    _ => last = format!("invalid service account token: {e}"),
+                    _ => last = Error::Invalid(e),
                 },
             }
         }
@@ -318,7 +349,7 @@ impl Authenticator for ServiceAccountTokens {
         }
         let claims = match self.verify(token) {
             Ok(c) => c,
-            Err(why) => return Outcome::Rejected(why),
+            Err(why) => return Outcome::Rejected(why.to_string()),
         };
         if !claims.aud.iter().any(|a| self.api_audiences.contains(a)) {
             return Outcome::Rejected(format!(

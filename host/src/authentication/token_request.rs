@@ -66,12 +66,12 @@ pub fn token_request(
 }
 
 /// Why a TokenRequest was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum TokenRequestError {
     /// A field of the spec is invalid (422): the field path and why.
     #[error("{0}: Invalid value: {1}")]
     Invalid(&'static str, String),
     /// The token could not be signed (500).
-    #[error("{0}")]
-    Failed(String),
+    #[error(transparent)]
+    Failed(#[from] super::service_account::Error),
 }

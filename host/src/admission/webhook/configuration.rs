@@ -42,7 +42,7 @@ pub struct Webhook {
     pub timeout: Duration,
     /// `matchConditions`, compiled (an expression that does not compile is an error when
     /// the webhook is matched).
-    pub match_conditions: Vec<Arc<Result<Expression, String>>>,
+    pub match_conditions: Vec<Arc<crate::admission::cel::Result<Expression>>>,
 }
 
 fn text<'a>(v: &'a Value, field: &str) -> &'a str {

@@ -209,7 +209,10 @@ fn review(request: &AdmissionRequest<'_>, object: &Value) -> Value {
 ///
 /// # Errors
 /// A condition that does not compile or evaluate.
-fn conditions_hold(webhook: &Webhook, request: &AdmissionRequest<'_>) -> Result<bool, String> {
+fn conditions_hold(
+    webhook: &Webhook,
+    request: &AdmissionRequest<'_>,
+) -> crate::admission::cel::Result<bool> {
     if webhook.match_conditions.is_empty() {
         return Ok(true);
     }
