@@ -8,6 +8,7 @@
 //! access is on. Everyone authenticated is also in `system:authenticated`.
 
 pub mod service_account;
+mod service_account_error;
 pub mod token_file;
 pub mod token_request;
 pub mod x509;

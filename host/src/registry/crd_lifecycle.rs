@@ -14,11 +14,6 @@ pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 /// The condition type a definition being deleted carries.
 pub const TERMINATING: &str = "Terminating";
 
-/// Whether `def` is the `customresourcedefinitions` resource.
-pub fn is_definitions(group: &str, plural: &str) -> bool {
-    group == super::definition::CRD_GROUP && plural == "customresourcedefinitions"
-}
-
 /// Sets the condition `type_` of a definition's status (keeping its transition time when its
 /// status does not change).
 pub fn set_condition(crd: &mut Value, type_: &str, holds: bool, reason: &str, message: &str) {

@@ -242,7 +242,7 @@ impl RegistryStore {
             grace_period_seconds: opts.grace_period_seconds,
             propagation_policy: opts.propagation_policy.clone(),
             namespace,
-            definition: crd_lifecycle::is_definitions(&self.def.group, &self.def.plural),
+            definition: self.def.is_custom_resource_definitions(),
             warnings: Arc::default(),
         };
         if scope.dry_run {

@@ -229,6 +229,12 @@ impl ResourceDefinition {
         self.builtin && self.group.is_empty() && self.plural == "namespaces"
     }
 
+    /// Whether this is `customresourcedefinitions` (whose deletion the registry keeps until
+    /// their objects are gone).
+    pub fn is_custom_resource_definitions(&self) -> bool {
+        self.builtin && self.group == CRD_GROUP && self.plural == "customresourcedefinitions"
+    }
+
     /// Whether objects carry `metadata.generation`: custom resources, CRDs and StrategyModules
     /// do; the core kinds, leases and the RBAC kinds do not, as in Kubernetes.
     pub fn tracks_generation(&self) -> bool {
