@@ -9,6 +9,7 @@
 //! Written here rather than with a rotation crate: none keeps kube-apiserver's (lumberjack's)
 //! names and both of its limits at once, and the writer thread needs only this much.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -160,40 +161,50 @@ impl Backups {
         }
     }
 
-    /// Deletes backups (plain or gzipped) beyond the count and older than the age.
+    /// Deletes backups beyond the count and older than the age. A backup is counted once
+    /// while it is being gzipped: for a moment both `X.log` and `X.log.gz` exist, and
+    /// counting them as two would delete one more (older) backup than the limit asks.
     fn prune(&self) -> io::Result<()> {
         let (stem, ext) = stem_and_extension(&self.path);
         let prefix = format!("{stem}-");
-        let gzipped = format!("{ext}.gz");
         let dir = match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             Some(dir) => dir.to_path_buf(),
             None => PathBuf::from("."),
         };
-        let mut backups: Vec<PathBuf> = std::fs::read_dir(&dir)?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|name| {
-                    name.starts_with(&prefix)
-                        && (name.ends_with(&ext) || name.ends_with(&gzipped))
-                        && p != &self.path
-                })
-            })
-            .collect();
-        // Timestamped names sort oldest first.
-        backups.sort();
+        // Each backup by its plain name (timestamped names sort oldest first), with the files
+        // that hold it: the plain one, the gzipped one, or both.
+        let mut backups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let plain = name.strip_suffix(".gz").unwrap_or(name);
+            if name.starts_with(&prefix) && plain.ends_with(&ext) && path != self.path {
+                backups.entry(plain.to_owned()).or_default().push(path);
+            }
+        }
         let excess = match self.rotation.max_backups {
             0 => 0,
             keep => backups.len().saturating_sub(keep),
         };
         let now = SystemTime::now();
-        for (i, backup) in backups.iter().enumerate() {
+        for (i, files) in backups.values().enumerate() {
             let too_old = self.rotation.max_age.is_some_and(|age| {
-                std::fs::metadata(backup)
-                    .and_then(|m| m.modified())
-                    .is_ok_and(|at| now.duration_since(at).is_ok_and(|d| d > age))
+                files.iter().all(|file| {
+                    std::fs::metadata(file)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|at| now.duration_since(at).is_ok_and(|d| d > age))
+                })
             });
             if i < excess || too_old {
-                std::fs::remove_file(backup)?;
+                for file in files {
+                    match std::fs::remove_file(file) {
+                        // The gzip in the background removed its plain copy meanwhile.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        removed => removed?,
+                    }
+                }
             }
         }
         Ok(())
@@ -362,6 +373,54 @@ mod tests {
             "the kept lines are the last ones, in order"
         );
         assert!(kept.lines().count() >= 6);
+    }
+
+    #[test]
+    fn a_backup_being_gzipped_counts_once_when_pruning() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        // The moment a gzip has written B's `.gz` and not yet removed its plain copy.
+        for name in [
+            "audit-2026-11-28T00-00-00.001.log.gz",
+            "audit-2026-11-28T00-00-00.002.log",
+            "audit-2026-11-28T00-00-00.002.log.gz",
+            "audit.log",
+        ] {
+            std::fs::write(dir.path().join(name), b"{}\n").unwrap();
+        }
+        let backups = Backups {
+            path,
+            rotation: LogRotation {
+                max_bytes: 200,
+                max_backups: 2,
+                max_age: None,
+                compress: true,
+            },
+        };
+        backups.prune().unwrap();
+        let names: Vec<String> = files(dir.path()).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names.len(),
+            4,
+            "two backups are within the limit: {names:?}"
+        );
+        // One past the limit: the oldest goes, the plain and gzipped copies alike.
+        std::fs::write(
+            dir.path().join("audit-2026-11-28T00-00-00.003.log"),
+            b"{}\n",
+        )
+        .unwrap();
+        backups.prune().unwrap();
+        let names: Vec<String> = files(dir.path()).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            [
+                "audit-2026-11-28T00-00-00.002.log",
+                "audit-2026-11-28T00-00-00.002.log.gz",
+                "audit-2026-11-28T00-00-00.003.log",
+                "audit.log"
+            ]
+        );
     }
 
     #[test]
