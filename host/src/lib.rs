@@ -31,12 +31,11 @@ pub mod authorization;
 pub mod cli;
 pub mod config;
 pub mod controllers;
-pub mod pki;
-pub mod registry;
 pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_registry as registry;
+pub use strategy_host_registry::{pki, webhook};
 pub use strategy_host_storage as storage;
 pub mod wasm;
-pub mod webhook;
 
 /// With the `jemalloc` feature (the default) every program built on this crate (the server, the
 /// load tools, the tests) allocates with jemalloc: glibc's malloc spent ~19% of a Lease

@@ -71,8 +71,7 @@ impl Conversion {
             ));
             return Self::None;
         };
-        let versions =
-            crate::registry::system_fields::strings(webhook.get("conversionReviewVersions"));
+        let versions = crate::system_fields::strings(webhook.get("conversionReviewVersions"));
         let review_version = ["v1", "v1beta1"]
             .into_iter()
             .find(|v| versions.iter().any(|given| given == v));

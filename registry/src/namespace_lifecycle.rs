@@ -127,7 +127,7 @@ mod tests {
     async fn a_new_namespace_is_active_labelled_and_finalized() {
         let mut ns = json!({"metadata": {"name": "team-a", "labels": {"k": "v"}}});
         let ctx = StrategyContext {
-            resource: crate::registry::ResourceDefinition::namespaces().info("v1"),
+            resource: crate::ResourceDefinition::namespaces().info("v1"),
             dry_run: false,
             request_id: String::new(),
             hook_depth: 0,

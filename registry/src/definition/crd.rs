@@ -4,9 +4,9 @@
 use serde_json::Value;
 
 use super::*;
-use crate::registry::names::{dns1123_label_error, dns1123_subdomain_error};
-use crate::registry::system_fields::strings;
+use crate::names::{dns1123_label_error, dns1123_subdomain_error};
 use crate::strategy::FieldErrorKind;
+use crate::system_fields::strings;
 
 impl ResourceDefinition {
     /// Reads a CRD-shaped document; `builtin` lifts the rules on a CRD's group and name (and
@@ -136,7 +136,7 @@ impl ResourceDefinition {
                         &format!("spec.versions[{i}].schema.openAPIV3Schema"),
                         "must be an object".into(),
                     ));
-                } else if let Some(bad) = crate::registry::schema::check_schema(schema) {
+                } else if let Some(bad) = crate::schema::check_schema(schema) {
                     errors.push(err(
                         FieldErrorKind::Invalid,
                         &format!("spec.versions[{i}].schema.openAPIV3Schema{bad}"),
@@ -145,7 +145,7 @@ impl ResourceDefinition {
                 }
             }
             let cel = match &schema {
-                Some(schema) if schema.is_object() => crate::registry::cel::CelRules::compile(
+                Some(schema) if schema.is_object() => crate::cel::CelRules::compile(
                     schema,
                     &format!("spec.versions[{i}].schema.openAPIV3Schema"),
                 )

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::registry::schema::field_schema;
+use crate::schema::field_schema;
 use crate::strategy::{FieldError, FieldErrorKind};
 
 /// Kubernetes' bound on `selectableFields` per version.

@@ -101,7 +101,7 @@ impl Strategy for CrdStrategy {
     ) -> Result<Admission, StrategyError> {
         // The status as this write leaves it: the old one on a main write, the client's on a
         // status write (which is how a version is dropped from storedVersions).
-        let kept = crate::registry::system_fields::strings(new.pointer("/status/storedVersions"));
+        let kept = crate::system_fields::strings(new.pointer("/status/storedVersions"));
         let mut admission = crd_admission(new, kept);
         if admission.field_errors.is_empty() {
             for (field, pointer) in [

@@ -1,5 +1,13 @@
-//! The registry: one generic store per served resource, driving its strategy around storage,
-//! and the table of served resources, kept current from a watch on CustomResourceDefinitions.
+//! Strategy Host's registry layer: one generic store per served resource, driving its strategy
+//! around storage, and the table of served resources, kept current from a watch on
+//! CustomResourceDefinitions; the registry-level watch followers use; the webhook client
+//! (conversion and admission webhooks) and the certificates the server makes.
+//!
+//! It depends on the storage layer and the strategy contract only: the compiler keeps it from
+//! knowing the api, the wasm modules or the controllers above it.
+
+pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_storage as storage;
 
 pub mod admission;
 pub mod apply;
@@ -20,6 +28,7 @@ pub mod labels;
 pub mod list;
 pub mod names;
 pub mod namespace_lifecycle;
+pub mod pki;
 mod read;
 pub mod scale;
 pub mod schema;
@@ -29,6 +38,7 @@ pub mod system_fields;
 #[cfg(test)]
 mod tests;
 mod update;
+pub mod webhook;
 
 pub use definition::ResourceDefinition;
 pub use delete::{DeleteOptions, FOREGROUND_DELETION, ORPHAN};

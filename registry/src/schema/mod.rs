@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::registry::system_fields::strings;
+use crate::system_fields::strings;
 
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
 

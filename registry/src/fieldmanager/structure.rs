@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::fieldset::{Element, FieldSet};
-use crate::registry::schema::{field_schema, list_type, ListType};
+use crate::schema::{field_schema, list_type, ListType};
 
 /// How a node is owned and merged.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -261,11 +261,10 @@ fn validate_string(
     }
     if let Some(fmt) = s.get("format").and_then(Value::as_str) {
         let ok = match fmt {
-            "date-time" => crate::registry::system_fields::parse_rfc3339(text).is_some(),
+            "date-time" => crate::system_fields::parse_rfc3339(text).is_some(),
             "date" => {
                 text.len() == 10
-                    && crate::registry::system_fields::parse_rfc3339(&format!("{text}T00:00:00Z"))
-                        .is_some()
+                    && crate::system_fields::parse_rfc3339(&format!("{text}T00:00:00Z")).is_some()
             }
             "byte" => {
                 base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text).is_ok()
@@ -282,7 +281,7 @@ fn validate_string(
             }
             "ipv4" => text.parse::<std::net::Ipv4Addr>().is_ok(),
             "ipv6" => text.parse::<std::net::Ipv6Addr>().is_ok(),
-            "hostname" => crate::registry::names::dns1123_subdomain_error(text).is_none(),
+            "hostname" => crate::names::dns1123_subdomain_error(text).is_none(),
             "email" => text
                 .split_once('@')
                 .is_some_and(|(a, b)| !a.is_empty() && b.contains('.')),
