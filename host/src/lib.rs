@@ -23,19 +23,19 @@
 //!   cacher, etcd3 and the embedded store;
 //! - [`cli`]: `strategy-host module test|diff`, running a module's phases on objects from files.
 
-pub mod admission;
-mod api;
+pub use strategy_host_admission as admission;
+use strategy_host_api as api;
 pub mod app;
-pub mod authentication;
-pub mod authorization;
+pub use strategy_host_authentication as authentication;
+pub use strategy_host_authorization as authorization;
 pub mod cli;
 pub mod config;
-pub mod controllers;
 pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_controllers as controllers;
 pub use strategy_host_registry as registry;
 pub use strategy_host_registry::{pki, webhook};
 pub use strategy_host_storage as storage;
-pub mod wasm;
+pub use strategy_host_wasm as wasm;
 
 /// With the `jemalloc` feature (the default) every program built on this crate (the server, the
 /// load tools, the tests) allocates with jemalloc: glibc's malloc spent ~19% of a Lease

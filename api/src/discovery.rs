@@ -1,0 +1,146 @@
+//! Discovery documents: `/api`, `/apis`, `/apis/{group}`, `/api/v1` and
+//! `/apis/{group}/{version}`, computed from the served resources on every request, so they
+//! follow definition changes at once. (Aggregated discovery, which clients ask for first, is in
+//! `aggregated_discovery.rs`.)
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+pub(crate) use crate::registry::definition::compare_versions;
+use crate::registry::{Registry, ServedResource};
+
+/// group → served versions (preferred first).
+fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in registry.resources() {
+        let versions = groups.entry(r.def.group.clone()).or_default();
+        for v in &r.def.versions {
+            if !versions.contains(&v.name) {
+                versions.push(v.name.clone());
+            }
+        }
+    }
+    for versions in groups.values_mut() {
+        versions.sort_by(|a, b| compare_versions(a, b));
+    }
+    groups
+}
+
+fn group_json(name: &str, versions: &[String]) -> Value {
+    let gv = |v: &String| json!({"groupVersion": format!("{name}/{v}"), "version": v});
+    json!({
+        "name": name,
+        "versions": versions.iter().map(gv).collect::<Vec<_>>(),
+        "preferredVersion": versions.first().map(gv).unwrap_or(Value::Null),
+    })
+}
+
+/// `/api`.
+pub(crate) fn core_versions() -> Value {
+    json!({"kind": "APIVersions", "apiVersion": "v1", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
+}
+
+/// `/apis`.
+pub(crate) fn group_list(registry: &Registry) -> Value {
+    let groups: Vec<Value> = groups(registry)
+        .iter()
+        .filter(|(g, _)| !g.is_empty())
+        .map(|(g, v)| group_json(g, v))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/{group}`, if served.
+pub(crate) fn group(registry: &Registry, name: &str) -> Option<Value> {
+    let groups = groups(registry);
+    let versions = groups.get(name).filter(|_| !name.is_empty())?;
+    let mut g = group_json(name, versions);
+    g["kind"] = json!("APIGroup");
+    g["apiVersion"] = json!("v1");
+    Some(g)
+}
+
+fn resource_entries(r: &ServedResource, version: &str) -> Vec<Value> {
+    let def = &r.def;
+    let mut entry = json!({
+        "name": def.plural,
+        "singularName": def.singular,
+        "namespaced": def.namespaced,
+        "kind": def.kind,
+        "verbs": def.verbs(),
+    });
+    if !def.short_names.is_empty() {
+        entry["shortNames"] = json!(def.short_names);
+    }
+    if !def.categories.is_empty() {
+        entry["categories"] = json!(def.categories);
+    }
+    if def.version(version).is_some_and(|v| v.storage) {
+        entry["storageVersionHash"] = json!(crate::openapi::short_hash(&format!(
+            "{}/{}/{}",
+            def.group, version, def.kind
+        )));
+    }
+    let mut entries = vec![entry];
+    for sub in def.subresources(version) {
+        let mut e = json!({
+            "name": format!("{}/{}", def.plural, sub.name),
+            "singularName": "",
+            "namespaced": def.namespaced,
+            "kind": sub.kind,
+            "verbs": sub.verbs,
+        });
+        if sub.group != def.group {
+            e["group"] = json!(sub.group);
+            e["version"] = json!(sub.version);
+        }
+        entries.push(e);
+    }
+    entries
+}
+
+/// The resources `registry` serves at `group`/`version`; `None` when it serves none there (the
+/// group-version is not served at all).
+pub(crate) fn served_at(
+    registry: &Registry,
+    group: &str,
+    version: &str,
+) -> Option<Vec<ServedResource>> {
+    let served: Vec<ServedResource> = registry
+        .resources()
+        .into_iter()
+        .filter(|r| r.def.group == group && r.def.version(version).is_some())
+        .collect();
+    (!served.is_empty()).then_some(served)
+}
+
+/// `/api/v1` or `/apis/{group}/{version}`, if served.
+pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    let served = served_at(registry, group, version)?;
+    let resources: Vec<Value> = served
+        .iter()
+        .flat_map(|r| resource_entries(r, version))
+        .collect();
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_priority() {
+        let mut v = vec!["v1alpha1", "v1", "v2beta1", "v2", "v1beta2", "foo"];
+        v.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(v, vec!["v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]);
+    }
+}

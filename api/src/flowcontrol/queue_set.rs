@@ -1,0 +1,450 @@
+//! Fair queuing of requests within one priority level: each flow (a user) has its own queue,
+//! and a seat that frees goes to the flow that has had the least service, as Kubernetes' API
+//! Priority and Fairness queue set does.
+//!
+//! The bookkeeping is fair queuing by virtual time. `R` is the service (in seat-seconds) each
+//! active flow would have had if the seats in use were shared equally between the active flows
+//! (those with a request queued or executing); it advances at `seats in use / active flows`. A
+//! flow's `next_dispatch` is the virtual time its next request may start: a flow that becomes
+//! active starts at `R`, each dispatch adds the request's seats times an estimated duration, and
+//! a completion replaces the estimate with the real duration. Dispatch picks the queued flow with
+//! the smallest `next_dispatch`; when its head needs more seats than are free, nothing else goes
+//! first (so wide requests are not starved by narrow ones). Unlike Kubernetes, every flow has a
+//! queue of its own (no shuffle sharding): flows live only while they have work or service
+//! debt, so their number is bounded by the requests waiting.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+/// The duration a request is assumed to take until it completes (seat-seconds per seat).
+const ESTIMATED_SERVICE: f64 = 0.1;
+
+/// Why a request was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Rejection {
+    /// Its flow's queue was full.
+    QueueFull,
+    /// It waited in its queue for the longest a request may wait.
+    TimedOut,
+}
+
+impl Rejection {
+    /// The `reason` label of `apiserver_flowcontrol_rejected_requests_total`.
+    pub(super) fn reason(self) -> &'static str {
+        match self {
+            Rejection::QueueFull => "queue-full",
+            Rejection::TimedOut => "time-out",
+        }
+    }
+}
+
+/// The queues and seats of one priority level.
+pub(super) struct QueueSet {
+    /// Seats the level may use at once.
+    limit: u32,
+    /// Requests a flow may have waiting.
+    queue_length_limit: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    seats_in_use: u32,
+    /// Virtual time (seat-seconds per active flow) and when it was last advanced.
+    virtual_time: f64,
+    advanced: Option<Instant>,
+    flows: HashMap<Arc<str>, Flow>,
+    next_id: u64,
+}
+
+struct Flow {
+    queue: VecDeque<Waiter>,
+    executing_seats: u32,
+    next_dispatch: f64,
+}
+
+struct Waiter {
+    id: u64,
+    seats: u32,
+    /// Told when the request was given its seats.
+    granted: oneshot::Sender<Instant>,
+}
+
+impl QueueSet {
+    /// A level of `limit` seats where each flow may have `queue_length_limit` requests waiting.
+    pub(super) fn new(limit: u32, queue_length_limit: usize) -> Arc<Self> {
+        Arc::new(Self {
+            limit: limit.max(1),
+            queue_length_limit,
+            state: Mutex::default(),
+        })
+    }
+
+    /// The seats the level may use at once.
+    pub(super) fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// Requests waiting and seats in use.
+    pub(super) fn load(&self) -> (usize, u32) {
+        let state = self.lock();
+        let waiting = state.flows.values().map(|f| f.queue.len()).sum();
+        (waiting, state.seats_in_use)
+    }
+
+    /// Waits (at most `wait_limit`) for `seats` seats for a request of `flow`; the seats are
+    /// held until the returned value drops. A request wider than the level takes all of it.
+    ///
+    /// # Errors
+    /// The flow's queue is full, or the wait ran out.
+    pub(super) async fn admit(
+        self: &Arc<Self>,
+        flow: &str,
+        seats: u32,
+        wait_limit: Duration,
+    ) -> Result<Seats, Rejection> {
+        let seats = seats.clamp(1, self.limit);
+        let flow: Arc<str> = Arc::from(flow);
+        let (granted, receiver) = oneshot::channel();
+        let id = {
+            let mut state = self.lock();
+            state.advance();
+            let State {
+                flows,
+                next_id,
+                virtual_time,
+                ..
+            } = &mut *state;
+            let now = *virtual_time;
+            let entry = flows.entry(flow.clone()).or_insert_with(|| Flow {
+                queue: VecDeque::new(),
+                executing_seats: 0,
+                next_dispatch: now,
+            });
+            if entry.queue.len() >= self.queue_length_limit {
+                return Err(Rejection::QueueFull);
+            }
+            if entry.queue.is_empty() && entry.executing_seats == 0 {
+                entry.next_dispatch = entry.next_dispatch.max(now);
+            }
+            *next_id += 1;
+            let id = *next_id;
+            entry.queue.push_back(Waiter { id, seats, granted });
+            self.dispatch(&mut state);
+            id
+        };
+        let mut waiting = Waiting {
+            set: self.clone(),
+            flow,
+            id,
+            seats,
+            receiver: Some(receiver),
+        };
+        let receiver = waiting.receiver.as_mut().expect("set above");
+        if let Ok(Ok(at)) = tokio::time::timeout(wait_limit, receiver).await {
+            return Ok(waiting.into_seats(at));
+        }
+        // Still queued (checked under the lock, so no grant can race it), or granted meanwhile.
+        if waiting.withdraw() {
+            return Err(Rejection::TimedOut);
+        }
+        let at = waiting.granted_at();
+        Ok(waiting.into_seats(at))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts queued requests while their seats are free, least-served flow first. Their
+    /// service is counted from the instant virtual time was last advanced, as `R` is.
+    fn dispatch(&self, state: &mut State) {
+        let now = *state.advanced.get_or_insert_with(Instant::now);
+        loop {
+            let Some((flow, seats)) = state
+                .flows
+                .iter()
+                .filter_map(|(name, f)| {
+                    f.queue
+                        .front()
+                        .map(|w| (name, f.next_dispatch, w.id, w.seats))
+                })
+                // Ties go to the request that came first.
+                .min_by(|a, b| a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)))
+                .map(|(name, _, _, seats)| (name.clone(), seats))
+            else {
+                return;
+            };
+            if state.seats_in_use + seats > self.limit {
+                return;
+            }
+            let entry = state.flows.get_mut(&flow).expect("chosen above");
+            let waiter = entry.queue.pop_front().expect("chosen above");
+            entry.executing_seats += waiter.seats;
+            entry.next_dispatch += f64::from(waiter.seats) * ESTIMATED_SERVICE;
+            state.seats_in_use += waiter.seats;
+            // The receiver lives until its `Waiting` withdraws it under this lock, so a send
+            // fails only if that already happened; undo the grant then.
+            if waiter.granted.send(now).is_err() {
+                state.finish(&flow, waiter.seats, Duration::ZERO);
+            }
+        }
+    }
+
+    fn release(&self, flow: &str, seats: u32, took: Duration) {
+        let mut state = self.lock();
+        state.advance();
+        state.finish(flow, seats, took);
+        self.dispatch(&mut state);
+    }
+}
+
+impl State {
+    /// Moves virtual time on to now.
+    fn advance(&mut self) {
+        let now = Instant::now();
+        let elapsed = self
+            .advanced
+            .replace(now)
+            .map_or(0.0, |then| now.duration_since(then).as_secs_f64());
+        let active = self
+            .flows
+            .values()
+            .filter(|f| !f.queue.is_empty() || f.executing_seats > 0)
+            .count();
+        if active > 0 {
+            self.virtual_time += elapsed * f64::from(self.seats_in_use) / active as f64;
+        }
+    }
+
+    /// Returns a request's seats and corrects its flow's service from estimated to actual.
+    fn finish(&mut self, flow: &str, seats: u32, took: Duration) {
+        // Saturating: a miscount must never take the server down, only skew fairness.
+        self.seats_in_use = self.seats_in_use.saturating_sub(seats);
+        let now = self.virtual_time;
+        let forget = match self.flows.get_mut(flow) {
+            Some(f) => {
+                f.executing_seats = f.executing_seats.saturating_sub(seats);
+                f.next_dispatch -= f64::from(seats) * (ESTIMATED_SERVICE - took.as_secs_f64());
+                f.queue.is_empty() && f.executing_seats == 0 && f.next_dispatch <= now
+            }
+            None => false,
+        };
+        if forget {
+            self.flows.remove(flow);
+        }
+        // Idle flows ahead of virtual time are kept for their debt; drop those it caught up.
+        if self.flows.len() > 64 {
+            self.flows.retain(|_, f| {
+                !f.queue.is_empty() || f.executing_seats > 0 || f.next_dispatch > now
+            });
+        }
+    }
+}
+
+/// A request in its queue; dropping it (the client went away) withdraws it or returns its seats.
+struct Waiting {
+    set: Arc<QueueSet>,
+    flow: Arc<str>,
+    id: u64,
+    seats: u32,
+    receiver: Option<oneshot::Receiver<Instant>>,
+}
+
+impl Waiting {
+    /// Takes the request out of its queue; false when it was granted seats meanwhile.
+    fn withdraw(&mut self) -> bool {
+        let mut state = self.set.lock();
+        state.advance();
+        let Some(flow) = state.flows.get_mut(&self.flow) else {
+            return false;
+        };
+        let Some(at) = flow.queue.iter().position(|w| w.id == self.id) else {
+            return false;
+        };
+        flow.queue.remove(at);
+        self.receiver = None;
+        // The head may have been what held the others back.
+        self.set.dispatch(&mut state);
+        true
+    }
+
+    /// When a request no longer queued was given its seats.
+    fn granted_at(&mut self) -> Instant {
+        let at = self.receiver.as_mut().and_then(|r| r.try_recv().ok());
+        at.unwrap_or_else(Instant::now)
+    }
+
+    fn into_seats(mut self, started: Instant) -> Seats {
+        self.receiver = None;
+        Seats {
+            set: self.set.clone(),
+            flow: self.flow.clone(),
+            seats: self.seats,
+            started,
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if self.receiver.is_some() && !self.withdraw() {
+            let took = self.granted_at().elapsed();
+            self.set.release(&self.flow, self.seats, took);
+        }
+    }
+}
+
+/// Seats held by an executing request, returned when dropped.
+pub struct Seats {
+    set: Arc<QueueSet>,
+    flow: Arc<str>,
+    seats: u32,
+    started: Instant,
+}
+
+impl Drop for Seats {
+    fn drop(&mut self) {
+        self.set
+            .release(&self.flow, self.seats, self.started.elapsed());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WAIT: Duration = Duration::from_secs(5);
+
+    /// Admits in the background, records the grant in `order` and returns the seats at once.
+    fn spawn_admit(
+        set: &Arc<QueueSet>,
+        flow: &'static str,
+        seats: u32,
+        order: &Arc<Mutex<Vec<&'static str>>>,
+    ) -> tokio::task::JoinHandle<Result<(), Rejection>> {
+        let (set, order) = (set.clone(), order.clone());
+        tokio::spawn(async move {
+            let granted = set.admit(flow, seats, WAIT).await?;
+            order.lock().unwrap().push(flow);
+            drop(granted);
+            Ok(())
+        })
+    }
+
+    async fn settle() {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_is_admitted_at_once_while_seats_are_free_and_returns_them() {
+        let set = QueueSet::new(2, 10);
+        let a = set.admit("alice", 1, WAIT).await.unwrap();
+        let b = set.admit("bob", 1, WAIT).await.unwrap();
+        assert_eq!(set.load(), (0, 2));
+        drop((a, b));
+        assert_eq!(set.load(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_light_flow_goes_before_a_flooding_flows_queue() {
+        let set = QueueSet::new(2, 50);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = [
+            set.admit("noisy", 1, WAIT).await.unwrap(),
+            set.admit("noisy", 1, WAIT).await.unwrap(),
+        ];
+        let noisy: Vec<_> = (0..5)
+            .map(|_| spawn_admit(&set, "noisy", 1, &order))
+            .collect();
+        settle().await;
+        let light = spawn_admit(&set, "light", 1, &order);
+        settle().await;
+        assert_eq!(set.load(), (6, 2));
+        drop(held);
+        light.await.unwrap().unwrap();
+        for n in noisy {
+            n.await.unwrap().unwrap();
+        }
+        // The noisy flow had more service than the light one when the first seat freed.
+        assert_eq!(order.lock().unwrap()[0], "light");
+        assert_eq!(set.load(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_refuses_and_other_flows_still_queue() {
+        let set = QueueSet::new(1, 2);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = set.admit("noisy", 1, WAIT).await.unwrap();
+        let queued: Vec<_> = (0..2)
+            .map(|_| spawn_admit(&set, "noisy", 1, &order))
+            .collect();
+        settle().await;
+        let refused = set.admit("noisy", 1, WAIT).await.err();
+        assert_eq!(refused, Some(Rejection::QueueFull));
+        let light = spawn_admit(&set, "light", 1, &order);
+        settle().await;
+        drop(held);
+        light.await.unwrap().unwrap();
+        for q in queued {
+            q.await.unwrap().unwrap();
+        }
+        // The noisy flow had the seat all along: the light one goes next.
+        assert_eq!(order.lock().unwrap()[0], "light");
+    }
+
+    #[tokio::test]
+    async fn a_request_that_waits_too_long_is_refused_and_leaves_its_queue() {
+        let set = QueueSet::new(1, 10);
+        let held = set.admit("a", 1, WAIT).await.unwrap();
+        let late = set.admit("b", 1, Duration::from_millis(50)).await.err();
+        assert_eq!(late, Some(Rejection::TimedOut));
+        assert_eq!(set.load(), (0, 1));
+        drop(held);
+        assert_eq!(set.load(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_client_that_goes_away_while_queued_or_just_granted_leaks_no_seat() {
+        let set = QueueSet::new(1, 10);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = set.admit("a", 1, WAIT).await.unwrap();
+        let gone = spawn_admit(&set, "b", 1, &order);
+        settle().await;
+        gone.abort();
+        let _ = gone.await;
+        assert_eq!(set.load(), (0, 1));
+        // Granted, then dropped before it ran.
+        let granted = spawn_admit(&set, "c", 1, &order);
+        settle().await;
+        drop(held);
+        granted.abort();
+        let _ = granted.await;
+        assert!(order.lock().unwrap().is_empty());
+        assert_eq!(set.load(), (0, 0));
+        drop(set.admit("d", 1, WAIT).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_wide_request_is_not_starved_by_narrow_ones() {
+        let set = QueueSet::new(4, 10);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = set.admit("a", 3, WAIT).await.unwrap();
+        let wide = spawn_admit(&set, "wide", 4, &order);
+        settle().await;
+        let narrow = spawn_admit(&set, "narrow", 1, &order);
+        settle().await;
+        // One seat is free, but the wide request (queued first, at the same virtual time) is
+        // next: the narrow one waits behind it.
+        assert_eq!(set.load(), (2, 3));
+        drop(held);
+        wide.await.unwrap().unwrap();
+        narrow.await.unwrap().unwrap();
+        assert_eq!(order.lock().unwrap().as_slice(), ["wide", "narrow"]);
+    }
+}

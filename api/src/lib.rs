@@ -1,0 +1,47 @@
+//! The HTTP layer: the hyper server, one route per path (`route.rs`), the resource verbs with
+//! typed parameters (`verbs/`, `params.rs`), request bodies (`body.rs`), watch streams,
+//! discovery and OpenAPI documents, server-side tables, health endpoints, and the one place
+//! where errors become Kubernetes `Status` objects; the audit log (`audit/`).
+//!
+//! The top of the stack, below only the binary that assembles it: it depends on the registry,
+//! the wasm layer, authentication and authorization; nothing depends on it but the binary.
+
+pub use strategy_host_authentication as authentication;
+pub use strategy_host_authorization as authorization;
+pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_registry as registry;
+pub use strategy_host_registry::pki;
+pub use strategy_host_storage as storage;
+pub use strategy_host_wasm as wasm;
+
+mod aggregated_discovery;
+pub mod audit;
+pub mod body;
+mod discovery;
+pub mod filters;
+mod first_read;
+pub mod flowcontrol;
+mod health;
+mod idle;
+mod json_tree;
+mod jsonpath;
+mod media;
+pub mod metrics;
+mod modules;
+mod openapi;
+mod openapi_v2_protobuf;
+mod params;
+mod patch;
+pub mod protobuf;
+mod query;
+mod response;
+mod route;
+pub mod server;
+mod snapshot;
+pub mod state;
+mod status;
+mod strategic_merge;
+mod table;
+pub mod tls;
+mod verbs;
+mod watch;

@@ -1,0 +1,220 @@
+//! Authorization: whether a user may do what a request asks (Kubernetes' `authorizer.Authorizer`).
+//!
+//! The API layer turns every request into [`Attributes`] and asks one [`Authorizer`]; RBAC
+//! (`rbac/`) is the real one, [`AlwaysAllow`] the `--authorization-mode=AlwaysAllow` one. Members
+//! of `system:masters` are always allowed, before any mode is asked, as kube-apiserver's
+//! privileged-group authorizer does.
+//!
+//! A crate above the registry, below the api that asks it; it knows neither the api nor the
+//! wasm modules.
+
+pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_registry as registry;
+pub use strategy_host_storage as storage;
+
+pub mod owner_references;
+pub mod rbac;
+pub mod review;
+
+use std::sync::Arc;
+
+use crate::user::UserInfo;
+
+/// The group whose members every request is allowed for (`user.SystemPrivilegedGroup`).
+pub const PRIVILEGED_GROUP: &str = "system:masters";
+
+/// What a request asks to do (Kubernetes' `authorizer.AttributesRecord`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attributes {
+    /// Who asks.
+    pub user: UserInfo,
+    /// The Kubernetes verb: `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+    /// `deletecollection` (and `escalate`, `bind`, `impersonate` in reviews); for non-resource
+    /// requests the lower-case HTTP method (`get`, `post`, ...).
+    pub verb: String,
+    /// True for a request under `/api/{v}` or `/apis/{g}/{v}` naming a resource.
+    pub resource_request: bool,
+    /// The request path (non-resource requests are authorized by it).
+    pub path: String,
+    /// The API group (`""` for core).
+    pub api_group: String,
+    /// The API version.
+    pub api_version: String,
+    /// The plural resource (`pods`).
+    pub resource: String,
+    /// The subresource (`status`, `token`), empty for none.
+    pub subresource: String,
+    /// The namespace, empty for cluster-scoped requests and all-namespace lists.
+    pub namespace: String,
+    /// The object name, empty for collections.
+    pub name: String,
+}
+
+/// An authorizer's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed, with the reason (e.g. which binding allowed it).
+    Allow(String),
+    /// Explicitly denied, with the reason.
+    Deny(String),
+    /// No rule applies; the next authorizer (if any) decides, else the request is denied.
+    NoOpinion(String),
+}
+
+impl Decision {
+    /// True for `Allow`.
+    pub fn allowed(&self) -> bool {
+        matches!(self, Decision::Allow(_))
+    }
+
+    /// The reason given, whatever the decision.
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Allow(r) | Decision::Deny(r) | Decision::NoOpinion(r) => r,
+        }
+    }
+}
+
+/// Decides whether a request may proceed.
+pub trait Authorizer: Send + Sync {
+    /// The decision for `attributes`.
+    fn authorize(&self, attributes: &Attributes) -> Decision;
+}
+
+/// `--authorization-mode=AlwaysAllow`: every request is allowed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysAllow;
+
+impl Authorizer for AlwaysAllow {
+    fn authorize(&self, _: &Attributes) -> Decision {
+        Decision::Allow(String::new())
+    }
+}
+
+/// Members of `groups` are allowed everything before `inner` is asked (kube-apiserver's
+/// privileged-group authorizer, with `system:masters`).
+#[derive(Clone)]
+pub struct PrivilegedGroups {
+    groups: Vec<String>,
+    inner: Arc<dyn Authorizer>,
+}
+
+impl std::fmt::Debug for PrivilegedGroups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrivilegedGroups")
+            .field("groups", &self.groups)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `inner`, with members of `system:masters` allowed first (reason empty, as Kubernetes).
+pub fn with_privileged_groups(inner: Arc<dyn Authorizer>) -> PrivilegedGroups {
+    PrivilegedGroups {
+        groups: vec![PRIVILEGED_GROUP.to_string()],
+        inner,
+    }
+}
+
+impl Authorizer for PrivilegedGroups {
+    fn authorize(&self, attributes: &Attributes) -> Decision {
+        if attributes
+            .user
+            .groups
+            .iter()
+            .any(|g| self.groups.contains(g))
+        {
+            return Decision::Allow(String::new());
+        }
+        self.inner.authorize(attributes)
+    }
+}
+
+/// A resource rule a user holds, as a `SelfSubjectRulesReview` lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRule {
+    /// The verbs.
+    pub verbs: Vec<String>,
+    /// The API groups.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_groups: Vec<String>,
+    /// The resources.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+    /// The names it is limited to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_names: Vec<String>,
+}
+
+/// A non-resource rule a user holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NonResourceRule {
+    /// The verbs.
+    pub verbs: Vec<String>,
+    /// The URLs.
+    #[serde(rename = "nonResourceURLs", skip_serializing_if = "Vec::is_empty")]
+    pub non_resource_urls: Vec<String>,
+}
+
+/// Everything a user may do in a namespace, as far as an authorizer can list it
+/// (Kubernetes' `authorizer.RuleResolver.RulesFor`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserRules {
+    /// Rules on resources.
+    pub resource_rules: Vec<ResourceRule>,
+    /// Rules on non-resource URLs.
+    pub non_resource_rules: Vec<NonResourceRule>,
+    /// True when the authorizer may allow more than it listed.
+    pub incomplete: bool,
+    /// Errors met while listing (the rules listed still hold).
+    pub evaluation_error: String,
+}
+
+/// Lists the rules a user holds (for `SelfSubjectRulesReview`).
+pub trait RuleResolver: Send + Sync {
+    /// The rules `user` holds in `namespace` (cluster-wide rules included).
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> UserRules;
+}
+
+impl RuleResolver for AlwaysAllow {
+    fn rules_for(&self, _: &UserInfo, _: &str) -> UserRules {
+        UserRules {
+            resource_rules: vec![ResourceRule {
+                verbs: vec!["*".into()],
+                api_groups: vec!["*".into()],
+                resources: vec!["*".into()],
+                resource_names: vec![],
+            }],
+            non_resource_rules: vec![NonResourceRule {
+                verbs: vec!["*".into()],
+                non_resource_urls: vec!["*".into()],
+            }],
+            incomplete: false,
+            evaluation_error: String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Never;
+    impl Authorizer for Never {
+        fn authorize(&self, _: &Attributes) -> Decision {
+            Decision::NoOpinion("no".into())
+        }
+    }
+
+    #[test]
+    fn masters_are_allowed_before_the_inner_authorizer() {
+        let a = with_privileged_groups(Arc::new(Never));
+        let mut attrs = Attributes {
+            verb: "delete".into(),
+            ..Attributes::default()
+        };
+        assert_eq!(a.authorize(&attrs), Decision::NoOpinion("no".into()));
+        attrs.user = UserInfo::server();
+        assert_eq!(a.authorize(&attrs), Decision::Allow(String::new()));
+    }
+}

@@ -1,0 +1,197 @@
+//! The controllers every control plane runs, beside the API as other clients of the
+//! registry's verbs and the informer: the garbage collector (`ownerReferences`, propagation
+//! policies), the namespace controller (emptying terminating namespaces), the ServiceAccount
+//! token controller, the ValidatingAdmissionPolicy status controller, event expiry
+//! (`--event-ttl`) and the cleanup of deleted CustomResourceDefinitions. Which run is
+//! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
+//! run them on one elected host (`leader.rs`).
+//!
+//! A crate beside the api, above the registry and the admission plugins; it knows no api.
+
+pub use strategy_host_admission as admission;
+pub use strategy_host_registry as registry;
+pub use strategy_host_storage as storage;
+
+pub mod client;
+mod collection_deletion;
+pub mod crd_cleanup;
+pub mod event_expiry;
+pub mod events;
+pub mod garbage_collector;
+pub mod leader;
+pub mod metrics;
+pub mod namespace;
+pub mod policy_status;
+pub mod queue;
+pub mod service_account_token;
+
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+
+use crate::registry::Registry;
+
+/// The controllers this server has, by their kube-controller-manager names.
+pub const KNOWN: [&str; 6] = [
+    "customresourcedefinition-cleanup",
+    "event-expiry",
+    "garbagecollector",
+    "namespace",
+    "serviceaccount-token",
+    "validatingadmissionpolicy-status",
+];
+
+/// Which controllers run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerSet {
+    enabled: Vec<&'static str>,
+}
+
+impl ControllerSet {
+    /// Reads `--controllers` items: `*` (every controller on by default), `name`, `-name`.
+    ///
+    /// # Errors
+    /// An unknown controller name.
+    pub fn parse(items: &[String]) -> Result<Self, String> {
+        let mut star = false;
+        let mut on = Vec::new();
+        let mut off = Vec::new();
+        for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+            if item == "*" {
+                star = true;
+                continue;
+            }
+            let (name, list) = match item.strip_prefix('-') {
+                Some(name) => (name, &mut off),
+                None => (item, &mut on),
+            };
+            let known = KNOWN.iter().find(|k| **k == name).ok_or_else(|| {
+                format!(
+                    "--controllers: unknown controller {name:?} (known: {})",
+                    KNOWN.join(", ")
+                )
+            })?;
+            list.push(*known);
+        }
+        let enabled = KNOWN
+            .into_iter()
+            .filter(|k| !off.contains(k) && (star || on.contains(k)))
+            .collect();
+        Ok(Self { enabled })
+    }
+
+    /// Whether `name` runs.
+    pub fn runs(&self, name: &str) -> bool {
+        self.enabled.contains(&name)
+    }
+
+    /// Whether none runs.
+    pub fn is_empty(&self) -> bool {
+        self.enabled.is_empty()
+    }
+}
+
+/// The running controllers; dropping it stops them.
+#[derive(Default)]
+pub struct Running {
+    tasks: Vec<JoinSet<()>>,
+}
+
+/// Runs the controllers of `set` over `registry` — on this host while it holds the
+/// controllers' Lease when `election` is given, else at once — until the returned task is
+/// aborted.
+pub fn run(
+    registry: &Arc<Registry>,
+    set: ControllerSet,
+    election: Option<leader::ElectionConfig>,
+    parts: Parts,
+) -> tokio::task::JoinHandle<()> {
+    let registry = registry.clone();
+    tokio::spawn(async move {
+        if set.is_empty() {
+            return;
+        }
+        let Some(config) = election else {
+            let _running = start(&registry, &set, &parts);
+            std::future::pending::<()>().await;
+            return;
+        };
+        let client = client::Client::new(&registry, "leader-election");
+        let weak = Arc::downgrade(&registry);
+        drop(registry);
+        let lead = move || {
+            weak.upgrade()
+                .map(|registry| start(&registry, &set, &parts))
+                .unwrap_or_default()
+        };
+        leader::run(client, leader::identity(), config, lead).await;
+    })
+}
+
+/// What the controllers need from the rest of the server.
+#[derive(Clone)]
+pub struct Parts {
+    /// Where they record their metrics.
+    pub metrics: metrics::ControllerMetrics,
+    /// The ServiceAccount token signer (the token controller runs only with one).
+    pub signer: Option<Arc<dyn service_account_token::TokenSigner>>,
+    /// How long an Event lives after its last write (`--event-ttl`).
+    pub event_ttl: std::time::Duration,
+}
+
+/// Starts the controllers of `set` over `registry`.
+pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Running {
+    let metrics = &parts.metrics;
+    let mut running = Running::default();
+    if set.runs("garbagecollector") {
+        running
+            .tasks
+            .push(garbage_collector::start(registry, metrics.clone()));
+    }
+    if let (true, Some(signer)) = (set.runs("serviceaccount-token"), &parts.signer) {
+        running
+            .tasks
+            .push(service_account_token::start(registry, signer.clone()));
+    }
+    if set.runs("namespace") {
+        running
+            .tasks
+            .push(namespace::start(registry, metrics.clone()));
+    }
+    if set.runs("validatingadmissionpolicy-status") {
+        running.tasks.push(policy_status::start(registry));
+    }
+    if set.runs("customresourcedefinition-cleanup") {
+        running.tasks.push(crd_cleanup::start(registry));
+    }
+    if set.runs("event-expiry") {
+        running
+            .tasks
+            .push(event_expiry::start(registry, parts.event_ttl));
+    }
+    running
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(items: &[&str]) -> Result<ControllerSet, String> {
+        ControllerSet::parse(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn controllers_are_chosen_as_kube_controller_manager_chooses_them() {
+        let all = set(&["*"]).unwrap();
+        assert!(all.runs("garbagecollector") && all.runs("namespace"));
+        let no_gc = set(&["*", "-garbagecollector"]).unwrap();
+        assert!(!no_gc.runs("garbagecollector") && no_gc.runs("namespace"));
+        let only_ns = set(&["namespace"]).unwrap();
+        assert!(!only_ns.runs("garbagecollector") && only_ns.runs("namespace"));
+        assert!(set(&["-namespace", "-garbagecollector"])
+            .unwrap()
+            .is_empty());
+        let err = set(&["*", "replicaset"]).unwrap_err();
+        assert!(err.contains("unknown controller \"replicaset\""), "{err}");
+    }
+}

@@ -1,0 +1,33 @@
+//! Strategy Host's wasm layer: resources' behaviour as WebAssembly modules.
+//!
+//! [`runtime`] is the wasmtime level (engine, modules, instances, limits, host functions);
+//! [`sources`] feeds modules in (a watched directory, `StrategyModule` objects, declared
+//! resources); the [`ModuleTable`] keeps the active module per resource with atomic swap;
+//! [`WasmStrategy`] is the `crate::strategy::Strategy` that calls a module; and
+//! [`RegistryHostApi`] answers the modules' `get`/`list`/`apply` host functions through the
+//! registry.
+//!
+//! It sits above the registry and beside the api: it depends on the registry, the storage it
+//! re-exports, the contract and the runtime, never on the api or the controllers.
+
+pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_registry as registry;
+pub use strategy_host_storage as storage;
+
+mod host_api;
+mod module_table;
+mod object_answer;
+pub mod rollout;
+pub use strategy_host_wasm_runtime as runtime;
+mod slot;
+pub mod sources;
+mod wasm_strategy;
+
+pub use host_api::RegistryHostApi;
+pub use module_table::{
+    ConversionSample, ConversionSamples, ModuleState, ModuleStatus, ModuleTable, PolicyInForce,
+    PolicyReplay, ResourceCheck,
+};
+pub use object_answer::apply_object_answer;
+pub use runtime::{Runtime, RuntimeConfig};
+pub use wasm_strategy::WasmStrategy;

@@ -1,0 +1,210 @@
+//! One resource's slot in the module table — the binding in force and the staged version, each
+//! swapped atomically — and the `Strategy` the registry holds for it, which calls whatever is in
+//! force at each call, runs a shadow beside it, or hands a canary its share.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwapOption;
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::rollout::{Outcome, RolloutMode, StagedVersion, Verb};
+use super::wasm_strategy::WasmStrategy;
+use crate::strategy::{
+    Admission, DefaultStrategy, ResourceInfo, Strategy, StrategyContext, StrategyError,
+};
+
+/// A module version bound to a slot, and the source it came from.
+pub(crate) struct Binding {
+    pub source: String,
+    pub strategy: WasmStrategy,
+}
+
+/// One resource's (group, kind) slot.
+pub(crate) struct Slot {
+    pub name: String,
+    /// The version in force (`None`: the default strategy).
+    pub current: ArcSwapOption<Binding>,
+    /// A version staged beside it (shadow or canary).
+    pub staged: ArcSwapOption<StagedVersion>,
+}
+
+impl Slot {
+    pub(crate) fn new(name: String) -> Self {
+        Self {
+            name,
+            current: ArcSwapOption::empty(),
+            staged: ArcSwapOption::empty(),
+        }
+    }
+
+    fn live_staged(&self) -> Option<Arc<StagedVersion>> {
+        self.staged.load_full().filter(|s| s.is_live())
+    }
+}
+
+macro_rules! in_force {
+    ($slot:expr, $method:ident($($arg:expr),*)) => {{
+        match $slot.current.load_full() {
+            Some(b) => b.strategy.$method($($arg),*).await,
+            None => DefaultStrategy.$method($($arg),*).await,
+        }
+    }};
+}
+
+/// The registry's handle on a slot; or, for a replay to compare with, what is in force in it
+/// without any staged version.
+pub(crate) struct SlotStrategy {
+    slot: Arc<Slot>,
+    /// Whether a staged version takes its share of calls (shadow runs, the canary's calls).
+    with_staged: bool,
+}
+
+impl SlotStrategy {
+    /// The registry's strategy for `slot`.
+    pub(crate) fn new(slot: Arc<Slot>) -> Self {
+        Self {
+            slot,
+            with_staged: true,
+        }
+    }
+
+    /// The version in force in `slot` alone.
+    pub(crate) fn in_force(slot: Arc<Slot>) -> Self {
+        Self {
+            slot,
+            with_staged: false,
+        }
+    }
+
+    fn live_staged(&self) -> Option<Arc<StagedVersion>> {
+        self.with_staged.then(|| self.slot.live_staged()).flatten()
+    }
+}
+
+/// A before-write phase through the slot: the canary's share goes to the staged version (its
+/// failures and latency judged), everything else to the version in force, with a shadow run
+/// after it when one is staged. `input`/`old` build the shadow's copies (before the live call
+/// changes anything), `after` the object after the live call. Staged versions' After hooks never
+/// run: a shadow must not act, and a canary's hooks wait for its promotion.
+macro_rules! phase {
+    ($self:ident, $ctx:ident, $verb:expr, $method:ident($($arg:expr),*),
+     input: $input:expr, old: $old:expr, after: $after:expr) => {{
+        match $self.live_staged() {
+            Some(s) if s.serves_this_request() => {
+                let started = Instant::now();
+                let result = s.strategy().$method($($arg),*).await;
+                s.record_canary_call(result.is_err(), started.elapsed());
+                result
+            }
+            Some(s) if s.mode() == RolloutMode::Shadow => {
+                let (input, old) = ($input, $old);
+                let started = Instant::now();
+                let result = in_force!($self.slot, $method($($arg),*));
+                let outcome = Outcome {
+                    result: result.clone(),
+                    object: $after,
+                    latency: started.elapsed(),
+                };
+                s.shadow($ctx, $verb, input, old, outcome);
+                result
+            }
+            _ => in_force!($self.slot, $method($($arg),*)),
+        }
+    }};
+}
+
+#[async_trait]
+impl Strategy for SlotStrategy {
+    fn name(&self) -> &str {
+        &self.slot.name
+    }
+
+    async fn before_create(
+        &self,
+        ctx: &StrategyContext,
+        obj: &mut Value,
+    ) -> Result<Admission, StrategyError> {
+        phase!(self, ctx, Verb::Create, before_create(ctx, obj),
+            input: obj.clone(), old: None, after: Some(obj.clone()))
+    }
+
+    async fn before_update(
+        &self,
+        ctx: &StrategyContext,
+        new: &mut Value,
+        old: &Value,
+    ) -> Result<Admission, StrategyError> {
+        phase!(self, ctx, Verb::Update, before_update(ctx, new, old),
+            input: new.clone(), old: Some(old.clone()), after: Some(new.clone()))
+    }
+
+    async fn before_delete(
+        &self,
+        ctx: &StrategyContext,
+        obj: &Value,
+    ) -> Result<Admission, StrategyError> {
+        phase!(self, ctx, Verb::Delete, before_delete(ctx, obj),
+            input: obj.clone(), old: None, after: None)
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        match self.slot.current.load().as_ref() {
+            Some(b) => b.strategy.allow_create_on_update(),
+            None => DefaultStrategy.allow_create_on_update(),
+        }
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        match self.slot.current.load().as_ref() {
+            Some(b) => b.strategy.allow_unconditional_update(),
+            None => DefaultStrategy.allow_unconditional_update(),
+        }
+    }
+
+    async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
+        in_force!(self.slot, after_create(ctx, obj))
+    }
+
+    async fn after_update(
+        &self,
+        ctx: &StrategyContext,
+        new: &Value,
+        old: &Value,
+    ) -> Result<(), StrategyError> {
+        in_force!(self.slot, after_update(ctx, new, old))
+    }
+
+    async fn after_delete(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
+        in_force!(self.slot, after_delete(ctx, obj))
+    }
+
+    /// Only the version in force converts: every reader sees one conversion at a time, and a
+    /// swap changes it between two calls, never inside one.
+    fn converts(&self) -> bool {
+        self.slot
+            .current
+            .load()
+            .as_ref()
+            .is_some_and(|b| b.strategy.converts())
+    }
+
+    fn converter_id(&self) -> String {
+        self.slot
+            .current
+            .load()
+            .as_ref()
+            .map(|b| b.strategy.converter_id())
+            .unwrap_or_default()
+    }
+
+    async fn convert(
+        &self,
+        resource: &ResourceInfo,
+        objects: Vec<Value>,
+        desired_api_version: &str,
+    ) -> Result<Vec<Value>, StrategyError> {
+        in_force!(self.slot, convert(resource, objects, desired_api_version))
+    }
+}

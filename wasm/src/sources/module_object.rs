@@ -1,0 +1,290 @@
+//! The built-in `StrategyModule` kind (`strategyhost.io/v1alpha1`, cluster-scoped): an API
+//! object carrying a module's bytes and the resource (or admission policy) it binds to, stored like any object so every
+//! host replica on the same store loads the same version. Its native strategy checks the spec;
+//! `object_source.rs` loads it and writes the status.
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::registry::definition::ResourceDefinition;
+use crate::rollout::RolloutSpec;
+use crate::runtime::{digest, StrategyModule};
+use crate::strategy::{
+    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+};
+
+/// The API group of the host's own kinds.
+pub const GROUP: &str = "strategyhost.io";
+/// The served (and stored) version of `StrategyModule`.
+pub const VERSION: &str = "v1alpha1";
+/// The plural resource name.
+pub const PLURAL: &str = "strategymodules";
+/// The kind.
+pub const KIND: &str = "StrategyModule";
+
+/// The source name a `StrategyModule` object loads under in the module table.
+pub fn source_name(object_name: &str) -> String {
+    format!("api:{object_name}")
+}
+
+/// The definition of `strategymodules` (`strategy_module_kind.json`): the schema types the spec
+/// (so a wrong type is a 422 with a cause), the status is a subresource, and `kubectl get` shows
+/// the binding and state.
+pub fn definition() -> ResourceDefinition {
+    ResourceDefinition::builtins(include_str!("strategy_module_kind.json"))
+        .pop()
+        .expect("strategy_module_kind.json holds the definition")
+}
+
+/// The spec of a `StrategyModule`, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleSpec {
+    /// The bound resource's group.
+    pub group: String,
+    /// The bound resource's kind.
+    pub kind: String,
+    /// The admission policy bound instead of a resource (`spec.admissionPolicy.name`).
+    pub policy: Option<String>,
+    /// The module's bytes.
+    pub bytes: Vec<u8>,
+    /// Their SHA-256, in hex.
+    pub digest: String,
+    /// How the version is brought in (`spec.rollout`).
+    pub rollout: RolloutSpec,
+}
+
+impl ModuleSpec {
+    /// Decodes and checks `obj.spec`.
+    ///
+    /// # Errors
+    /// One field error per problem: missing fields, bytes that are not base64, a digest that
+    /// does not match.
+    pub fn from_object(obj: &Value) -> Result<Self, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let text = |pointer: &str| obj.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+        let mut required = |field: &str, value: &str, what: &str| {
+            if value.is_empty() {
+                errors.push(FieldError {
+                    kind: FieldErrorKind::Required,
+                    field: field.into(),
+                    detail: what.into(),
+                });
+            }
+        };
+        let (group, kind) = (text("/spec/resource/group"), text("/spec/resource/kind"));
+        let policy = obj
+            .pointer("/spec/admissionPolicy")
+            .map(|_| text("/spec/admissionPolicy/name"));
+        match policy {
+            None => required(
+                "spec.resource.kind",
+                kind,
+                "the kind the module is the strategy of",
+            ),
+            Some(name) => required(
+                "spec.admissionPolicy.name",
+                name,
+                "the name of the admission policy the module declares",
+            ),
+        }
+        required(
+            "spec.module",
+            text("/spec/module"),
+            "the wasm module, base64-encoded",
+        );
+        let bytes = match base64::engine::general_purpose::STANDARD.decode(text("/spec/module")) {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push(FieldError {
+                    kind: FieldErrorKind::Invalid,
+                    field: "spec.module".into(),
+                    detail: format!("must be the module's bytes in base64: {e}"),
+                });
+                Vec::new()
+            }
+        };
+        let actual = digest(&bytes);
+        let declared = text("/spec/digest");
+        if !declared.is_empty() && declared.strip_prefix("sha256:") != Some(actual.as_str()) {
+            errors.push(FieldError {
+                kind: FieldErrorKind::Invalid,
+                field: "spec.digest".into(),
+                detail: format!(
+                    "{declared:?}: does not match the module, whose digest is sha256:{actual}"
+                ),
+            });
+        }
+        if policy.is_some() && obj.pointer("/spec/resource").is_some() {
+            errors.push(FieldError {
+                kind: FieldErrorKind::Forbidden,
+                field: "spec.admissionPolicy".into(),
+                detail: "may not be set with spec.resource: a module is a resource's strategy or an admission policy".into(),
+            });
+        }
+        let rollout = RolloutSpec::from_json(obj.pointer("/spec/rollout"), "spec.rollout")
+            .unwrap_or_else(|e| {
+                errors.extend(e);
+                RolloutSpec::default()
+            });
+        if errors.is_empty() {
+            Ok(Self {
+                group: group.into(),
+                kind: kind.into(),
+                policy: policy.map(String::from),
+                bytes,
+                digest: actual,
+                rollout,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+impl ModuleSpec {
+    /// Checks that `module` declares the resource (or admission policy) this spec binds it to.
+    ///
+    /// # Errors
+    /// What the module declares instead.
+    pub fn binds(&self, module: &StrategyModule) -> Result<(), String> {
+        let spec = self;
+        let manifest = module.manifest();
+        match (&spec.policy, &manifest.admission_policy) {
+            (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
+            (Some(name), Some(_)) => {
+                return Err(format!(
+                    "spec.admissionPolicy.name is {name:?} but the module's policy is {:?}",
+                    manifest.name
+                ))
+            }
+            (Some(_), None) => {
+                return Err("spec.admissionPolicy is set but the module is a strategy, not an admission policy".into())
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "the module is the admission policy {:?}: bind it with spec.admissionPolicy, not spec.resource",
+                    manifest.name
+                ))
+            }
+            (None, None) => {}
+        }
+        let (group, kind) = (spec.group.as_str(), spec.kind.as_str());
+        let declared = &manifest.resources;
+        if declared.iter().any(|r| r.group == group && r.kind == kind) {
+            return Ok(());
+        }
+        let names: Vec<String> = declared
+            .iter()
+            .map(|r| format!("{}/{}", r.group, r.kind))
+            .collect();
+        Err(format!(
+            "spec.resource is {group}/{kind} but the module declares only [{}]",
+            names.join(", ")
+        ))
+    }
+}
+
+/// The native strategy of `strategymodules`: the spec must decode (the module itself is compiled
+/// and checked by the loader, which reports the outcome in the status).
+#[derive(Debug, Default)]
+pub struct ModuleObjectStrategy;
+
+fn admit(obj: &Value) -> Admission {
+    Admission {
+        field_errors: ModuleSpec::from_object(obj).err().unwrap_or_default(),
+        warnings: vec![],
+        refusal: None,
+    }
+}
+
+#[async_trait]
+impl Strategy for ModuleObjectStrategy {
+    fn name(&self) -> &str {
+        "builtin-strategymodules"
+    }
+
+    async fn before_create(
+        &self,
+        _ctx: &StrategyContext,
+        obj: &mut Value,
+    ) -> Result<Admission, StrategyError> {
+        Ok(admit(obj))
+    }
+
+    async fn before_update(
+        &self,
+        _ctx: &StrategyContext,
+        new: &mut Value,
+        _old: &Value,
+    ) -> Result<Admission, StrategyError> {
+        Ok(admit(new))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(module: &str, digest: Option<&str>) -> Value {
+        let mut obj = json!({"spec": {"resource": {"group": "g.example.com", "kind": "Thing"}, "module": module}});
+        if let Some(d) = digest {
+            obj["spec"]["digest"] = json!(d);
+        }
+        obj
+    }
+
+    #[test]
+    fn decodes_the_module_and_checks_the_digest() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
+        let spec = ModuleSpec::from_object(&object(&b64, None)).unwrap();
+        assert_eq!(spec.bytes, b"\0asm\x01\0\0\0");
+        assert_eq!(
+            (spec.group.as_str(), spec.kind.as_str()),
+            ("g.example.com", "Thing")
+        );
+        let good = format!("sha256:{}", spec.digest);
+        assert!(ModuleSpec::from_object(&object(&b64, Some(&good))).is_ok());
+        let errors = ModuleSpec::from_object(&object(&b64, Some("sha256:00"))).unwrap_err();
+        assert_eq!(errors[0].field, "spec.digest");
+    }
+
+    #[test]
+    fn missing_fields_and_bad_base64_are_field_errors() {
+        let errors = ModuleSpec::from_object(&json!({"spec": {}})).unwrap_err();
+        let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["spec.resource.kind", "spec.module"]);
+        let errors = ModuleSpec::from_object(&object("not base64!", None)).unwrap_err();
+        assert_eq!(errors[0].field, "spec.module");
+        assert_eq!(errors[0].kind, FieldErrorKind::Invalid);
+    }
+
+    #[test]
+    fn an_admission_policy_binds_instead_of_a_resource() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
+        let obj = json!({"spec": {"admissionPolicy": {"name": "owner-label"}, "module": b64}});
+        let spec = ModuleSpec::from_object(&obj).unwrap();
+        assert_eq!(spec.policy.as_deref(), Some("owner-label"));
+        let mut both = object(&b64, None);
+        both["spec"]["admissionPolicy"] = json!({"name": "owner-label"});
+        let errors = ModuleSpec::from_object(&both).unwrap_err();
+        assert_eq!(errors[0].field, "spec.admissionPolicy");
+        let unnamed = json!({"spec": {"admissionPolicy": {}, "module": b64}});
+        let errors = ModuleSpec::from_object(&unnamed).unwrap_err();
+        assert_eq!(errors[0].field, "spec.admissionPolicy.name");
+    }
+
+    #[test]
+    fn the_rollout_decodes_and_a_bad_one_is_a_field_error() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
+        let mut obj = object(&b64, None);
+        obj["spec"]["rollout"] = json!({"mode": "Canary", "weight": 30});
+        let spec = ModuleSpec::from_object(&obj).unwrap();
+        assert_eq!(spec.rollout.mode, crate::rollout::RolloutMode::Canary);
+        assert_eq!(spec.rollout.weight_percent, 30);
+        obj["spec"]["rollout"] = json!({"mode": "Sideways"});
+        let errors = ModuleSpec::from_object(&obj).unwrap_err();
+        assert_eq!(errors[0].field, "spec.rollout.mode");
+    }
+}

@@ -1,0 +1,465 @@
+//! Hot reload from the API: follows `StrategyModule` objects (list, then watch from the list's
+//! revision) and feeds each to the module table as the source `api:<name>`; a deleted object
+//! unloads its module. What happened is written back into the object's status, so every replica
+//! on the same store loads the same version and `kubectl get strategymodules` shows the outcome.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
+
+use futures::StreamExt as _;
+use serde_json::{json, Value};
+
+use super::module_object::{source_name, ModuleSpec, PLURAL, VERSION};
+use crate::registry::system_fields::now_rfc3339;
+use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
+use crate::storage::informer::InformerEvent;
+use crate::strategy::ResourceInfo;
+use crate::{ModuleState, ModuleStatus, ModuleTable};
+
+/// Follows `StrategyModule` objects into `table` until the registry is dropped.
+pub fn start(table: Arc<ModuleTable>, registry: &Arc<Registry>) {
+    let Some(resource) = registry.resolve(super::module_object::GROUP, VERSION, PLURAL) else {
+        tracing::error!("strategymodules are not served; StrategyModule objects are not followed");
+        return;
+    };
+    let weak = Arc::downgrade(registry);
+    tokio::spawn(async move {
+        let mut follower = Follower {
+            table,
+            registry: weak,
+            seen: HashMap::new(),
+        };
+        follower.follow(resource).await;
+    });
+}
+
+struct Follower {
+    table: Arc<ModuleTable>,
+    registry: Weak<Registry>,
+    /// Object name → (digest, group, kind, rollout) last offered to the table, so the status
+    /// writes this follower makes (which come back as MODIFIED events) do not reload anything.
+    seen: HashMap<String, (String, String, String, String)>,
+}
+
+/// How often the status of an object with a staged version is brought up to date with its
+/// report (each replica writes its own counts; a write happens only when something changed).
+const REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// This replica's name in `status.rollout.replicas`: host name and process id, so replicas on one
+/// machine are told apart.
+fn replica_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let host = std::fs::read_to_string("/etc/hostname")
+            .ok()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        format!("{host}-{}", std::process::id())
+    })
+}
+
+fn name_of(obj: &Value) -> String {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl Follower {
+    /// Consumes the registry-level watch's events (and the table's, to retry refused versions) until the
+    /// registry is dropped.
+    async fn follow(&mut self, resource: ServedResource) {
+        let mut events = Box::pin(resource.follow(VERSION));
+        let mut table_events = self.table.subscribe();
+        let mut report_tick = tokio::time::interval(REPORT_INTERVAL);
+        report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut listing = Vec::new();
+        loop {
+            if self.registry.strong_count() == 0 {
+                return;
+            }
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(InformerEvent::Init) => listing.clear(),
+                    Some(InformerEvent::InitApply(o)) => listing.push(o.to_value()),
+                    Some(InformerEvent::InitDone { .. }) => {
+                        let listed = std::mem::take(&mut listing);
+                        self.replace_all(&resource, &listed).await;
+                    }
+                    Some(InformerEvent::Apply(o)) => self.offer(&resource, &o.to_value()).await,
+                    Some(InformerEvent::Delete(o)) => self.remove(&name_of(&o.to_value())),
+                    Some(InformerEvent::Progress(_)) => {}
+                    None => return,
+                },
+                change = table_events.recv() => {
+                    tracing::debug!(?change, "module table event");
+                    let released = match change {
+                        Ok(s) => s.state == ModuleState::Unloaded,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    };
+                    if released {
+                        self.retry_rejected(&resource).await;
+                    }
+                }
+                _ = report_tick.tick() => self.report_staged(&resource).await,
+            }
+        }
+    }
+
+    /// A (re)list: unloads the modules of objects gone, offers every listed one.
+    async fn replace_all(&mut self, resource: &ServedResource, listed: &[Value]) {
+        let present: BTreeSet<String> = listed.iter().map(name_of).collect();
+        let gone: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|n| !present.contains(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            self.remove(&name);
+        }
+        for obj in listed {
+            self.offer(resource, obj).await;
+        }
+    }
+
+    /// Offers again every object whose version was refused: a module that unloaded may have
+    /// released the resource it was refused for (e.g. its file left the strategy directory).
+    async fn retry_rejected(&mut self, resource: &ServedResource) {
+        let rejected: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|name| {
+                self.table
+                    .status(&source_name(name))
+                    .is_some_and(|s| s.state == ModuleState::Rejected)
+            })
+            .cloned()
+            .collect();
+        for name in rejected {
+            let scope = RequestScope {
+                version: VERSION.into(),
+                request_id: "strategy-module-retry".into(),
+                ..Default::default()
+            };
+            let opts = crate::storage::GetOptions {
+                resource_version: "0".into(),
+                ..Default::default()
+            };
+            match resource.store.get(&scope, &name, opts).await {
+                Ok(obj) => {
+                    tracing::info!(object = %name, "offering a refused strategy module again");
+                    self.seen.remove(&name);
+                    self.offer(resource, &obj).await;
+                }
+                Err(e) => {
+                    tracing::warn!(object = %name, error = %e, "could not reread a strategy module")
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, name: &str) {
+        self.seen.remove(name);
+        self.table.unload(&source_name(name));
+    }
+
+    /// Loads the object's module unless this version was already offered, then brings the
+    /// object's status in line with the table's.
+    async fn offer(&mut self, resource: &ServedResource, obj: &Value) {
+        let name = name_of(obj);
+        let source = source_name(&name);
+        match ModuleSpec::from_object(obj) {
+            Err(errors) => {
+                // Admission refuses such specs; one stored before that rule is reported, not loaded.
+                let reason = errors
+                    .iter()
+                    .map(|e| format!("{}: {}", e.field, e.detail))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                self.write(resource, &name, |current| rejected_status(current, &reason))
+                    .await;
+            }
+            Ok(spec) => {
+                let rolled_back = rolled_back_here(obj, &spec.digest);
+                if let (Some(reason), Some(staged)) = (&rolled_back, self.table.staged(&source)) {
+                    // Another replica (or this one before a restart) rolled this canary back.
+                    if staged.digest() == spec.digest {
+                        staged.halt(reason);
+                    }
+                }
+                let offered = (
+                    spec.digest.clone(),
+                    spec.group.clone(),
+                    spec.policy.clone().unwrap_or_else(|| spec.kind.clone()),
+                    format!("{:?}", spec.rollout),
+                );
+                if self.seen.get(&name) != Some(&offered) {
+                    self.seen.insert(name.clone(), offered);
+                    let table = self.table.clone();
+                    let src = source.clone();
+                    let loaded = tokio::task::spawn_blocking(move || {
+                        table.stage(&src, &spec.bytes, &spec.rollout, rolled_back, &|m| {
+                            spec.binds(m)
+                        })
+                    })
+                    .await;
+                    if let Err(e) = loaded {
+                        tracing::error!(source, "loading a strategy module panicked: {e}");
+                    }
+                }
+                if let Some(s) = self.table.status(&source) {
+                    self.write(resource, &name, |current| status_of(current, &s))
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// Writes the status of every object whose version is staged (its report moves with traffic).
+    async fn report_staged(&mut self, resource: &ServedResource) {
+        let names: Vec<String> = self.seen.keys().cloned().collect();
+        for name in names {
+            let Some(status) = self.table.status(&source_name(&name)) else {
+                continue;
+            };
+            if status.staged.is_some() {
+                self.write(resource, &name, |current| status_of(current, &status))
+                    .await;
+            }
+        }
+    }
+
+    /// Writes the status `status_for` makes of the object as stored now (see [`write_status`]).
+    async fn write(
+        &self,
+        resource: &ServedResource,
+        name: &str,
+        status_for: impl Fn(&Value) -> Value,
+    ) {
+        let source = source_name(name);
+        if let Err(e) = write_status(resource, name, status_for).await {
+            if !e.is_not_found() {
+                tracing::warn!(source, error = %e, "could not write a strategy module's status");
+            }
+        }
+    }
+}
+
+fn resource_json(r: &ResourceInfo) -> Value {
+    json!({
+        "group": r.group,
+        "version": r.version,
+        "kind": r.kind,
+        "plural": r.plural,
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+    })
+}
+
+fn condition(obj: &Value, active: bool, reason: &str, message: &str) -> Value {
+    let status = if active { "True" } else { "False" };
+    // The transition time moves only when the condition's status does.
+    let previous = obj
+        .pointer("/status/conditions/0")
+        .filter(|c| c["status"] == status)
+        .and_then(|c| c.get("lastTransitionTime"))
+        .cloned()
+        .unwrap_or_else(|| json!(now_rfc3339()));
+    json!({"type": "Active", "status": status, "reason": reason, "message": message, "lastTransitionTime": previous})
+}
+
+fn status_of(obj: &Value, s: &ModuleStatus) -> Value {
+    let active = s.state == ModuleState::Active;
+    let (phase, reason, message) = match s.state {
+        ModuleState::Active => (
+            "Active",
+            "Loaded",
+            "the module serves its resources".to_owned(),
+        ),
+        ModuleState::Rejected => ("Rejected", "Rejected", s.reason.clone().unwrap_or_default()),
+        ModuleState::Unloaded => ("Unloaded", "Unloaded", "the module was unloaded".to_owned()),
+        ModuleState::Staged => (
+            "Staged",
+            "Staged",
+            "no version serves yet; one is staged (see rollout)".to_owned(),
+        ),
+    };
+    let mut status = json!({
+        "phase": phase,
+        "observedGeneration": obj.pointer("/metadata/generation").cloned().unwrap_or(json!(0)),
+        "digest": format!("sha256:{}", s.digest),
+        "resources": s.resources.iter().map(resource_json).collect::<Vec<_>>(),
+        "conditions": [condition(obj, active, reason, &message)],
+    });
+    if let Some(m) = &s.module {
+        status["module"] = json!(m);
+    }
+    if let Some(d) = &s.digest_in_force {
+        status["digestInForce"] = json!(format!("sha256:{d}"));
+    }
+    if let Some(r) = &s.reason {
+        status["reason"] = json!(r);
+    }
+    if let Some(v) = &s.staged {
+        let mut rollout = v.to_json();
+        // What this replica saw goes under its name; the rest is the same on every replica.
+        let mine: serde_json::Map<String, Value> = rollout
+            .as_object_mut()
+            .map(|r| {
+                PER_REPLICA
+                    .iter()
+                    .filter_map(|k| r.remove(*k).map(|v| (k.to_string(), v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        rollout["replicas"] = json!({ replica_id(): mine });
+        status["rollout"] = rollout;
+    }
+    status
+}
+
+/// The members of a staged version's report each replica records for itself.
+const PER_REPLICA: [&str; 5] = ["requests", "replay", "canary", "latency", "samples"];
+
+/// How many differences `status.rollout.samples` shows, over all replicas.
+const STATUS_SAMPLES: usize = 20;
+
+/// The reason recorded in the object's status when its canary version `digest` was rolled back.
+fn rolled_back_here(obj: &Value, digest: &str) -> Option<String> {
+    let rollout = obj.pointer("/status/rollout")?;
+    let same = rollout["candidateDigest"].as_str() == Some(&format!("sha256:{digest}"));
+    (same && rollout["state"] == "RolledBack")
+        .then(|| rollout["reason"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Folds the other replicas' entries of the stored `status.rollout` into this replica's
+/// `status.rollout` (same candidate only) and derives what every replica agrees on, so replicas
+/// with the same view write nothing: `requests` and `canary` summed over replicas, `replay` and
+/// `samples` from the replicas in name order (a replay is the same on each), and a rollback any
+/// replica recorded.
+fn merge_replicas(stored: Option<&Value>, status: &mut Value) {
+    let Some(rollout) = status.get_mut("rollout") else {
+        return;
+    };
+    let stored = stored
+        .and_then(|s| s.get("rollout"))
+        .filter(|r| r["candidateDigest"] == rollout["candidateDigest"]);
+    if let Some(stored) = stored {
+        if let Some(others) = stored["replicas"].as_object() {
+            for (id, entry) in others {
+                if id != replica_id() {
+                    rollout["replicas"][id] = entry.clone();
+                }
+            }
+        }
+        if stored["state"] == "RolledBack" && rollout["state"] != "RolledBack" {
+            rollout["state"] = json!("RolledBack");
+            rollout["reason"] = stored["reason"].clone();
+        }
+    }
+    // A map keeps its keys sorted: replicas in name order.
+    let entries: Vec<Value> = rollout["replicas"]
+        .as_object()
+        .map(|m| m.values().cloned().collect())
+        .unwrap_or_default();
+    for part in ["requests", "canary"] {
+        let mut total = Value::Null;
+        for e in &entries {
+            add_counts(&mut total, &e[part]);
+        }
+        if !total.is_null() {
+            rollout[part] = total;
+        }
+    }
+    let replay = entries
+        .iter()
+        .map(|e| &e["replay"])
+        .find(|r| r["state"] == "Done")
+        .or_else(|| entries.first().map(|e| &e["replay"]));
+    if let Some(replay) = replay.cloned() {
+        rollout["replay"] = replay;
+    }
+    let samples: Vec<Value> = entries
+        .iter()
+        .filter_map(|e| e["samples"].as_array())
+        .flatten()
+        .take(STATUS_SAMPLES)
+        .cloned()
+        .collect();
+    rollout["samples"] = json!(samples);
+}
+
+/// Adds the numbers of `more` into `total`, member by member (objects recursively; a member
+/// that is not a whole number is taken from the first replica that has one).
+fn add_counts(total: &mut Value, more: &Value) {
+    match (total, more) {
+        (_, Value::Null) => {}
+        (t @ Value::Null, m) => *t = m.clone(),
+        (Value::Object(t), Value::Object(m)) => {
+            for (k, v) in m {
+                add_counts(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (t @ Value::Number(_), Value::Number(m)) => {
+            if let (Some(a), Some(b)) = (t.as_u64(), m.as_u64()) {
+                *t = json!(a + b);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn rejected_status(obj: &Value, reason: &str) -> Value {
+    json!({
+        "phase": "Rejected",
+        "observedGeneration": obj.pointer("/metadata/generation").cloned().unwrap_or(json!(0)),
+        "reason": reason,
+        "conditions": [condition(obj, false, "Rejected", reason)],
+    })
+}
+
+fn status_scope() -> RequestScope {
+    RequestScope {
+        version: VERSION.into(),
+        request_id: "strategy-module-status".into(),
+        field_manager: "strategy-host".into(),
+        subresource: Some("status".into()),
+        ..Default::default()
+    }
+}
+
+/// Reads the object once, makes its status with `status_for`, and writes it (with the other
+/// replicas' rollout entries folded in) unless the object already has it (so replicas agreeing
+/// write once).
+async fn write_status(
+    resource: &ServedResource,
+    name: &str,
+    status_for: impl Fn(&Value) -> Value,
+) -> crate::registry::Result<()> {
+    let scope = status_scope();
+    let current = resource
+        .store
+        .get(&scope, name, crate::storage::GetOptions::default())
+        .await?;
+    let status = status_for(&current);
+    let mut merged = status.clone();
+    merge_replicas(current.get("status"), &mut merged);
+    if current.get("status") == Some(&merged) {
+        return Ok(());
+    }
+    let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
+        let mut next = current.cloned().unwrap_or(Value::Null);
+        if next.is_object() {
+            let mut status = status.clone();
+            merge_replicas(next.get("status"), &mut status);
+            next["status"] = status;
+        }
+        Ok(next)
+    });
+    resource.store.update(&scope, name, input).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests;
