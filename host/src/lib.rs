@@ -1,26 +1,32 @@
 //! Strategy Host: a Kubernetes-style API server whose per-resource behaviour comes from
-//! WebAssembly strategy modules.
-//!
-//! The modules form a stack that reads like the data path; none imports from a layer above it:
+//! WebAssembly strategy modules. This crate is the binary's: it assembles the layers, each a
+//! crate that depends only on the crates below it, so the compiler keeps the layering:
 //!
 //! ```text
-//! app → api → wasm::{sources, module_table, wasm_strategy, host_api} → registry → storage
-//!           ↘ wasm::runtime → strategy (the contract both sides speak)
+//! host (app, cli, config)
+//!  ├→ api ─────────────┬→ authentication ─┐
+//!  │                   ├→ authorization ──┤
+//!  ├→ controllers → admission → wasm ─────┼→ registry → storage
+//!  │                            └→ wasm-runtime → contract
+//!  └→ … and every crate below, re-exported here where its module used to be
 //! ```
 //!
-//! - `api` (private; the server runs it through [`app::run`]): HTTP (routing, verbs, watch
-//!   framing, discovery, OpenAPI, `/metrics`), and the one place errors become Kubernetes
-//!   `Status` objects;
+//! - `api` (`strategy-host-api`; the server runs it through [`app::run`]): HTTP (routing,
+//!   verbs, watch framing, discovery, OpenAPI, `/metrics`, audit, priority and fairness), and
+//!   the one place errors become Kubernetes `Status` objects;
+//! - [`authentication`], [`authorization`]: who makes a request and whether it may;
+//! - [`controllers`]: the garbage collector, namespaces, tokens, policy status, event expiry,
+//!   CRD cleanup, leader election: clients of the registry beside the api;
+//! - [`admission`]: webhooks, validating and mutating admission policies, policy modules;
 //! - [`wasm`]: strategies as wasm modules: [`wasm::runtime`] (wasmtime level), [`wasm::sources`]
 //!   (directory, `StrategyModule` objects, declared resources), the module table and the
 //!   `Strategy` that calls a module;
 //! - [`registry`]: one generic store per served resource, driving its strategy around storage,
 //!   and the registry-level watch every follower (controllers, admission configuration, RBAC,
-//!   module sources) follows resources with;
-//! - [`strategy`] and [`user`] (the `strategy-host-contract` crate): the contract between the
-//!   registry and whatever supplies behaviour, and who makes a request;
-//! - [`storage`] (the `strategy-host-storage` crate): the `Storage` trait, the informer, the
-//!   cacher, etcd3 and the embedded store;
+//!   module sources) follows resources with; [`webhook`] and [`pki`] live beside it;
+//! - [`strategy`] and [`user`] (`strategy-host-contract`): the contract between the registry
+//!   and whatever supplies behaviour, and who makes a request;
+//! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store;
 //! - [`cli`]: `strategy-host module test|diff`, running a module's phases on objects from files.
 
 pub use strategy_host_admission as admission;
