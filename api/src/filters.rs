@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::route::Route;
 use super::status::{Details, Status};
+use crate::authentication::x509::CertificateRefused;
 use crate::authentication::{bearer_token, AuthenticatorChain, Credentials};
 use crate::authorization::{Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
 use crate::user::UserInfo;
@@ -47,7 +48,7 @@ impl Security {
         &self,
         headers: &hyper::HeaderMap,
         path: &str,
-        certificate: Option<&Result<UserInfo, String>>,
+        certificate: Option<&Result<UserInfo, CertificateRefused>>,
     ) -> Result<UserInfo, Status> {
         let Security::Enforced { authentication, .. } = self else {
             return Ok(dev_admin());

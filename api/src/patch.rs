@@ -99,17 +99,31 @@ impl Patch {
     /// # Errors
     /// The reason a JSON patch operation failed (a failed test, a missing path), or an
     /// unknown strategic merge directive.
-    pub fn apply(&self, current: &Value, schema: Option<&Value>) -> Result<Value, String> {
+    pub fn apply(&self, current: &Value, schema: Option<&Value>) -> Result<Value, PatchError> {
         let mut doc = current.clone();
         match self {
             Self::Merge(p) => json_patch::merge(&mut doc, p),
-            Self::Json(p) => json_patch::patch(&mut doc, p).map_err(|e| e.to_string())?,
+            Self::Json(p) => json_patch::patch(&mut doc, p)?,
             Self::Strategic(p) => super::strategic_merge::apply(&mut doc, p, schema)?,
             // The registry applies configurations (by field ownership), not this.
-            Self::Apply(_) => return Err("an apply configuration is not a patch".into()),
+            Self::Apply(_) => return Err(PatchError::NotAPatch),
         }
         Ok(doc)
     }
+}
+
+/// Why a patch cannot be applied to an object.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    /// A JSON patch operation failed (a failed `test`, a missing path).
+    #[error(transparent)]
+    Json(#[from] json_patch::PatchError),
+    /// A strategic merge patch has an unknown `$patch` directive.
+    #[error(transparent)]
+    Strategic(#[from] super::strategic_merge::UnknownDirective),
+    /// An apply configuration, which the registry merges by field ownership instead.
+    #[error("an apply configuration is not a patch")]
+    NotAPatch,
 }
 
 #[cfg(test)]

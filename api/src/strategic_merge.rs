@@ -8,6 +8,11 @@ use serde_json::{Map, Value};
 
 use crate::registry::schema::{field_schema, list_type, ListType};
 
+/// A strategic merge patch's `$patch` directive that is not `merge`, `replace` or `delete`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown patch type: {0:?}")]
+pub struct UnknownDirective(String);
+
 const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
 const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 
@@ -15,7 +20,11 @@ const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 ///
 /// # Errors
 /// An unknown `$patch` directive.
-pub(crate) fn apply(doc: &mut Value, patch: &Value, schema: Option<&Value>) -> Result<(), String> {
+pub(crate) fn apply(
+    doc: &mut Value,
+    patch: &Value,
+    schema: Option<&Value>,
+) -> Result<(), UnknownDirective> {
     match (doc, patch) {
         (doc @ Value::Object(_), Value::Object(p)) => merge_object(doc, p, schema),
         (doc, p) => {
@@ -29,7 +38,7 @@ fn merge_object(
     doc: &mut Value,
     patch: &Map<String, Value>,
     schema: Option<&Value>,
-) -> Result<(), String> {
+) -> Result<(), UnknownDirective> {
     match patch.get("$patch").and_then(Value::as_str) {
         None | Some("merge") => {}
         Some("replace") => {
@@ -40,7 +49,7 @@ fn merge_object(
             *doc = Value::Object(Map::new());
             return Ok(());
         }
-        Some(other) => return Err(format!("unknown patch type: {other:?}")),
+        Some(other) => return Err(UnknownDirective(other.to_owned())),
     }
     if !doc.is_object() {
         *doc = Value::Object(Map::new());
@@ -90,7 +99,7 @@ fn merge_list(
     current: Option<Value>,
     items: &[Value],
     schema: Option<&Value>,
-) -> Result<Value, String> {
+) -> Result<Value, UnknownDirective> {
     let replace_directive = items
         .iter()
         .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));

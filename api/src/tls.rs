@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::authentication::x509::ClientCertificates;
+use crate::authentication::x509::{CertificateRefused, ClientCaError, ClientCertificates};
 use crate::pki::Pki;
 use crate::user::UserInfo;
 
@@ -20,7 +20,27 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a TLS connection's client certificate proved: nothing (none sent), a user, or why the
 /// certificate was refused (every request on the connection then answers 401).
-pub type ConnectionIdentity = Option<Result<UserInfo, String>>;
+pub type ConnectionIdentity = Option<Result<UserInfo, CertificateRefused>>;
+
+/// Why the server cannot serve TLS with its certificates.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// The serving certificate file does not parse.
+    #[error("reading the serving certificate: {0}")]
+    Certificate(#[source] rustls::pki_types::pem::Error),
+    /// It holds no certificate.
+    #[error("the serving certificate file holds no certificate")]
+    NoCertificate,
+    /// The serving key does not parse.
+    #[error("reading the serving key: {0}")]
+    Key(#[source] rustls::pki_types::pem::Error),
+    /// The client CAs cannot be used.
+    #[error(transparent)]
+    ClientCa(#[from] ClientCaError),
+    /// rustls refuses the certificate and key (they do not match, for one).
+    #[error("the serving certificate and key: {0}")]
+    Config(#[source] rustls::Error),
+}
 
 /// Accepts TLS connections.
 #[derive(Clone)]
@@ -34,24 +54,24 @@ impl TlsServing {
     ///
     /// # Errors
     /// The certificate or key is not PEM, or they do not match.
-    pub fn new(pki: &Pki) -> Result<Self, String> {
+    pub fn new(pki: &Pki) -> Result<Self, TlsError> {
         let chain: Vec<CertificateDer<'static>> =
             CertificateDer::pem_slice_iter(pki.serving_cert_pem.as_bytes())
                 .collect::<Result<_, _>>()
-                .map_err(|e| format!("reading the serving certificate: {e}"))?;
+                .map_err(TlsError::Certificate)?;
         if chain.is_empty() {
-            return Err("the serving certificate file holds no certificate".into());
+            return Err(TlsError::NoCertificate);
         }
-        let key = PrivateKeyDer::from_pem_slice(pki.serving_key_pem.as_bytes())
-            .map_err(|e| format!("reading the serving key: {e}"))?;
+        let key =
+            PrivateKeyDer::from_pem_slice(pki.serving_key_pem.as_bytes()).map_err(TlsError::Key)?;
         let client_certificates = ClientCertificates::new(&pki.client_ca_pem)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .map_err(TlsError::Config)?
             .with_client_cert_verifier(client_certificates.handshake_verifier())
             .with_single_cert(chain, key)
-            .map_err(|e| format!("the serving certificate and key: {e}"))?;
+            .map_err(TlsError::Config)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Self {
             acceptor: TlsAcceptor::from(Arc::new(config)),

@@ -38,7 +38,7 @@ pub struct Credentials<'a> {
     pub bearer_token: Option<&'a str>,
     /// The connection's client certificate, already verified (once per connection) into the
     /// user it names or why it was refused.
-    pub client_certificate: Option<&'a Result<UserInfo, String>>,
+    pub client_certificate: Option<&'a Result<UserInfo, x509::CertificateRefused>>,
 }
 
 /// What one authenticator makes of a request's credentials.

@@ -15,22 +15,77 @@ pub struct TokenFile {
     users: HashMap<String, UserInfo>,
 }
 
+/// Why a token file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    /// The file cannot be read.
+    #[error("reading the token file {path}: {source}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line of the file is wrong.
+    #[error("token file {path}: {source}")]
+    Invalid {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with which line.
+        source: LineError,
+    },
+}
+
+/// A token file line that is not `token,user,uid[,"group1,group2"]`.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    /// The line is not CSV.
+    #[error("line {line}: {source}")]
+    Csv {
+        /// Its number, from 1.
+        line: usize,
+        /// Why.
+        source: csv::Error,
+    },
+    /// Fewer than three columns.
+    #[error(
+        "line {line}: must have at least 3 columns (token, user name, user uid), found {found}"
+    )]
+    TooFewColumns {
+        /// Its number, from 1.
+        line: usize,
+        /// The columns it has.
+        found: usize,
+    },
+    /// The first column is empty.
+    #[error("line {line}: the token is empty")]
+    EmptyToken {
+        /// Its number, from 1.
+        line: usize,
+    },
+}
+
 impl TokenFile {
     /// Reads `path`.
     ///
     /// # Errors
     /// The file cannot be read, or a line has fewer than three columns or no token.
-    pub fn read(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading the token file {}: {e}", path.display()))?;
-        Self::parse(&text).map_err(|e| format!("token file {}: {e}", path.display()))
+    pub fn read(path: &Path) -> Result<Self, TokenFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|source| TokenFileError::Invalid {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// Parses a token file's text.
     ///
     /// # Errors
     /// A line has fewer than three columns or an empty token, or is not CSV.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, LineError> {
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -38,19 +93,21 @@ impl TokenFile {
             .from_reader(text.as_bytes());
         let mut users = HashMap::new();
         for (i, record) in reader.records().enumerate() {
-            let record = record.map_err(|e| format!("line {}: {e}", i + 1))?;
+            let record = record.map_err(|source| LineError::Csv {
+                line: i + 1,
+                source,
+            })?;
             if record.len() == 1 && record[0].is_empty() {
                 continue;
             }
             if record.len() < 3 {
-                return Err(format!(
-                    "line {}: must have at least 3 columns (token, user name, user uid), found {}",
-                    i + 1,
-                    record.len()
-                ));
+                return Err(LineError::TooFewColumns {
+                    line: i + 1,
+                    found: record.len(),
+                });
             }
             if record[0].is_empty() {
-                return Err(format!("line {}: the token is empty", i + 1));
+                return Err(LineError::EmptyToken { line: i + 1 });
             }
             let groups = record
                 .get(3)
@@ -139,7 +196,9 @@ mod tests {
 
     #[test]
     fn short_lines_are_refused_with_their_number() {
-        let err = TokenFile::parse("t1,alice,uid\nt2,bob\n").unwrap_err();
+        let err = TokenFile::parse("t1,alice,uid\nt2,bob\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("line 2") && err.contains("at least 3 columns"),
             "{err}"

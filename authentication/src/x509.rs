@@ -18,6 +18,31 @@ use crate::user::UserInfo;
 /// The `extra` key naming the credential a user authenticated with (Kubernetes 1.31+).
 pub const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 
+/// Why the client CAs cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientCaError {
+    /// The CA file does not parse.
+    #[error(transparent)]
+    Read(#[from] crate::pki::TrustStoreError),
+    /// rustls refuses the CAs (none given, for one).
+    #[error("building the client certificate verifier: {0}")]
+    Verifier(#[source] rustls::server::VerifierBuilderError),
+}
+
+/// Why a connection's client certificate proves no user (every request on it answers 401).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CertificateRefused {
+    /// The chain does not lead to a client CA, or the certificate is expired or not for clients.
+    #[error("x509: verifying the client certificate: {0}")]
+    Verify(#[source] rustls::Error),
+    /// The certificate is not X.509 DER.
+    #[error("x509: parsing the client certificate: {0}")]
+    Parse(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
+    /// The subject has no common name to be the user's name.
+    #[error("x509: the client certificate has no common name")]
+    NoCommonName,
+}
+
 /// Asks for a client certificate during the handshake, verifies the client's signature with
 /// it, and leaves the chain to [`ClientCertificates::verify`].
 #[derive(Debug)]
@@ -36,14 +61,14 @@ impl ClientCertificates {
     ///
     /// # Errors
     /// `ca_pem` holds no usable certificate.
-    pub fn new(ca_pem: &str) -> Result<Self, String> {
+    pub fn new(ca_pem: &str) -> Result<Self, ClientCaError> {
         let roots = crate::pki::trust_store(ca_pem.as_bytes(), "the client CA")?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let webpki =
             rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .allow_unauthenticated()
                 .build()
-                .map_err(|e| format!("building the client certificate verifier: {e}"))?;
+                .map_err(ClientCaError::Verifier)?;
         Ok(Self { webpki })
     }
 
@@ -56,7 +81,10 @@ impl ClientCertificates {
 
     /// The user a connection's certificate chain names, or why it is refused; `None` when the
     /// client sent no certificate.
-    pub fn verify(&self, chain: Option<&[CertificateDer<'_>]>) -> Option<Result<UserInfo, String>> {
+    pub fn verify(
+        &self,
+        chain: Option<&[CertificateDer<'_>]>,
+    ) -> Option<Result<UserInfo, CertificateRefused>> {
         let (leaf, intermediates) = chain?.split_first()?;
         Some(self.user_of(leaf, intermediates))
     }
@@ -65,12 +93,12 @@ impl ClientCertificates {
         &self,
         leaf: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
-    ) -> Result<UserInfo, String> {
+    ) -> Result<UserInfo, CertificateRefused> {
         self.webpki
             .verify_client_cert(leaf, intermediates, UnixTime::now())
-            .map_err(|e| format!("x509: verifying the client certificate: {e}"))?;
-        let (_, cert) = x509_parser::parse_x509_certificate(leaf)
-            .map_err(|e| format!("x509: parsing the client certificate: {e}"))?;
+            .map_err(CertificateRefused::Verify)?;
+        let (_, cert) =
+            x509_parser::parse_x509_certificate(leaf).map_err(CertificateRefused::Parse)?;
         let subject = cert.subject();
         let username = subject
             .iter_common_name()
@@ -79,7 +107,7 @@ impl ClientCertificates {
             .unwrap_or_default()
             .to_string();
         if username.is_empty() {
-            return Err("x509: the client certificate has no common name".into());
+            return Err(CertificateRefused::NoCommonName);
         }
         let groups = subject
             .iter_organization()
@@ -150,7 +178,7 @@ impl Authenticator for X509Authenticator {
     async fn authenticate(&self, credentials: &Credentials<'_>) -> Outcome {
         match credentials.client_certificate {
             Some(Ok(user)) => Outcome::Authenticated(user.clone()),
-            Some(Err(why)) => Outcome::Rejected(why.clone()),
+            Some(Err(why)) => Outcome::Rejected(why.to_string()),
             None => Outcome::NotApplicable,
         }
     }
@@ -183,7 +211,11 @@ mod tests {
         let other_dir = tempfile::tempdir().unwrap();
         let other = load_or_generate(&PkiFlags::default(), other_dir.path(), listen).unwrap();
         let (mallory, _) = client_certificate(&other, "admin", "system:masters").unwrap();
-        let err = certs.verify(Some(&der(&mallory))).unwrap().unwrap_err();
+        let err = certs
+            .verify(Some(&der(&mallory)))
+            .unwrap()
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("x509:"), "{err}");
         assert!(certs.verify(None).is_none());
     }

@@ -47,12 +47,20 @@ pub struct ControllerSet {
     enabled: Vec<&'static str>,
 }
 
+/// A `--controllers` item naming no controller this server has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--controllers: unknown controller {name:?} (known: {})", KNOWN.join(", "))]
+pub struct UnknownController {
+    /// The name given.
+    pub name: String,
+}
+
 impl ControllerSet {
     /// Reads `--controllers` items: `*` (every controller on by default), `name`, `-name`.
     ///
     /// # Errors
     /// An unknown controller name.
-    pub fn parse(items: &[String]) -> Result<Self, String> {
+    pub fn parse(items: &[String]) -> Result<Self, UnknownController> {
         let mut star = false;
         let mut on = Vec::new();
         let mut off = Vec::new();
@@ -65,12 +73,10 @@ impl ControllerSet {
                 Some(name) => (name, &mut off),
                 None => (item, &mut on),
             };
-            let known = KNOWN.iter().find(|k| **k == name).ok_or_else(|| {
-                format!(
-                    "--controllers: unknown controller {name:?} (known: {})",
-                    KNOWN.join(", ")
-                )
-            })?;
+            let known = KNOWN
+                .iter()
+                .find(|k| **k == name)
+                .ok_or_else(|| UnknownController { name: name.into() })?;
             list.push(*known);
         }
         let enabled = KNOWN
@@ -176,7 +182,7 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
 mod tests {
     use super::*;
 
-    fn set(items: &[&str]) -> Result<ControllerSet, String> {
+    fn set(items: &[&str]) -> Result<ControllerSet, UnknownController> {
         ControllerSet::parse(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     }
 
@@ -191,7 +197,7 @@ mod tests {
         assert!(set(&["-namespace", "-garbagecollector"])
             .unwrap()
             .is_empty());
-        let err = set(&["*", "replicaset"]).unwrap_err();
+        let err = set(&["*", "replicaset"]).unwrap_err().to_string();
         assert!(err.contains("unknown controller \"replicaset\""), "{err}");
     }
 }

@@ -54,6 +54,34 @@ impl<'a> Collection<'a> {
     }
 }
 
+/// Why a host function call failed; its text is what the guest receives.
+#[derive(Debug, thiserror::Error)]
+pub enum HostCallError {
+    /// No [`HostApi`] is installed yet.
+    #[error("the host has no object access configured")]
+    NotConfigured,
+    /// The server is stopping.
+    #[error("the server is shutting down")]
+    ShuttingDown,
+    /// The collection read (`plural.group`) is not served.
+    #[error("the resource {0} is not served")]
+    NotServed(String),
+    /// No served resource has the applied object's apiVersion and kind.
+    #[error("no served resource for {api_version}, Kind={kind}")]
+    NoServedKind {
+        /// The object's apiVersion.
+        api_version: String,
+        /// Its kind.
+        kind: String,
+    },
+    /// The applied object has no name.
+    #[error("the applied object has no metadata.name")]
+    NoName,
+    /// The host refused or failed the request (a bad selector, a refused write ...).
+    #[error("{0}")]
+    Failed(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// What the host functions reach: reads from the cacher and writes through the registry. The
 /// registry supplies it with [`super::Runtime::set_host_api`].
 ///
@@ -67,7 +95,7 @@ pub trait HostApi: Send + Sync + 'static {
         caller: &CallerInfo,
         objects: Collection<'_>,
         name: &str,
-    ) -> Result<Option<Value>, String>;
+    ) -> Result<Option<Value>, HostCallError>;
 
     /// The objects of `objects` matching `label_selector` (`""`: all).
     fn list(
@@ -75,13 +103,14 @@ pub trait HostApi: Send + Sync + 'static {
         caller: &CallerInfo,
         objects: Collection<'_>,
         label_selector: &str,
-    ) -> Result<Vec<Value>, String>;
+    ) -> Result<Vec<Value>, HostCallError>;
 
     /// Creates or updates `object` (by its apiVersion, kind, namespace and name) through the
     /// registry with its resource's own strategy, and returns it as stored. `depth` is the hook
     /// depth of the nested write, to be carried into its strategy calls (and so into the After
     /// hooks it triggers). The runtime has already refused calls beyond the configured depth.
-    fn apply(&self, caller: &CallerInfo, depth: u32, object: Value) -> Result<Value, String>;
+    fn apply(&self, caller: &CallerInfo, depth: u32, object: Value)
+        -> Result<Value, HostCallError>;
 }
 
 /// The `HostApi` in force until the registry installs its own: every call is refused.
@@ -89,16 +118,26 @@ pub trait HostApi: Send + Sync + 'static {
 pub struct NoHostApi;
 
 impl HostApi for NoHostApi {
-    fn get(&self, _: &CallerInfo, _: Collection<'_>, _: &str) -> Result<Option<Value>, String> {
-        Err("the host has no object access configured".into())
+    fn get(
+        &self,
+        _: &CallerInfo,
+        _: Collection<'_>,
+        _: &str,
+    ) -> Result<Option<Value>, HostCallError> {
+        Err(HostCallError::NotConfigured)
     }
 
-    fn list(&self, _: &CallerInfo, _: Collection<'_>, _: &str) -> Result<Vec<Value>, String> {
-        Err("the host has no object access configured".into())
+    fn list(
+        &self,
+        _: &CallerInfo,
+        _: Collection<'_>,
+        _: &str,
+    ) -> Result<Vec<Value>, HostCallError> {
+        Err(HostCallError::NotConfigured)
     }
 
-    fn apply(&self, _: &CallerInfo, _: u32, _: Value) -> Result<Value, String> {
-        Err("the host has no object access configured".into())
+    fn apply(&self, _: &CallerInfo, _: u32, _: Value) -> Result<Value, HostCallError> {
+        Err(HostCallError::NotConfigured)
     }
 }
 
@@ -280,7 +319,7 @@ fn get(s: &CallState, req: abi::GetRequest) -> abi::GetResponse {
             error: String::new(),
         },
         Ok(None) => abi::GetResponse::default(),
-        Err(e) => HasError::error(e),
+        Err(e) => HasError::error(e.to_string()),
     }
 }
 
@@ -294,7 +333,7 @@ fn list(s: &CallState, req: abi::ListRequest) -> abi::ListResponse {
             items: items.iter().map(|v| v.to_string().into_bytes()).collect(),
             error: String::new(),
         },
-        Err(e) => HasError::error(e),
+        Err(e) => HasError::error(e.to_string()),
     }
 }
 
@@ -347,7 +386,7 @@ fn apply(s: &CallState, req: abi::ApplyRequest) -> abi::ApplyResponse {
             object: stored.to_string().into_bytes(),
             error: String::new(),
         },
-        Err(e) => HasError::error(e),
+        Err(e) => HasError::error(e.to_string()),
     }
 }
 

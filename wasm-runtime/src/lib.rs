@@ -23,7 +23,7 @@ mod wasi;
 
 pub use engine::{Runtime, RuntimeConfig};
 pub use error::{one_line, CallFailure, Error, FailureKind, Result};
-pub use host_functions::{CallerInfo, Collection, HostApi, NoHostApi};
+pub use host_functions::{CallerInfo, Collection, HostApi, HostCallError, NoHostApi};
 pub use instance::SessionOptions;
 pub use instance_pool::InstanceReuse;
 pub use limits::EPOCH_TICK;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
-use super::runtime::{CallerInfo, Collection, HostApi};
+use super::runtime::{CallerInfo, Collection, HostApi, HostCallError};
 use crate::registry::{Registry, RequestScope, ServedResource};
 use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
 use crate::user::UserInfo;
@@ -30,11 +30,8 @@ impl RegistryHostApi {
         }
     }
 
-    fn registry(&self) -> Result<Arc<Registry>, String> {
-        Ok(self
-            .registry
-            .upgrade()
-            .ok_or("the server is shutting down")?)
+    fn registry(&self) -> Result<Arc<Registry>, HostCallError> {
+        self.registry.upgrade().ok_or(HostCallError::ShuttingDown)
     }
 
     /// The served resource of `objects`, and the scope `caller` reads it in.
@@ -42,7 +39,7 @@ impl RegistryHostApi {
         &self,
         caller: &CallerInfo,
         objects: Collection<'_>,
-    ) -> Result<(ServedResource, RequestScope), String> {
+    ) -> Result<(ServedResource, RequestScope), HostCallError> {
         let Collection {
             group,
             plural,
@@ -53,7 +50,7 @@ impl RegistryHostApi {
             .resources()
             .into_iter()
             .find(|r| r.def.group == group && r.def.plural == plural)
-            .ok_or_else(|| format!("the resource {plural}.{group} is not served"))?;
+            .ok_or_else(|| HostCallError::NotServed(format!("{plural}.{group}")))?;
         let scope = Self::scope(&r, caller, namespace);
         Ok((r, scope))
     }
@@ -84,7 +81,7 @@ impl HostApi for RegistryHostApi {
         caller: &CallerInfo,
         objects: Collection<'_>,
         name: &str,
-    ) -> Result<Option<Value>, String> {
+    ) -> Result<Option<Value>, HostCallError> {
         let (r, scope) = self.read(caller, objects)?;
         let opts = GetOptions {
             resource_version: "0".into(),
@@ -93,7 +90,7 @@ impl HostApi for RegistryHostApi {
         match self.runtime.block_on(r.store.get(&scope, name, opts)) {
             Ok(obj) => Ok(Some(obj)),
             Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(failed(e)),
         }
     }
 
@@ -102,9 +99,9 @@ impl HostApi for RegistryHostApi {
         caller: &CallerInfo,
         objects: Collection<'_>,
         label_selector: &str,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, HostCallError> {
         let (r, scope) = self.read(caller, objects)?;
-        let label = LabelSelector::parse(label_selector).map_err(|e| e.to_string())?;
+        let label = LabelSelector::parse(label_selector).map_err(failed)?;
         let opts = ListOptions {
             resource_version: "0".into(),
             predicate: SelectionPredicate {
@@ -116,11 +113,16 @@ impl HostApi for RegistryHostApi {
         let list = self
             .runtime
             .block_on(r.store.list(&scope, opts))
-            .map_err(|e| e.to_string())?;
+            .map_err(failed)?;
         Ok(list.item_values())
     }
 
-    fn apply(&self, caller: &CallerInfo, depth: u32, object: Value) -> Result<Value, String> {
+    fn apply(
+        &self,
+        caller: &CallerInfo,
+        depth: u32,
+        object: Value,
+    ) -> Result<Value, HostCallError> {
         let registry = self.registry()?;
         let api_version = object
             .get("apiVersion")
@@ -137,7 +139,10 @@ impl HostApi for RegistryHostApi {
             .find(|r| {
                 r.def.group == group && r.def.kind == kind && r.def.version(version).is_some()
             })
-            .ok_or_else(|| format!("no served resource for {api_version}, Kind={kind}"))?;
+            .ok_or_else(|| HostCallError::NoServedKind {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            })?;
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -151,7 +156,7 @@ impl HostApi for RegistryHostApi {
         scope.version = version.to_string();
         scope.hook_depth = depth;
         if name.is_empty() {
-            return Err("the applied object has no metadata.name".into());
+            return Err(HostCallError::NoName);
         }
         // Server-side apply as the module's field manager, forced as a controller applies:
         // fields other managers set stay theirs, and the write decides on the state it changes.
@@ -160,6 +165,11 @@ impl HostApi for RegistryHostApi {
         self.runtime
             .block_on(write)
             .map(|o| o.object)
-            .map_err(|e| e.to_string())
+            .map_err(failed)
     }
+}
+
+/// A registry or selector error as the guest receives it.
+fn failed(e: impl std::error::Error + Send + Sync + 'static) -> HostCallError {
+    HostCallError::Failed(Box::new(e))
 }

@@ -25,9 +25,9 @@ mod wasm_strategy;
 
 pub use host_api::RegistryHostApi;
 pub use module_table::{
-    ConversionSample, ConversionSamples, ModuleState, ModuleStatus, ModuleTable, PolicyInForce,
-    PolicyReplay, ResourceCheck,
+    ConversionFailure, ConversionSample, ConversionSamples, ModuleState, ModuleStatus, ModuleTable,
+    PolicyInForce, PolicyReplay, Refusal, ResourceCheck,
 };
-pub use object_answer::apply_object_answer;
+pub use object_answer::{apply_object_answer, AnswerError, OperationError};
 pub use runtime::{Runtime, RuntimeConfig};
 pub use wasm_strategy::WasmStrategy;

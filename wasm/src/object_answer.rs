@@ -13,6 +13,60 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
+/// What is wrong with a module's answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// The whole object returned is not JSON.
+    #[error("the returned object is not valid JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// The patch returned is not a JSON Patch.
+    #[error("the returned patch is not a JSON Patch: {0}")]
+    NotAPatch(#[source] serde_json::Error),
+    /// The patch (with a `move`, `copy` or `test`) does not apply.
+    #[error("the returned patch does not apply: {0}")]
+    DoesNotApply(#[source] json_patch::PatchError),
+    /// One `add`, `replace` or `remove` does not apply.
+    #[error("the returned patch does not apply: operation {index}: {reason}")]
+    Operation {
+        /// The operation's index in the patch.
+        index: usize,
+        /// Why it does not apply.
+        #[source]
+        reason: OperationError,
+    },
+}
+
+/// Why one `add`, `replace` or `remove` does not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum OperationError {
+    /// An `add` or `replace` without a `value`.
+    #[error("{op} at {path:?} has no value")]
+    NoValue {
+        /// The operation.
+        op: String,
+        /// Its path.
+        path: String,
+    },
+    /// The member or element replaced or removed, or the parent added to, does not exist.
+    #[error("{0:?} does not exist")]
+    Missing(String),
+    /// A `remove` of the whole document.
+    #[error("the whole document cannot be removed")]
+    WholeDocument,
+    /// A path that is not empty and does not start with `/`.
+    #[error("{0:?} is not a JSON Pointer")]
+    NotAPointer(String),
+    /// An array element named by something other than an index.
+    #[error("{0:?}: not an index")]
+    NotAnIndex(String),
+    /// An array index past the end.
+    #[error("{0:?}: index out of bounds")]
+    OutOfBounds(String),
+    /// The parent is a scalar.
+    #[error("{0:?} is neither an object nor an array")]
+    NotAContainer(String),
+}
+
 /// Makes `obj` what a module's answer says it became: `object_patch` applied to it, or `object`
 /// in its place; unchanged when the answer carries neither. On an error `obj` may be partly
 /// patched: the call has failed, and its caller drops the object.
@@ -23,12 +77,11 @@ pub fn apply_object_answer(
     obj: &mut Value,
     object: &[u8],
     object_patch: &[u8],
-) -> Result<(), String> {
+) -> Result<(), AnswerError> {
     if !object_patch.is_empty() {
         apply_patch(obj, object_patch)
     } else if !object.is_empty() {
-        *obj = serde_json::from_slice(object)
-            .map_err(|e| format!("the returned object is not valid JSON: {e}"))?;
+        *obj = serde_json::from_slice(object).map_err(AnswerError::NotJson)?;
         Ok(())
     } else {
         Ok(())
@@ -51,40 +104,42 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Value::deserialize(d).map(Some)
 }
 
-fn apply_patch(obj: &mut Value, patch: &[u8]) -> Result<(), String> {
-    let not_a_patch = |e: serde_json::Error| format!("the returned patch is not a JSON Patch: {e}");
-    let ops: Vec<Operation<'_>> = serde_json::from_slice(patch).map_err(not_a_patch)?;
+fn apply_patch(obj: &mut Value, patch: &[u8]) -> Result<(), AnswerError> {
+    let ops: Vec<Operation<'_>> = serde_json::from_slice(patch).map_err(AnswerError::NotAPatch)?;
     if !ops
         .iter()
         .all(|op| matches!(&*op.op, "add" | "replace" | "remove"))
     {
-        let patch: json_patch::Patch = serde_json::from_slice(patch).map_err(not_a_patch)?;
-        return json_patch::patch(obj, &patch)
-            .map_err(|e| format!("the returned patch does not apply: {e}"));
+        let patch: json_patch::Patch =
+            serde_json::from_slice(patch).map_err(AnswerError::NotAPatch)?;
+        return json_patch::patch(obj, &patch).map_err(AnswerError::DoesNotApply);
     }
     for (index, op) in ops.into_iter().enumerate() {
-        apply(obj, op).map_err(|why| {
-            format!("the returned patch does not apply: operation {index}: {why}")
-        })?;
+        apply(obj, op).map_err(|reason| AnswerError::Operation { index, reason })?;
     }
     Ok(())
 }
 
 /// Applies one `add`, `replace` or `remove` (RFC 6902 §4.1–4.3).
-fn apply(obj: &mut Value, op: Operation<'_>) -> Result<(), String> {
+fn apply(obj: &mut Value, op: Operation<'_>) -> Result<(), OperationError> {
     let (name, path) = (&*op.op, &*op.path);
     let given = op.value;
-    let value = move || given.ok_or_else(|| format!("{name} at {path:?} has no value"));
-    let missing = || format!("{path:?} does not exist");
+    let value = move || {
+        given.ok_or_else(|| OperationError::NoValue {
+            op: name.to_owned(),
+            path: path.to_owned(),
+        })
+    };
+    let missing = || OperationError::Missing(path.to_owned());
     let Some((parent, last)) = path.rsplit_once('/') else {
         match (path, name) {
             ("", "add" | "replace") => *obj = value()?,
-            ("", _) => return Err("the whole document cannot be removed".into()),
-            _ => return Err(format!("{path:?} is not a JSON Pointer")),
+            ("", _) => return Err(OperationError::WholeDocument),
+            _ => return Err(OperationError::NotAPointer(path.to_owned())),
         }
         return Ok(());
     };
-    let target = locate(obj, parent).ok_or_else(|| format!("{parent:?} does not exist"))?;
+    let target = locate(obj, parent).ok_or_else(|| OperationError::Missing(parent.to_owned()))?;
     let last = unescape(last);
     match target {
         Value::Object(members) => match name {
@@ -96,16 +151,18 @@ fn apply(obj: &mut Value, op: Operation<'_>) -> Result<(), String> {
             let len = items.len();
             let index = match (name, &*last) {
                 ("add", "-") => len,
-                _ => array_index(&last).ok_or_else(|| format!("{path:?}: not an index"))?,
+                _ => {
+                    array_index(&last).ok_or_else(|| OperationError::NotAnIndex(path.to_owned()))?
+                }
             };
             match name {
                 "add" if index <= len => items.insert(index, value()?),
                 "replace" if index < len => items[index] = value()?,
                 "remove" if index < len => drop(items.remove(index)),
-                _ => return Err(format!("{path:?}: index out of bounds")),
+                _ => return Err(OperationError::OutOfBounds(path.to_owned())),
             }
         }
-        _ => return Err(format!("{parent:?} is neither an object nor an array")),
+        _ => return Err(OperationError::NotAContainer(parent.to_owned())),
     }
     Ok(())
 }
@@ -149,7 +206,7 @@ mod tests {
     use super::*;
 
     /// Applies `patch` with this module and with `json_patch`, which must agree.
-    fn both(doc: Value, patch: Value) -> (Result<Value, String>, Result<Value, ()>) {
+    fn both(doc: Value, patch: Value) -> (Result<Value, AnswerError>, Result<Value, ()>) {
         let mut ours = doc.clone();
         let ours = apply_object_answer(&mut ours, &[], patch.to_string().as_bytes()).map(|()| ours);
         let mut theirs = doc;
@@ -196,7 +253,10 @@ mod tests {
         ] {
             let (ours, theirs) = both(doc.clone(), json!([op]));
             assert!(ours.is_err() && theirs.is_err(), "{op}: {ours:?}");
-            assert!(ours.unwrap_err().contains("does not apply"), "{op}");
+            assert!(
+                ours.unwrap_err().to_string().contains("does not apply"),
+                "{op}"
+            );
         }
     }
 
@@ -219,8 +279,8 @@ mod tests {
     fn garbage_is_not_a_patch() {
         let mut doc = json!({});
         let err = apply_object_answer(&mut doc, &[], br#"{"op": "add"}"#).unwrap_err();
-        assert!(err.contains("is not a JSON Patch"), "{err}");
+        assert!(err.to_string().contains("is not a JSON Patch"), "{err}");
         let err = apply_object_answer(&mut doc, br#"{"#, &[]).unwrap_err();
-        assert!(err.contains("is not valid JSON"), "{err}");
+        assert!(err.to_string().contains("is not valid JSON"), "{err}");
     }
 }

@@ -115,7 +115,7 @@ impl WasmStrategy {
             apply_object_answer(obj, &resp.object, &resp.object_patch).map_err(|reason| {
                 let counters = self.module.counters(&self.runtime);
                 counters.record_failure(FailureKind::BadOutput, false);
-                self.error(reason)
+                self.error(reason.to_string())
             })?;
         }
         Ok(Admission {

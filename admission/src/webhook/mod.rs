@@ -250,7 +250,9 @@ async fn call_webhook(webhook: &Webhook, request: &AdmissionRequest<'_>, object:
     }
     let sent = review(request, object);
     let called = webhook.client.post(&sent, webhook.timeout).await;
-    let outcome = called.and_then(|answer| read_response(&sent, &answer));
+    let outcome = called
+        .map_err(NotAnswered::from)
+        .and_then(|answer| read_response(&sent, &answer));
     match outcome {
         Ok(answer) => {
             annotate(webhook, request, &answer);
@@ -267,17 +269,28 @@ async fn call_webhook(webhook: &Webhook, request: &AdmissionRequest<'_>, object:
     }
 }
 
+/// Why a webhook's review has no answer to use, in kube-apiserver's words.
+#[derive(Debug, thiserror::Error)]
+enum NotAnswered {
+    /// The call failed.
+    #[error(transparent)]
+    Call(#[from] crate::registry::webhook::CallError),
+    /// The review came back without a `response`.
+    #[error("expected response in AdmissionReview")]
+    NoResponse,
+    /// The response answers another request.
+    #[error("expected response.uid={expected}, got {got}")]
+    OtherUid { expected: Value, got: Value },
+}
+
 /// The `response` of an answered review, checked against the request sent.
-fn read_response(sent: &Value, answer: &Value) -> Result<Value, String> {
-    let response = answer
-        .get("response")
-        .ok_or("expected response in AdmissionReview")?;
+fn read_response(sent: &Value, answer: &Value) -> Result<Value, NotAnswered> {
+    let response = answer.get("response").ok_or(NotAnswered::NoResponse)?;
     if response.get("uid") != sent.pointer("/request/uid") {
-        return Err(format!(
-            "expected response.uid={}, got {}",
-            sent.pointer("/request/uid").unwrap_or(&Value::Null),
-            response.get("uid").unwrap_or(&Value::Null)
-        ));
+        return Err(NotAnswered::OtherUid {
+            expected: sent.pointer("/request/uid").cloned().unwrap_or_default(),
+            got: response.get("uid").cloned().unwrap_or_default(),
+        });
     }
     Ok(response.clone())
 }

@@ -265,7 +265,12 @@ pub(crate) mod tests {
     use super::*;
 
     /// A resource rule from string slices (shared with the escalation tests).
-    pub(crate) fn rule(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> PolicyRule {
+    pub(crate) fn rule(
+        verbs: &[&str],
+        groups: &[&str],
+        resources: &[&str],
+        names: &[&str],
+    ) -> PolicyRule {
         let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
         PolicyRule {
             verbs: v(verbs),

@@ -130,7 +130,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     };
     object_source::start(modules.clone(), &registry);
     ensure_system_namespaces(&registry).await;
-    let controllers = ControllerSet::parse(&config.controllers).map_err(anyhow::Error::msg)?;
+    let controllers = ControllerSet::parse(&config.controllers)?;
     let rbac = security::start_rbac(&config, &registry).await;
     let secured = security::secure(&config, &registry, rbac)?;
     // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.

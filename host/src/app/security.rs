@@ -170,10 +170,10 @@ pub(super) fn secure(
             reviews: Reviews::always_allow(),
         });
     };
-    let tls = TlsServing::new(&pki).map_err(anyhow::Error::msg)?;
+    let tls = TlsServing::new(&pki)?;
     let mut authenticators: Vec<Box<dyn Authenticator>> = vec![Box::new(X509Authenticator)];
     if let Some(path) = &s.token_auth_file {
-        let file = TokenFile::read(path).map_err(anyhow::Error::msg)?;
+        let file = TokenFile::read(path)?;
         tracing::info!(path = %path.display(), users = file.len(), "static tokens loaded");
         authenticators.push(Box::new(file));
     }

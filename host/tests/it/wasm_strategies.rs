@@ -205,7 +205,7 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
         _: &strategy_host::wasm::runtime::CallerInfo,
         _: strategy_host::wasm::runtime::Collection<'_>,
         _: &str,
-    ) -> Result<Option<serde_json::Value>, String> {
+    ) -> Result<Option<serde_json::Value>, strategy_host::wasm::runtime::HostCallError> {
         Ok(None)
     }
     fn list(
@@ -213,7 +213,7 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
         _: &strategy_host::wasm::runtime::CallerInfo,
         _: strategy_host::wasm::runtime::Collection<'_>,
         _: &str,
-    ) -> Result<Vec<serde_json::Value>, String> {
+    ) -> Result<Vec<serde_json::Value>, strategy_host::wasm::runtime::HostCallError> {
         Ok(vec![])
     }
     fn apply(
@@ -221,7 +221,7 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
         _caller: &strategy_host::wasm::runtime::CallerInfo,
         depth: u32,
         object: serde_json::Value,
-    ) -> Result<serde_json::Value, String> {
+    ) -> Result<serde_json::Value, strategy_host::wasm::runtime::HostCallError> {
         self.0.lock().unwrap().push((depth, object.clone()));
         Ok(object)
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use hyper::body::Bytes;
 use serde_json::Value;
 
-use super::pool;
+use super::{pool, CallError, Failure};
 
 /// POSTs `review` (whose `kind` the errors name) to `url` (with `?timeout=`), trusting `ca_bundle`; answers the response.
 ///
@@ -19,34 +19,43 @@ pub async fn post(
     ca_bundle: Option<&[u8]>,
     review: &Value,
     timeout: Duration,
-) -> Result<Value, String> {
+) -> Result<Value, CallError> {
     let target = format!(
         "{url}{}timeout={}s",
         if url.contains('?') { '&' } else { '?' },
         timeout.as_secs()
     );
-    let failed = |why: String| format!("Post \"{target}\": {why}");
     match tokio::time::timeout(timeout, exchange(&target, ca_bundle, review)).await {
         Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(why)) => Err(failed(why)),
-        Err(_) => Err(failed("context deadline exceeded".into())),
+        Ok(Err(reason)) => Err(CallError::Post { target, reason }),
+        Err(_) => Err(CallError::Post {
+            target,
+            reason: Failure::DeadlineExceeded,
+        }),
     }
 }
 
-async fn exchange(target: &str, ca_bundle: Option<&[u8]>, review: &Value) -> Result<Value, String> {
-    let uri: hyper::Uri = target.parse().map_err(|e| format!("invalid URL: {e}"))?;
+async fn exchange(
+    target: &str,
+    ca_bundle: Option<&[u8]>,
+    review: &Value,
+) -> Result<Value, Failure> {
+    let uri: hyper::Uri = target.parse().map_err(Failure::InvalidUrl)?;
     if uri.scheme_str() != Some("https") {
-        return Err("webhook URLs must use the https scheme".into());
+        return Err(Failure::NotHttps);
     }
-    let host = uri.host().ok_or("the URL has no host")?;
+    let host = uri.host().ok_or(Failure::NoHost)?;
     let host = host.trim_matches(['[', ']']);
     let port = uri.port_u16().unwrap_or(443);
-    let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
+    let body = serde_json::to_vec(review).map_err(Failure::Encode)?;
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let (status, bytes) = pool::post(host, port, ca_bundle, path, Bytes::from(body)).await?;
     if !status.is_success() {
-        return Err(format!("the server answered {status}"));
+        return Err(Failure::Status(status));
     }
     let kind = review["kind"].as_str().unwrap_or("review");
-    serde_json::from_slice(&bytes).map_err(|e| format!("the response is not a {kind}: {e}"))
+    serde_json::from_slice(&bytes).map_err(|source| Failure::NotAReview {
+        kind: kind.to_owned(),
+        source,
+    })
 }

@@ -59,12 +59,12 @@ impl ClientConfig {
     /// # Errors
     /// What went wrong, as `Post "URL": reason`; a `service` endpoint, which this host cannot
     /// reach, says so.
-    pub async fn post(&self, review: &Value, timeout: Duration) -> Result<Value, String> {
+    pub async fn post(&self, review: &Value, timeout: Duration) -> Result<Value, super::CallError> {
         match &self.endpoint {
-            Endpoint::Url(url) => super::post(url, self.ca_bundle.as_deref(), review, timeout).await,
-            Endpoint::Service(service) => Err(format!(
-                "service {service} cannot be reached from this server (no cluster network): give the webhook a clientConfig.url"
-            )),
+            Endpoint::Url(url) => {
+                super::post(url, self.ca_bundle.as_deref(), review, timeout).await
+            }
+            Endpoint::Service(service) => Err(super::CallError::Unreachable(service.clone())),
         }
     }
 }

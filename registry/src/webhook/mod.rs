@@ -4,7 +4,9 @@
 
 mod call;
 pub mod client_config;
+mod error;
 mod pool;
 
 pub use call::post;
 pub use client_config::{ClientConfig, Endpoint};
+pub use error::{CallError, Failure};

@@ -18,6 +18,8 @@ use rustls::pki_types::ServerName;
 use sha2::{Digest as _, Sha256};
 use tokio::sync::Semaphore;
 
+use super::Failure;
+
 /// Connections one endpoint may have in use at once.
 pub(super) const MAX_CONNECTIONS: usize = 64;
 /// Idle connections kept per endpoint.
@@ -30,7 +32,7 @@ const MAX_ENDPOINTS: usize = 256;
 type Sender = SendRequest<Full<Bytes>>;
 
 /// A webhook's status and body, or why the body could not be read whole.
-type Answer = (hyper::StatusCode, Result<Bytes, String>);
+type Answer = (hyper::StatusCode, Result<Bytes, Failure>);
 
 /// One webhook endpoint's connections.
 struct Endpoint {
@@ -52,18 +54,18 @@ fn endpoints() -> &'static Endpoints {
     ENDPOINTS.get_or_init(Mutex::default)
 }
 
-fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
+fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, Failure> {
     let roots = crate::pki::trust_store(ca_bundle.unwrap_or_default(), "the webhook's caBundle")?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(Failure::Tls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(config))
 }
 
-fn endpoint(host: &str, port: u16, ca_bundle: Option<&[u8]>) -> Result<Arc<Endpoint>, String> {
+fn endpoint(host: &str, port: u16, ca_bundle: Option<&[u8]>) -> Result<Arc<Endpoint>, Failure> {
     let digest: [u8; 32] = Sha256::digest(ca_bundle.unwrap_or_default()).into();
     let key = (host.to_owned(), port, digest);
     let mut all = endpoints().lock().unwrap_or_else(|p| p.into_inner());
@@ -86,21 +88,25 @@ fn endpoint(host: &str, port: u16, ca_bundle: Option<&[u8]>) -> Result<Arc<Endpo
 }
 
 impl Endpoint {
-    async fn connect(&self) -> Result<Sender, String> {
+    async fn connect(&self) -> Result<Sender, Failure> {
         let (host, port) = (self.host.as_str(), self.port);
         let tcp = tokio::net::TcpStream::connect((host, port))
             .await
-            .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
+            .map_err(|source| Failure::Dial {
+                host: host.to_owned(),
+                port,
+                source,
+            })?;
         let _ = tcp.set_nodelay(true);
-        let name = ServerName::try_from(host.to_owned())
-            .map_err(|e| format!("invalid server name {host}: {e}"))?;
+        let name = ServerName::try_from(host.to_owned()).map_err(|source| Failure::ServerName {
+            host: host.to_owned(),
+            source,
+        })?;
         let tls = tokio_rustls::TlsConnector::from(self.tls.clone())
             .connect(name, tcp)
             .await
-            .map_err(|e| format!("tls: failed to verify certificate: {e}"))?;
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-            .await
-            .map_err(|e| e.to_string())?;
+            .map_err(Failure::Handshake)?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
         tokio::spawn(connection);
         Ok(sender)
     }
@@ -143,7 +149,7 @@ impl Endpoint {
             .collect()
             .await
             .map(|collected| collected.to_bytes())
-            .map_err(|e| format!("reading the response: {e}"));
+            .map_err(Failure::ReadBody);
         Ok((status, bytes))
     }
 }
@@ -160,22 +166,19 @@ pub(super) async fn post(
     ca_bundle: Option<&[u8]>,
     path: &str,
     body: Bytes,
-) -> Result<(hyper::StatusCode, Bytes), String> {
+) -> Result<(hyper::StatusCode, Bytes), Failure> {
     let endpoint = endpoint(host, port, ca_bundle)?;
-    let _permit = endpoint.in_use.acquire().await.map_err(|e| e.to_string())?;
+    let _permit = endpoint.in_use.acquire().await?;
     if let Some(mut kept) = endpoint.reuse().await {
         match endpoint.exchange(&mut kept, path, &body).await {
             Ok(answer) => return keep(&endpoint, kept, answer),
             // Closed by the webhook while idle: nothing was answered; try a new connection.
             Err(e) if e.is_closed() || e.is_canceled() || e.is_incomplete_message() => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
     let mut fresh = endpoint.connect().await?;
-    let answer = endpoint
-        .exchange(&mut fresh, path, &body)
-        .await
-        .map_err(|e| e.to_string())?;
+    let answer = endpoint.exchange(&mut fresh, path, &body).await?;
     keep(&endpoint, fresh, answer)
 }
 
@@ -185,7 +188,7 @@ fn keep(
     endpoint: &Endpoint,
     sender: Sender,
     (status, bytes): Answer,
-) -> Result<(hyper::StatusCode, Bytes), String> {
+) -> Result<(hyper::StatusCode, Bytes), Failure> {
     let bytes = bytes?;
     endpoint.give_back(sender);
     Ok((status, bytes))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::ModuleTable;
+use super::{ConversionFailure, ModuleTable, Refusal};
 use crate::runtime::abi::{self, request::Operation as Op, Operation};
 use crate::runtime::{CallerInfo, StrategyModule};
 use crate::strategy::ResourceInfo;
@@ -41,7 +41,7 @@ impl ModuleTable {
     }
 
     /// Checks that `module`'s conversion round-trips the samples of every resource it converts.
-    pub(super) fn check_round_trips(&self, module: &StrategyModule) -> Result<(), String> {
+    pub(super) fn check_round_trips(&self, module: &StrategyModule) -> Result<(), Refusal> {
         if !module.manifest().implements(Operation::Convert) {
             return Ok(());
         }
@@ -60,12 +60,13 @@ impl ModuleTable {
                     let patch = json_patch::diff(&comparable(obj), &comparable(&back));
                     if !patch.0.is_empty() {
                         let name = obj.pointer("/metadata/name").and_then(Value::as_str);
-                        return Err(format!(
-                            "the conversion does not round-trip {} {:?}: {from} → {via} → {from} changed it: {}",
-                            resource.plural,
-                            name.unwrap_or_default(),
-                            serde_json::to_string(&patch).unwrap_or_default()
-                        ));
+                        return Err(Refusal::NotRoundTrip {
+                            plural: resource.plural.clone(),
+                            name: name.unwrap_or_default().to_owned(),
+                            from: from.to_owned(),
+                            via: via.clone(),
+                            patch: serde_json::to_string(&patch).unwrap_or_default(),
+                        });
                     }
                 }
             }
@@ -80,7 +81,7 @@ impl ModuleTable {
         resource: &ResourceInfo,
         obj: &Value,
         desired: &str,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Refusal> {
         let caller = CallerInfo {
             module: module.name().to_owned(),
             request_id: "conversion-check".into(),
@@ -94,22 +95,25 @@ impl ModuleTable {
                 desired_api_version: desired.to_owned(),
             })),
         };
-        let failed = |why: String| format!("converting to {desired} failed: {why}");
+        let failed = |reason: ConversionFailure| Refusal::Conversion {
+            desired: desired.to_owned(),
+            reason,
+        };
         let response = module
             .call(&self.runtime, caller, &request)
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| failed(ConversionFailure::Call(e)))?;
         if !response.error.is_empty() {
-            return Err(failed(response.error));
+            return Err(failed(ConversionFailure::Answered(response.error)));
         }
         let converted = response
             .converted_objects
             .first()
-            .ok_or_else(|| failed("no object came back".into()))?;
-        let value: Value = serde_json::from_slice(converted).map_err(|e| failed(e.to_string()))?;
+            .ok_or_else(|| failed(ConversionFailure::NoObject))?;
+        let value: Value =
+            serde_json::from_slice(converted).map_err(|e| failed(ConversionFailure::NotJson(e)))?;
         if value["apiVersion"].as_str() != Some(desired) {
-            return Err(failed(format!(
-                "it answered apiVersion {}",
-                value["apiVersion"]
+            return Err(failed(ConversionFailure::OtherVersion(
+                value["apiVersion"].clone(),
             )));
         }
         Ok(value)

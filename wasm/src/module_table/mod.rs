@@ -13,11 +13,13 @@ use tokio::sync::broadcast;
 
 mod conversion_check;
 mod policies;
+mod refusal;
 mod staging;
 
 pub use conversion_check::{ConversionSample, ConversionSamples};
 use policies::{policy_key, POLICY_KEY_PREFIX};
 pub use policies::{PolicyInForce, PolicyReplay};
+pub use refusal::{ConversionFailure, Refusal};
 
 use super::rollout::{RolloutMetrics, StagedVersion};
 use super::runtime::{digest, Error, Result, Runtime, StrategyModule};
@@ -74,7 +76,7 @@ pub struct ModuleStatus {
 }
 
 /// A check the registry can install: may this module serve this resource?
-pub type ResourceCheck = Arc<dyn Fn(&ResourceInfo) -> Result<(), String> + Send + Sync>;
+pub type ResourceCheck = Arc<dyn Fn(&ResourceInfo) -> Result<(), Refusal> + Send + Sync>;
 
 type Key = (String, String);
 
@@ -242,7 +244,7 @@ impl ModuleTable {
         &self,
         source: &str,
         bytes: &[u8],
-        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), String>,
+        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), Refusal>,
     ) -> Result<Arc<StrategyModule>> {
         let offered = digest(bytes);
         if let Some(current) = self.keep_in_force(source, &offered) {
@@ -314,15 +316,11 @@ impl ModuleTable {
     fn compile(
         &self,
         bytes: &[u8],
-        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), String>,
+        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), Refusal>,
     ) -> Result<Arc<StrategyModule>> {
         StrategyModule::load(&self.runtime, bytes)
-            .and_then(|m| check(&m).map(|()| m).map_err(Error::Resource))
-            .and_then(|m| {
-                self.check_round_trips(&m)
-                    .map(|()| m)
-                    .map_err(Error::Resource)
-            })
+            .and_then(|m| check(&m).map(|()| m).map_err(refused))
+            .and_then(|m| self.check_round_trips(&m).map(|()| m).map_err(refused))
             .map(Arc::new)
     }
 
@@ -479,4 +477,9 @@ impl StrategyResolver for ModuleTable {
     fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy> {
         ModuleTable::strategy(self, group, kind)
     }
+}
+
+/// A refusal as the runtime's load error, recorded in the source's status.
+fn refused(refusal: Refusal) -> Error {
+    Error::Resource(refusal.to_string())
 }

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, PolicyReplay, Sources};
+use super::{
+    key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, PolicyReplay, Refusal, Sources,
+};
 use crate::rollout::{RolloutMode, RolloutSpec, StagedVersion};
-use crate::runtime::{digest, CallerInfo, Collection, Result, StrategyModule};
+use crate::runtime::{digest, CallerInfo, Collection, HostCallError, Result, StrategyModule};
 use crate::slot::{Slot, SlotStrategy};
 use crate::strategy::{ResourceInfo, Strategy, StrategyContext};
 use crate::user::UserInfo;
@@ -34,7 +36,7 @@ impl ModuleTable {
         bytes: &[u8],
         rollout: &RolloutSpec,
         rolled_back: Option<String>,
-        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), String>,
+        check: &dyn Fn(&StrategyModule) -> std::result::Result<(), Refusal>,
     ) -> Result<Arc<StrategyModule>> {
         if rollout.mode == RolloutMode::Active {
             return self.load_checked(source, bytes, check);
@@ -196,14 +198,14 @@ impl ModuleTable {
                 // registry then serves a resource once its definition synced, which a module
                 // staged with its CRD may briefly precede.
                 let api = runtime.installed_host_api().await;
-                let mut listed = Err(String::new());
+                let mut listed = Err(HostCallError::NotConfigured);
                 for _ in 0..LIST_ATTEMPTS {
                     let (api, caller, r) = (api.clone(), caller.clone(), resource.clone());
                     listed = tokio::task::spawn_blocking(move || {
                         api.list(&caller, Collection::new(&r.group, &r.plural, ""), "")
                     })
                     .await
-                    .unwrap_or_else(|e| Err(e.to_string()));
+                    .unwrap_or_else(|e| Err(HostCallError::Failed(Box::new(e))));
                     if listed.is_ok() || !version.is_live() {
                         break;
                     }

@@ -12,7 +12,7 @@ use crate::registry::definition::CRD_GROUP;
 use crate::registry::{Registry, RequestScope};
 use crate::storage::ListOptions;
 use crate::strategy::ResourceInfo;
-use crate::{ConversionSample, ModuleState, ModuleStatus, ModuleTable};
+use crate::{ConversionSample, ModuleState, ModuleStatus, ModuleTable, Refusal};
 
 /// Installs the manifest check on `table` and, until the registry is dropped, creates the
 /// definitions of resources that active modules declare and nobody serves.
@@ -108,7 +108,7 @@ fn conversion_sample(
 }
 
 /// May a module serve `r`, given what the registry serves now?
-fn check(registry: &Registry, r: &ResourceInfo) -> Result<(), String> {
+fn check(registry: &Registry, r: &ResourceInfo) -> Result<(), Refusal> {
     let Some(served) = registry
         .resources()
         .into_iter()
@@ -118,27 +118,23 @@ fn check(registry: &Registry, r: &ResourceInfo) -> Result<(), String> {
     };
     let def = &served.def;
     if def.builtin && !def.module_strategy {
-        return Err("a built-in resource keeps the host's own strategy".into());
+        return Err(Refusal::BuiltinKept);
     }
     if def.plural != r.plural {
-        return Err(format!(
-            "the manifest names the plural {:?} but the resource is served as {:?}",
-            r.plural, def.plural
-        ));
+        return Err(Refusal::Plural {
+            declared: r.plural.clone(),
+            served: def.plural.clone(),
+        });
     }
     if def.namespaced != r.namespaced {
         let scope = |n: bool| if n { "Namespaced" } else { "Cluster" };
-        return Err(format!(
-            "the manifest says {} but the resource is {}",
-            scope(r.namespaced),
-            scope(def.namespaced)
-        ));
+        return Err(Refusal::Scope {
+            declared: scope(r.namespaced),
+            served: scope(def.namespaced),
+        });
     }
     if def.version(&r.version).is_none() {
-        return Err(format!(
-            "the manifest names version {:?}, which the resource does not serve",
-            r.version
-        ));
+        return Err(Refusal::Version(r.version.clone()));
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::runtime::{digest, StrategyModule};
 use crate::strategy::{
     Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
+use crate::Refusal;
 
 /// The API group of the host's own kinds.
 pub const GROUP: &str = "strategyhost.io";
@@ -147,26 +148,19 @@ impl ModuleSpec {
     ///
     /// # Errors
     /// What the module declares instead.
-    pub fn binds(&self, module: &StrategyModule) -> Result<(), String> {
+    pub fn binds(&self, module: &StrategyModule) -> Result<(), Refusal> {
         let spec = self;
         let manifest = module.manifest();
         match (&spec.policy, &manifest.admission_policy) {
             (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
             (Some(name), Some(_)) => {
-                return Err(format!(
-                    "spec.admissionPolicy.name is {name:?} but the module's policy is {:?}",
-                    manifest.name
-                ))
+                return Err(Refusal::OtherPolicy {
+                    bound: name.clone(),
+                    declared: manifest.name.clone(),
+                })
             }
-            (Some(_), None) => {
-                return Err("spec.admissionPolicy is set but the module is a strategy, not an admission policy".into())
-            }
-            (None, Some(_)) => {
-                return Err(format!(
-                    "the module is the admission policy {:?}: bind it with spec.admissionPolicy, not spec.resource",
-                    manifest.name
-                ))
-            }
+            (Some(_), None) => return Err(Refusal::NotAPolicy),
+            (None, Some(_)) => return Err(Refusal::IsAPolicy(manifest.name.clone())),
             (None, None) => {}
         }
         let (group, kind) = (spec.group.as_str(), spec.kind.as_str());
@@ -174,14 +168,13 @@ impl ModuleSpec {
         if declared.iter().any(|r| r.group == group && r.kind == kind) {
             return Ok(());
         }
-        let names: Vec<String> = declared
-            .iter()
-            .map(|r| format!("{}/{}", r.group, r.kind))
-            .collect();
-        Err(format!(
-            "spec.resource is {group}/{kind} but the module declares only [{}]",
-            names.join(", ")
-        ))
+        Err(Refusal::Undeclared {
+            bound: format!("{group}/{kind}"),
+            declared: declared
+                .iter()
+                .map(|r| format!("{}/{}", r.group, r.kind))
+                .collect(),
+        })
     }
 }
 

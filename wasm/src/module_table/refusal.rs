@@ -1,0 +1,93 @@
+//! Why a module version may not serve what it declares: the checks a version passes before it
+//! is swapped in or staged, each refusal recorded in its source's status.
+
+/// A module version refused before it serves.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// A built-in kind whose strategy is the host's own.
+    #[error("a built-in resource keeps the host's own strategy")]
+    BuiltinKept,
+    /// The manifest's plural is not the one the resource is served as.
+    #[error("the manifest names the plural {declared:?} but the resource is served as {served:?}")]
+    Plural {
+        /// The manifest's.
+        declared: String,
+        /// The served resource's.
+        served: String,
+    },
+    /// The manifest's scope is not the resource's.
+    #[error("the manifest says {declared} but the resource is {served}")]
+    Scope {
+        /// The manifest's (`Namespaced`, `Cluster`).
+        declared: &'static str,
+        /// The served resource's.
+        served: &'static str,
+    },
+    /// The manifest names a version the resource does not serve.
+    #[error("the manifest names version {0:?}, which the resource does not serve")]
+    Version(String),
+    /// `spec.admissionPolicy` names another policy than the module is.
+    #[error("spec.admissionPolicy.name is {bound:?} but the module's policy is {declared:?}")]
+    OtherPolicy {
+        /// The name the spec binds.
+        bound: String,
+        /// The module's policy.
+        declared: String,
+    },
+    /// `spec.admissionPolicy` binds a module that is a strategy.
+    #[error("spec.admissionPolicy is set but the module is a strategy, not an admission policy")]
+    NotAPolicy,
+    /// `spec.resource` binds a module that is an admission policy.
+    #[error("the module is the admission policy {0:?}: bind it with spec.admissionPolicy, not spec.resource")]
+    IsAPolicy(String),
+    /// `spec.resource` names a resource the module does not declare.
+    #[error("spec.resource is {bound} but the module declares only [{}]", declared.join(", "))]
+    Undeclared {
+        /// `group/kind` the spec binds.
+        bound: String,
+        /// `group/kind` of each resource the module declares.
+        declared: Vec<String>,
+    },
+    /// Converting a sample to another version and back changed it.
+    #[error("the conversion does not round-trip {plural} {name:?}: {from} → {via} → {from} changed it: {patch}")]
+    NotRoundTrip {
+        /// The resource.
+        plural: String,
+        /// The sample's name.
+        name: String,
+        /// Its stored apiVersion.
+        from: String,
+        /// The apiVersion it went through.
+        via: String,
+        /// What changed, as a JSON Patch.
+        patch: String,
+    },
+    /// Converting a sample failed.
+    #[error("converting to {desired} failed: {reason}")]
+    Conversion {
+        /// The apiVersion asked for.
+        desired: String,
+        /// Why.
+        reason: ConversionFailure,
+    },
+}
+
+/// Why converting one sample failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConversionFailure {
+    /// The call failed (trapped, ran out of fuel, ...).
+    #[error("{0}")]
+    Call(crate::runtime::CallFailure),
+    /// The module answered an error.
+    #[error("{0}")]
+    Answered(String),
+    /// The module answered no object.
+    #[error("no object came back")]
+    NoObject,
+    /// The object answered is not JSON.
+    #[error("{0}")]
+    NotJson(#[from] serde_json::Error),
+    /// The object answered is at another version.
+    #[error("it answered apiVersion {0}")]
+    OtherVersion(serde_json::Value),
+}
