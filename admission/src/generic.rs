@@ -219,6 +219,33 @@ fn variables_of(spec: &Value) -> Vec<(String, cel::Result<Expression>)> {
         .collect()
 }
 
+/// Why a binding's params could not be read, worded as Kubernetes words it.
+#[derive(Debug, thiserror::Error)]
+pub enum ParamsError {
+    /// The policy has a `paramKind` and the binding no `paramRef`.
+    #[error("failed to configure binding: paramRef is required when the policy has paramKind {0}")]
+    NoParamRef(String),
+    /// The `paramKind` is not served.
+    #[error("failed to configure binding: paramKind {group}/{version} {kind} is not served")]
+    NotServed {
+        /// Its group.
+        group: String,
+        /// Its version.
+        version: String,
+        /// Its kind.
+        kind: String,
+    },
+    /// The server is stopping.
+    #[error("the server is stopping")]
+    Stopping,
+    /// Reading the params failed.
+    #[error(transparent)]
+    Read(#[from] crate::registry::Error),
+    /// None found, and the binding's `parameterNotFoundAction` is `Deny`.
+    #[error("no params found for policy binding with `Deny` parameterNotFoundAction")]
+    NotFound,
+}
+
 /// The params a binding names (`param_ref`) for a policy taking `param_kind` (group, version,
 /// kind): `paramRef.name` in its namespace (or the request's), or every object
 /// `paramRef.selector` selects; `None` when the policy takes none.
@@ -230,17 +257,22 @@ pub async fn params(
     param_kind: Option<&(String, String, String)>,
     param_ref: Option<&Value>,
     request: &AdmissionRequest<'_>,
-) -> Result<Option<Vec<Value>>, String> {
+) -> Result<Option<Vec<Value>>, ParamsError> {
     let Some((group, version, kind)) = param_kind else {
         return Ok(None);
     };
     let Some(param_ref) = param_ref else {
-        return Err(format!("failed to configure binding: paramRef is required when the policy has paramKind {kind}"));
+        return Err(ParamsError::NoParamRef(kind.clone()));
     };
-    let registry = registry.upgrade().ok_or("the server is stopping")?;
-    let served = registry.resolve_kind(group, version, kind).ok_or_else(|| {
-        format!("failed to configure binding: paramKind {group}/{version} {kind} is not served")
-    })?;
+    let registry = registry.upgrade().ok_or(ParamsError::Stopping)?;
+    let served =
+        registry
+            .resolve_kind(group, version, kind)
+            .ok_or_else(|| ParamsError::NotServed {
+                group: group.clone(),
+                version: version.clone(),
+                kind: kind.clone(),
+            })?;
     let namespace = param_ref
         .get("namespace")
         .and_then(Value::as_str)
@@ -256,14 +288,10 @@ pub async fn params(
         Some(name) => match served.store.get(&scope, name, GetOptions::default()).await {
             Ok(obj) => vec![obj],
             Err(e) if e.is_not_found() => Vec::new(),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         },
         None => {
-            let listed = served
-                .store
-                .list(&scope, ListOptions::default())
-                .await
-                .map_err(|e| e.to_string())?;
+            let listed = served.store.list(&scope, ListOptions::default()).await?;
             let selector = param_ref.get("selector").cloned().unwrap_or(Value::Null);
             listed
                 .items
@@ -279,9 +307,7 @@ pub async fn params(
             .and_then(Value::as_str)
             != Some("Allow")
     {
-        return Err(
-            "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-        );
+        return Err(ParamsError::NotFound);
     }
     Ok(Some(found))
 }

@@ -207,7 +207,7 @@ impl MutatingPolicies {
             let found = match found {
                 Ok(p) => p,
                 Err(why) => {
-                    fail(why)?;
+                    fail(why.to_string())?;
                     continue;
                 }
             };

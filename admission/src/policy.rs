@@ -219,7 +219,7 @@ impl ValidatingAdmission for Policies {
             {
                 Ok(p) => p,
                 Err(why) => {
-                    fail(why)?;
+                    fail(why.to_string())?;
                     continue;
                 }
             };

@@ -28,7 +28,7 @@ use crate::strategy::{Admission, AdmissionAttributes, AdmissionPhase, Strategy, 
 use crate::user::UserInfo;
 use crate::wasm::rollout::StagedVersion;
 use crate::wasm::runtime::{PolicyDeclaration, ValidationAction};
-use crate::wasm::{ModuleTable, PolicyInForce, PolicyReplay};
+use crate::wasm::{ModuleTable, PolicyInForce, PolicyReplay, ReplayError};
 
 /// A policy module's declaration, read once per version (by digest).
 struct Compiled {
@@ -293,14 +293,18 @@ fn context(
 
 #[async_trait]
 impl PolicyReplay for WasmPolicies {
-    async fn replay(&self, in_force: &dyn Strategy, staged: &StagedVersion) -> Result<u64, String> {
-        let registry = self.registry.upgrade().ok_or("the server is stopping")?;
+    async fn replay(
+        &self,
+        in_force: &dyn Strategy,
+        staged: &StagedVersion,
+    ) -> Result<u64, ReplayError> {
+        let registry = self.registry.upgrade().ok_or(ReplayError::Stopping)?;
         let declaration = staged
             .module()
             .manifest()
             .admission_policy
             .as_ref()
-            .ok_or("not an admission policy module")?;
+            .ok_or(ReplayError::NotAPolicy)?;
         let compiled = Compiled::new(declaration);
         let user = UserInfo {
             username: "system:strategy-host:replay".into(),
@@ -327,7 +331,10 @@ impl PolicyReplay for WasmPolicies {
                 .store
                 .list(&scope, ListOptions::default())
                 .await
-                .map_err(|e| format!("listing {}: {e}", def.plural))?;
+                .map_err(|source| ReplayError::List {
+                    plural: def.plural.clone(),
+                    source,
+                })?;
             for object in listed.item_values() {
                 let text = |p: &str| object.pointer(p).and_then(Value::as_str);
                 let namespace = text("/metadata/namespace").filter(|n| !n.is_empty());

@@ -134,7 +134,8 @@ pub fn field_validation(
     problems: Vec<String>,
     mode: FieldValidation,
 ) -> Result<Vec<String>, Status> {
-    mode.judge(problems).map_err(Status::bad_request)
+    mode.judge(problems)
+        .map_err(|e| Status::bad_request(e.to_string()))
 }
 
 /// The problems of a body that repeats the fields at `repeated`, under the field validation mode.

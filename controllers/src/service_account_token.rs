@@ -35,7 +35,7 @@ pub trait TokenSigner: Send + Sync {
         namespace: &str,
         account: (&str, &str),
         secret: (&str, &str),
-    ) -> std::result::Result<String, String>;
+    ) -> std::result::Result<String, Box<dyn std::error::Error + Send + Sync>>;
 
     /// The CA bundle clients in the cluster trust the server with (PEM), if any.
     fn ca_bundle(&self) -> Option<String>;
@@ -186,7 +186,7 @@ async fn fill(
             (&account_name, &account_uid),
             (name, &secret_uid),
         )
-        .map_err(crate::registry::Error::Internal)?;
+        .map_err(|e| crate::registry::Error::Internal(e.to_string()))?;
     let b64 = |s: &str| Value::String(base64::engine::general_purpose::STANDARD.encode(s));
     let ca = signer.ca_bundle().unwrap_or_default();
     let ns = namespace.to_string();

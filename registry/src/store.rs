@@ -34,15 +34,20 @@ impl FieldValidation {
     ///
     /// # Errors
     /// Under `Strict`, when there is any problem.
-    pub fn judge(self, problems: Vec<String>) -> std::result::Result<Vec<String>, String> {
+    pub fn judge(self, problems: Vec<String>) -> std::result::Result<Vec<String>, StrictDecoding> {
         match self {
             Self::Ignore => Ok(Vec::new()),
             Self::Warn => Ok(problems),
             Self::Strict if problems.is_empty() => Ok(Vec::new()),
-            Self::Strict => Err(format!("strict decoding error: {}", problems.join(", "))),
+            Self::Strict => Err(StrictDecoding(problems)),
         }
     }
 }
+
+/// Unknown or duplicate fields refused under `fieldValidation=Strict` (a 400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("strict decoding error: {}", .0.join(", "))]
+pub struct StrictDecoding(pub Vec<String>);
 
 /// What one request is about, beyond the object itself.
 #[derive(Debug, Clone)]
@@ -419,7 +424,7 @@ impl RegistryStore {
             scope
                 .field_validation
                 .judge(problems)
-                .map_err(Error::BadRequest)?,
+                .map_err(|e| Error::BadRequest(e.to_string()))?,
         );
         Ok(())
     }

@@ -26,7 +26,7 @@ mod wasm_strategy;
 pub use host_api::RegistryHostApi;
 pub use module_table::{
     ConversionFailure, ConversionSample, ConversionSamples, ModuleState, ModuleStatus, ModuleTable,
-    PolicyInForce, PolicyReplay, Refusal, ResourceCheck,
+    PolicyInForce, PolicyReplay, Refusal, ReplayError, ResourceCheck,
 };
 pub use object_answer::{apply_object_answer, AnswerError, OperationError};
 pub use runtime::{Runtime, RuntimeConfig};

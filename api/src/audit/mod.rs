@@ -46,7 +46,8 @@ pub enum Error {
         /// The file.
         path: PathBuf,
         /// What is wrong with it.
-        problem: String,
+        #[source]
+        problem: policy::PolicyError,
     },
     /// The audit log could not be opened for appending.
     #[error("audit log {}: {source}", path.display())]

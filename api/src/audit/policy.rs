@@ -103,11 +103,11 @@ impl Policy {
     ///
     /// # Errors
     /// What is wrong, in Kubernetes' field-error words (`rules[0].level: Unsupported value ...`).
-    pub fn parse(text: &str) -> Result<(Self, Vec<String>), String> {
+    pub fn parse(text: &str) -> Result<(Self, Vec<String>), PolicyError> {
         let doc: Doc<PolicyDoc> = if text.trim_start().starts_with('{') {
-            serde_json::from_str(text).map_err(|e| format!("failed decoding: {e}"))?
+            serde_json::from_str(text)?
         } else {
-            serde_yaml::from_str(text).map_err(|e| format!("failed decoding: {e}"))?
+            serde_yaml::from_str(text)?
         };
         let mut p = Problems::default();
         p.known("", doc).validate(p)
@@ -315,9 +315,23 @@ impl Problems {
     }
 }
 
+/// Why a document is not a valid audit `Policy`.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// Not JSON.
+    #[error("failed decoding: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Not YAML.
+    #[error("failed decoding: {0}")]
+    Yaml(#[from] serde_yaml::Error),
+    /// Decoded, with these field errors (`rules[0].level: Unsupported value ...`).
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+}
+
 impl PolicyDoc {
     /// The policy and the unknown fields ignored (`p`'s, with those found here).
-    fn validate(self, mut p: Problems) -> Result<(Policy, Vec<String>), String> {
+    fn validate(self, mut p: Problems) -> Result<(Policy, Vec<String>), PolicyError> {
         p.require("apiVersion", self.api_version.as_deref(), "audit.k8s.io/v1");
         p.require("kind", self.kind.as_deref(), "Policy");
         let omit_stages = p.stages("omitStages", &self.omit_stages.unwrap_or_default());
@@ -334,7 +348,7 @@ impl PolicyDoc {
             })
             .collect();
         if !p.errors.is_empty() {
-            return Err(p.errors.join("; "));
+            return Err(PolicyError::Invalid(p.errors));
         }
         let policy = Policy {
             rules,

@@ -145,7 +145,7 @@ impl RbacAuthorizer {
         &self,
         role_ref: &super::policy::RoleRef,
         namespace: &str,
-    ) -> Result<Arc<Vec<PolicyRule>>, String> {
+    ) -> Result<Arc<Vec<PolicyRule>>, super::index::RoleRefError> {
         self.read().role_ref_rules(role_ref, namespace)
     }
 }
@@ -170,7 +170,7 @@ impl Authorizer for RbacAuthorizer {
                         return false;
                     }
                     Ok(_) => {}
-                    Err(e) => errors.push(e),
+                    Err(e) => errors.push(e.to_string()),
                 }
                 true
             });

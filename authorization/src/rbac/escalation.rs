@@ -140,17 +140,46 @@ pub fn compact_rules(rules: &[PolicyRule]) -> Vec<PolicyRule> {
     compacted
 }
 
+/// A grant of rules the granting user does not hold, in the words of Kubernetes'
+/// `ConfirmNoEscalation`: the rules not held (sorted, one a line), with any errors met while
+/// resolving the user's own.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "user {} (groups={}) is attempting to grant RBAC permissions not currently held:\n{}{}",
+    go_quote(.user),
+    go_quote_list(.groups),
+    .missing.join("\n"),
+    resolution(.resolution_errors)
+)]
+pub struct Escalation {
+    /// The granting user's name.
+    pub user: String,
+    /// Their groups.
+    pub groups: Vec<String>,
+    /// The rules granted and not held, compact.
+    pub missing: Vec<String>,
+    /// Errors met resolving the rules the user holds.
+    pub resolution_errors: Vec<String>,
+}
+
+fn resolution(errors: &[String]) -> String {
+    match errors {
+        [] => String::new(),
+        errors => format!("; resolution errors: [{}]", errors.join(" ")),
+    }
+}
+
 /// `ConfirmNoEscalation`: `Ok` when `held` covers `granted`, else Kubernetes' message naming
 /// the rules not held (sorted, one a line), with any errors met while resolving `held`.
 ///
 /// # Errors
-/// The message, for a 403 Forbidden.
+/// The escalation, for a 403 Forbidden.
 pub fn confirm_no_escalation(
     user: &UserInfo,
     held: &[PolicyRule],
     resolution_errors: &[String],
     granted: &[PolicyRule],
-) -> Result<(), String> {
+) -> Result<(), Escalation> {
     let (covered, missing) = covers(held, granted);
     if covered {
         return Ok(());
@@ -159,19 +188,12 @@ pub fn confirm_no_escalation(
         .iter()
         .map(PolicyRule::compact_string)
         .collect();
-    let mut message = format!(
-        "user {} (groups={}) is attempting to grant RBAC permissions not currently held:\n{}",
-        go_quote(&user.username),
-        go_quote_list(&user.groups),
-        descriptions.into_iter().collect::<Vec<_>>().join("\n")
-    );
-    if !resolution_errors.is_empty() {
-        message.push_str(&format!(
-            "; resolution errors: [{}]",
-            resolution_errors.join(" ")
-        ));
-    }
-    Err(message)
+    Err(Escalation {
+        user: user.username.clone(),
+        groups: user.groups.clone(),
+        missing: descriptions.into_iter().collect(),
+        resolution_errors: resolution_errors.to_vec(),
+    })
 }
 
 #[cfg(test)]
@@ -228,7 +250,9 @@ mod tests {
             rule(&["get"], &[""], &["configmaps"], &[]),
             rule(&["create"], &["apps"], &["deployments"], &[]),
         ];
-        let err = confirm_no_escalation(&user, &held, &[], &granted).unwrap_err();
+        let err = confirm_no_escalation(&user, &held, &[], &granted)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "user \"bob\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n\

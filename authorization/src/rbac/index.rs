@@ -160,7 +160,21 @@ impl std::fmt::Display for RuleSource<'_> {
 }
 
 /// What a rule visitor is shown: a rule with its source, or an error met resolving a binding.
-pub type Visited<'a> = Result<(RuleSource<'a>, &'a PolicyRule), String>;
+pub type Visited<'a> = Result<(RuleSource<'a>, &'a PolicyRule), RoleRefError>;
+
+/// A binding's `roleRef` that names no role, in the texts of Kubernetes' listers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoleRefError {
+    /// No such Role in the binding's namespace.
+    #[error("role.{group} {} not found", go_quote(.0), group = GROUP)]
+    RoleNotFound(String),
+    /// No such ClusterRole.
+    #[error("clusterrole.{group} {} not found", go_quote(.0), group = GROUP)]
+    ClusterRoleNotFound(String),
+    /// A kind other than Role and ClusterRole.
+    #[error("unsupported role reference kind: {}", go_quote(.0))]
+    UnsupportedKind(String),
+}
 
 /// Bindings by (namespace, name) and by subject key.
 #[derive(Debug, Default, Clone)]
@@ -298,24 +312,19 @@ impl PolicyIndex {
         &self,
         role_ref: &RoleRef,
         namespace: &str,
-    ) -> Result<Arc<Vec<PolicyRule>>, String> {
+    ) -> Result<Arc<Vec<PolicyRule>>, RoleRefError> {
         match role_ref.kind.as_str() {
             "Role" => self
                 .roles
                 .get(&(namespace.to_string(), role_ref.name.clone()))
                 .cloned()
-                .ok_or_else(|| format!("role.{GROUP} {} not found", go_quote(&role_ref.name))),
+                .ok_or_else(|| RoleRefError::RoleNotFound(role_ref.name.clone())),
             "ClusterRole" => self
                 .cluster_roles
                 .get(&role_ref.name)
                 .cloned()
-                .ok_or_else(|| {
-                    format!("clusterrole.{GROUP} {} not found", go_quote(&role_ref.name))
-                }),
-            other => Err(format!(
-                "unsupported role reference kind: {}",
-                go_quote(other)
-            )),
+                .ok_or_else(|| RoleRefError::ClusterRoleNotFound(role_ref.name.clone())),
+            other => Err(RoleRefError::UnsupportedKind(other.to_owned())),
         }
     }
 
@@ -366,7 +375,7 @@ impl PolicyIndex {
         self.visit_rules_for(user, namespace, &mut |found| {
             match found {
                 Ok((_, rule)) => rules.push(rule.clone()),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(e.to_string()),
             }
             true
         });

@@ -120,7 +120,7 @@ impl RbacStrategy {
         let (held, errors) = self.rules.policy_rules_for(user, namespace);
         confirm_no_escalation(user, &held, &errors, granted)
             .err()
-            .map(Refusal::Forbidden)
+            .map(|escalation| Refusal::Forbidden(escalation.to_string()))
     }
 
     /// The escalation check of a Role or ClusterRole write (`old` for an update).

@@ -52,10 +52,8 @@ impl TokenSigner for SecretTokens {
         namespace: &str,
         account: (&str, &str),
         secret: (&str, &str),
-    ) -> Result<String, String> {
-        self.tokens
-            .issue_for_secret(namespace, account, secret)
-            .map_err(|e| e.to_string())
+    ) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(self.tokens.issue_for_secret(namespace, account, secret)?)
     }
 
     fn ca_bundle(&self) -> Option<String> {

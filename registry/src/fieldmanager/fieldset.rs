@@ -141,8 +141,8 @@ impl FieldSet {
     ///
     /// # Errors
     /// A value that is not FieldsV1 (not an object, or a key that is no path element).
-    pub fn from_fields_v1(v: &Value) -> Result<Self, String> {
-        let map = v.as_object().ok_or("fieldsV1 must be an object")?;
+    pub fn from_fields_v1(v: &Value) -> Result<Self, NotFieldsV1> {
+        let map = v.as_object().ok_or(NotFieldsV1::NotAnObject)?;
         let mut set = FieldSet {
             own: map.is_empty(),
             children: BTreeMap::new(),
@@ -157,12 +157,23 @@ impl FieldSet {
                 || k.starts_with("v:")
                 || k.starts_with("i:"))
             {
-                return Err(format!("{k:?} is not a FieldsV1 path element"));
+                return Err(NotFieldsV1::Element(k.clone()));
             }
             set.children.insert(k.clone(), Self::from_fields_v1(child)?);
         }
         Ok(set)
     }
+}
+
+/// A value that is not FieldsV1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotFieldsV1 {
+    /// A scalar or list where an object belongs.
+    #[error("fieldsV1 must be an object")]
+    NotAnObject,
+    /// A key that is no `f:`, `k:`, `v:` or `i:` path element (nor `.`).
+    #[error("{0:?} is not a FieldsV1 path element")]
+    Element(String),
 }
 
 /// A path as Kubernetes prints it in conflict messages: `.spec.containers[name="web"].image`.

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::fieldset::FieldSet;
+use super::fieldset::{FieldSet, NotFieldsV1};
 
 /// Kubernetes keeps at most this many Update managers; older ones merge into one entry.
 pub const MAX_UPDATE_MANAGERS: usize = 10;
@@ -53,16 +53,48 @@ impl Entry {
     }
 }
 
+/// A `metadata.managedFields` Kubernetes would refuse, with the path below it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManagedFieldsError {
+    /// Not a list.
+    #[error("must be a list")]
+    NotAList,
+    /// An entry's operation is neither `Apply` nor `Update`.
+    #[error("[{index}].operation: {operation:?}: must be Apply or Update")]
+    Operation {
+        /// The entry's index.
+        index: usize,
+        /// What it says.
+        operation: Option<String>,
+    },
+    /// An entry's fieldsType is not `FieldsV1`.
+    #[error("[{index}].fieldsType: {fields_type:?}: must be FieldsV1")]
+    FieldsType {
+        /// The entry's index.
+        index: usize,
+        /// What it says.
+        fields_type: String,
+    },
+    /// An entry's fieldsV1 is not FieldsV1.
+    #[error("[{index}].fieldsV1: {source}")]
+    FieldsV1 {
+        /// The entry's index.
+        index: usize,
+        /// Why.
+        source: NotFieldsV1,
+    },
+}
+
 /// Reads `metadata.managedFields` (absent → none).
 ///
 /// # Errors
 /// An entry Kubernetes would refuse: not an object, an unknown operation or fieldsType, bad FieldsV1.
-pub fn read(obj: &Value) -> Result<Vec<Entry>, String> {
+pub fn read(obj: &Value) -> Result<Vec<Entry>, ManagedFieldsError> {
     let Some(list) = obj.pointer("/metadata/managedFields") else {
         return Ok(Vec::new());
     };
     let Some(list) = list.as_array() else {
-        return Err("must be a list".into());
+        return Err(ManagedFieldsError::NotAList);
     };
     list.iter()
         .enumerate()
@@ -72,21 +104,24 @@ pub fn read(obj: &Value) -> Result<Vec<Entry>, String> {
                 Some("Apply") => Operation::Apply,
                 Some("Update") => Operation::Update,
                 other => {
-                    return Err(format!(
-                        "[{i}].operation: {other:?}: must be Apply or Update"
-                    ))
+                    return Err(ManagedFieldsError::Operation {
+                        index: i,
+                        operation: other.map(str::to_owned),
+                    })
                 }
             };
             match e.get("fieldsType").and_then(Value::as_str) {
                 None | Some("FieldsV1") => {}
                 Some(other) => {
-                    return Err(format!("[{i}].fieldsType: {other:?}: must be FieldsV1"))
+                    return Err(ManagedFieldsError::FieldsType {
+                        index: i,
+                        fields_type: other.to_owned(),
+                    })
                 }
             }
             let fields = match e.get("fieldsV1") {
-                Some(v) => {
-                    FieldSet::from_fields_v1(v).map_err(|why| format!("[{i}].fieldsV1: {why}"))?
-                }
+                Some(v) => FieldSet::from_fields_v1(v)
+                    .map_err(|source| ManagedFieldsError::FieldsV1 { index: i, source })?,
                 None => FieldSet::new(),
             };
             Ok(Entry {

@@ -158,7 +158,7 @@ fn sent_entries(old: Option<&Value>, new: &Value) -> Result<Option<Vec<Entry>>, 
         Some(s) if Some(s) == live => Ok(None),
         Some(_) => managed::read(new)
             .map(Some)
-            .map_err(|why| Refusal::Invalid("managedFields".into(), why)),
+            .map_err(|why| Refusal::Invalid("managedFields".into(), why.to_string())),
     }
 }
 

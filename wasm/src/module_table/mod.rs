@@ -18,7 +18,7 @@ mod staging;
 
 pub use conversion_check::{ConversionSample, ConversionSamples};
 use policies::{policy_key, POLICY_KEY_PREFIX};
-pub use policies::{PolicyInForce, PolicyReplay};
+pub use policies::{PolicyInForce, PolicyReplay, ReplayError};
 pub use refusal::{ConversionFailure, Refusal};
 
 use super::rollout::{RolloutMetrics, StagedVersion};

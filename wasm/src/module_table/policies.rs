@@ -44,7 +44,30 @@ pub trait PolicyReplay: Send + Sync {
     ///
     /// # Errors
     /// A resource could not be listed.
-    async fn replay(&self, in_force: &dyn Strategy, staged: &StagedVersion) -> Result<u64, String>;
+    async fn replay(
+        &self,
+        in_force: &dyn Strategy,
+        staged: &StagedVersion,
+    ) -> Result<u64, ReplayError>;
+}
+
+/// Why a staged policy's replay stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The server is stopping.
+    #[error("the server is stopping")]
+    Stopping,
+    /// The staged module declares no admission policy.
+    #[error("not an admission policy module")]
+    NotAPolicy,
+    /// A resource could not be listed.
+    #[error("listing {plural}: {source}")]
+    List {
+        /// The resource.
+        plural: String,
+        /// Why.
+        source: crate::registry::Error,
+    },
 }
 
 impl ModuleTable {

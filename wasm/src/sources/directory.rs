@@ -73,23 +73,55 @@ fn module_of(path: &Path) -> Option<PathBuf> {
     Some(path.with_file_name(format!("{stem}.wasm")))
 }
 
+/// A rollout sidecar that cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum SidecarError {
+    /// It cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// It is not JSON.
+    #[error("{}: {source}", path.display())]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// Its fields are wrong.
+    #[error("{}: {}", path.display(), causes.join("; "))]
+    Invalid { path: PathBuf, causes: Vec<String> },
+}
+
 /// The rollout in a module's sidecar (Active when there is none).
-fn rollout_of(module: &Path) -> Result<RolloutSpec, String> {
+fn rollout_of(module: &Path) -> Result<RolloutSpec, SidecarError> {
     let stem = module.file_stem().unwrap_or_default().to_string_lossy();
     let sidecar = module.with_file_name(format!("{stem}{ROLLOUT_SUFFIX}"));
     let text = match std::fs::read_to_string(&sidecar) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RolloutSpec::default()),
-        Err(e) => return Err(format!("{}: {e}", sidecar.display())),
+        Err(source) => {
+            return Err(SidecarError::Read {
+                path: sidecar,
+                source,
+            })
+        }
     };
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar.display()))?;
-    RolloutSpec::from_json(Some(&value), "rollout").map_err(|errors| {
-        let causes: Vec<String> = errors
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(source) => {
+            return Err(SidecarError::Json {
+                path: sidecar,
+                source,
+            })
+        }
+    };
+    RolloutSpec::from_json(Some(&value), "rollout").map_err(|errors| SidecarError::Invalid {
+        path: sidecar,
+        causes: errors
             .iter()
             .map(|e| format!("{}: {}", e.field, e.detail))
-            .collect();
-        format!("{}: {}", sidecar.display(), causes.join("; "))
+            .collect(),
     })
 }
 

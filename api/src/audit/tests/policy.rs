@@ -24,7 +24,7 @@ fn assert_levels<const N: usize>(p: &Policy, cases: [(Attributes, Level); N]) {
 }
 
 fn problem(yaml: &str) -> String {
-    Policy::parse(yaml).unwrap_err()
+    Policy::parse(yaml).unwrap_err().to_string()
 }
 
 const HEAD: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\n";
