@@ -6,7 +6,7 @@
 //!
 //! The server's use, in order: [`Auditor::begin`] once the request's attributes are known
 //! (after authentication); [`set_decision`] after authorization; the verbs record the request
-//! and response objects through the request's [`AuditContext`]; [`RequestAudit::complete`]
+//! and response objects through the request's [`AuditContext`]; `RequestAudit::complete`
 //! with the response (`filter::RequestAudit`).
 
 mod context;

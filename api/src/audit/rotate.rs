@@ -397,23 +397,20 @@ mod tests {
                 compress: true,
             },
         };
+        let names = || {
+            files(dir.path())
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect::<Vec<_>>()
+        };
         backups.prune().unwrap();
-        let names: Vec<String> = files(dir.path()).into_iter().map(|(n, _)| n).collect();
-        assert_eq!(
-            names.len(),
-            4,
-            "two backups are within the limit: {names:?}"
-        );
+        assert_eq!(names().len(), 4, "two backups are within the limit");
         // One past the limit: the oldest goes, the plain and gzipped copies alike.
-        std::fs::write(
-            dir.path().join("audit-2026-11-28T00-00-00.003.log"),
-            b"{}\n",
-        )
-        .unwrap();
+        let newest = dir.path().join("audit-2026-11-28T00-00-00.003.log");
+        std::fs::write(newest, b"{}\n").unwrap();
         backups.prune().unwrap();
-        let names: Vec<String> = files(dir.path()).into_iter().map(|(n, _)| n).collect();
         assert_eq!(
-            names,
+            names(),
             [
                 "audit-2026-11-28T00-00-00.002.log",
                 "audit-2026-11-28T00-00-00.002.log.gz",

@@ -112,7 +112,7 @@ impl FlowControl {
 }
 
 /// The seats a request takes: a list one per hundred objects it reads (as many as the resource
-/// holds, or its `limit` when it selects nothing), at most [`MAX_SEATS`]; anything else one.
+/// holds, or its `limit` when it selects nothing), at most `MAX_SEATS`; anything else one.
 pub fn estimate_seats(route: &Route, query: &Query, registry: &Registry) -> u32 {
     let Route::Resource(path, Verb::List) = route else {
         return 1;

@@ -47,12 +47,12 @@ pub(super) const LEVELS: [PriorityLevel; 7] = [
 ];
 
 /// Where a request is served: the flow schema that matched, its priority level (an index into
-/// [`LEVELS`]) and its flow's name (the user, as Kubernetes' `ByUser` distinguisher).
+/// `LEVELS`) and its flow's name (the user, as Kubernetes' `ByUser` distinguisher).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classification {
     /// The flow schema's name.
     pub schema: &'static str,
-    /// The index of its priority level in [`LEVELS`].
+    /// The index of its priority level in `LEVELS`.
     pub level: usize,
     /// The flow within the level.
     pub flow: String,
