@@ -15,7 +15,6 @@ use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, RequestScope};
 use crate::rules::{strings, MatchResources};
 use crate::storage::{GetOptions, ListOptions};
-use crate::webhook::operation_name;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -317,7 +316,7 @@ pub fn request_variable(request: &AdmissionRequest<'_>) -> Value {
     let def = request.resource;
     let user = request.user;
     json!({
-        "operation": operation_name(request.operation),
+        "operation": request.operation.as_str(),
         "userInfo": {"username": user.username, "uid": user.uid, "groups": user.groups},
         "name": request.name,
         "namespace": request.namespace.unwrap_or_default(),

@@ -8,7 +8,7 @@
 //! A crate above the registry and the wasm layer (policy modules run there), beside the api
 //! and the controllers, which it does not know.
 
-pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_contract::{admission_policy, strategy, user};
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 pub use strategy_host_wasm as wasm;

@@ -57,7 +57,7 @@ impl Rule {
     /// Whether the rule names the request's operation and resource (`equivalent`: another
     /// version of the same resource matches too).
     pub fn matches(&self, request: &AdmissionRequest<'_>, equivalent: bool) -> bool {
-        let operation = crate::webhook::operation_name(request.operation);
+        let operation = request.operation.as_str();
         let def = request.resource;
         let has = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
         let resource_named =

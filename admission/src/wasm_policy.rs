@@ -16,6 +16,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry as MetricsRegistry;
 use serde_json::Value;
 
+use crate::admission_policy::{AdmissionAttributes, AdmissionPhase};
 use crate::cel::{self, Activation, Expression};
 use crate::generic::{record_audit_failures, request_variable};
 use crate::registry::admission::{
@@ -24,9 +25,9 @@ use crate::registry::admission::{
 use crate::registry::{Registry, RequestScope};
 use crate::rules::MatchResources;
 use crate::storage::ListOptions;
-use crate::strategy::{Admission, AdmissionAttributes, AdmissionPhase, Strategy, StrategyContext};
+use crate::strategy::{Admission, StrategyContext};
 use crate::user::UserInfo;
-use crate::wasm::rollout::StagedVersion;
+use crate::wasm::rollout::{Role, StagedVersion, Version};
 use crate::wasm::runtime::{PolicyDeclaration, ValidationAction};
 use crate::wasm::{ModuleTable, PolicyInForce, PolicyReplay, ReplayError};
 
@@ -192,13 +193,11 @@ impl WasmPolicies {
             Ok(false) => return Ok(Vec::new()),
             Err(why) => return failed(why),
         }
-        let ctx = context(request, phase, "");
-        let strategy = &policy.strategy;
+        let (ctx, attributes) = (context(request, ""), attributes(request, phase));
+        let object = (request.operation != Operation::Delete).then_some(object);
         let answer = match (request.operation, request.old_object) {
-            (Operation::Create, _) => strategy.before_create(&ctx, object).await,
-            (Operation::Update, Some(old)) => strategy.before_update(&ctx, object, old).await,
-            (Operation::Delete, Some(old)) => strategy.before_delete(&ctx, old).await,
             (Operation::Update | Operation::Delete, None) => Ok(Admission::default()),
+            (_, old) => policy.policy.admit(&ctx, &attributes, object, old).await,
         };
         match answer {
             Ok(admission) => self.verdict(policy, compiled, request, admission),
@@ -270,24 +269,25 @@ impl WasmPolicies {
 /// The request id of a staged version's replay (as a strategy module's replay names it).
 const REPLAY_REQUEST_ID: &str = "strategy-rollout-replay";
 
-/// What a policy module's call is told about `request` in `phase`.
-fn context(
-    request: &AdmissionRequest<'_>,
-    phase: AdmissionPhase,
-    request_id: &str,
-) -> StrategyContext {
+/// The context of a policy module's call about `request`.
+fn context(request: &AdmissionRequest<'_>, request_id: &str) -> StrategyContext {
     StrategyContext {
         resource: request.resource.info(request.version),
         dry_run: request.dry_run,
         request_id: request_id.to_owned(),
         hook_depth: 0,
         user: Arc::new(request.user.clone()),
-        admission: Some(AdmissionAttributes {
-            phase,
-            namespace: request.namespace.map(String::from),
-            name: request.name.to_owned(),
-            subresource: request.subresource.map(String::from),
-        }),
+    }
+}
+
+/// What a policy module is told about `request` in `phase`.
+fn attributes(request: &AdmissionRequest<'_>, phase: AdmissionPhase) -> AdmissionAttributes {
+    AdmissionAttributes {
+        operation: request.operation,
+        phase,
+        namespace: request.namespace.map(String::from),
+        name: request.name.to_owned(),
+        subresource: request.subresource.map(String::from),
     }
 }
 
@@ -295,7 +295,7 @@ fn context(
 impl PolicyReplay for WasmPolicies {
     async fn replay(
         &self,
-        in_force: &dyn Strategy,
+        in_force: &dyn Version,
         staged: &StagedVersion,
     ) -> Result<u64, ReplayError> {
         let registry = self.registry.upgrade().ok_or(ReplayError::Stopping)?;
@@ -372,9 +372,10 @@ impl PolicyReplay for WasmPolicies {
                 if !matched {
                     continue;
                 }
-                let ctx = context(&create, AdmissionPhase::Validate, REPLAY_REQUEST_ID);
+                let ctx = context(&create, REPLAY_REQUEST_ID);
+                let role = Role::Policy(attributes(&create, AdmissionPhase::Validate));
                 staged
-                    .replay(in_force, &ctx, std::slice::from_ref(&object))
+                    .replay(in_force, &role, &ctx, std::slice::from_ref(&object))
                     .await;
                 replayed += 1;
             }

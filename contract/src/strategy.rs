@@ -116,32 +116,6 @@ pub struct StrategyContext {
     pub hook_depth: u32,
     /// Who makes the request.
     pub user: Arc<UserInfo>,
-    /// Set when the call asks an admission policy module about a write of `resource` (rather
-    /// than asking the resource's own strategy).
-    pub admission: Option<AdmissionAttributes>,
-}
-
-/// Where in the admission chain a policy is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AdmissionPhase {
-    /// With the mutating plugins, before the resource's strategy: the policy may change the
-    /// object.
-    Mutate,
-    /// With the validating plugins, after the strategy: the policy admits or refuses.
-    Validate,
-}
-
-/// What an admission policy is told about a write beyond the strategy's context.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AdmissionAttributes {
-    /// The phase.
-    pub phase: AdmissionPhase,
-    /// The object's namespace, for a namespaced resource.
-    pub namespace: Option<String>,
-    /// The object's name.
-    pub name: String,
-    /// The subresource written (`status`), if any.
-    pub subresource: Option<String>,
 }
 
 /// A write refused as a whole rather than for its fields (Kubernetes' storage and admission

@@ -36,7 +36,7 @@ pub use strategy_host_authentication as authentication;
 pub use strategy_host_authorization as authorization;
 pub mod cli;
 pub mod config;
-pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_contract::{admission_policy, strategy, user};
 pub use strategy_host_controllers as controllers;
 pub use strategy_host_registry as registry;
 pub use strategy_host_registry::{pki, webhook};

@@ -21,16 +21,7 @@ pub trait AuditAnnotations: Send + Sync + std::fmt::Debug {
     fn annotate(&self, key: &str, value: &str);
 }
 
-/// The write admission is asked about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
-    /// A create (or a create on update).
-    Create,
-    /// An update, patch or apply of an existing object.
-    Update,
-    /// A delete (the object is `Null`; the old object is the one being deleted).
-    Delete,
-}
+pub use crate::admission_policy::Operation;
 
 /// One write, as a plugin sees it.
 #[derive(Debug, Clone, Copy)]

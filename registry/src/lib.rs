@@ -6,7 +6,7 @@
 //! It depends on the storage layer and the strategy contract only: the compiler keeps it from
 //! knowing the api, the wasm modules or the controllers above it.
 
-pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_contract::{admission_policy, strategy, user};
 pub use strategy_host_storage as storage;
 
 pub mod admission;

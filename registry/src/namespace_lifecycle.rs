@@ -132,7 +132,6 @@ mod tests {
             request_id: String::new(),
             hook_depth: 0,
             user: std::sync::Arc::new(crate::user::UserInfo::server()),
-            admission: None,
         };
         NamespaceStrategy
             .before_create(&ctx, &mut ns)

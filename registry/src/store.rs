@@ -256,7 +256,6 @@ impl RegistryStore {
             request_id: scope.request_id.clone(),
             hook_depth: scope.hook_depth,
             user: scope.user.clone(),
-            admission: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! One resource's slot in the module table — the binding in force and the staged version, each
-//! swapped atomically — and the `Strategy` the registry holds for it, which calls whatever is in
-//! force at each call, runs a shadow beside it, or hands a canary its share.
+//! swapped atomically — and the `Strategy` the registry holds for it (or the `AdmissionPolicy` the
+//! admission chain holds for a policy's slot), which calls whatever is in force at each call,
+//! runs a shadow beside it, or hands a canary its share.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,8 +10,9 @@ use arc_swap::ArcSwapOption;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::rollout::{Outcome, RolloutMode, StagedVersion, Verb};
+use super::rollout::{Outcome, Role, RolloutMode, StagedVersion, Verb};
 use super::wasm_strategy::WasmStrategy;
+use crate::admission_policy::{AdmissionAttributes, AdmissionPolicy};
 use crate::strategy::{
     Admission, DefaultStrategy, ResourceInfo, Strategy, StrategyContext, StrategyError,
 };
@@ -89,7 +91,7 @@ impl SlotStrategy {
 /// changes anything), `after` the object after the live call. Staged versions' After hooks never
 /// run: a shadow must not act, and a canary's hooks wait for its promotion.
 macro_rules! phase {
-    ($self:ident, $ctx:ident, $verb:expr, $method:ident($($arg:expr),*),
+    ($self:ident, $role:expr, $ctx:ident, $verb:expr, $method:ident($($arg:expr),*),
      input: $input:expr, old: $old:expr, after: $after:expr) => {{
         match $self.live_staged() {
             Some(s) if s.serves_this_request() => {
@@ -107,7 +109,7 @@ macro_rules! phase {
                     object: $after,
                     latency: started.elapsed(),
                 };
-                s.shadow($ctx, $verb, input, old, outcome);
+                s.shadow($role, $ctx, $verb, input, old, outcome);
                 result
             }
             _ => in_force!($self.slot, $method($($arg),*)),
@@ -126,7 +128,7 @@ impl Strategy for SlotStrategy {
         ctx: &StrategyContext,
         obj: &mut Value,
     ) -> Result<Admission, StrategyError> {
-        phase!(self, ctx, Verb::Create, before_create(ctx, obj),
+        phase!(self, Role::Strategy, ctx, Verb::Create, before_create(ctx, obj),
             input: obj.clone(), old: None, after: Some(obj.clone()))
     }
 
@@ -136,7 +138,7 @@ impl Strategy for SlotStrategy {
         new: &mut Value,
         old: &Value,
     ) -> Result<Admission, StrategyError> {
-        phase!(self, ctx, Verb::Update, before_update(ctx, new, old),
+        phase!(self, Role::Strategy, ctx, Verb::Update, before_update(ctx, new, old),
             input: new.clone(), old: Some(old.clone()), after: Some(new.clone()))
     }
 
@@ -145,7 +147,7 @@ impl Strategy for SlotStrategy {
         ctx: &StrategyContext,
         obj: &Value,
     ) -> Result<Admission, StrategyError> {
-        phase!(self, ctx, Verb::Delete, before_delete(ctx, obj),
+        phase!(self, Role::Strategy, ctx, Verb::Delete, before_delete(ctx, obj),
             input: obj.clone(), old: None, after: None)
     }
 
@@ -206,5 +208,29 @@ impl Strategy for SlotStrategy {
         desired_api_version: &str,
     ) -> Result<Vec<Value>, StrategyError> {
         in_force!(self.slot, convert(resource, objects, desired_api_version))
+    }
+}
+
+/// A policy's slot: asked as the policy in force is (a slot with nothing in force admits), with
+/// the staged version's shadow or canary share as for a strategy. The shadow's input is the
+/// object written, or for a delete the object deleted.
+#[async_trait]
+impl AdmissionPolicy for SlotStrategy {
+    async fn admit(
+        &self,
+        ctx: &StrategyContext,
+        attributes: &AdmissionAttributes,
+        mut object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Result<Admission, StrategyError> {
+        let verb = Verb::from(attributes.operation);
+        // Reborrowed, not moved: the shadow's arm reads the object after the call.
+        #[allow(clippy::needless_option_as_deref)]
+        let answer = phase!(self, Role::Policy(attributes.clone()), ctx, verb,
+            admit(ctx, attributes, object.as_deref_mut(), old),
+            input: object.as_deref().or(old).cloned().unwrap_or_default(),
+            old: old.filter(|_| verb == Verb::Update).cloned(),
+            after: object.as_deref().cloned());
+        answer
     }
 }

@@ -1,6 +1,6 @@
-//! `WasmStrategy`: the registry's `Strategy` trait implemented by calls into a loaded module, each
-//! on a reactor module's kept instance (or a fresh one), failures turned into `StrategyError`s
-//! and counted.
+//! `WasmStrategy`: the registry's `Strategy` trait (and a policy module's `AdmissionPolicy`)
+//! implemented by calls into a loaded module, each on a reactor module's kept instance (or a
+//! fresh one), failures turned into `StrategyError`s and counted.
 
 use std::sync::Arc;
 
@@ -12,9 +12,9 @@ use super::runtime::abi::{self, request::Operation as Op, Operation};
 use super::runtime::{
     CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
 };
+use crate::admission_policy::{AdmissionAttributes, AdmissionPhase, AdmissionPolicy};
 use crate::strategy::{
-    Admission, AdmissionPhase, FieldError, FieldErrorKind, ResourceInfo, Strategy, StrategyContext,
-    StrategyError,
+    Admission, FieldError, FieldErrorKind, ResourceInfo, Strategy, StrategyContext, StrategyError,
 };
 use crate::user::UserInfo;
 
@@ -126,41 +126,38 @@ impl WasmStrategy {
     }
 }
 
-impl WasmStrategy {
-    /// Asks an admission policy module about a write (`operation`: `CREATE`, `UPDATE` or
-    /// `DELETE`); `None` when the call is not one for a policy, which then admits. In the
-    /// mutating phase the module's object replaces `object`.
+/// An admission policy module's answer to the admission chain; a module that declares no
+/// admission policy admits every write.
+#[async_trait]
+impl AdmissionPolicy for WasmStrategy {
     async fn admit(
         &self,
         ctx: &StrategyContext,
-        operation: &str,
+        attributes: &AdmissionAttributes,
         object: Option<&mut Value>,
         old: Option<&Value>,
-    ) -> Option<Result<Admission, StrategyError>> {
-        let (attributes, declared) = (
-            ctx.admission.as_ref()?,
-            self.module.manifest().admission_policy.as_ref()?,
-        );
+    ) -> Result<Admission, StrategyError> {
+        let Some(declared) = self.module.manifest().admission_policy.as_ref() else {
+            return Ok(Admission::default());
+        };
         let phase = match attributes.phase {
             AdmissionPhase::Mutate if !declared.mutates || object.is_none() => {
-                return Some(Ok(Admission::default()))
+                return Ok(Admission::default())
             }
             AdmissionPhase::Mutate => abi::AdmissionPhase::Mutate,
             AdmissionPhase::Validate => abi::AdmissionPhase::Validate,
         };
         let op = Op::Admit(abi::AdmitRequest {
             phase: phase as i32,
-            operation: operation.to_owned(),
+            operation: attributes.operation.as_str().to_owned(),
             object: object.as_deref().map(json).unwrap_or_default(),
             old_object: old.map(json).unwrap_or_default(),
             namespace: attributes.namespace.clone().unwrap_or_default(),
             name: attributes.name.clone(),
             subresource: attributes.subresource.clone().unwrap_or_default(),
         });
-        Some(match self.run(ctx, op, false).await {
-            Ok(resp) => self.admission(resp, object),
-            Err(e) => Err(e),
-        })
+        let resp = self.run(ctx, op, false).await?;
+        self.admission(resp, object)
     }
 }
 
@@ -235,9 +232,6 @@ impl Strategy for WasmStrategy {
         ctx: &StrategyContext,
         obj: &mut Value,
     ) -> Result<Admission, StrategyError> {
-        if let Some(admitted) = self.admit(ctx, "CREATE", Some(&mut *obj), None).await {
-            return admitted;
-        }
         if !self.module.manifest().implements_any(CREATE_OPS) {
             return Ok(Admission::default());
         }
@@ -252,9 +246,6 @@ impl Strategy for WasmStrategy {
         new: &mut Value,
         old: &Value,
     ) -> Result<Admission, StrategyError> {
-        if let Some(admitted) = self.admit(ctx, "UPDATE", Some(&mut *new), Some(old)).await {
-            return admitted;
-        }
         if !self.module.manifest().implements_any(UPDATE_OPS) {
             return Ok(Admission::default());
         }
@@ -271,9 +262,6 @@ impl Strategy for WasmStrategy {
         ctx: &StrategyContext,
         obj: &Value,
     ) -> Result<Admission, StrategyError> {
-        if let Some(admitted) = self.admit(ctx, "DELETE", None, Some(obj)).await {
-            return admitted;
-        }
         if !self.module.manifest().implements(Operation::BeforeDelete) {
             return Ok(Admission::default());
         }
@@ -344,7 +332,6 @@ impl Strategy for WasmStrategy {
             request_id: "conversion".into(),
             hook_depth: 0,
             user: Arc::new(UserInfo::server()),
-            admission: None,
         };
         let mut converted = Vec::with_capacity(objects.len());
         for batch in objects.chunks(CONVERSION_BATCH) {

@@ -112,7 +112,7 @@ impl Webhooks {
             Kind::Mutating => "admit",
             Kind::Validating => "validating",
         };
-        let operation = operation_name(request.operation);
+        let operation = request.operation.as_str();
         let rejected = matches!(answer, Answer::Rejected(_));
         self.metrics
             .duration
@@ -160,20 +160,11 @@ impl Webhooks {
     }
 }
 
-/// The operation as rules and reviews name it.
-pub fn operation_name(operation: Operation) -> &'static str {
-    match operation {
-        Operation::Create => "CREATE",
-        Operation::Update => "UPDATE",
-        Operation::Delete => "DELETE",
-    }
-}
-
 /// The `AdmissionReview` a webhook is sent for `request` with `object`.
 fn review(request: &AdmissionRequest<'_>, object: &Value) -> Value {
     let def = request.resource;
     let user = request.user;
-    let operation = operation_name(request.operation);
+    let operation = request.operation.as_str();
     let options_kind = match request.operation {
         Operation::Create => "CreateOptions",
         Operation::Update => "UpdateOptions",

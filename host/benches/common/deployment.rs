@@ -41,6 +41,5 @@ pub(crate) fn context() -> StrategyContext {
         request_id: String::new(),
         hook_depth: 0,
         user: Default::default(),
-        admission: None,
     }
 }

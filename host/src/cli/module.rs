@@ -11,9 +11,10 @@ use serde_json::Value;
 use super::objects::{read_objects, InputObject};
 use super::output::{self, DiffRow, PhaseRow};
 use super::{DiffArgs, Error, Inputs, Result, TestArgs};
+use crate::admission_policy::{AdmissionAttributes, AdmissionPhase, Operation};
 use crate::strategy::StrategyContext;
 use crate::user::UserInfo;
-use crate::wasm::rollout::{differences, evaluate, Outcome, Verb};
+use crate::wasm::rollout::{differences, evaluate, Outcome, Role, Verb};
 use crate::wasm::runtime::StrategyModule;
 use crate::wasm::{Runtime, RuntimeConfig, WasmStrategy};
 
@@ -124,7 +125,7 @@ impl LoadedModule {
     /// # Errors
     ///
     /// [`Error::UndeclaredKind`].
-    pub fn context(&self, object: &InputObject) -> Result<StrategyContext> {
+    pub fn context(&self, object: &InputObject) -> Result<(StrategyContext, Role)> {
         let api_version = object.object["apiVersion"].as_str().unwrap_or("");
         let kind = object.object["kind"].as_str().unwrap_or("");
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
@@ -150,7 +151,7 @@ impl LoadedModule {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        Ok(test_context(object, resource.clone(), None))
+        Ok((test_context(object, resource.clone()), Role::Strategy))
     }
 
     /// Whether the module is asked about `verb`: always for a strategy; for an admission policy,
@@ -159,14 +160,9 @@ impl LoadedModule {
         let Some(policy) = &self.strategy.module().manifest().admission_policy else {
             return true;
         };
-        let operation = match verb {
-            Verb::Create => "CREATE",
-            Verb::Update => "UPDATE",
-            Verb::Delete => "DELETE",
-        };
         crate::admission::rules::Rule::list(policy.match_resources.get("resourceRules"))
             .iter()
-            .any(|rule| rule.names_operation(operation))
+            .any(|rule| rule.names_operation(verb.operation().as_str()))
     }
 
     /// Runs `case` on this module.
@@ -175,7 +171,7 @@ impl LoadedModule {
     ///
     /// [`Error::UndeclaredKind`]; a module's own failure is part of the [`Outcome`].
     pub async fn run(&self, case: &Case) -> Result<Outcome> {
-        let ctx = self.context(&case.object)?;
+        let (ctx, role) = self.context(&case.object)?;
         if let Some(old) = &case.old {
             self.context(old)?;
         }
@@ -196,6 +192,7 @@ impl LoadedModule {
         };
         Ok(evaluate(
             &self.strategy,
+            &role,
             &ctx,
             case.verb,
             case.object.object.clone(),
@@ -209,7 +206,12 @@ impl LoadedModule {
 /// serves no resource of its own) for its verdict on `object`: the validating phase, the
 /// resource named by the object's `apiVersion` and `kind` (plural: the kind in lower case with
 /// an `s`), namespaced when the object has a namespace.
-fn policy_context(object: &InputObject, group: &str, version: &str, kind: &str) -> StrategyContext {
+fn policy_context(
+    object: &InputObject,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> (StrategyContext, Role) {
     let namespace = object.object["metadata"]["namespace"]
         .as_str()
         .map(String::from);
@@ -220,8 +222,10 @@ fn policy_context(object: &InputObject, group: &str, version: &str, kind: &str) 
         plural: format!("{}s", kind.to_lowercase()),
         namespaced: namespace.is_some(),
     };
-    let attributes = crate::strategy::AdmissionAttributes {
-        phase: crate::strategy::AdmissionPhase::Validate,
+    let attributes = AdmissionAttributes {
+        // The phase's verb sets the operation.
+        operation: Operation::Create,
+        phase: AdmissionPhase::Validate,
         name: object.object["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
@@ -229,15 +233,11 @@ fn policy_context(object: &InputObject, group: &str, version: &str, kind: &str) 
         namespace,
         subresource: None,
     };
-    test_context(object, resource, Some(attributes))
+    (test_context(object, resource), Role::Policy(attributes))
 }
 
 /// The context of a dry-run request by [`TEST_USER`] about `object` of `resource`.
-fn test_context(
-    object: &InputObject,
-    resource: crate::strategy::ResourceInfo,
-    admission: Option<crate::strategy::AdmissionAttributes>,
-) -> StrategyContext {
+fn test_context(object: &InputObject, resource: crate::strategy::ResourceInfo) -> StrategyContext {
     StrategyContext {
         resource,
         dry_run: true,
@@ -247,7 +247,6 @@ fn test_context(
             username: TEST_USER.into(),
             ..UserInfo::default()
         }),
-        admission,
     }
 }
 

@@ -1,24 +1,23 @@
 //! Admission policy modules in the module table: the example `owner-label` policy loads with its
-//! declaration, answers only when asked as a policy, and takes a slot of its own that a second
+//! declaration, answers through the admission-policy interface, and takes a slot of its own that a second
 //! source may not take; manifests that mix a strategy and a policy, or claim a policy on an ABI
 //! older than 1.2, are refused at load.
 
 use crate::wasm_common::*;
 use prost::Message;
 use serde_json::{json, Value};
-use strategy_host::strategy::{AdmissionAttributes, AdmissionPhase, StrategyContext};
+use strategy_host::admission_policy::{AdmissionAttributes, AdmissionPhase, Operation};
 use strategy_host::wasm::runtime::{abi, StrategyModule, ValidationAction};
 use strategy_host::wasm::ModuleTable;
 
-fn asked(phase: AdmissionPhase) -> StrategyContext {
-    StrategyContext {
-        admission: Some(AdmissionAttributes {
-            phase,
-            namespace: Some("default".into()),
-            name: "c1".into(),
-            subresource: None,
-        }),
-        ..ctx("", "ConfigMap", "configmaps", true)
+/// What a policy is told about a write of the ConfigMap `default/c1`.
+fn asked(operation: Operation, phase: AdmissionPhase) -> AdmissionAttributes {
+    AdmissionAttributes {
+        operation,
+        phase,
+        namespace: Some("default".into()),
+        name: "c1".into(),
+        subresource: None,
     }
 }
 
@@ -49,26 +48,28 @@ async fn the_example_policy_loads_with_its_declaration_and_judges_writes() {
     );
 
     // Asked in the validating phase: refuses an object without an owner, admits one with.
-    let validate = asked(AdmissionPhase::Validate);
+    let ctx = ctx("", "ConfigMap", "configmaps", true);
+    let create = asked(Operation::Create, AdmissionPhase::Validate);
     let mut bare = config_map(json!({}));
     let refused = policy
-        .strategy
-        .before_create(&validate, &mut bare)
+        .policy
+        .admit(&ctx, &create, Some(&mut bare), None)
         .await
         .unwrap();
     assert_eq!(refused.field_errors.len(), 1, "{refused:?}");
     assert_eq!(refused.field_errors[0].field, "metadata.labels[owner]");
     let mut owned = config_map(json!({"owner": "team-a"}));
     let admitted = policy
-        .strategy
-        .before_create(&validate, &mut owned)
+        .policy
+        .admit(&ctx, &create, Some(&mut owned), None)
         .await
         .unwrap();
     assert!(admitted.field_errors.is_empty(), "{admitted:?}");
     let old = config_map(json!({"owner": "team-a"}));
+    let update = asked(Operation::Update, AdmissionPhase::Validate);
     let dropped = policy
-        .strategy
-        .before_update(&validate, &mut bare, &old)
+        .policy
+        .admit(&ctx, &update, Some(&mut bare), Some(&old))
         .await
         .unwrap();
     assert_eq!(
@@ -77,21 +78,15 @@ async fn the_example_policy_loads_with_its_declaration_and_judges_writes() {
         "an update dropping the label is refused"
     );
 
-    // It does not mutate, and is never asked as a resource's strategy.
-    let mutate = asked(AdmissionPhase::Mutate);
+    // It does not mutate: the mutating phase admits without asking it.
+    let mutate = asked(Operation::Create, AdmissionPhase::Mutate);
     let untouched = policy
-        .strategy
-        .before_create(&mutate, &mut bare)
+        .policy
+        .admit(&ctx, &mutate, Some(&mut bare), None)
         .await
         .unwrap();
     assert!(untouched.field_errors.is_empty());
-    let as_strategy = ctx("", "ConfigMap", "configmaps", true);
-    let not_asked = policy
-        .strategy
-        .before_create(&as_strategy, &mut bare)
-        .await
-        .unwrap();
-    assert!(not_asked.field_errors.is_empty());
+    assert_eq!(bare, config_map(json!({})));
 }
 
 #[tokio::test]
@@ -112,9 +107,11 @@ async fn a_second_source_may_not_serve_the_same_policy() {
     table.load("dir:owner-label.wasm", &strict).unwrap();
     let policy = &table.policies()[0];
     let mut bob = config_map(json!({"owner": "Bob"}));
+    let ctx = ctx("", "ConfigMap", "configmaps", true);
+    let create = asked(Operation::Create, AdmissionPhase::Validate);
     let answer = policy
-        .strategy
-        .before_create(&asked(AdmissionPhase::Validate), &mut bob)
+        .policy
+        .admit(&ctx, &create, Some(&mut bob), None)
         .await
         .unwrap();
     assert_eq!(

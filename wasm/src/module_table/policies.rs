@@ -8,10 +8,10 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 
 use super::{Key, ModuleTable};
-use crate::rollout::StagedVersion;
+use crate::admission_policy::AdmissionPolicy;
+use crate::rollout::{StagedVersion, Version};
 use crate::runtime::StrategyModule;
 use crate::slot::SlotStrategy;
-use crate::strategy::Strategy;
 
 /// The kind part of an admission policy's slot key: a `/` no real kind has, then its name.
 pub(super) const POLICY_KEY_PREFIX: &str = "admission-policy/";
@@ -29,9 +29,8 @@ pub struct PolicyInForce {
     /// The module whose declaration says which writes it is asked about: the version in force,
     /// or the staged one when nothing is in force yet.
     pub module: Arc<StrategyModule>,
-    /// Calls it through its slot (with any shadow or canary beside it); the call's context
-    /// carries the admission attributes.
-    pub strategy: Arc<dyn Strategy>,
+    /// Asks it through its slot (with any shadow or canary beside it).
+    pub policy: Arc<dyn AdmissionPolicy>,
 }
 
 /// Replays a staged admission policy module over the stored objects it is asked about: what a
@@ -46,7 +45,7 @@ pub trait PolicyReplay: Send + Sync {
     /// A resource could not be listed.
     async fn replay(
         &self,
-        in_force: &dyn Strategy,
+        in_force: &dyn Version,
         staged: &StagedVersion,
     ) -> Result<u64, ReplayError>;
 }
@@ -102,7 +101,7 @@ impl ModuleTable {
                 Some(PolicyInForce {
                     name: name.to_owned(),
                     module,
-                    strategy: Arc::new(SlotStrategy::new(slot.clone())),
+                    policy: Arc::new(SlotStrategy::new(slot.clone())),
                 })
             })
             .collect();

@@ -8,10 +8,10 @@ use std::time::SystemTime;
 use super::{
     key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, PolicyReplay, Refusal, Sources,
 };
-use crate::rollout::{RolloutMode, RolloutSpec, StagedVersion};
+use crate::rollout::{Role, RolloutMode, RolloutSpec, StagedVersion};
 use crate::runtime::{digest, CallerInfo, Collection, HostCallError, Result, StrategyModule};
 use crate::slot::{Slot, SlotStrategy};
-use crate::strategy::{ResourceInfo, Strategy, StrategyContext};
+use crate::strategy::{ResourceInfo, StrategyContext};
 use crate::user::UserInfo;
 use crate::wasm_strategy::WasmStrategy;
 
@@ -229,10 +229,11 @@ impl ModuleTable {
                         groups: vec!["system:authenticated".into()],
                         ..UserInfo::default()
                     }),
-                    admission: None,
                 };
-                let in_force: &dyn Strategy = &SlotStrategy::in_force(slot);
-                version.replay(in_force, &ctx, &objects).await;
+                let in_force = SlotStrategy::in_force(slot);
+                version
+                    .replay(&in_force, &Role::Strategy, &ctx, &objects)
+                    .await;
                 replayed += objects.len() as u64;
             }
             report.set_replay("Done", replayed);

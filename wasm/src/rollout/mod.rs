@@ -12,7 +12,9 @@ pub mod report;
 pub mod spec;
 pub mod staged;
 
-pub use outcome::{differences, evaluate, Difference, DifferenceKind, Outcome, Verb};
+pub use outcome::{
+    differences, evaluate, Difference, DifferenceKind, Outcome, Role, Verb, Version,
+};
 pub use report::{Origin, RolloutMetrics, RolloutReport};
 pub use spec::{RollbackThresholds, RolloutMode, RolloutSpec};
 pub use staged::{object_ref, RollbackNotice, StagedVersion};

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::admission_policy::{AdmissionAttributes, AdmissionPolicy, Operation};
 use crate::strategy::{Admission, Refusal, Strategy, StrategyContext, StrategyError};
 
 /// The write phase a strategy was asked about.
@@ -28,7 +29,41 @@ impl Verb {
             Self::Delete => "delete",
         }
     }
+
+    /// The admission operation of the phase.
+    pub fn operation(self) -> Operation {
+        match self {
+            Self::Create => Operation::Create,
+            Self::Update => Operation::Update,
+            Self::Delete => Operation::Delete,
+        }
+    }
 }
+
+impl From<Operation> for Verb {
+    fn from(operation: Operation) -> Self {
+        match operation {
+            Operation::Create => Self::Create,
+            Operation::Update => Self::Update,
+            Operation::Delete => Self::Delete,
+        }
+    }
+}
+
+/// Which contract a phase asks a module version through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// As the strategy of the context's resource.
+    Strategy,
+    /// As an admission policy, about a write with these attributes (the operation is the
+    /// phase's).
+    Policy(AdmissionAttributes),
+}
+
+/// A module version (or a slot of them) as both contracts ask it.
+pub trait Version: Strategy + AdmissionPolicy {}
+
+impl<T: Strategy + AdmissionPolicy> Version for T {}
 
 /// One version's answer for one object in one phase.
 #[derive(Debug, Clone)]
@@ -78,24 +113,39 @@ impl Outcome {
     }
 }
 
-/// Runs one phase of `strategy` on its own copy of `object` (`old` for updates) and records the
-/// outcome. The call is the one a request makes; nothing is written.
+/// Runs one phase of `version` in `role` on its own copy of `object` (`old` for updates; for a
+/// policy, the object deleted is `object`) and records the outcome. The call is the one a request
+/// makes; nothing is written.
 pub async fn evaluate(
-    strategy: &dyn Strategy,
+    version: &dyn Version,
+    role: &Role,
     ctx: &StrategyContext,
     verb: Verb,
     mut object: Value,
     old: Option<&Value>,
 ) -> Outcome {
     let started = Instant::now();
-    let result = match (verb, old) {
-        (Verb::Create, _) => strategy.before_create(ctx, &mut object).await,
-        (Verb::Update, Some(old)) => strategy.before_update(ctx, &mut object, old).await,
-        (Verb::Update, None) => {
-            let old = object.clone();
-            strategy.before_update(ctx, &mut object, &old).await
+    // An update without an old object is one onto itself.
+    let itself = (verb == Verb::Update && old.is_none()).then(|| object.clone());
+    let old = old.or(itself.as_ref());
+    let result = match (role, verb) {
+        (Role::Strategy, Verb::Create) => version.before_create(ctx, &mut object).await,
+        (Role::Strategy, Verb::Update) => {
+            let old = old.unwrap_or(&Value::Null);
+            version.before_update(ctx, &mut object, old).await
         }
-        (Verb::Delete, _) => strategy.before_delete(ctx, &object).await,
+        (Role::Strategy, Verb::Delete) => version.before_delete(ctx, &object).await,
+        (Role::Policy(attributes), _) => {
+            let attributes = AdmissionAttributes {
+                operation: verb.operation(),
+                ..attributes.clone()
+            };
+            let (object, old) = match verb {
+                Verb::Delete => (None, Some(&object)),
+                _ => (Some(&mut object), old),
+            };
+            version.admit(ctx, &attributes, object, old).await
+        }
     };
     let latency = started.elapsed();
     Outcome {
@@ -303,6 +353,26 @@ mod tests {
         }
     }
 
+    #[async_trait::async_trait]
+    impl AdmissionPolicy for Stamps {
+        async fn admit(
+            &self,
+            _: &StrategyContext,
+            attributes: &AdmissionAttributes,
+            object: Option<&mut Value>,
+            old: Option<&Value>,
+        ) -> Result<Admission, StrategyError> {
+            let warnings = vec![format!("{:?} old={}", attributes.operation, old.is_some())];
+            if let Some(object) = object {
+                object["admitted"] = json!(true);
+            }
+            Ok(Admission {
+                warnings,
+                ..Admission::default()
+            })
+        }
+    }
+
     #[tokio::test]
     async fn an_update_onto_itself_keeps_what_the_strategy_rewrote() {
         let ctx = StrategyContext {
@@ -317,10 +387,50 @@ mod tests {
             request_id: String::new(),
             hook_depth: 0,
             user: Default::default(),
-            admission: None,
         };
-        let out = evaluate(&Stamps, &ctx, Verb::Update, json!({"a": 1}), None).await;
+        let strategy = Role::Strategy;
+        let out = evaluate(
+            &Stamps,
+            &strategy,
+            &ctx,
+            Verb::Update,
+            json!({"a": 1}),
+            None,
+        )
+        .await;
         assert_eq!(out.object, Some(json!({"a": 1, "stamped": true})));
+    }
+
+    #[tokio::test]
+    async fn a_policy_is_asked_the_phases_operation_with_the_deleted_object_as_old() {
+        let ctx = StrategyContext {
+            resource: crate::strategy::ResourceInfo {
+                group: "g".into(),
+                version: "v1".into(),
+                kind: "K".into(),
+                plural: "ks".into(),
+                namespaced: false,
+            },
+            dry_run: true,
+            request_id: String::new(),
+            hook_depth: 0,
+            user: Default::default(),
+        };
+        let policy = Role::Policy(AdmissionAttributes {
+            operation: Operation::Create,
+            phase: crate::admission_policy::AdmissionPhase::Validate,
+            namespace: None,
+            name: "x".into(),
+            subresource: None,
+        });
+        let asked = |verb| evaluate(&Stamps, &policy, &ctx, verb, json!({"a": 1}), None);
+        let update = asked(Verb::Update).await;
+        assert_eq!(update.warnings(), ["Update old=true"]);
+        assert_eq!(update.object, Some(json!({"a": 1, "admitted": true})));
+        let delete = asked(Verb::Delete).await;
+        assert_eq!(delete.warnings(), ["Delete old=true"]);
+        assert_eq!(delete.object, None);
+        assert_eq!(asked(Verb::Create).await.warnings(), ["Create old=false"]);
     }
 
     #[test]

@@ -11,11 +11,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-use super::outcome::{evaluate, Outcome, Verb};
+use super::outcome::{evaluate, Outcome, Role, Verb, Version};
 use super::report::{percentile, Origin, RolloutMetrics, RolloutReport};
 use super::spec::{RolloutMode, RolloutSpec};
 use crate::runtime::StrategyModule;
-use crate::strategy::{Strategy, StrategyContext};
+use crate::strategy::StrategyContext;
 use crate::WasmStrategy;
 
 /// Shadow evaluations in flight at once per staged version; a request arriving beyond them is
@@ -209,10 +209,12 @@ impl StagedVersion {
         }
     }
 
-    /// Runs the staged version on `input` (`old` for updates) beside the live call whose outcome
-    /// is `in_force`, on a task of its own, and records where they differ. Returns at once.
+    /// Runs the staged version in `role` on `input` (`old` for updates) beside the live call
+    /// whose outcome is `in_force`, on a task of its own, and records where they differ. Returns
+    /// at once.
     pub fn shadow(
         self: &Arc<Self>,
+        role: Role,
         ctx: &StrategyContext,
         verb: Verb,
         input: Value,
@@ -226,22 +228,28 @@ impl StagedVersion {
         let (me, ctx) = (self.clone(), ctx.clone());
         tokio::spawn(async move {
             let object = object_ref(&input);
-            let candidate = evaluate(&me.strategy, &ctx, verb, input, old.as_ref()).await;
+            let candidate = evaluate(&me.strategy, &role, &ctx, verb, input, old.as_ref()).await;
             me.report
                 .record(Origin::Request, verb, &object, &in_force, &candidate);
             drop(permit);
         });
     }
 
-    /// Replays the staged version over stored objects (each as a create, and as an update onto
-    /// itself) beside `in_force`, recording the differences.
-    pub async fn replay(&self, in_force: &dyn Strategy, ctx: &StrategyContext, objects: &[Value]) {
+    /// Replays the staged version in `role` over stored objects (each as a create, and as an
+    /// update onto itself) beside `in_force`, recording the differences.
+    pub async fn replay(
+        &self,
+        in_force: &dyn Version,
+        role: &Role,
+        ctx: &StrategyContext,
+        objects: &[Value],
+    ) {
         for obj in objects {
             let object = object_ref(obj);
             for verb in [Verb::Create, Verb::Update] {
                 let old = (verb == Verb::Update).then_some(obj);
-                let a = evaluate(in_force, ctx, verb, obj.clone(), old).await;
-                let b = evaluate(&self.strategy, ctx, verb, obj.clone(), old).await;
+                let a = evaluate(in_force, role, ctx, verb, obj.clone(), old).await;
+                let b = evaluate(&self.strategy, role, ctx, verb, obj.clone(), old).await;
                 self.report.record(Origin::Replay, verb, &object, &a, &b);
             }
         }

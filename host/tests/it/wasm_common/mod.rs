@@ -36,7 +36,6 @@ pub(crate) fn ctx(group: &str, kind: &str, plural: &str, namespaced: bool) -> St
         request_id: "test-request".into(),
         hook_depth: 0,
         user: Default::default(),
-        admission: None,
     }
 }
 
