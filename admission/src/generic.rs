@@ -201,7 +201,7 @@ fn param_kind_of(spec: &Value) -> Option<(String, String, String)> {
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let (group, version) = crate::storage::object::group_version(api_version);
         let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default();
         (group.to_string(), version.to_string(), kind.to_string())
     })

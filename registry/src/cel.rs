@@ -96,10 +96,9 @@ impl CelRules {
     ) -> Vec<FieldError> {
         let root = RootContext {
             api_version: api_version.into(),
-            api_group: api_version
-                .rsplit_once('/')
-                .map(|(g, _)| g.to_string())
-                .unwrap_or_default(),
+            api_group: crate::storage::object::group_version(api_version)
+                .0
+                .to_owned(),
             kind: kind.into(),
         };
         let (compiled, obj, old, prefix) = if status_only {

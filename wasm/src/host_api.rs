@@ -132,7 +132,7 @@ impl HostApi for RegistryHostApi {
             .get("kind")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let (group, version) = crate::storage::object::group_version(api_version);
         let r = registry
             .resources()
             .into_iter()

@@ -31,9 +31,7 @@ pub struct OwnerReference {
 impl OwnerReference {
     /// The group and version of `api_version`.
     pub fn group_version(&self) -> (&str, &str) {
-        self.api_version
-            .split_once('/')
-            .unwrap_or(("", self.api_version.as_str()))
+        crate::storage::object::group_version(&self.api_version)
     }
 
     fn parse(value: &Value) -> Option<Self> {
@@ -81,10 +79,9 @@ impl Node {
         let uid = meta.get("uid")?.as_str()?.to_string();
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
         let api_version = text(obj.get("apiVersion"));
-        let version = api_version
-            .rsplit_once('/')
-            .map_or(api_version.as_str(), |(_, v)| v)
-            .to_string();
+        let version = crate::storage::object::group_version(&api_version)
+            .1
+            .to_owned();
         let owners = meta
             .get("ownerReferences")
             .and_then(Value::as_array)
