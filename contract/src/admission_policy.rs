@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::strategy::{Admission, StrategyContext, StrategyError};
+use crate::strategy::{Admission, Answer, StrategyContext};
 
 /// The write admission is asked about (Kubernetes' `admission.Operation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub struct AdmissionAttributes {
 }
 
 /// An admission policy: asked about the writes its declaration matches, of any resource (the
-/// context's `resource` is the one written).
+/// context's `resource` is the one written). Its default admits every write unchanged.
 #[async_trait]
 pub trait AdmissionPolicy: Send + Sync + 'static {
     /// Admits or refuses a write. `object` is the object written (create and update; in the
@@ -65,23 +65,14 @@ pub trait AdmissionPolicy: Send + Sync + 'static {
     /// delete). Field errors refuse; warnings go to the client.
     async fn admit(
         &self,
-        ctx: &StrategyContext,
-        attributes: &AdmissionAttributes,
-        object: Option<&mut Value>,
-        old: Option<&Value>,
-    ) -> Result<Admission, StrategyError>;
-}
-
-/// What a policy with no module in force does: admit every write unchanged.
-#[async_trait]
-impl AdmissionPolicy for crate::strategy::DefaultStrategy {
-    async fn admit(
-        &self,
         _ctx: &StrategyContext,
         _attributes: &AdmissionAttributes,
         _object: Option<&mut Value>,
         _old: Option<&Value>,
-    ) -> Result<Admission, StrategyError> {
+    ) -> Answer {
         Ok(Admission::default())
     }
 }
+
+/// What a policy with no module in force does: admit every write unchanged.
+impl AdmissionPolicy for crate::strategy::DefaultStrategy {}

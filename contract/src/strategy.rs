@@ -146,6 +146,9 @@ pub struct Admission {
     pub refusal: Option<Refusal>,
 }
 
+/// A before-write phase's answer: the admission, or why the strategy could not run.
+pub type Answer = Result<Admission, StrategyError>;
+
 /// A strategy that could not run (trap, deadline, memory cap, garbage output): the request
 /// fails with 500 naming the module and the reason; the server carries on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -165,11 +168,7 @@ pub trait Strategy: Send + Sync + 'static {
     fn name(&self) -> &str;
 
     /// prepare_for_create, validate, warnings and canonicalize on a new object (mutated in place).
-    async fn before_create(
-        &self,
-        _ctx: &StrategyContext,
-        _obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, _ctx: &StrategyContext, _obj: &mut Value) -> Answer {
         Ok(Admission::default())
     }
 
@@ -179,16 +178,12 @@ pub trait Strategy: Send + Sync + 'static {
         _ctx: &StrategyContext,
         _new: &mut Value,
         _old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    ) -> Answer {
         Ok(Admission::default())
     }
 
     /// May refuse the deletion of `obj` (field errors → 422) or warn.
-    async fn before_delete(
-        &self,
-        _ctx: &StrategyContext,
-        _obj: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_delete(&self, _ctx: &StrategyContext, _obj: &Value) -> Answer {
         Ok(Admission::default())
     }
 

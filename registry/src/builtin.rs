@@ -7,9 +7,7 @@ use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
 use super::system_fields::now_rfc3339;
-use crate::strategy::{
-    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
-};
+use crate::strategy::{Admission, Answer, FieldError, FieldErrorKind, Strategy, StrategyContext};
 
 /// The strategy of `customresourcedefinitions`.
 pub struct CrdStrategy;
@@ -85,20 +83,11 @@ impl Strategy for CrdStrategy {
         "builtin-customresourcedefinitions"
     }
 
-    async fn before_create(
-        &self,
-        _ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, _ctx: &StrategyContext, obj: &mut Value) -> Answer {
         Ok(crd_admission(obj, Vec::new()))
     }
 
-    async fn before_update(
-        &self,
-        _ctx: &StrategyContext,
-        new: &mut Value,
-        old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_update(&self, _ctx: &StrategyContext, new: &mut Value, old: &Value) -> Answer {
         // The status as this write leaves it: the old one on a main write, the client's on a
         // status write (which is how a version is dropped from storedVersions).
         let kept = crate::system_fields::strings(new.pointer("/status/storedVersions"));

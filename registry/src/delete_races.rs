@@ -12,7 +12,7 @@ use crate::storage::{
     ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Preconditions,
     Result, Storage, TryUpdate, WatchStream,
 };
-use crate::strategy::{Admission, Refusal, Strategy, StrategyContext, StrategyError};
+use crate::strategy::{Admission, Answer, Refusal, Strategy, StrategyContext};
 
 /// A change another client makes to an object.
 type Change = Box<dyn Fn(&mut Value) + Send + Sync>;
@@ -80,11 +80,7 @@ impl Strategy for ProtectingStrategy {
     fn name(&self) -> &str {
         "protecting"
     }
-    async fn before_delete(
-        &self,
-        _: &StrategyContext,
-        obj: &Value,
-    ) -> std::result::Result<Admission, StrategyError> {
+    async fn before_delete(&self, _: &StrategyContext, obj: &Value) -> Answer {
         let protected = obj.pointer("/metadata/labels/protected") == Some(&json!("true"));
         Ok(Admission {
             refusal: protected.then(|| Refusal::Forbidden("the object is protected".into())),

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::system_fields::metadata_mut;
-use crate::strategy::{Admission, Strategy, StrategyContext, StrategyError};
+use crate::strategy::{Admission, Answer, Strategy, StrategyContext};
 
 /// The finalizer in `spec.finalizers` the namespace controller removes once a namespace is
 /// empty.
@@ -80,11 +80,7 @@ impl Strategy for NamespaceStrategy {
         "builtin-namespaces"
     }
 
-    async fn before_create(
-        &self,
-        _ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, _ctx: &StrategyContext, obj: &mut Value) -> Answer {
         obj["status"] = json!({"phase": "Active"});
         if !obj.get("spec").is_some_and(Value::is_object) {
             obj["spec"] = json!({});
@@ -98,12 +94,7 @@ impl Strategy for NamespaceStrategy {
         Ok(Admission::default())
     }
 
-    async fn before_update(
-        &self,
-        _ctx: &StrategyContext,
-        new: &mut Value,
-        _old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_update(&self, _ctx: &StrategyContext, new: &mut Value, _old: &Value) -> Answer {
         label_with_name(new);
         Ok(Admission::default())
     }

@@ -13,7 +13,7 @@ use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::Storage;
 use crate::strategy::StrategyResolver;
 use crate::strategy::{
-    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+    Admission, Answer, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
 
 /// A native strategy exercising every phase: refuses `spec.size > 10`, warns on `spec.size == 7`,
@@ -32,11 +32,7 @@ impl Strategy for TestStrategy {
     fn name(&self) -> &str {
         "test-strategy"
     }
-    async fn before_create(
-        &self,
-        _: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, _: &StrategyContext, obj: &mut Value) -> Answer {
         let size = obj
             .pointer("/spec/size")
             .and_then(Value::as_i64)
@@ -61,12 +57,7 @@ impl Strategy for TestStrategy {
         }
         Ok(a)
     }
-    async fn before_update(
-        &self,
-        ctx: &StrategyContext,
-        new: &mut Value,
-        _old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_update(&self, ctx: &StrategyContext, new: &mut Value, _old: &Value) -> Answer {
         self.before_create(ctx, new).await
     }
     fn allow_create_on_update(&self) -> bool {

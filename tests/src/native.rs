@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use strategy_guest_sdk as sdk;
 use strategy_host::strategy::{
-    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
+    Admission, Answer, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
 };
 use strategy_host::wasm::apply_object_answer;
 
@@ -80,11 +80,7 @@ impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S>
         S::NAME
     }
 
-    async fn before_create(
-        &self,
-        ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, ctx: &StrategyContext, obj: &mut Value) -> Answer {
         let ctx = context(ctx);
         let mut typed = self.decode(obj)?;
         self.0.prepare_for_create(&ctx, &mut typed);
@@ -99,12 +95,7 @@ impl<S: sdk::Strategy + Send + Sync + 'static> Strategy for NativeSdkStrategy<S>
         })
     }
 
-    async fn before_update(
-        &self,
-        ctx: &StrategyContext,
-        new: &mut Value,
-        old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_update(&self, ctx: &StrategyContext, new: &mut Value, old: &Value) -> Answer {
         let ctx = context(ctx);
         let (mut typed, old) = (self.decode(new)?, self.decode(old)?);
         self.0.prepare_for_update(&ctx, &mut typed, &old);

@@ -14,7 +14,7 @@ use super::rollout::{Outcome, Role, RolloutMode, StagedVersion, Verb};
 use super::wasm_strategy::WasmStrategy;
 use crate::admission_policy::{AdmissionAttributes, AdmissionPolicy};
 use crate::strategy::{
-    Admission, DefaultStrategy, ResourceInfo, Strategy, StrategyContext, StrategyError,
+    Answer, DefaultStrategy, ResourceInfo, Strategy, StrategyContext, StrategyError,
 };
 
 /// A module version bound to a slot, and the source it came from.
@@ -123,30 +123,17 @@ impl Strategy for SlotStrategy {
         &self.slot.name
     }
 
-    async fn before_create(
-        &self,
-        ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, ctx: &StrategyContext, obj: &mut Value) -> Answer {
         phase!(self, Role::Strategy, ctx, Verb::Create, before_create(ctx, obj),
             input: obj.clone(), old: None, after: Some(obj.clone()))
     }
 
-    async fn before_update(
-        &self,
-        ctx: &StrategyContext,
-        new: &mut Value,
-        old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_update(&self, ctx: &StrategyContext, new: &mut Value, old: &Value) -> Answer {
         phase!(self, Role::Strategy, ctx, Verb::Update, before_update(ctx, new, old),
             input: new.clone(), old: Some(old.clone()), after: Some(new.clone()))
     }
 
-    async fn before_delete(
-        &self,
-        ctx: &StrategyContext,
-        obj: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_delete(&self, ctx: &StrategyContext, obj: &Value) -> Answer {
         phase!(self, Role::Strategy, ctx, Verb::Delete, before_delete(ctx, obj),
             input: obj.clone(), old: None, after: None)
     }
@@ -222,7 +209,7 @@ impl AdmissionPolicy for SlotStrategy {
         attributes: &AdmissionAttributes,
         mut object: Option<&mut Value>,
         old: Option<&Value>,
-    ) -> Result<Admission, StrategyError> {
+    ) -> Answer {
         let verb = Verb::from(attributes.operation);
         // Reborrowed, not moved: the shadow's arm reads the object after the call.
         #[allow(clippy::needless_option_as_deref)]

@@ -14,7 +14,8 @@ use super::runtime::{
 };
 use crate::admission_policy::{AdmissionAttributes, AdmissionPhase, AdmissionPolicy};
 use crate::strategy::{
-    Admission, FieldError, FieldErrorKind, ResourceInfo, Strategy, StrategyContext, StrategyError,
+    Admission, Answer, FieldError, FieldErrorKind, ResourceInfo, Strategy, StrategyContext,
+    StrategyError,
 };
 use crate::user::UserInfo;
 
@@ -106,11 +107,7 @@ impl WasmStrategy {
         }
     }
 
-    fn admission(
-        &self,
-        resp: abi::Response,
-        obj: Option<&mut Value>,
-    ) -> Result<Admission, StrategyError> {
+    fn admission(&self, resp: abi::Response, obj: Option<&mut Value>) -> Answer {
         if let Some(obj) = obj {
             apply_object_answer(obj, &resp.object, &resp.object_patch).map_err(|reason| {
                 let counters = self.module.counters(&self.runtime);
@@ -136,7 +133,7 @@ impl AdmissionPolicy for WasmStrategy {
         attributes: &AdmissionAttributes,
         object: Option<&mut Value>,
         old: Option<&Value>,
-    ) -> Result<Admission, StrategyError> {
+    ) -> Answer {
         let Some(declared) = self.module.manifest().admission_policy.as_ref() else {
             return Ok(Admission::default());
         };
@@ -227,11 +224,7 @@ impl Strategy for WasmStrategy {
         self.module.name()
     }
 
-    async fn before_create(
-        &self,
-        ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, ctx: &StrategyContext, obj: &mut Value) -> Answer {
         if !self.module.manifest().implements_any(CREATE_OPS) {
             return Ok(Admission::default());
         }
@@ -240,12 +233,7 @@ impl Strategy for WasmStrategy {
         self.admission(resp, Some(obj))
     }
 
-    async fn before_update(
-        &self,
-        ctx: &StrategyContext,
-        new: &mut Value,
-        old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_update(&self, ctx: &StrategyContext, new: &mut Value, old: &Value) -> Answer {
         if !self.module.manifest().implements_any(UPDATE_OPS) {
             return Ok(Admission::default());
         }
@@ -257,11 +245,7 @@ impl Strategy for WasmStrategy {
         self.admission(resp, Some(new))
     }
 
-    async fn before_delete(
-        &self,
-        ctx: &StrategyContext,
-        obj: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_delete(&self, ctx: &StrategyContext, obj: &Value) -> Answer {
         if !self.module.manifest().implements(Operation::BeforeDelete) {
             return Ok(Admission::default());
         }

@@ -13,7 +13,7 @@ use super::index::RbacKind;
 use super::policy::{role_ref_of, rules_of, PolicyRule, RoleRef, GROUP};
 use super::validation;
 use crate::registry::{Registry, RequestScope};
-use crate::strategy::{Admission, Refusal, Strategy, StrategyContext, StrategyError};
+use crate::strategy::{Admission, Answer, Refusal, Strategy, StrategyContext, StrategyError};
 use crate::user::UserInfo;
 use crate::{Attributes, Authorizer, PRIVILEGED_GROUP};
 
@@ -214,12 +214,7 @@ impl RbacStrategy {
         }
     }
 
-    async fn admit(
-        &self,
-        ctx: &StrategyContext,
-        obj: &mut Value,
-        old: Option<&Value>,
-    ) -> Result<Admission, StrategyError> {
+    async fn admit(&self, ctx: &StrategyContext, obj: &mut Value, old: Option<&Value>) -> Answer {
         validation::apply_defaults(self.kind, obj);
         let field_errors = validation::validate(self.kind, obj, old);
         if !field_errors.is_empty() || escalation_allowed(&ctx.user) {
@@ -261,20 +256,11 @@ impl Strategy for RbacStrategy {
         }
     }
 
-    async fn before_create(
-        &self,
-        ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, ctx: &StrategyContext, obj: &mut Value) -> Answer {
         self.admit(ctx, obj, None).await
     }
 
-    async fn before_update(
-        &self,
-        ctx: &StrategyContext,
-        new: &mut Value,
-        old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_update(&self, ctx: &StrategyContext, new: &mut Value, old: &Value) -> Answer {
         self.admit(ctx, new, Some(old)).await
     }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::admission_policy::{AdmissionAttributes, AdmissionPolicy, Operation};
-use crate::strategy::{Admission, Refusal, Strategy, StrategyContext, StrategyError};
+use crate::strategy::{Answer, Refusal, Strategy, StrategyContext};
 
 /// The write phase a strategy was asked about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl<T: Strategy + AdmissionPolicy> Version for T {}
 #[derive(Debug, Clone)]
 pub struct Outcome {
     /// The admission, or why the call failed.
-    pub result: Result<Admission, StrategyError>,
+    pub result: Answer,
     /// The object after the phase (create and update; what the strategy defaulted or rewrote).
     pub object: Option<Value>,
     /// Wall time of the call.
@@ -262,7 +262,7 @@ pub fn differences(in_force: &Outcome, candidate: &Outcome) -> Vec<Difference> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::strategy::{FieldError, FieldErrorKind};
+    use crate::strategy::{Admission, FieldError, FieldErrorKind, StrategyError};
 
     fn admitted(object: Value, warnings: &[&str]) -> Outcome {
         Outcome {
@@ -342,12 +342,7 @@ mod tests {
             "stamps"
         }
 
-        async fn before_update(
-            &self,
-            _: &StrategyContext,
-            new: &mut Value,
-            _: &Value,
-        ) -> Result<Admission, StrategyError> {
+        async fn before_update(&self, _: &StrategyContext, new: &mut Value, _: &Value) -> Answer {
             new["stamped"] = json!(true);
             Ok(Admission::default())
         }
@@ -361,7 +356,7 @@ mod tests {
             attributes: &AdmissionAttributes,
             object: Option<&mut Value>,
             old: Option<&Value>,
-        ) -> Result<Admission, StrategyError> {
+        ) -> Answer {
             let warnings = vec![format!("{:?} old={}", attributes.operation, old.is_some())];
             if let Some(object) = object {
                 object["admitted"] = json!(true);
@@ -373,9 +368,9 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_update_onto_itself_keeps_what_the_strategy_rewrote() {
-        let ctx = StrategyContext {
+    /// A dry run's context for the resource `ks.g`.
+    fn context() -> StrategyContext {
+        StrategyContext {
             resource: crate::strategy::ResourceInfo {
                 group: "g".into(),
                 version: "v1".into(),
@@ -387,7 +382,12 @@ mod tests {
             request_id: String::new(),
             hook_depth: 0,
             user: Default::default(),
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn an_update_onto_itself_keeps_what_the_strategy_rewrote() {
+        let ctx = context();
         let strategy = Role::Strategy;
         let out = evaluate(
             &Stamps,
@@ -403,19 +403,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_policy_is_asked_the_phases_operation_with_the_deleted_object_as_old() {
-        let ctx = StrategyContext {
-            resource: crate::strategy::ResourceInfo {
-                group: "g".into(),
-                version: "v1".into(),
-                kind: "K".into(),
-                plural: "ks".into(),
-                namespaced: false,
-            },
-            dry_run: true,
-            request_id: String::new(),
-            hook_depth: 0,
-            user: Default::default(),
-        };
+        let ctx = context();
         let policy = Role::Policy(AdmissionAttributes {
             operation: Operation::Create,
             phase: crate::admission_policy::AdmissionPhase::Validate,

@@ -10,9 +10,7 @@ use serde_json::Value;
 use crate::registry::definition::ResourceDefinition;
 use crate::rollout::RolloutSpec;
 use crate::runtime::{digest, StrategyModule};
-use crate::strategy::{
-    Admission, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
-};
+use crate::strategy::{Admission, Answer, FieldError, FieldErrorKind, Strategy, StrategyContext};
 use crate::Refusal;
 
 /// The API group of the host's own kinds.
@@ -197,20 +195,11 @@ impl Strategy for ModuleObjectStrategy {
         "builtin-strategymodules"
     }
 
-    async fn before_create(
-        &self,
-        _ctx: &StrategyContext,
-        obj: &mut Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_create(&self, _ctx: &StrategyContext, obj: &mut Value) -> Answer {
         Ok(admit(obj))
     }
 
-    async fn before_update(
-        &self,
-        _ctx: &StrategyContext,
-        new: &mut Value,
-        _old: &Value,
-    ) -> Result<Admission, StrategyError> {
+    async fn before_update(&self, _ctx: &StrategyContext, new: &mut Value, _old: &Value) -> Answer {
         Ok(admit(new))
     }
 }
