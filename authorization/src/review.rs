@@ -39,30 +39,12 @@ fn invalid(field: &str, detail: String) -> FieldError {
 
 /// Checks the body is an object of `kind` (when it names one) and returns it.
 fn body_of(kind: &str, body: Value) -> Result<Map<String, Value>> {
+    crate::registry::check_type(&body, &format!("{GROUP}/{VERSION}"), kind)?;
     let Value::Object(map) = body else {
         return Err(Error::BadRequest(format!(
             "not a {kind}: the body must be a JSON object"
         )));
     };
-    let expected = format!("{GROUP}/{VERSION}");
-    match map.get("apiVersion").and_then(Value::as_str) {
-        None | Some("") => {}
-        Some(v) if v == expected => {}
-        Some(v) => {
-            return Err(Error::BadRequest(format!(
-                "the API version in the data ({v}) does not match the expected API version ({expected})"
-            )))
-        }
-    }
-    match map.get("kind").and_then(Value::as_str) {
-        None | Some("") => {}
-        Some(k) if k == kind => {}
-        Some(k) => {
-            return Err(Error::BadRequest(format!(
-                "the kind in the data ({k}) does not match the expected kind ({kind})"
-            )))
-        }
-    }
     Ok(map)
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt as _;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::task::JoinSet;
 
 use super::client::{Client, ObjectRef};
@@ -15,7 +15,7 @@ use super::collection_deletion::Remaining;
 use super::queue::WorkQueue;
 use crate::registry::crd_lifecycle::{set_condition, CLEANUP_FINALIZER, TERMINATING};
 use crate::registry::definition::CRD_GROUP;
-use crate::registry::system_fields::{finalizers, is_being_deleted, meta_str};
+use crate::registry::system_fields::{finalizers, is_being_deleted, meta_str, remove_finalizer};
 use crate::registry::{Registry, ResourceDefinition, Result};
 use crate::storage::informer::InformerEvent;
 
@@ -100,11 +100,7 @@ async fn clean(client: &Client, (name, uid): &Key) -> Result<bool> {
     }
     client
         .update(&definition, uid, None, |crd| {
-            let kept: Vec<String> = finalizers(crd)
-                .into_iter()
-                .filter(|f| f != CLEANUP_FINALIZER)
-                .collect();
-            crd["metadata"]["finalizers"] = json!(kept);
+            remove_finalizer(crd, "/metadata/finalizers", CLEANUP_FINALIZER);
             true
         })
         .await?;

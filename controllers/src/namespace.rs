@@ -15,7 +15,7 @@ use super::collection_deletion::Remaining;
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
-use crate::registry::system_fields::{is_being_deleted, now_rfc3339};
+use crate::registry::system_fields::{is_being_deleted, now_rfc3339, remove_finalizer};
 use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;
 
@@ -110,11 +110,7 @@ async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Resul
     }
     client
         .update(&namespace, uid, Some("finalize"), |ns| {
-            let kept: Vec<String> = spec_finalizers(ns)
-                .into_iter()
-                .filter(|f| f != NAMESPACE_FINALIZER)
-                .collect();
-            ns["spec"]["finalizers"] = json!(kept);
+            remove_finalizer(ns, "/spec/finalizers", NAMESPACE_FINALIZER);
             true
         })
         .await?;

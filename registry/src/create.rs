@@ -13,6 +13,24 @@ use crate::strategy::{FieldError, FieldErrorKind};
 /// How many fresh generateName suffixes a create tries before giving up.
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
+/// Refuses a body whose `apiVersion` or `kind` (when it gives them) are not `api_version` and
+/// `kind`, with kube-apiserver's 400 texts.
+///
+/// # Errors
+/// [`Error::BadRequest`] naming the field that does not match.
+pub fn check_type(obj: &Value, api_version: &str, kind: &str) -> Result<()> {
+    let field = |name: &str| obj.get(name).and_then(Value::as_str).unwrap_or_default();
+    match (field("apiVersion"), field("kind")) {
+        (v, _) if !v.is_empty() && v != api_version => Err(Error::BadRequest(format!(
+            "the API version in the data ({v}) does not match the expected API version ({api_version})"
+        ))),
+        (_, k) if !k.is_empty() && k != kind => Err(Error::BadRequest(format!(
+            "the kind in the data ({k}) does not match the expected kind ({kind})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 impl RegistryStore {
     /// Checks `apiVersion`/`kind` and the namespace of an incoming object against the request.
     pub(super) fn check_identity(&self, scope: &RequestScope, obj: &mut Value) -> Result<()> {
@@ -21,26 +39,7 @@ impl RegistryStore {
                 "the request body must be a JSON object".into(),
             ));
         }
-        let expected = self.def.api_version(&scope.version);
-        match obj.get("apiVersion").and_then(Value::as_str) {
-            None | Some("") => {}
-            Some(v) if v == expected => {}
-            Some(v) => {
-                return Err(Error::BadRequest(format!(
-                    "the API version in the data ({v}) does not match the expected API version ({expected})"
-                )))
-            }
-        }
-        match obj.get("kind").and_then(Value::as_str) {
-            None | Some("") => {}
-            Some(k) if k == self.def.kind => {}
-            Some(k) => {
-                return Err(Error::BadRequest(format!(
-                    "the kind in the data ({k}) does not match the expected kind ({})",
-                    self.def.kind
-                )))
-            }
-        }
+        check_type(obj, &self.def.api_version(&scope.version), &self.def.kind)?;
         let meta = metadata_mut(obj);
         if self.def.namespaced {
             let ns = scope.namespace.clone().ok_or_else(|| {

@@ -40,6 +40,7 @@ mod tests;
 mod update;
 pub mod webhook;
 
+pub use create::check_type;
 pub use definition::ResourceDefinition;
 pub use delete::{DeleteOptions, FOREGROUND_DELETION, ORPHAN};
 pub use error::{Error, Result, Target};

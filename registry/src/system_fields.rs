@@ -211,6 +211,14 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     strings_at(obj, "/metadata/finalizers")
 }
 
+/// Removes `finalizer` from the finalizers at `pointer` (`/metadata/finalizers`, or a
+/// namespace's `/spec/finalizers`), if it is there.
+pub fn remove_finalizer(obj: &mut Value, pointer: &str, finalizer: &str) {
+    if let Some(Value::Array(list)) = obj.pointer_mut(pointer) {
+        list.retain(|f| f.as_str() != Some(finalizer));
+    }
+}
+
 /// True once the object's deletion has begun.
 pub fn is_being_deleted(obj: &Value) -> bool {
     obj.pointer("/metadata/deletionTimestamp")
