@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::registry::system_fields::meta_str;
 use crate::registry::{
     DeleteOptions, Error, Registry, RequestScope, Result, ServedResource, UpdateFn,
 };
@@ -107,7 +108,7 @@ impl Client {
         let input: UpdateFn = Arc::new(move |old: Option<&Value>| {
             let gone = || Error::NotFound(Box::new(target.clone()));
             let mut obj = old.cloned().ok_or_else(gone)?;
-            if obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid.as_str()) {
+            if meta_str(&obj, "uid") != Some(uid.as_str()) {
                 return Err(gone());
             }
             edit(&mut obj);

@@ -15,6 +15,7 @@ use super::collection_deletion::Remaining;
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
+use crate::registry::system_fields::meta_str;
 use crate::registry::system_fields::{is_being_deleted, now_rfc3339, remove_finalizer};
 use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;
@@ -82,7 +83,7 @@ async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Resul
     let Some(current) = client.get(&namespace).await? else {
         return Ok(true);
     };
-    if current.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid.as_str())
+    if meta_str(&current, "uid") != Some(uid.as_str())
         || !spec_finalizers(&current)
             .iter()
             .any(|f| f == NAMESPACE_FINALIZER)
@@ -114,9 +115,7 @@ async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Resul
             true
         })
         .await?;
-    let since = current
-        .pointer("/metadata/deletionTimestamp")
-        .and_then(Value::as_str)
+    let since = meta_str(&current, "deletionTimestamp")
         .and_then(crate::registry::system_fields::parse_rfc3339);
     if let Some(since) = since {
         let now = crate::registry::system_fields::now_seconds();

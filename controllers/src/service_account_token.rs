@@ -12,6 +12,7 @@ use tokio::task::JoinSet;
 
 use super::client::{Client, ObjectRef};
 use super::queue::WorkQueue;
+use crate::registry::system_fields::{annotation, is_being_deleted};
 use crate::registry::{Registry, RequestScope, Result};
 use crate::storage::informer::InformerEvent;
 use crate::storage::{ListOptions, Preconditions};
@@ -107,16 +108,10 @@ fn key(obj: &Value, make: fn(String, String) -> Work) -> Work {
     make(text("/metadata/namespace"), text("/metadata/name"))
 }
 
-fn annotation<'a>(obj: &'a Value, name: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/annotations")
-        .and_then(|a| a.get(name))
-        .and_then(Value::as_str)
-}
-
 /// A token Secret whose token is missing (or whose account check is due).
 fn needs_work(secret: &Value) -> bool {
     secret["type"] == TOKEN_SECRET_TYPE
-        && secret.pointer("/metadata/deletionTimestamp").is_none()
+        && !is_being_deleted(secret)
         && (secret.pointer("/data/token").is_none() || annotation(secret, ACCOUNT_UID).is_none())
 }
 
@@ -142,7 +137,7 @@ async fn fill(
         return Ok(());
     };
     if secret["type"] != TOKEN_SECRET_TYPE
-        || secret.pointer("/metadata/deletionTimestamp").is_some()
+        || is_being_deleted(&secret)
     {
         return Ok(());
     }

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::system_fields::metadata_mut;
 use crate::strategy::{Admission, Answer, Strategy, StrategyContext};
+use crate::system_fields::meta_str;
 
 /// The finalizer in `spec.finalizers` the namespace controller removes once a namespace is
 /// empty.
@@ -55,11 +56,7 @@ pub fn finalize_written_over(old: &Value, new: &Value) -> Value {
 
 /// Sets the name label, as Kubernetes does on every create and update.
 fn label_with_name(obj: &mut Value) {
-    let Some(name) = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .map(String::from)
-    else {
+    let Some(name) = meta_str(obj, "name").map(String::from) else {
         return;
     };
     let meta = metadata_mut(obj);

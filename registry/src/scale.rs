@@ -12,6 +12,7 @@ use super::store::{Outcome, RegistryStore, RequestScope};
 use super::update::UpdateFn;
 use crate::storage::GetOptions;
 use crate::strategy::{FieldError, FieldErrorKind};
+use crate::system_fields::meta_str;
 
 /// A change of a `Scale`: the current one in, the desired one out.
 pub type ScaleFn = Arc<dyn Fn(&Value) -> Result<Value> + Send + Sync>;
@@ -115,14 +116,8 @@ impl RegistryStore {
         let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
             let current = current.ok_or_else(|| Error::NotFound(target.clone().into()))?;
             let wanted = change(&scale_of(current, &scale_paths))?;
-            let given_rv = wanted
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let current_rv = current
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let given_rv = meta_str(&wanted, "resourceVersion").unwrap_or("");
+            let current_rv = meta_str(current, "resourceVersion").unwrap_or("");
             if !given_rv.is_empty() && given_rv != current_rv {
                 return Err(Error::modified(&target));
             }

@@ -19,6 +19,7 @@ use crate::storage::cacher::{Cacher, CacherConfig, CacherStats};
 use crate::storage::informer::InformerEvent;
 use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
+use crate::system_fields::meta_str;
 
 /// One served resource: its definition and its store.
 #[derive(Debug, Clone)]
@@ -251,10 +252,7 @@ impl Registry {
         crd: &Value,
         parsed: Result<ResourceDefinition, Vec<crate::strategy::FieldError>>,
     ) {
-        let name = crd
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let name = meta_str(crd, "name").unwrap_or("");
         match parsed {
             Ok(def) => {
                 let existing = self.resolve_any(&def.group, &def.plural);

@@ -116,6 +116,11 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
+/// The annotation `key` of `obj`, if it is set to a string.
+pub fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get("annotations")?.get(key)?.as_str()
+}
+
 /// Sets the fields a create owns: uid, creationTimestamp, generation 1 (for resources that track
 /// it); clears what a client may not set on create.
 pub fn prepare_for_create(obj: &mut Value, tracks_generation: bool) {

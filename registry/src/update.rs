@@ -107,10 +107,7 @@ impl RegistryStore {
             .unwrap_or_default();
         let held_by_spec = self.def.is_namespaces() && !spec_finalizers(&stored).is_empty();
         if is_being_deleted(&stored) && finalizers(&stored).is_empty() && !held_by_spec {
-            let rv = stored
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-                .map(String::from);
+            let rv = meta_str(&stored, "resourceVersion").map(String::from);
             let pre = Preconditions {
                 uid: None,
                 resource_version: rv,
@@ -269,7 +266,7 @@ impl RegistryStore {
     }
 
     fn check_name(&self, obj: &Value, name: &str) -> Result<()> {
-        match obj.pointer("/metadata/name").and_then(Value::as_str) {
+        match meta_str(obj, "name") {
             Some(n) if n != name => Err(Error::BadRequest(format!(
                 "the name of the object ({n}) does not match the name on the URL ({name})"
             ))),

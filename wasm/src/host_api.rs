@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 use serde_json::Value;
 
 use super::runtime::{CallerInfo, Collection, HostApi, HostCallError};
+use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, RequestScope, ServedResource};
 use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
 use crate::user::UserInfo;
@@ -143,15 +144,8 @@ impl HostApi for RegistryHostApi {
                 api_version: api_version.to_owned(),
                 kind: kind.to_owned(),
             })?;
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let namespace = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let name = meta_str(&object, "name").unwrap_or_default().to_string();
+        let namespace = meta_str(&object, "namespace").unwrap_or_default();
         let mut scope = Self::scope(&r, caller, namespace);
         scope.version = version.to_string();
         scope.hook_depth = depth;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::cel::Expression;
 use crate::registry::admission::AdmissionRequest;
 use crate::registry::labels::{labels_of, selector_matches};
+use crate::registry::system_fields::meta_str;
 use crate::rules::Rule;
 
 /// The default and the most a webhook may take (`timeoutSeconds`).
@@ -52,10 +53,7 @@ fn text<'a>(v: &'a Value, field: &str) -> &'a str {
 impl Webhook {
     /// The webhooks of a stored configuration.
     pub fn of_configuration(configuration: &Value) -> Vec<Self> {
-        let config_name = configuration
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let config_name = meta_str(configuration, "name").unwrap_or_default();
         let Some(webhooks) = configuration.get("webhooks").and_then(Value::as_array) else {
             return Vec::new();
         };

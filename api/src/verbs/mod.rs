@@ -34,6 +34,7 @@ use super::response::{self, Body};
 use super::route::{ResourcePath, Verb};
 use super::state::AppState;
 use super::status::Status;
+use crate::registry::system_fields::meta_str;
 use crate::registry::{Outcome, RequestScope};
 use crate::user::UserInfo;
 use resolve::Resolved;
@@ -280,11 +281,7 @@ async fn settle_definitions(
     if scope.dry_run || res.def().group != crate::registry::definition::CRD_GROUP {
         return;
     }
-    let rv = outcome
-        .object
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .and_then(|r| r.parse().ok());
+    let rv = meta_str(&outcome.object, "resourceVersion").and_then(|r| r.parse().ok());
     let rev = match rv {
         Some(rv) => rv,
         // A deletecollection answers a list; wait for the store's current revision instead.

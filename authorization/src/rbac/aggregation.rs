@@ -31,15 +31,7 @@ pub struct ClusterRoleView {
 impl ClusterRoleView {
     /// Reads a stored ClusterRole.
     pub fn from_object(obj: &Value) -> Self {
-        let labels = obj
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let labels = crate::registry::labels::labels_of(obj);
         let selectors = obj
             .get("aggregationRule")
             .filter(|v| !v.is_null())

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::escalation::covers;
 use super::policy::{rules_of, subjects_of, GROUP};
+use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
 use crate::user::UserInfo;
 
@@ -63,11 +64,7 @@ fn merge_metadata(existing: &mut Value, expected: &Value) {
 }
 
 fn is_protected(existing: &Value) -> bool {
-    existing
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(AUTOUPDATE_ANNOTATION))
-        .and_then(Value::as_str)
-        == Some("false")
+    crate::registry::system_fields::annotation(existing, AUTOUPDATE_ANNOTATION) == Some("false")
 }
 
 /// The reconciled ClusterRole, or `None` when `existing` needs no change (or is protected).
@@ -130,10 +127,7 @@ pub fn reconcile_cluster_role_binding(existing: &Value, expected: &Value) -> Opt
     }
     binding["subjects"] = Value::Array(subjects);
     if existing.get("roleRef") != expected.get("roleRef") {
-        let name = existing
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let name = meta_str(existing, "name").unwrap_or("");
         tracing::warn!(
             clusterrolebinding = %name,
             "bootstrap binding refers to another role; left as it is"
@@ -158,11 +152,7 @@ async fn ensure(
     reconcile: fn(&Value, &Value) -> Option<Value>,
 ) {
     let scope = server_scope();
-    let name = expected
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let name = meta_str(&expected, "name").unwrap_or_default().to_string();
     let plural = served.def.plural.clone();
     match served.store.get(&scope, &name, Default::default()).await {
         Err(e) if e.is_not_found() => match served.store.create(&scope, expected).await {

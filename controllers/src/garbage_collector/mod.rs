@@ -25,6 +25,7 @@ use super::client::{Client, ObjectRef};
 use super::events::{EventRecorder, InvolvedObject};
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
+use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
 use crate::storage::Preconditions;
 
@@ -340,10 +341,7 @@ impl Collector {
         };
         let live = self.client.get(&object).await?;
         Ok(match live {
-            Some(obj)
-                if obj.pointer("/metadata/uid").and_then(Value::as_str)
-                    == Some(owner.uid.as_str()) =>
-            {
+            Some(obj) if meta_str(&obj, "uid") == Some(owner.uid.as_str()) => {
                 Node::of(&object.group, &object.plural, &obj)
                     .map_or(OwnerState::Solid, |(_, n)| state_of(&n))
             }

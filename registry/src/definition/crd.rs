@@ -241,7 +241,7 @@ impl ResourceDefinition {
             stored_as: None,
             create_only: false,
             conversion,
-            terminating: crd.pointer("/metadata/deletionTimestamp").is_some(),
+            terminating: crate::system_fields::is_being_deleted(crd),
         })
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{ConversionFailure, ModuleTable, Refusal};
+use crate::registry::system_fields::meta_str;
 use crate::runtime::abi::{self, request::Operation as Op, Operation};
 use crate::runtime::{CallerInfo, StrategyModule};
 use crate::strategy::ResourceInfo;
@@ -59,7 +60,7 @@ impl ModuleTable {
                     let back = self.convert_one(module, resource, &there, from)?;
                     let patch = json_patch::diff(&comparable(obj), &comparable(&back));
                     if !patch.0.is_empty() {
-                        let name = obj.pointer("/metadata/name").and_then(Value::as_str);
+                        let name = meta_str(obj, "name");
                         return Err(Refusal::NotRoundTrip {
                             plural: resource.plural.clone(),
                             name: name.unwrap_or_default().to_owned(),

@@ -10,6 +10,7 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 
 use super::module_object::{source_name, ModuleSpec, PLURAL, VERSION};
+use crate::registry::system_fields::meta_str;
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
 use crate::storage::informer::InformerEvent;
@@ -60,10 +61,7 @@ fn replica_id() -> &'static str {
 }
 
 fn name_of(obj: &Value) -> String {
-    obj.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+    meta_str(obj, "name").unwrap_or_default().to_owned()
 }
 
 impl Follower {
