@@ -82,8 +82,16 @@ pub enum HostCallError {
     Failed(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl HostCallError {
+    /// The host failed the request for `reason` (a registry error, a panicked read).
+    pub fn failed(reason: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Failed(Box::new(reason))
+    }
+}
+
 /// What the host functions reach: reads from the cacher and writes through the registry. The
-/// registry supplies it with [`super::Runtime::set_host_api`].
+/// registry supplies it with [`super::Runtime::set_host_api`]; what it does not implement is
+/// refused as not configured.
 ///
 /// Methods are called on a blocking thread (calls of modules granted `get`, `list` or `apply`
 /// run on tokio's blocking pool from their start), never on an async worker, so they may block,
@@ -92,54 +100,43 @@ pub trait HostApi: Send + Sync + 'static {
     /// Object `name` of `objects`, or `None` when it does not exist.
     fn get(
         &self,
-        caller: &CallerInfo,
-        objects: Collection<'_>,
-        name: &str,
-    ) -> Result<Option<Value>, HostCallError>;
+        _caller: &CallerInfo,
+        _objects: Collection<'_>,
+        _name: &str,
+    ) -> Result<Option<Value>, HostCallError> {
+        Err(HostCallError::NotConfigured)
+    }
 
     /// The objects of `objects` matching `label_selector` (`""`: all).
     fn list(
         &self,
-        caller: &CallerInfo,
-        objects: Collection<'_>,
-        label_selector: &str,
-    ) -> Result<Vec<Value>, HostCallError>;
+        _caller: &CallerInfo,
+        _objects: Collection<'_>,
+        _label_selector: &str,
+    ) -> Result<Vec<Value>, HostCallError> {
+        Err(HostCallError::NotConfigured)
+    }
 
     /// Creates or updates `object` (by its apiVersion, kind, namespace and name) through the
     /// registry with its resource's own strategy, and returns it as stored. `depth` is the hook
     /// depth of the nested write, to be carried into its strategy calls (and so into the After
     /// hooks it triggers). The runtime has already refused calls beyond the configured depth.
-    fn apply(&self, caller: &CallerInfo, depth: u32, object: Value)
-        -> Result<Value, HostCallError>;
+    fn apply(
+        &self,
+        _caller: &CallerInfo,
+        _depth: u32,
+        _object: Value,
+    ) -> Result<Value, HostCallError> {
+        Err(HostCallError::NotConfigured)
+    }
 }
 
-/// The `HostApi` in force until the registry installs its own: every call is refused.
+/// The `HostApi` in force until the registry installs its own: every call is refused (the
+/// trait's defaults).
 #[derive(Debug, Default)]
 pub struct NoHostApi;
 
-impl HostApi for NoHostApi {
-    fn get(
-        &self,
-        _: &CallerInfo,
-        _: Collection<'_>,
-        _: &str,
-    ) -> Result<Option<Value>, HostCallError> {
-        Err(HostCallError::NotConfigured)
-    }
-
-    fn list(
-        &self,
-        _: &CallerInfo,
-        _: Collection<'_>,
-        _: &str,
-    ) -> Result<Vec<Value>, HostCallError> {
-        Err(HostCallError::NotConfigured)
-    }
-
-    fn apply(&self, _: &CallerInfo, _: u32, _: Value) -> Result<Value, HostCallError> {
-        Err(HostCallError::NotConfigured)
-    }
-}
+impl HostApi for NoHostApi {}
 
 /// The state of one store: one instance serving one registry phase.
 pub(crate) struct CallState {

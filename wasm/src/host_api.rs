@@ -91,7 +91,7 @@ impl HostApi for RegistryHostApi {
         match self.runtime.block_on(r.store.get(&scope, name, opts)) {
             Ok(obj) => Ok(Some(obj)),
             Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(failed(e)),
+            Err(e) => Err(HostCallError::failed(e)),
         }
     }
 
@@ -102,7 +102,7 @@ impl HostApi for RegistryHostApi {
         label_selector: &str,
     ) -> Result<Vec<Value>, HostCallError> {
         let (r, scope) = self.read(caller, objects)?;
-        let label = LabelSelector::parse(label_selector).map_err(failed)?;
+        let label = LabelSelector::parse(label_selector).map_err(HostCallError::failed)?;
         let opts = ListOptions {
             resource_version: "0".into(),
             predicate: SelectionPredicate {
@@ -114,7 +114,7 @@ impl HostApi for RegistryHostApi {
         let list = self
             .runtime
             .block_on(r.store.list(&scope, opts))
-            .map_err(failed)?;
+            .map_err(HostCallError::failed)?;
         Ok(list.item_values())
     }
 
@@ -159,11 +159,6 @@ impl HostApi for RegistryHostApi {
         self.runtime
             .block_on(write)
             .map(|o| o.object)
-            .map_err(failed)
+            .map_err(HostCallError::failed)
     }
-}
-
-/// A registry or selector error as the guest receives it.
-fn failed(e: impl std::error::Error + Send + Sync + 'static) -> HostCallError {
-    HostCallError::Failed(Box::new(e))
 }

@@ -205,7 +205,7 @@ impl ModuleTable {
                         api.list(&caller, Collection::new(&r.group, &r.plural, ""), "")
                     })
                     .await
-                    .unwrap_or_else(|e| Err(HostCallError::Failed(Box::new(e))));
+                    .unwrap_or_else(|e| Err(HostCallError::failed(e)));
                     if listed.is_ok() || !version.is_live() {
                         break;
                     }
