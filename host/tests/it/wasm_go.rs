@@ -148,24 +148,9 @@ async fn kept_instances_are_recycled_after_their_sessions_and_after_a_failure() 
 async fn contained(name: &str, kind: FailureKind, reason: &str) -> Duration {
     let rt = runtime();
     let s = go_strategy(&rt, hostile_go(name));
-    let started = Instant::now();
-    let err = s
-        .before_create(&widget_ctx(), &mut json!({"spec": {}}))
-        .await
-        .unwrap_err();
-    let took = started.elapsed();
-    assert_eq!(err.module, format!("hostile-go-{name}"));
-    assert!(err.reason.contains(reason), "{name}: {err}");
-    let counters = rt.metrics().module(&err.module);
-    assert_eq!(counters.failures(kind), 1, "{name}: counted as {kind:?}");
-    assert!(took < Duration::from_secs(2), "{name}: took {took:?}");
-
     let good = go_strategy(&rt, strategy_artifacts::GO_DEPLOYMENT);
-    let adm = good
-        .before_create(&deployments_ctx(), &mut deployment())
-        .await
-        .expect("a good module still serves");
-    assert!(adm.field_errors.is_empty());
+    let took = assert_contained(&rt, &s, (kind, reason), &good, deployment()).await;
+    assert!(took < Duration::from_secs(2), "{name}: took {took:?}");
     took
 }
 

@@ -4,8 +4,12 @@
 
 use std::sync::Arc;
 
-use strategy_host::strategy::{ResourceInfo, StrategyContext};
-use strategy_host::wasm::runtime::{abi, Runtime, RuntimeConfig, StrategyModule};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use strategy_host::strategy::{ResourceInfo, Strategy, StrategyContext};
+use strategy_host::wasm::runtime::{abi, FailureKind, Runtime, RuntimeConfig, StrategyModule};
+use strategy_host::wasm::WasmStrategy;
 
 pub(crate) fn config() -> RuntimeConfig {
     RuntimeConfig {
@@ -56,4 +60,32 @@ pub(crate) fn hostile(name: &str, manifest: &[u8]) -> Vec<u8> {
 
 pub(crate) fn widget_ctx() -> StrategyContext {
     ctx("example.com", "Widget", "widgets", true)
+}
+
+/// Runs a Widget create on `hostile`, which must fail for `reason` and be counted once as
+/// `kind`; then `good` (on the same runtime) must still admit the Deployment `valid`. Returns how
+/// long the failing call took.
+pub(crate) async fn assert_contained(
+    rt: &Runtime,
+    hostile: &WasmStrategy,
+    (kind, reason): (FailureKind, &str),
+    good: &WasmStrategy,
+    mut valid: Value,
+) -> Duration {
+    let started = Instant::now();
+    let err = hostile
+        .before_create(&widget_ctx(), &mut json!({"spec": {}}))
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.module, hostile.name());
+    assert!(err.reason.contains(reason), "{}: {err}", hostile.name());
+    let counted = rt.metrics().module(&err.module).failures(kind);
+    assert_eq!(counted, 1, "{}: counted as {kind:?}", hostile.name());
+    let adm = good
+        .before_create(&deployments_ctx(), &mut valid)
+        .await
+        .expect("a good module still serves");
+    assert!(adm.field_errors.is_empty());
+    took
 }
