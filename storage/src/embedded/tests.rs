@@ -18,10 +18,25 @@ fn obj(name: &str, label: &str) -> Value {
     json!({"metadata": {"name": name, "labels": {"l": label}}, "spec": {}})
 }
 
-async fn open(dir: &std::path::Path) -> EmbeddedStore {
+/// The store's config for `dir`, background compaction off: tests compact when they mean to.
+fn config(dir: &std::path::Path) -> EmbeddedConfig {
     let mut config = EmbeddedConfig::new(dir);
     config.compaction_interval = None;
-    EmbeddedStore::open(config).await.expect("open")
+    config
+}
+
+async fn open(dir: &std::path::Path) -> EmbeddedStore {
+    EmbeddedStore::open(config(dir)).await.expect("open")
+}
+
+/// Reopens the store in `dir` and checks `/w/a` is still there, closing the store again.
+async fn reopen_and_find_a(dir: &std::path::Path) {
+    let store = open(dir).await;
+    assert!(store
+        .get("/w/a", GetOptions::default())
+        .await
+        .unwrap()
+        .is_some());
 }
 
 /// Sets the object's label `l`.
@@ -346,24 +361,14 @@ async fn the_on_disk_format_is_checked_at_open_older_migrated_newer_refused() {
     drop(store);
     // A store from before the format was versioned opens and is stamped.
     stamp_format(dir.path(), None);
-    let store = open(dir.path()).await;
-    assert!(store
-        .get("/w/a", GetOptions::default())
-        .await
-        .unwrap()
-        .is_some());
-    drop(store);
+    reopen_and_find_a(dir.path()).await;
     // One of a newer format is refused, saying so, and left untouched.
     stamp_format(dir.path(), Some(super::schema::FORMAT_VERSION + 1));
-    let mut config = EmbeddedConfig::new(dir.path());
-    config.compaction_interval = None;
-    let err = EmbeddedStore::open(config).await.unwrap_err().to_string();
+    let err = EmbeddedStore::open(config(dir.path()))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("newer than this strategy-host reads"), "{err}");
     stamp_format(dir.path(), Some(super::schema::FORMAT_VERSION));
-    let store = open(dir.path()).await;
-    assert!(store
-        .get("/w/a", GetOptions::default())
-        .await
-        .unwrap()
-        .is_some());
+    reopen_and_find_a(dir.path()).await;
 }

@@ -11,12 +11,12 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use strategy_host_storage::cacher::{Cacher, CacherConfig};
 use strategy_host_storage::etcd3::testing::EtcdServer;
 use strategy_host_storage::etcd3::{Etcd3Config, Etcd3Store};
 use strategy_host_storage::testing::{trials, StoreFactory, TestStore};
+
+use crate::common;
 
 static NEXT_PREFIX: AtomicUsize = AtomicUsize::new(0);
 
@@ -71,22 +71,14 @@ pub(crate) fn cases() -> (Vec<libtest_mimic::Trial>, Box<dyn std::any::Any>) {
             let mut config = Etcd3Config::new(vec![lease.endpoint.clone()]);
             config.prefix = format!("/cacher-case-{n}/registry");
             let store = Etcd3Store::connect(config).await.expect("connect to etcd");
-            let compactor = store.clone();
-            let config = CacherConfig {
-                not_older_than_timeout: Duration::from_secs(1),
-                ..Default::default()
-            };
-            let cacher = Cacher::new(Arc::new(store), "/example.com/widgets", config)
-                .expect("start the cacher");
-            cacher.wait_until_ready().await;
+            let TestStore { storage, compact } = common::cached(store).await;
             let lease = Arc::new(lease);
             TestStore {
-                storage: cacher,
+                storage,
                 compact: Arc::new(move |rev| {
                     // The store holds the lease for as long as the case holds the store.
                     let _lease = &lease;
-                    let store = compactor.clone();
-                    Box::pin(async move { store.compact(rev).await })
+                    compact(rev)
                 }),
             }
         })

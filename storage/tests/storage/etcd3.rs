@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use strategy_host_storage::etcd3::testing::EtcdServer;
 use strategy_host_storage::etcd3::{Etcd3Config, Etcd3Store};
-use strategy_host_storage::testing::{trials, Isolation, StoreFactory, TestStore};
+use strategy_host_storage::testing::{trials, Isolation, StoreFactory};
+
+use crate::common;
 
 static NEXT_PREFIX: AtomicUsize = AtomicUsize::new(0);
 
@@ -25,14 +27,7 @@ pub(crate) fn cases() -> (Vec<libtest_mimic::Trial>, Box<dyn std::any::Any>) {
             let mut config = Etcd3Config::new(vec![endpoint]);
             config.prefix = format!("/case-{n}/registry");
             let store = Etcd3Store::connect(config).await.expect("connect to etcd");
-            let compactor = store.clone();
-            TestStore {
-                storage: Arc::new(store),
-                compact: Arc::new(move |rev| {
-                    let store = compactor.clone();
-                    Box::pin(async move { store.compact(rev).await })
-                }),
-            }
+            common::direct(store)
         })
     });
     (trials("etcd3", factory), Box::new((shared, compacting)))

@@ -4,6 +4,7 @@
 
 mod cacher_embedded;
 mod cacher_etcd3;
+mod common;
 mod embedded;
 mod embedded_crash;
 mod etcd3;

@@ -78,16 +78,17 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// What a test store does to the watches of the embedded store it wraps.
-#[async_trait]
+/// What a test store does to the watches of the embedded store it wraps. Every fault acts
+/// either before the watch opens or on the stream it opened, so the opening itself is
+/// `Faulty`'s alone.
 trait WatchFault: Send + Sync {
-    /// Opens a watch on `inner`, as this fault lets it.
-    async fn watch(
-        &self,
-        inner: &EmbeddedStore,
-        key: &str,
-        opts: ListOptions,
-    ) -> Result<WatchStream, StorageError>;
+    /// Lets a watch open, or refuses it; the default lets every watch open.
+    fn admit(&self) -> Result<(), StorageError> {
+        Ok(())
+    }
+
+    /// The stream a watch the store below opened is seen through.
+    fn wrap(&self, stream: WatchStream) -> WatchStream;
 }
 
 /// An embedded store whose watches go through `fault`; every other call passes through.
@@ -105,7 +106,9 @@ impl<F: WatchFault + 'static> Storage for Faulty<F> {
         self.inner.delete(key, r).await
     }
     async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream, StorageError> {
-        self.fault.watch(&self.inner, key, opts).await
+        self.fault.admit()?;
+        let stream = self.inner.watch(key, opts).await?;
+        Ok(self.fault.wrap(stream))
     }
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>, StorageError> {
         self.inner.get(key, opts).await

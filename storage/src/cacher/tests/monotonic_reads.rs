@@ -9,24 +9,17 @@ struct Holding {
     upto: tokio::sync::watch::Sender<u64>,
 }
 
-#[async_trait]
 impl WatchFault for Holding {
-    async fn watch(
-        &self,
-        inner: &EmbeddedStore,
-        key: &str,
-        opts: ListOptions,
-    ) -> Result<WatchStream, StorageError> {
-        let stream = inner.watch(key, opts).await?;
+    fn wrap(&self, stream: WatchStream) -> WatchStream {
         let upto = self.upto.subscribe();
-        Ok(Box::pin(stream.then(move |event| {
+        Box::pin(stream.then(move |event| {
             let mut upto = upto.clone();
             async move {
                 let revision = event.revision().unwrap_or(0);
                 let _ = upto.wait_for(|upto| revision <= *upto).await;
                 event
             }
-        })))
+        }))
     }
 }
 

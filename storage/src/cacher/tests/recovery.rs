@@ -21,24 +21,22 @@ fn flaky(inner: EmbeddedStore, refuse: bool) -> Arc<Flaky> {
     })
 }
 
-#[async_trait]
 impl WatchFault for Refusing {
-    async fn watch(
-        &self,
-        inner: &EmbeddedStore,
-        key: &str,
-        opts: ListOptions,
-    ) -> Result<WatchStream, StorageError> {
+    fn admit(&self) -> Result<(), StorageError> {
         if self.refuse.load(Ordering::SeqCst) {
             return Err(StorageError::Unavailable("refused by the test".into()));
         }
-        let stream = inner.watch(key, opts).await?;
+        Ok(())
+    }
+
+    fn wrap(&self, stream: WatchStream) -> WatchStream {
+        // Only a cut after the watch opened ends it.
         let mut cut = self.cut.subscribe();
         cut.mark_unchanged();
         let cut = async move {
             let _ = cut.changed().await;
         };
-        Ok(Box::pin(stream.take_until(Box::pin(cut))))
+        Box::pin(stream.take_until(Box::pin(cut)))
     }
 }
 
