@@ -136,9 +136,7 @@ async fn fill(
     let Some(secret) = client.get(&secret_object).await? else {
         return Ok(());
     };
-    if secret["type"] != TOKEN_SECRET_TYPE
-        || is_being_deleted(&secret)
-    {
+    if secret["type"] != TOKEN_SECRET_TYPE || is_being_deleted(&secret) {
         return Ok(());
     }
     let secret_uid = secret["metadata"]["uid"]
