@@ -83,6 +83,11 @@ impl SlotStrategy {
     fn live_staged(&self) -> Option<Arc<StagedVersion>> {
         self.with_staged.then(|| self.slot.live_staged()).flatten()
     }
+
+    /// `read` of the version in force, `None` when none is.
+    fn current<T>(&self, read: impl FnOnce(&WasmStrategy) -> T) -> Option<T> {
+        self.slot.current.load().as_ref().map(|b| read(&b.strategy))
+    }
 }
 
 /// A before-write phase through the slot: the canary's share goes to the staged version (its
@@ -139,17 +144,13 @@ impl Strategy for SlotStrategy {
     }
 
     fn allow_create_on_update(&self) -> bool {
-        match self.slot.current.load().as_ref() {
-            Some(b) => b.strategy.allow_create_on_update(),
-            None => DefaultStrategy.allow_create_on_update(),
-        }
+        self.current(WasmStrategy::allow_create_on_update)
+            .unwrap_or_else(|| DefaultStrategy.allow_create_on_update())
     }
 
     fn allow_unconditional_update(&self) -> bool {
-        match self.slot.current.load().as_ref() {
-            Some(b) => b.strategy.allow_unconditional_update(),
-            None => DefaultStrategy.allow_unconditional_update(),
-        }
+        self.current(WasmStrategy::allow_unconditional_update)
+            .unwrap_or_else(|| DefaultStrategy.allow_unconditional_update())
     }
 
     async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
@@ -172,20 +173,11 @@ impl Strategy for SlotStrategy {
     /// Only the version in force converts: every reader sees one conversion at a time, and a
     /// swap changes it between two calls, never inside one.
     fn converts(&self) -> bool {
-        self.slot
-            .current
-            .load()
-            .as_ref()
-            .is_some_and(|b| b.strategy.converts())
+        self.current(WasmStrategy::converts).unwrap_or(false)
     }
 
     fn converter_id(&self) -> String {
-        self.slot
-            .current
-            .load()
-            .as_ref()
-            .map(|b| b.strategy.converter_id())
-            .unwrap_or_default()
+        self.current(WasmStrategy::converter_id).unwrap_or_default()
     }
 
     async fn convert(

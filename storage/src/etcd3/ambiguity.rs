@@ -134,12 +134,7 @@ impl Etcd3Store {
             TxnOp::put(fence, Vec::<u8>::new(), None),
             TxnOp::get(full_key, None),
         ]);
-        let resp: TxnResponse = self
-            .read(|client| {
-                let txn = txn.clone();
-                async move { kv(&client).txn(txn).await }
-            })
-            .await?;
+        let resp: TxnResponse = self.read_txn(txn).await?;
         Ok(resp
             .op_responses()
             .into_iter()

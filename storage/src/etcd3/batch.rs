@@ -115,12 +115,7 @@ impl Etcd3Store {
                 .map(|k| TxnOp::get(k.as_str(), None))
                 .collect::<Vec<_>>(),
         );
-        let resp = self
-            .read(|client| {
-                let txn = txn.clone();
-                async move { kv(&client).txn(txn).await }
-            })
-            .await?;
+        let resp = self.read_txn(txn).await?;
         let revision = header_revision(resp.header())?;
         let reads: Vec<KeyRead> = resp
             .op_responses()

@@ -15,7 +15,6 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use tokio::sync::oneshot;
 
-use super::kv::kv;
 use super::{header_revision, Etcd3Store, Inner};
 use crate::error::Result;
 use crate::periodic::spawn_periodic;
@@ -64,12 +63,7 @@ impl Etcd3Store {
             .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
         // Sent again after an unknown outcome, a bump that did apply fails its compare and this
         // host adopts the version: at worst one interval passes without a compaction.
-        let resp = self
-            .read(|client| {
-                let txn = txn.clone();
-                async move { kv(&client).txn(txn).await }
-            })
-            .await?;
+        let resp = self.read_txn(txn).await?;
         let now = header_revision(resp.header())?;
         if !resp.succeeded() {
             let version = resp

@@ -294,6 +294,16 @@ fn at_member(error: StorageError, url: &str) -> StorageError {
 }
 
 impl Etcd3Store {
+    /// Runs `txn` as a read (a transaction that may run twice: reads only, or writes guarded
+    /// by compares that fail the second time), on a member in rotation.
+    pub(super) async fn read_txn(&self, txn: etcd_client::Txn) -> Result<etcd_client::TxnResponse> {
+        self.read(|client| {
+            let txn = txn.clone();
+            async move { super::kv::kv(&client).txn(txn).await }
+        })
+        .await
+    }
+
     /// Runs a read (or any request that may run twice) on a member in rotation, on another
     /// one when it fails.
     pub(super) async fn read<T, F, Fut>(&self, op: F) -> Result<T>

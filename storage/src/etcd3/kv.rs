@@ -144,12 +144,7 @@ impl Etcd3Store {
             Some(EtcdGet::new().with_range(end).with_count_only()),
         );
         let txn = Txn::new().when([unchanged]).and_then([count_keys]);
-        let resp = self
-            .read(|client| {
-                let txn = txn.clone();
-                async move { kv(&client).txn(txn).await }
-            })
-            .await?;
+        let resp = self.read_txn(txn).await?;
         if !resp.succeeded() {
             return Ok(None);
         }
