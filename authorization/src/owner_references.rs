@@ -29,6 +29,19 @@ impl OwnerReferencesPermissionEnforcement {
             registry: Arc::downgrade(registry),
         }
     }
+
+    /// Refuses the write with `refused` (and the authorizer's reason) unless `attributes` are
+    /// allowed.
+    fn require(&self, attributes: &Attributes, refused: &str) -> Result<(), Rejection> {
+        let decision = self.authorizer.authorize(attributes);
+        match decision.allowed() {
+            true => Ok(()),
+            false => Err(Rejection::Refused(Refusal::Forbidden(format!(
+                "{refused}: {}",
+                reason(&decision)
+            )))),
+        }
+    }
 }
 
 fn owner_references(obj: Option<&Value>) -> Vec<Value> {
@@ -86,13 +99,10 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
                 name: request.name.to_string(),
                 ..base.clone()
             };
-            let decision = self.authorizer.authorize(&delete);
-            if !decision.allowed() {
-                return Err(Rejection::Refused(Refusal::Forbidden(format!(
-                    "cannot set an ownerRef on a resource you can't delete: {}",
-                    reason(&decision)
-                ))));
-            }
+            self.require(
+                &delete,
+                "cannot set an ownerRef on a resource you can't delete",
+            )?;
         }
         for owner in newly_blocking(&new, &old) {
             let text = |f: &str| owner[f].as_str().unwrap_or_default().to_string();
@@ -116,13 +126,10 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
                 name: text("name"),
                 ..base.clone()
             };
-            let decision = self.authorizer.authorize(&finalizers);
-            if !decision.allowed() {
-                return Err(Rejection::Refused(Refusal::Forbidden(format!(
-                    "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: {}",
-                    reason(&decision)
-                ))));
-            }
+            self.require(
+                &finalizers,
+                "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on",
+            )?;
         }
         Ok(Vec::new())
     }
