@@ -29,6 +29,16 @@ impl Operation {
             Self::Delete => "DELETE",
         }
     }
+
+    /// The RBAC verb of the operation (`create`, `update`, `delete`), as rollout reports and
+    /// `module test` name a phase.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Delete => "delete",
+        }
+    }
 }
 
 /// Where in the admission chain a policy is asked.

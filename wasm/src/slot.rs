@@ -202,7 +202,7 @@ impl AdmissionPolicy for SlotStrategy {
         mut object: Option<&mut Value>,
         old: Option<&Value>,
     ) -> Answer {
-        let verb = Verb::from(attributes.operation);
+        let verb = attributes.operation;
         // Reborrowed, not moved: the shadow's arm reads the object after the call.
         #[allow(clippy::needless_option_as_deref)]
         let answer = phase!(self, Role::Policy(attributes.clone()), ctx, verb,

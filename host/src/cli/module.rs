@@ -37,7 +37,7 @@ impl Case {
     pub fn phase(&self) -> String {
         match &self.old {
             Some(old) => format!("update from {}", old.source),
-            None => self.verb.as_str().to_owned(),
+            None => self.verb.verb().to_owned(),
         }
     }
 }
@@ -162,7 +162,7 @@ impl LoadedModule {
         };
         crate::admission::rules::Rule::list(policy.match_resources.get("resourceRules"))
             .iter()
-            .any(|rule| rule.names_operation(verb.operation().as_str()))
+            .any(|rule| rule.names_operation(verb.as_str()))
     }
 
     /// Runs `case` on this module.

@@ -6,49 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::admission_policy::{AdmissionAttributes, AdmissionPolicy, Operation};
+use crate::admission_policy::{AdmissionAttributes, AdmissionPolicy};
 use crate::strategy::{Answer, Refusal, Strategy, StrategyContext};
 
-/// The write phase a strategy was asked about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    /// `before_create`.
-    Create,
-    /// `before_update` (from an old object to a new one).
-    Update,
-    /// `before_delete`.
-    Delete,
-}
-
-impl Verb {
-    /// The name shown in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Create => "create",
-            Self::Update => "update",
-            Self::Delete => "delete",
-        }
-    }
-
-    /// The admission operation of the phase.
-    pub fn operation(self) -> Operation {
-        match self {
-            Self::Create => Operation::Create,
-            Self::Update => Operation::Update,
-            Self::Delete => Operation::Delete,
-        }
-    }
-}
-
-impl From<Operation> for Verb {
-    fn from(operation: Operation) -> Self {
-        match operation {
-            Operation::Create => Self::Create,
-            Operation::Update => Self::Update,
-            Operation::Delete => Self::Delete,
-        }
-    }
-}
+/// The write phase a version is asked about: `before_create`, `before_update` or
+/// `before_delete` of a strategy, the same operation of a policy (one enum for both contracts).
+pub use crate::admission_policy::Operation as Verb;
 
 /// Which contract a phase asks a module version through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,7 +100,7 @@ pub async fn evaluate(
         (Role::Strategy, Verb::Delete) => version.before_delete(ctx, &object).await,
         (Role::Policy(attributes), _) => {
             let attributes = AdmissionAttributes {
-                operation: verb.operation(),
+                operation: verb,
                 ..attributes.clone()
             };
             let (object, old) = match verb {
@@ -405,7 +368,7 @@ mod tests {
     async fn a_policy_is_asked_the_phases_operation_with_the_deleted_object_as_old() {
         let ctx = context();
         let policy = Role::Policy(AdmissionAttributes {
-            operation: Operation::Create,
+            operation: Verb::Create,
             phase: crate::admission_policy::AdmissionPhase::Validate,
             namespace: None,
             name: "x".into(),

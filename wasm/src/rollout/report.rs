@@ -96,7 +96,7 @@ impl Counts {
             .map(|v| {
                 let row = &self.by_verb[verb_index(*v)];
                 let counts = kinds(&|k| row[kind_index(k)].load(Ordering::Relaxed));
-                (v.as_str().to_owned(), counts)
+                (v.verb().to_owned(), counts)
             })
             .collect();
         json!({
@@ -350,7 +350,7 @@ impl RolloutReport {
             .map(|s| {
                 json!({
                     "origin": s.origin.as_str(),
-                    "verb": s.verb.as_str(),
+                    "verb": s.verb.verb(),
                     "object": s.object,
                     "difference": s.difference.kind.as_str(),
                     "detail": s.difference.detail,
