@@ -21,6 +21,10 @@ pub enum Route {
     DebugStrategies,
     /// `/storage/snapshot`: the whole store, streamed.
     StorageSnapshot,
+    /// `/.well-known/openid-configuration`: the ServiceAccount issuer's OpenID configuration.
+    OpenIdConfiguration,
+    /// `/openid/v1/jwks`: the keys ServiceAccount tokens verify with.
+    OpenIdKeySet,
     /// `/openapi/v2`.
     OpenApiV2,
     /// `/openapi/v3`: the index of group-versions.
@@ -152,6 +156,10 @@ fn document(path: &str) -> Option<Route> {
         "/metrics" => Some(Route::Metrics),
         "/debug/strategies" => Some(Route::DebugStrategies),
         "/storage/snapshot" => Some(Route::StorageSnapshot),
+        "/.well-known/openid-configuration" | "/.well-known/openid-configuration/" => {
+            Some(Route::OpenIdConfiguration)
+        }
+        "/openid/v1/jwks" | "/openid/v1/jwks/" => Some(Route::OpenIdKeySet),
         _ => None,
     };
     if fixed.is_some() {
@@ -289,12 +297,18 @@ mod tests {
             }
         );
         assert_eq!(get("/openapi/v4"), Route::NotFound);
+        assert_eq!(
+            get("/.well-known/openid-configuration"),
+            Route::OpenIdConfiguration
+        );
+        assert_eq!(get("/openid/v1/jwks/"), Route::OpenIdKeySet);
         assert_eq!(get("/other"), Route::NotFound);
         assert_eq!(get("/apis//v1"), Route::NotFound);
         assert_eq!(get("/apis/g/v1/namespaces//w"), Route::NotFound);
         assert_eq!(get("/apis/g/v1/a/b/c/d"), Route::NotFound);
         let post = |p| Route::parse(&Method::POST, p, &Query::default()).unwrap();
         assert_eq!(post("/healthz"), Route::MethodNotAllowed);
+        assert_eq!(post("/openid/v1/jwks"), Route::MethodNotAllowed);
         assert_eq!(post("/nothing"), Route::NotFound);
     }
 

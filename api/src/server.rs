@@ -360,6 +360,26 @@ fn not_found(path: &str) -> Response<Body> {
     )))
 }
 
+/// The ServiceAccount issuer's OpenID configuration or key set (`keys`), cacheable as
+/// kube-apiserver serves them; 404 when the issuer allows neither.
+fn issuer_document(state: &AppState, keys: bool, path: &str) -> Response<Body> {
+    use crate::authentication::issuer_discovery::{CACHE_CONTROL, JWKS_CONTENT_TYPE};
+    let Some(discovery) = &state.issuer_discovery else {
+        return not_found(path);
+    };
+    let (content_type, body) = if keys {
+        (JWKS_CONTENT_TYPE, discovery.jwks.clone())
+    } else {
+        ("application/json", discovery.configuration.clone())
+    };
+    let mut response = response::bytes(200, content_type, body);
+    response.headers_mut().insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static(CACHE_CONTROL),
+    );
+    response
+}
+
 /// A GET-only document, or 404 when there is none.
 fn document(doc: Option<serde_json::Value>, path: &str) -> Response<Body> {
     match doc {
@@ -386,6 +406,9 @@ async fn dispatch(
             Some(m) => reply(modules::debug_strategies(m)),
             None => not_found(&path),
         },
+        Route::OpenIdConfiguration | Route::OpenIdKeySet => {
+            issuer_document(state, matches!(route, Route::OpenIdKeySet), &path)
+        }
         Route::OpenApiV2 => match openapi_v2_protobuf::negotiate(accept(&req)) {
             Some(Form::Json) => document(Some(openapi::v2(registry)), &path),
             Some(Form::Protobuf) => response::bytes(

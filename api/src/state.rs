@@ -9,6 +9,7 @@ use super::audit::Auditor;
 use super::filters::Security;
 use super::flowcontrol::FlowControl;
 use super::metrics::ServerMetrics;
+use crate::authentication::issuer_discovery::IssuerDiscovery;
 use crate::authentication::service_account::ServiceAccountTokens;
 use crate::authorization::{AlwaysAllow, Authorizer, RuleResolver};
 use crate::registry::Registry;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub security: Arc<Security>,
     /// ServiceAccount tokens, for TokenRequest.
     pub tokens: Option<Arc<ServiceAccountTokens>>,
+    /// The ServiceAccount issuer's discovery documents, when the issuer allows them.
+    pub issuer_discovery: Option<Arc<IssuerDiscovery>>,
     /// The audit log, when `--audit-log-path` is given.
     pub audit: Option<Arc<Auditor>>,
     /// What the access and rules reviews ask.
@@ -83,6 +86,7 @@ impl AppState {
             metrics: Arc::new(metrics),
             security: Arc::new(security),
             tokens: None,
+            issuer_discovery: None,
             audit: None,
             reviews: Reviews::always_allow(),
             registry,
@@ -104,6 +108,12 @@ impl AppState {
     /// The same state, issuing ServiceAccount tokens with `tokens`.
     pub fn with_tokens(mut self, tokens: Arc<ServiceAccountTokens>) -> Self {
         self.tokens = Some(tokens);
+        self
+    }
+
+    /// The same state, serving the ServiceAccount issuer's discovery documents.
+    pub fn with_issuer_discovery(mut self, discovery: Option<IssuerDiscovery>) -> Self {
+        self.issuer_discovery = discovery.map(Arc::new);
         self
     }
 

@@ -14,6 +14,7 @@ pub use strategy_host_contract::user;
 pub use strategy_host_registry as registry;
 pub use strategy_host_registry::pki;
 
+pub mod issuer_discovery;
 pub mod service_account;
 mod service_account_error;
 pub mod token_file;

@@ -81,6 +81,9 @@ pub struct ServiceAccountTokens {
     api_audiences: Vec<String>,
     max_expiration: Option<Duration>,
     signing: (EncodingKey, Algorithm),
+    /// The signing key's id (its SPKI digest), in each token's `kid` header, so verifiers pick
+    /// it from the published key set.
+    key_id: String,
     verifying: Vec<VerifyingKey>,
     accounts: Arc<dyn ServiceAccountLookup>,
 }
@@ -161,6 +164,11 @@ impl ServiceAccountTokens {
         accounts: Arc<dyn ServiceAccountLookup>,
     ) -> Result<Self, Error> {
         let algorithm = algorithm_of(signing_key_pem)?;
+        let key_id = rcgen::KeyPair::from_pem(signing_key_pem)
+            .map(|k| {
+                super::issuer_discovery::key_id(&rcgen::PublicKeyData::subject_public_key_info(&k))
+            })
+            .map_err(Error::SigningKeyNotPem)?;
         let key = match algorithm {
             Algorithm::RS256 => EncodingKey::from_rsa_pem(signing_key_pem.as_bytes()),
             _ => EncodingKey::from_ec_pem(signing_key_pem.as_bytes()),
@@ -180,9 +188,15 @@ impl ServiceAccountTokens {
             api_audiences,
             max_expiration,
             signing: (key, algorithm),
+            key_id,
             verifying,
             accounts,
         })
+    }
+
+    /// The `iss` of the tokens.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
     }
 
     /// Signs a token for `namespace/name` (whose uid is `uid`), valid for `audiences` (empty:
@@ -268,8 +282,12 @@ impl ServiceAccountTokens {
                 secret,
             },
         };
-        let token = jsonwebtoken::encode(&Header::new(self.signing.1), &claims, &self.signing.0)
-            .map_err(Error::Signing)?;
+        let header = Header {
+            kid: Some(self.key_id.clone()),
+            ..Header::new(self.signing.1)
+        };
+        let token =
+            jsonwebtoken::encode(&header, &claims, &self.signing.0).map_err(Error::Signing)?;
         Ok(IssuedToken {
             token,
             expires_at: claims.exp,

@@ -1,9 +1,10 @@
 //! The bootstrap policy: the ClusterRoles and ClusterRoleBindings Kubernetes ships
 //! (`cluster-admin`, `admin`/`edit`/`view` and what aggregates into them, `system:discovery`,
-//! `system:public-info-viewer`, `system:basic-user`), limited to what this server serves, kept in
-//! `bootstrap_policy.json`; created at start when missing and reconciled as kube-apiserver's
-//! `rbac/bootstrap-roles` post-start hook does (missing rules, selectors, subjects, labels and
-//! annotations added, unless `rbac.authorization.kubernetes.io/autoupdate` is `"false"`).
+//! `system:public-info-viewer`, `system:basic-user`, `system:service-account-issuer-discovery`),
+//! limited to what this server serves, kept in `bootstrap_policy.json`; created at start when
+//! missing and reconciled as kube-apiserver's `rbac/bootstrap-roles` post-start hook does
+//! (missing rules, selectors, subjects, labels and annotations added, unless
+//! `rbac.authorization.kubernetes.io/autoupdate` is `"false"`).
 
 use std::sync::Arc;
 

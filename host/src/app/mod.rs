@@ -176,6 +176,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         .with_context(|| format!("listening on {}", config.listen))?;
     let bound = listener.local_addr()?;
     security::announce(&config, secured.pki.as_ref(), bound)?;
+    let issuer_discovery = security::issuer_discovery(&config, &secured, bound);
     let scheme = if secured.tls.is_some() {
         "https"
     } else {
@@ -209,6 +210,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     )
     .with_modules(modules)
     .with_tokens(secured.tokens)
+    .with_issuer_discovery(issuer_discovery)
     .with_audit(auditor)
     .with_reviews(secured.reviews);
     serve(

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use crate::api::filters::Security;
 use crate::api::state::Reviews;
 use crate::api::tls::TlsServing;
+use crate::authentication::issuer_discovery::IssuerDiscovery;
 use crate::authentication::service_account::{ServiceAccountLookup, ServiceAccountTokens};
 use crate::authentication::token_file::TokenFile;
 use crate::authentication::x509::X509Authenticator;
@@ -32,6 +33,8 @@ pub(super) struct Secured {
     pub tls: Option<TlsServing>,
     /// ServiceAccount tokens (TokenRequest and the authenticator share them).
     pub tokens: Arc<ServiceAccountTokens>,
+    /// The PEM public keys tokens verify with, published by issuer discovery.
+    pub token_keys: Vec<String>,
     /// The keys and certificates, unless in development mode.
     pub pki: Option<Pki>,
     /// What the access and rules reviews ask.
@@ -159,11 +162,13 @@ pub(super) fn secure(
         &public_keys,
         Arc::new(RegistryAccounts(registry.clone())),
     )?);
+    let token_keys = public_keys;
     let Some(pki) = pki else {
         return Ok(Secured {
             security: Security::Development,
             tls: None,
             tokens,
+            token_keys,
             pki: None,
             reviews: Reviews::always_allow(),
         });
@@ -201,9 +206,34 @@ pub(super) fn secure(
         },
         tls: Some(tls),
         tokens,
+        token_keys,
         pki: Some(pki),
         reviews,
     })
+}
+
+/// The ServiceAccount issuer's discovery documents, naming this server (at `bound`) as where
+/// its keys are unless `--service-account-jwks-uri` says otherwise. As kube-apiserver, an
+/// issuer or URI OpenID Connect does not accept is logged and neither document is served.
+pub(super) fn issuer_discovery(
+    config: &Config,
+    secured: &Secured,
+    bound: SocketAddr,
+) -> Option<IssuerDiscovery> {
+    let s = &config.security;
+    let discovery = IssuerDiscovery::new(
+        secured.tokens.issuer(),
+        s.service_account_jwks_uri.as_deref(),
+        &pki::server_url(bound, true),
+        &secured.token_keys,
+    );
+    match discovery {
+        Ok(discovery) => Some(discovery),
+        Err(e) => {
+            tracing::error!(error = %e, "ServiceAccount issuer discovery is not served");
+            None
+        }
+    }
 }
 
 /// Writes the admin kubeconfig for the bound address and says how to use it.

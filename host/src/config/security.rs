@@ -56,6 +56,11 @@ pub struct SecurityFlags {
     )]
     pub service_account_issuer: String,
 
+    /// The key set URI the ServiceAccount issuer's OpenID configuration names (https;
+    /// default: this server's `/openid/v1/jwks`).
+    #[arg(long, env = "STRATEGY_HOST_SERVICE_ACCOUNT_JWKS_URI")]
+    pub service_account_jwks_uri: Option<String>,
+
     /// Audiences a token must name one of (comma-separated; default: the issuer).
     #[arg(long, env = "STRATEGY_HOST_API_AUDIENCES", value_delimiter = ',')]
     pub api_audiences: Vec<String>,
