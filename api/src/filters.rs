@@ -1,6 +1,7 @@
 //! The filters every request passes before it is dispatched, in kube-apiserver's order:
-//! authentication (who asks: 401 when the credentials prove no one), then authorization (may
-//! they: 403 with Kubernetes' message). Development mode skips both and acts as an admin.
+//! authentication (who asks: 401 when the credentials prove no one), then impersonation (who
+//! they act as), then authorization (may they: 403 with Kubernetes' message). Development mode
+//! skips authentication and authorization and acts as an admin.
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use super::route::Route;
 use super::status::{Details, Status};
 use crate::authentication::x509::CertificateRefused;
 use crate::authentication::{bearer_token, AuthenticatorChain, Credentials};
-use crate::authorization::{Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
+use crate::authorization::{AlwaysAllow, Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
 use crate::user::UserInfo;
 
 /// How requests are authenticated and authorized.
@@ -72,6 +73,23 @@ impl Security {
                 tracing::info!(reason = %e.0, %path, "authentication failed");
                 unauthorized()
             })
+    }
+
+    /// The user `requester` acts as when the request's impersonation headers ask for one
+    /// (see [`super::impersonation`]); in development mode every impersonation is allowed.
+    ///
+    /// # Errors
+    /// As [`super::impersonation::impersonate`].
+    pub fn impersonate(
+        &self,
+        headers: &hyper::HeaderMap,
+        requester: &UserInfo,
+    ) -> Result<Option<UserInfo>, Status> {
+        let authorizer: &dyn Authorizer = match self {
+            Security::Development => &AlwaysAllow,
+            Security::Enforced { authorizer, .. } => authorizer.as_ref(),
+        };
+        super::impersonation::impersonate(headers, requester, authorizer)
     }
 
     /// Whether `attributes` may proceed; anything but `Allow` answers [`forbidden`].

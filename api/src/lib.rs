@@ -23,6 +23,7 @@ mod first_read;
 pub mod flowcontrol;
 mod health;
 mod idle;
+pub mod impersonation;
 mod json_tree;
 mod jsonpath;
 mod media;

@@ -19,12 +19,13 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::audit;
+use super::audit::{self, AuditContext};
 use super::filters;
 use super::first_read::FirstReadDeadline;
 use super::flowcontrol::{self, Classification};
 use super::health::{self, Reply};
 use super::idle::ConnectionActivity;
+use super::impersonation;
 use super::metrics::RequestInfo;
 use super::openapi_v2_protobuf::{self, Form};
 use super::query::Query;
@@ -250,11 +251,22 @@ async fn guarded(
         Err(status) => return response::status(&status),
     };
     let attributes = filters::attributes(&route, req.method(), req.uri().path(), user);
-    // The audit begins before authorization, so a refusal is logged too.
+    // The audit begins before impersonation and authorization, so a refusal is logged too,
+    // under the user who asked.
     let audit = state
         .audit
         .as_ref()
         .map(|a| a.begin(&attributes, &mut req, peer.ip()));
+    let attributes = match impersonated(&mut req, &state, attributes) {
+        Ok(attributes) => attributes,
+        Err(status) => {
+            let mut response = response::status(&status);
+            if let Some(audit) = audit {
+                audit.complete(&mut response);
+            }
+            return response;
+        }
+    };
     let decision = state.security.authorize(&attributes);
     audit::set_decision(req.extensions(), decision.allowed(), decision.reason());
     let mut response = if decision.allowed() {
@@ -268,6 +280,31 @@ async fn guarded(
         audit.complete(&mut response);
     }
     response
+}
+
+/// `attributes` as the user the request impersonates (recorded in its audit event, the
+/// headers removed), or as they are when it impersonates no one.
+fn impersonated(
+    req: &mut Request<Incoming>,
+    state: &AppState,
+    attributes: Attributes,
+) -> Result<Attributes, Status> {
+    if !impersonation::is_requested(req.headers()) {
+        return Ok(attributes);
+    }
+    let Some(acting) = state
+        .security
+        .impersonate(req.headers(), &attributes.user)?
+    else {
+        return Ok(attributes);
+    };
+    tracing::debug!(user = %attributes.user.username, as_user = %acting.username, "impersonating");
+    AuditContext::of(req.extensions()).log_impersonated_user(&acting);
+    impersonation::strip(req.headers_mut());
+    Ok(Attributes {
+        user: acting,
+        ..attributes
+    })
 }
 
 /// Dispatches an authorized request of `flow`, counted in the request metrics.

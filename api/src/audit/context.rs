@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use hyper::http::Extensions;
 use serde_json::Value;
 
-use super::event::{Event, Level, Stage, StageSet};
+use super::event::{Event, EventUser, Level, Stage, StageSet};
 use super::sink::Sink;
 
 /// The annotation naming the authorization decision (`allow` or `forbid`).
@@ -114,6 +114,14 @@ impl AuditContext {
         }
         let value = shared.recorded(obj);
         shared.lock().response_object = Some(value);
+    }
+
+    /// Records the user the request acts as (`impersonatedUser`), in the events written from
+    /// now on; `user` stays the one who asked.
+    pub fn log_impersonated_user(&self, user: &crate::user::UserInfo) {
+        if let Some(shared) = &self.0 {
+            shared.lock().impersonated_user = Some(EventUser::from(user));
+        }
     }
 
     /// Whether the request is audited (annotations go somewhere).

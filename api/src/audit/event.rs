@@ -241,6 +241,9 @@ pub struct Event {
     pub verb: String,
     /// Who asked (as authenticated).
     pub user: EventUser,
+    /// Whom they act as, when they impersonate someone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impersonated_user: Option<EventUser>,
     /// The client's address and those proxies report (`X-Forwarded-For`, `X-Real-Ip`).
     #[serde(rename = "sourceIPs", skip_serializing_if = "Vec::is_empty")]
     pub source_ips: Vec<String>,
@@ -281,6 +284,7 @@ impl Default for Event {
             request_uri: String::new(),
             verb: String::new(),
             user: EventUser::default(),
+            impersonated_user: None,
             source_ips: Vec::new(),
             user_agent: String::new(),
             object_ref: None,

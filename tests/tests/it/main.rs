@@ -19,6 +19,7 @@ mod discovery;
 mod disk_trouble;
 mod flow_control;
 mod go_strategies;
+mod impersonation;
 mod issuer_discovery;
 mod js_client;
 mod kube_rs;
