@@ -15,6 +15,7 @@ pub use strategy_host_registry as registry;
 pub use strategy_host_registry::pki;
 
 pub mod issuer_discovery;
+pub mod jwt;
 pub mod service_account;
 mod service_account_error;
 pub mod token_file;
@@ -22,6 +23,8 @@ pub mod token_request;
 pub mod x509;
 
 use async_trait::async_trait;
+use base64::Engine as _;
+use serde_json::Value;
 
 use crate::user::UserInfo;
 
@@ -130,6 +133,20 @@ impl AuthenticatorChain {
             "no credentials and anonymous access is off".into(),
         ))
     }
+}
+
+/// The issuer claim of a JWT, read without verifying it: `None` when `token` is no JWT.
+pub(crate) fn unverified_issuer(token: &str) -> Option<String> {
+    let mut parts = token.split('.');
+    let (_, payload, _) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
+    let claims: Value = serde_json::from_slice(&bytes).ok()?;
+    claims.get("iss")?.as_str().map(String::from)
 }
 
 /// The bearer token of an `Authorization` header value (`Bearer <token>`, case-insensitive

@@ -6,10 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use base64::Engine as _;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub use super::service_account_error::Error;
 use super::x509::CREDENTIAL_ID;
@@ -120,20 +118,6 @@ fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-/// The issuer claim of a JWT, read without verifying it: `None` when `token` is no JWT.
-fn unverified_issuer(token: &str) -> Option<String> {
-    let mut parts = token.split('.');
-    let (_, payload, _) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload)
-        .ok()?;
-    let claims: Value = serde_json::from_slice(&bytes).ok()?;
-    claims.get("iss")?.as_str().map(String::from)
 }
 
 /// A token the server issued.
@@ -331,7 +315,7 @@ impl Authenticator for ServiceAccountTokens {
         };
         // Only tokens this server issued are judged here; another issuer's JWT (or an
         // opaque token) is for another authenticator.
-        if unverified_issuer(token).as_deref() != Some(self.issuer.as_str()) {
+        if crate::unverified_issuer(token).as_deref() != Some(self.issuer.as_str()) {
             return Outcome::NotApplicable;
         }
         let claims = match self.verify(token) {
@@ -380,6 +364,7 @@ impl Authenticator for ServiceAccountTokens {
 mod tests {
     use super::*;
     use crate::token_request::{token_request, TokenRequestError};
+    use base64::Engine as _;
     use serde_json::json;
     use std::sync::Mutex;
 

@@ -190,6 +190,9 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         auditor.as_ref().map(|a| a.metrics()),
     );
     metrics.register_with(|m| {
+        if let Some(jwt) = &secured.jwt {
+            jwt.register(m);
+        }
         controller_metrics.register(m);
         webhook_metrics.register(m);
         policy_modules.register(m);

@@ -12,6 +12,7 @@ use crate::api::filters::Security;
 use crate::api::state::Reviews;
 use crate::api::tls::TlsServing;
 use crate::authentication::issuer_discovery::IssuerDiscovery;
+use crate::authentication::jwt::JwtAuthenticators;
 use crate::authentication::service_account::{ServiceAccountLookup, ServiceAccountTokens};
 use crate::authentication::token_file::TokenFile;
 use crate::authentication::x509::X509Authenticator;
@@ -35,6 +36,8 @@ pub(super) struct Secured {
     pub tokens: Arc<ServiceAccountTokens>,
     /// The PEM public keys tokens verify with, published by issuer discovery.
     pub token_keys: Vec<String>,
+    /// The JWT issuers of `--authentication-config`, for their metrics.
+    pub jwt: Option<Arc<JwtAuthenticators>>,
     /// The keys and certificates, unless in development mode.
     pub pki: Option<Pki>,
     /// What the access and rules reviews ask.
@@ -169,6 +172,7 @@ pub(super) fn secure(
             tls: None,
             tokens,
             token_keys,
+            jwt: None,
             pki: None,
             reviews: Reviews::always_allow(),
         });
@@ -181,6 +185,16 @@ pub(super) fn secure(
         authenticators.push(Box::new(file));
     }
     authenticators.push(Box::new(tokens.clone()));
+    let jwt = match &s.authentication_config {
+        Some(path) => {
+            let issuers = JwtAuthenticators::load(path).map_err(anyhow::Error::msg)?;
+            tracing::info!(path = %path.display(), issuers = ?issuers.issuers(), "JWT issuers configured");
+            issuers.spawn_reloader();
+            authenticators.push(Box::new(issuers.clone()));
+            Some(issuers)
+        }
+        None => None,
+    };
     let reviews = match s.authorization_mode {
         AuthorizationMode::Rbac => Reviews {
             authorizer: Arc::new(with_privileged_groups(rbac.clone())),
@@ -207,6 +221,7 @@ pub(super) fn secure(
         tls: Some(tls),
         tokens,
         token_keys,
+        jwt,
         pki: Some(pki),
         reviews,
     })

@@ -35,6 +35,11 @@ pub struct SecurityFlags {
     #[arg(long, env = "STRATEGY_HOST_TOKEN_AUTH_FILE")]
     pub token_auth_file: Option<PathBuf>,
 
+    /// Structured authentication (`apiserver.config.k8s.io/v1` `AuthenticationConfiguration`):
+    /// JWT issuers (OIDC) whose tokens authenticate users; read again when it changes.
+    #[arg(long, env = "STRATEGY_HOST_AUTHENTICATION_CONFIG")]
+    pub authentication_config: Option<PathBuf>,
+
     /// PEM (PKCS#8) private key ServiceAccount tokens are signed with; without it one is
     /// generated into {data-dir}/pki. Replicas sharing an etcd must share it.
     #[arg(long, env = "STRATEGY_HOST_SERVICE_ACCOUNT_SIGNING_KEY_FILE")]

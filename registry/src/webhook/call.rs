@@ -49,7 +49,8 @@ async fn exchange(
     let port = uri.port_u16().unwrap_or(443);
     let body = serde_json::to_vec(review).map_err(Failure::Encode)?;
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let (status, bytes) = pool::post(host, port, ca_bundle, path, Bytes::from(body)).await?;
+    let post = hyper::Method::POST;
+    let (status, bytes) = pool::send(&post, host, port, ca_bundle, path, Bytes::from(body)).await?;
     if !status.is_success() {
         return Err(Failure::Status(status));
     }
@@ -58,4 +59,45 @@ async fn exchange(
         kind: kind.to_owned(),
         source,
     })
+}
+
+/// GETs the JSON document at `url` over HTTPS, trusting what `crate::pki::trust_store` makes of
+/// `ca_bundle` (as for webhooks), within `timeout`: an identity provider's OpenID configuration
+/// or key set.
+///
+/// # Errors
+/// What went wrong, as `Get "URL": reason`.
+pub async fn get(
+    url: &str,
+    ca_bundle: Option<&[u8]>,
+    timeout: Duration,
+) -> Result<Value, CallError> {
+    let fetch = async {
+        let uri: hyper::Uri = url.parse().map_err(Failure::InvalidUrl)?;
+        if uri.scheme_str() != Some("https") {
+            return Err(Failure::NotHttps);
+        }
+        let host = uri.host().ok_or(Failure::NoHost)?;
+        let host = host.trim_matches(['[', ']']);
+        let port = uri.port_u16().unwrap_or(443);
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let get = hyper::Method::GET;
+        let (status, bytes) = pool::send(&get, host, port, ca_bundle, path, Bytes::new()).await?;
+        if !status.is_success() {
+            return Err(Failure::Status(status));
+        }
+        serde_json::from_slice(&bytes).map_err(|source| Failure::NotAReview {
+            kind: "JSON document".to_owned(),
+            source,
+        })
+    };
+    let target = url.to_owned();
+    match tokio::time::timeout(timeout, fetch).await {
+        Ok(Ok(document)) => Ok(document),
+        Ok(Err(reason)) => Err(CallError::Get { target, reason }),
+        Err(_) => Err(CallError::Get {
+            target,
+            reason: Failure::DeadlineExceeded,
+        }),
+    }
 }

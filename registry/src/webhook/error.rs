@@ -13,6 +13,15 @@ pub enum CallError {
         #[source]
         reason: Failure,
     },
+    /// A GET (an identity provider's document) failed at `reason`'s step.
+    #[error("Get \"{target}\": {reason}")]
+    Get {
+        /// The URL.
+        target: String,
+        /// The step that failed.
+        #[source]
+        reason: Failure,
+    },
     /// A `service` endpoint, which this server cannot reach.
     #[error("service {0} cannot be reached from this server (no cluster network): give the webhook a clientConfig.url")]
     Unreachable(String),

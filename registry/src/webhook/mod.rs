@@ -7,6 +7,6 @@ pub mod client_config;
 mod error;
 mod pool;
 
-pub use call::post;
+pub use call::{get, post};
 pub use client_config::{ClientConfig, Endpoint};
 pub use error::{CallError, Failure};

@@ -134,10 +134,13 @@ impl Endpoint {
     async fn exchange(
         &self,
         sender: &mut Sender,
+        method: &hyper::Method,
         path: &str,
         body: &Bytes,
     ) -> Result<Answer, hyper::Error> {
-        let request = hyper::Request::post(path)
+        let request = hyper::Request::builder()
+            .method(method.clone())
+            .uri(path)
             .header(hyper::header::HOST, format!("{}:{}", self.host, self.port))
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json")
@@ -154,13 +157,14 @@ impl Endpoint {
     }
 }
 
-/// POSTs `body` to `path` on `host:port`, trusting `ca_bundle`, over a kept connection when one
-/// is idle; answers the status and body. A kept connection the webhook closed meanwhile is
-/// replaced by a new one once.
+/// Sends `body` with `method` (POST, or GET with an empty body) to `path` on `host:port`,
+/// trusting `ca_bundle`, over a kept connection when one is idle; answers the status and body.
+/// A kept connection the server closed meanwhile is replaced by a new one once.
 ///
 /// # Errors
 /// What went wrong, worded as Go's HTTP client words it (without the `Post "URL":` prefix).
-pub(super) async fn post(
+pub(super) async fn send(
+    method: &hyper::Method,
     host: &str,
     port: u16,
     ca_bundle: Option<&[u8]>,
@@ -170,7 +174,7 @@ pub(super) async fn post(
     let endpoint = endpoint(host, port, ca_bundle)?;
     let _permit = endpoint.in_use.acquire().await?;
     if let Some(mut kept) = endpoint.reuse().await {
-        match endpoint.exchange(&mut kept, path, &body).await {
+        match endpoint.exchange(&mut kept, method, path, &body).await {
             Ok(answer) => return keep(&endpoint, kept, answer),
             // Closed by the webhook while idle: nothing was answered; try a new connection.
             Err(e) if e.is_closed() || e.is_canceled() || e.is_incomplete_message() => {}
@@ -178,7 +182,7 @@ pub(super) async fn post(
         }
     }
     let mut fresh = endpoint.connect().await?;
-    let answer = endpoint.exchange(&mut fresh, path, &body).await?;
+    let answer = endpoint.exchange(&mut fresh, method, path, &body).await?;
     keep(&endpoint, fresh, answer)
 }
 

@@ -27,6 +27,7 @@ mod kubectl;
 mod linearizability;
 mod metrics;
 mod module_cli;
+mod oidc;
 mod protobuf;
 mod python_client;
 mod rollout;

@@ -1,0 +1,255 @@
+//! One JWT issuer of the configuration as an authenticator: a token whose `iss` is this issuer
+//! is verified (signature by a published key, audience, expiry), its claims checked against
+//! the claim validation rules and mapped to the user, as Kubernetes' JWT authenticator does.
+
+use std::collections::BTreeMap;
+
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+
+use super::config::{JwtAuthenticator, PrefixedClaim};
+use super::keys::IssuerKeys;
+use crate::user::UserInfo;
+use crate::{Authenticator, Credentials, Outcome};
+
+/// Tokens slightly past `exp` or before `nbf` are accepted, for clock skew (Kubernetes: 60 s).
+const LEEWAY_SECONDS: u64 = 60;
+
+/// The algorithms Kubernetes accepts for JWT authenticators (what this JWT library verifies of
+/// them).
+const ALGORITHMS: [Algorithm; 8] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+];
+
+/// One configured issuer.
+pub(super) struct IssuerAuthenticator {
+    config: JwtAuthenticator,
+    keys: IssuerKeys,
+}
+
+impl IssuerAuthenticator {
+    pub(super) fn new(config: JwtAuthenticator) -> Self {
+        let keys = IssuerKeys::new(&config.issuer);
+        Self { config, keys }
+    }
+
+    /// What it was built from.
+    pub(super) fn config(&self) -> &JwtAuthenticator {
+        &self.config
+    }
+
+    /// The configured `iss`.
+    pub(super) fn issuer(&self) -> &str {
+        &self.config.issuer.url
+    }
+
+    /// The verified claims of `token`.
+    async fn verify(&self, token: &str) -> Result<Value, String> {
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| format!("oidc: malformed jwt: {e}"))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(format!(
+                "oidc: malformed jwt: the algorithm {:?} is not accepted",
+                header.alg
+            ));
+        }
+        let jwk = self.keys.key(header.kid.as_deref()).await?;
+        let key = DecodingKey::from_jwk(&jwk)
+            .map_err(|e| format!("oidc: the issuer's key cannot be used: {e}"))?;
+        let mut validation = Validation::new(header.alg);
+        validation.leeway = LEEWAY_SECONDS;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[self.issuer()]);
+        validation.set_audience(&self.config.issuer.audiences);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        jsonwebtoken::decode::<Value>(token, &key, &validation)
+            .map(|data| data.claims)
+            .map_err(|e| {
+                use jsonwebtoken::errors::ErrorKind;
+                match e.kind() {
+                    ErrorKind::ExpiredSignature => "oidc: verify token: token is expired".into(),
+                    ErrorKind::InvalidAudience => format!(
+                        "oidc: verify token: expected audience in {:?}",
+                        self.config.issuer.audiences
+                    ),
+                    ErrorKind::InvalidSignature => {
+                        "oidc: verify token: failed to verify signature".into()
+                    }
+                    _ => format!("oidc: verify token: {e}"),
+                }
+            })
+    }
+
+    /// The user `claims` map to, once the claim validation rules pass.
+    fn user(&self, claims: &Value) -> Result<UserInfo, String> {
+        for rule in &self.config.claim_validation_rules {
+            let (Some(claim), Some(required)) = (&rule.claim, &rule.required_value) else {
+                continue;
+            };
+            if claims.get(claim).and_then(Value::as_str) != Some(required.as_str()) {
+                return Err(format!(
+                    "oidc: required claim {claim} value does not match. Got = {}, want = {required}",
+                    claims.get(claim).map_or_else(|| "<nil>".to_string(), render)
+                ));
+            }
+        }
+        let mappings = &self.config.claim_mappings;
+        let username = username(&mappings.username, claims)?;
+        let groups = match &mappings.groups {
+            Some(groups) => prefixed_values(groups, claims)?,
+            None => Vec::new(),
+        };
+        let uid = match mappings.uid.as_ref().and_then(|u| u.claim.as_ref()) {
+            Some(claim) => claims
+                .get(claim)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("oidc: uid claim {claim:?} not present"))?
+                .to_string(),
+            None => String::new(),
+        };
+        Ok(UserInfo {
+            username,
+            uid,
+            groups,
+            extra: BTreeMap::new(),
+        })
+    }
+}
+
+fn render(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The user name: the claim's value after its prefix. The `email` claim counts only when
+/// `email_verified`, if present, is true (as Kubernetes).
+fn username(mapping: &PrefixedClaim, claims: &Value) -> Result<String, String> {
+    let claim = mapping.claim.as_deref().unwrap_or("sub");
+    let Some(value) = claims.get(claim).and_then(Value::as_str) else {
+        return Err(format!(
+            "oidc: parse username claims {claim:?}: claim not present"
+        ));
+    };
+    if claim == "email" {
+        if let Some(verified) = claims.get("email_verified") {
+            if verified != &Value::Bool(true) {
+                return Err("oidc: email not verified".into());
+            }
+        }
+    }
+    if value.is_empty() {
+        return Err(format!("oidc: claim {claim:?} is empty"));
+    }
+    Ok(format!(
+        "{}{value}",
+        mapping.prefix.as_deref().unwrap_or_default()
+    ))
+}
+
+/// The groups: the claim's string or strings, each after the prefix; none when absent.
+fn prefixed_values(mapping: &PrefixedClaim, claims: &Value) -> Result<Vec<String>, String> {
+    let Some(claim) = &mapping.claim else {
+        return Ok(Vec::new());
+    };
+    let prefix = mapping.prefix.as_deref().unwrap_or_default();
+    let values = match claims.get(claim) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(Value::Array(many)) => many
+            .iter()
+            .map(|v| {
+                v.as_str().map(String::from).ok_or_else(|| {
+                    format!("oidc: parse groups claim {claim:?}: not a list of strings")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(format!(
+                "oidc: parse groups claim {claim:?}: not a string or list of strings"
+            ))
+        }
+    };
+    Ok(values.into_iter().map(|g| format!("{prefix}{g}")).collect())
+}
+
+#[async_trait::async_trait]
+impl Authenticator for IssuerAuthenticator {
+    async fn authenticate(&self, credentials: &Credentials<'_>) -> Outcome {
+        let Some(token) = credentials.bearer_token else {
+            return Outcome::NotApplicable;
+        };
+        if crate::unverified_issuer(token).as_deref() != Some(self.issuer()) {
+            return Outcome::NotApplicable;
+        }
+        match self
+            .verify(token)
+            .await
+            .and_then(|claims| self.user(&claims))
+        {
+            Ok(user) => Outcome::Authenticated(user),
+            Err(why) => Outcome::Rejected(format!("jwt authenticator {}: {why}", self.issuer())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn issuer(yaml: &str) -> IssuerAuthenticator {
+        let text = format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n- issuer: {{url: 'https://idp', audiences: [k]}}\n{yaml}"
+        );
+        let config = super::super::config::parse(&text).unwrap();
+        IssuerAuthenticator::new(config.jwt[0].clone())
+    }
+
+    #[test]
+    fn claims_map_to_the_user_with_prefixes() {
+        let idp = issuer(
+            "  claimMappings:\n    username: {claim: email, prefix: 'oidc:'}\n    groups: {claim: groups, prefix: 'g:'}\n    uid: {claim: sub}\n",
+        );
+        let user = idp
+            .user(&json!({"email": "a@x", "email_verified": true, "groups": ["dev", "qa"], "sub": "42"}))
+            .unwrap();
+        assert_eq!(user.username, "oidc:a@x");
+        assert_eq!(user.groups, ["g:dev", "g:qa"]);
+        assert_eq!(user.uid, "42");
+        let one = idp
+            .user(&json!({"email": "a@x", "groups": "dev", "sub": "1"}))
+            .unwrap();
+        assert_eq!(one.groups, ["g:dev"]);
+        let unverified = idp.user(&json!({"email": "a@x", "email_verified": false, "sub": "1"}));
+        assert_eq!(unverified.unwrap_err(), "oidc: email not verified");
+    }
+
+    #[test]
+    fn a_claim_validation_rule_must_hold() {
+        let idp = issuer(
+            "  claimValidationRules: [{claim: hd, requiredValue: example.com}]\n  claimMappings:\n    username: {claim: sub, prefix: ''}\n",
+        );
+        assert_eq!(
+            idp.user(&json!({"sub": "a", "hd": "example.com"}))
+                .unwrap()
+                .username,
+            "a"
+        );
+        let wrong = idp
+            .user(&json!({"sub": "a", "hd": "evil.com"}))
+            .unwrap_err();
+        assert!(
+            wrong.contains("required claim hd value does not match"),
+            "{wrong}"
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! Logging in with an identity provider (`--authentication-config`): a real OpenID Connect
+//! issuer over HTTPS (tests/python/oidc_issuer.py: discovery, key set, tokens signed by PyJWT),
+//! kubectl 1.35 with `--token`; the mapped user and groups, RBAC by mapped group; wrong
+//! audience, expired, forged and rule-failing tokens answered 401; a second issuer added to the
+//! file without a restart; a broken file keeping the last good one; the other authenticators
+//! unaffected.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use strategy_host_e2e::secure::{Credential, SecureFixture};
+
+/// An issuer process, killed on drop.
+struct Issuer {
+    child: Child,
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Drop for Issuer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn python() -> Command {
+    let packages = root().join(".tools/pyjwt");
+    assert!(
+        packages.join("jwt").exists(),
+        "{} missing: run scripts/setup.sh",
+        packages.display()
+    );
+    let mut cmd = Command::new("python3");
+    cmd.arg(root().join("tests/python/oidc_issuer.py"))
+        .env("PYTHONPATH", packages);
+    cmd
+}
+
+impl Issuer {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let child = python()
+            .arg("serve")
+            .arg(dir.path())
+            .spawn()
+            .expect("run the issuer");
+        let port = dir.path().join("port");
+        strategy_host_e2e::eventually("the issuer listens", Duration::from_secs(30), || {
+            port.exists()
+        });
+        let url = format!(
+            "https://127.0.0.1:{}",
+            std::fs::read_to_string(&port).unwrap().trim()
+        );
+        Self { child, dir, url }
+    }
+
+    fn ca(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("ca.pem")).unwrap()
+    }
+
+    /// A token with `claims` (iss, aud and times filled in unless given).
+    fn token(&self, claims: Value, other_key: bool) -> Credential {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let mut full = json!({"iss": self.url, "aud": "kubernetes", "iat": now, "exp": now + 600});
+        for (k, v) in claims.as_object().unwrap() {
+            full[k] = v.clone();
+        }
+        let mut cmd = python();
+        cmd.arg("sign").arg(self.dir.path()).arg(full.to_string());
+        if other_key {
+            cmd.arg("--other-key");
+        }
+        let out = cmd.output().expect("sign a token");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Credential::token(String::from_utf8(out.stdout).unwrap().trim())
+    }
+
+    /// This issuer's entry of an AuthenticationConfiguration.
+    fn entry(&self, prefix: &str) -> Value {
+        json!({
+            "issuer": {"url": self.url, "audiences": ["kubernetes"], "certificateAuthority": self.ca()},
+            "claimValidationRules": [{"claim": "hd", "requiredValue": "example.com"}],
+            "claimMappings": {
+                "username": {"claim": "email", "prefix": prefix},
+                "groups": {"claim": "groups", "prefix": prefix},
+            },
+        })
+    }
+}
+
+fn write_config(path: &Path, issuers: &[Value]) {
+    let config = json!({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AuthenticationConfiguration",
+        "jwt": issuers,
+    });
+    // YAML is a superset of JSON; written whole, then moved into place, as a config tool would.
+    let staged = path.with_extension("tmp");
+    std::fs::write(&staged, config.to_string()).unwrap();
+    std::fs::rename(&staged, path).unwrap();
+}
+
+fn username(f: &SecureFixture, who: &Credential) -> Option<Value> {
+    let (ok, out, _) = f.kubectl(who, &["auth", "whoami", "-o", "json"]);
+    ok.then(|| serde_json::from_str::<Value>(&out).unwrap()["status"]["userInfo"].clone())
+}
+
+#[test]
+fn identity_provider_tokens_log_in_and_the_configuration_reloads() {
+    let idp = Issuer::start();
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("authn.yaml");
+    write_config(&config, &[idp.entry("oidc:")]);
+    let config_arg = config.display().to_string();
+    let f = SecureFixture::start(&["--authentication-config", &config_arg]);
+
+    let alice = json!({"email": "alice@example.com", "hd": "example.com", "groups": ["dev"]});
+    let token = idp.token(alice.clone(), false);
+    let user = username(&f, &token).expect("the provider's token logs in");
+    assert_eq!(user["username"], "oidc:alice@example.com", "{user}");
+    assert_eq!(
+        user["groups"],
+        json!(["oidc:dev", "system:authenticated"]),
+        "{user}"
+    );
+
+    // RBAC by the mapped group.
+    let denied = f.fails(
+        &token,
+        &["get", "--raw", "/api/v1/namespaces/default/configmaps"],
+    );
+    assert!(
+        denied.contains(r#"User "oidc:alice@example.com" cannot list"#),
+        "{denied}"
+    );
+    f.ok(
+        &Credential::Admin,
+        &[
+            "create",
+            "clusterrolebinding",
+            "dev-view",
+            "--clusterrole=view",
+            "--group=oidc:dev",
+        ],
+    );
+    f.eventually("the mapped group may list", || {
+        f.kubectl(&token, &["get", "configmaps", "-n", "default"]).0
+    });
+
+    // Refused: another audience, expired, signed by a key the issuer never published, a claim
+    // rule not met.
+    let unauthorized = |who: &Credential| f.call(who, "GET", "/api", None).unwrap().code == 401;
+    assert!(unauthorized(&idp.token(
+        json!({"aud": "other", "email": "a@x", "hd": "example.com"}),
+        false
+    )));
+    assert!(unauthorized(&idp.token(
+        json!({"exp": 1_000_000, "iat": 999_000, "email": "a@x", "hd": "example.com"}),
+        false
+    )));
+    assert!(unauthorized(&idp.token(alice.clone(), true)));
+    assert!(unauthorized(
+        &idp.token(json!({"email": "a@x", "hd": "evil.com"}), false)
+    ));
+    // The other authenticators are unaffected.
+    assert!(f
+        .ok(&Credential::Admin, &["auth", "whoami"])
+        .contains("admin"));
+
+    // A second issuer added to the file: its tokens work without a restart.
+    let second = Issuer::start();
+    write_config(&config, &[idp.entry("oidc:"), second.entry("corp:")]);
+    let bob = second.token(
+        json!({"email": "bob@example.com", "hd": "example.com"}),
+        false,
+    );
+    f.eventually("the second issuer's token logs in", || {
+        username(&f, &bob).is_some_and(|u| u["username"] == "corp:bob@example.com")
+    });
+    // A file that no longer reads keeps the last good configuration.
+    std::fs::write(&config, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt: [{issuer: {url: 'http://plain'}}]\n").unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        username(&f, &bob).is_some(),
+        "the last good configuration is kept"
+    );
+    assert!(username(&f, &token).is_some());
+    let metrics = f
+        .call(&Credential::Admin, "GET", "/metrics", None)
+        .unwrap()
+        .body;
+    for status in ["success", "failure"] {
+        let line = format!(
+            "apiserver_authentication_config_controller_automatic_reloads_total{{status=\"{status}\"}} 1"
+        );
+        assert!(metrics.contains(&line), "{line} not in the metrics");
+    }
+}
+
+#[test]
+fn an_invalid_authentication_configuration_stops_the_start_with_its_field_errors() {
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("authn.yaml");
+    write_config(
+        &config,
+        &[
+            json!({"issuer": {"url": "http://idp", "audiences": []}, "claimMappings": {"username": {"claim": "sub"}}}),
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(strategy_host_e2e::host_binary().unwrap())
+        .args(["--data-dir", &dir.path().join("d").display().to_string()])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--authentication-config",
+            &config.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            r#"jwt[0].issuer.url: Invalid value: "http://idp": URL scheme must be https"#
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("jwt[0].claimMappings.username.prefix: Required value"),
+        "{stderr}"
+    );
+}
