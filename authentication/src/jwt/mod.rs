@@ -137,7 +137,7 @@ impl JwtAuthenticators {
         *loaded = text;
     }
 
-    /// Looks at the file every [`RELOAD_EVERY`] for as long as `self` lives.
+    /// Looks at the file every second for as long as `self` lives.
     pub fn spawn_reloader(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
