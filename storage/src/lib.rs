@@ -21,6 +21,7 @@
 pub mod cacher;
 pub mod continue_token;
 pub mod embedded;
+pub mod encryption;
 pub mod error;
 pub mod etcd3;
 pub mod informer;

@@ -1,0 +1,303 @@
+//! Encryption at rest (`--encryption-provider-config`, `apiserver.config.k8s.io/v1`
+//! `EncryptionConfiguration`): per resource, an ordered list of providers; a write is sealed by
+//! the first, a read opened by whichever provider and key its stored prefix names (so keys can
+//! be rotated: a new key first, the old one still listed). Both stores call it on the bytes they
+//! write and read, below the watch cache: decrypted objects live only in memory, while the
+//! stores' files, etcd and snapshots hold ciphertext.
+
+mod providers;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use crate::error::{Result, StorageError};
+use providers::{Key, Provider, ENCRYPTED};
+
+/// The configuration as read: which resources, which providers.
+#[derive(Debug, Clone)]
+pub struct EncryptionConfig {
+    /// (key prefixes relative to a store's prefix, such as `secrets/`, their providers), in
+    /// the file's order: the first entry naming a resource decides.
+    rules: Vec<(String, Arc<[Provider]>)>,
+}
+
+/// The configuration bound to one store's key prefix.
+#[derive(Debug, Clone, Default)]
+pub struct Encryption {
+    rules: Vec<(String, Arc<[Provider]>)>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct File {
+    api_version: String,
+    kind: String,
+    #[serde(default)]
+    resources: Vec<ResourceEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResourceEntry {
+    resources: Vec<String>,
+    providers: Vec<ProviderEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderEntry {
+    aescbc: Option<KeysEntry>,
+    aesgcm: Option<KeysEntry>,
+    secretbox: Option<KeysEntry>,
+    identity: Option<serde_json::Value>,
+    kms: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeysEntry {
+    keys: Vec<KeyEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyEntry {
+    name: String,
+    secret: String,
+}
+
+/// Reads an `EncryptionConfiguration`.
+///
+/// # Errors
+/// Not YAML or JSON of this kind, or an invalid field (each named, as kube-apiserver names it).
+pub fn parse(text: &str) -> std::result::Result<EncryptionConfig, String> {
+    let file: File =
+        serde_yaml::from_str(text).map_err(|e| format!("decoding the configuration: {e}"))?;
+    if file.kind != "EncryptionConfiguration" || file.api_version != "apiserver.config.k8s.io/v1" {
+        return Err(format!(
+            "no kind \"{}\" is registered for version \"{}\": expected apiserver.config.k8s.io/v1 EncryptionConfiguration",
+            file.kind, file.api_version
+        ));
+    }
+    let mut errors = Vec::new();
+    let mut rules = Vec::new();
+    for (i, entry) in file.resources.iter().enumerate() {
+        let mut chain = Vec::new();
+        if entry.providers.is_empty() {
+            errors.push(format!(
+                "resources[{i}].providers: Required value: at least one provider is required"
+            ));
+        }
+        for (p, provider) in entry.providers.iter().enumerate() {
+            let at = format!("resources[{i}].providers[{p}]");
+            match provider_of(provider, &at) {
+                Ok(made) => chain.push(made),
+                Err(e) => errors.extend(e),
+            }
+        }
+        let chain: Arc<[Provider]> = chain.into();
+        if entry.resources.is_empty() {
+            errors.push(format!(
+                "resources[{i}].resources: Required value: at least one resource is required"
+            ));
+        }
+        for (r, resource) in entry.resources.iter().enumerate() {
+            match key_prefix(resource) {
+                Ok(prefix) => rules.push((prefix, chain.clone())),
+                Err(e) => errors.push(format!(
+                    "resources[{i}].resources[{r}]: Invalid value: {resource:?}: {e}"
+                )),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(EncryptionConfig { rules })
+    } else {
+        Err(errors.join("\n"))
+    }
+}
+
+/// The provider one entry names (exactly one of its fields).
+fn provider_of(entry: &ProviderEntry, at: &str) -> std::result::Result<Provider, Vec<String>> {
+    let named = [
+        entry.aescbc.is_some(),
+        entry.aesgcm.is_some(),
+        entry.secretbox.is_some(),
+        entry.identity.is_some(),
+        entry.kms.is_some(),
+    ];
+    if named.iter().filter(|n| **n).count() != 1 {
+        return Err(vec![format!(
+            "{at}: Invalid value: \"\": exactly one provider must be specified for each provider"
+        )]);
+    }
+    if entry.kms.is_some() {
+        return Err(vec![format!(
+            "{at}.kms: Forbidden: KMS providers are not supported by this server yet"
+        )]);
+    }
+    if entry.identity.is_some() {
+        return Ok(Provider::Identity);
+    }
+    let (name, keys, sizes): (&str, &KeysEntry, &[usize]) = if let Some(k) = &entry.aescbc {
+        ("aescbc", k, &[16, 24, 32])
+    } else if let Some(k) = &entry.aesgcm {
+        ("aesgcm", k, &[16, 32])
+    } else {
+        (
+            "secretbox",
+            entry.secretbox.as_ref().expect("one provider"),
+            &[32],
+        )
+    };
+    let mut errors = Vec::new();
+    let mut made = Vec::new();
+    if keys.keys.is_empty() {
+        errors.push(format!(
+            "{at}.{name}.keys: Required value: at least one key is required"
+        ));
+    }
+    for (k, key) in keys.keys.iter().enumerate() {
+        let field = format!("{at}.{name}.keys[{k}]");
+        if key.name.is_empty() || key.name.contains(':') {
+            errors.push(format!(
+                "{field}.name: Invalid value: {:?}: a key name is required and may not contain ':'",
+                key.name
+            ));
+        }
+        match base64::engine::general_purpose::STANDARD.decode(key.secret.trim()) {
+            Ok(secret) if sizes.contains(&secret.len()) => made.push(Key {
+                name: key.name.clone(),
+                secret,
+            }),
+            Ok(secret) => errors.push(format!(
+                "{field}.secret: Invalid value: \"REDACTED\": secret is not of the expected length, got {}, expected one of {sizes:?}",
+                secret.len()
+            )),
+            Err(_) => errors.push(format!(
+                "{field}.secret: Invalid value: \"REDACTED\": secrets must be base64 encoded"
+            )),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(match name {
+        "aescbc" => Provider::AesCbc(made),
+        "aesgcm" => Provider::AesGcm(made),
+        _ => Provider::Secretbox(made),
+    })
+}
+
+/// A resource's keys, relative to a store's prefix: `secrets` → `secrets/`,
+/// `widgets.example.com` → `example.com/widgets/`, `*.example.com` → `example.com/`, `*.*` →
+/// everything.
+fn key_prefix(resource: &str) -> std::result::Result<String, String> {
+    match resource {
+        "*.*" => Ok(String::new()),
+        "*." | "*" => Err(
+            "the core group wildcard is not supported by this server yet; name the resources"
+                .into(),
+        ),
+        _ => match resource.split_once('.') {
+            None if resource.is_empty() || resource.contains(['*', '/']) => {
+                Err("resource names with wildcards must be '*.<group>' or '*.*'".into())
+            }
+            None => Ok(format!("{resource}/")),
+            Some(("*", group)) => Ok(format!("{group}/")),
+            Some((plural, group)) if !plural.contains('*') && !group.contains('*') => {
+                Ok(format!("{group}/{plural}/"))
+            }
+            _ => Err("resource names with wildcards must be '*.<group>' or '*.*'".into()),
+        },
+    }
+}
+
+impl EncryptionConfig {
+    /// The configuration for a store whose keys start with `store_prefix` (`/registry/`).
+    pub fn bind(&self, store_prefix: &str) -> Encryption {
+        let prefix = crate::key::normalize_prefix(store_prefix);
+        Encryption {
+            rules: self
+                .rules
+                .iter()
+                .map(|(relative, chain)| (format!("{prefix}{relative}"), chain.clone()))
+                .collect(),
+        }
+    }
+}
+
+impl Encryption {
+    /// Whether any resource is configured.
+    pub fn is_configured(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    fn providers(&self, full_key: &str) -> Option<&[Provider]> {
+        self.rules
+            .iter()
+            .find(|(prefix, _)| full_key.starts_with(prefix.as_str()))
+            .map(|(_, chain)| &chain[..])
+    }
+
+    /// `plain` as it is stored at `full_key`: sealed by the first provider of its resource.
+    ///
+    /// # Errors
+    /// `Internal` when encryption fails.
+    pub fn seal(&self, full_key: &str, plain: Vec<u8>) -> Result<Vec<u8>> {
+        match self.providers(full_key).and_then(|chain| chain.first()) {
+            None | Some(Provider::Identity) => Ok(plain),
+            Some(provider) => provider
+                .seal(full_key, &plain)
+                .map_err(|e| transform_error(full_key, &e)),
+        }
+    }
+
+    /// The plain bytes of what is stored at `full_key`.
+    ///
+    /// # Errors
+    /// `Internal` (kube-apiserver's words) when no configured provider and key opens it: a
+    /// removed key, encrypted data for a resource without providers, or plain data where
+    /// `identity` is not listed.
+    pub fn open<'a>(&self, full_key: &str, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        let Some(chain) = self.providers(full_key) else {
+            if stored.starts_with(ENCRYPTED) {
+                return Err(transform_error(full_key, "no matching prefix found"));
+            }
+            return Ok(Cow::Borrowed(stored));
+        };
+        let Some(rest) = stored.strip_prefix(ENCRYPTED) else {
+            return if chain.iter().any(|p| matches!(p, Provider::Identity)) {
+                Ok(Cow::Borrowed(stored))
+            } else {
+                Err(transform_error(full_key, "no matching prefix found"))
+            };
+        };
+        // `<provider>:v1:<key name>:<payload>`
+        let mut parts = rest.splitn(4, |b| *b == b':');
+        let (Some(provider), Some(b"v1"), Some(key_name), Some(payload)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(transform_error(full_key, "no matching prefix found"));
+        };
+        let key_name = String::from_utf8_lossy(key_name);
+        for candidate in chain.iter().filter(|p| p.name().as_bytes() == provider) {
+            if let Some(opened) = candidate.open(&key_name, full_key, payload) {
+                return opened
+                    .map(Cow::Owned)
+                    .map_err(|e| transform_error(full_key, &e));
+            }
+        }
+        Err(transform_error(full_key, "no matching prefix found"))
+    }
+}
+
+fn transform_error(full_key: &str, reason: &str) -> StorageError {
+    StorageError::Internal(format!("unable to transform key {full_key:?}: {reason}"))
+}
+
+#[cfg(test)]
+mod tests;

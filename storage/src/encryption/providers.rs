@@ -1,0 +1,223 @@
+//! The providers of encryption at rest, in kube-apiserver's stored format
+//! (`k8s:enc:<provider>:v1:<key name>:<payload>`) so a store written by either reads in the other:
+//! `aescbc` (a random 16-byte IV, then AES-CBC with PKCS#7 padding), `aesgcm` (a random 12-byte
+//! nonce, then AES-GCM with the storage key as additional data), `secretbox` (a random 24-byte
+//! nonce, then NaCl's XSalsa20-Poly1305), and `identity` (the plain bytes).
+
+use aes::cipher::{BlockDecryptMut as _, BlockEncryptMut as _, KeyIvInit as _};
+use aes_gcm::aead::{Aead as _, KeyInit as _, Payload};
+use crypto_secretbox::XSalsa20Poly1305;
+
+/// One named key of a provider.
+#[derive(Clone)]
+pub(super) struct Key {
+    /// Its name, written into each value it encrypts.
+    pub name: String,
+    /// Its bytes (16, 24 or 32 for AES; 32 for secretbox).
+    pub secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Key")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One provider of a resource's list.
+#[derive(Debug, Clone)]
+pub(super) enum Provider {
+    /// AES-CBC with PKCS#7 padding.
+    AesCbc(Vec<Key>),
+    /// AES-GCM, bound to the storage key.
+    AesGcm(Vec<Key>),
+    /// XSalsa20-Poly1305.
+    Secretbox(Vec<Key>),
+    /// No encryption.
+    Identity,
+}
+
+/// The prefix every encrypted value starts with.
+pub(super) const ENCRYPTED: &[u8] = b"k8s:enc:";
+
+impl Provider {
+    /// The provider's name in the stored prefix.
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Provider::AesCbc(_) => "aescbc",
+            Provider::AesGcm(_) => "aesgcm",
+            Provider::Secretbox(_) => "secretbox",
+            Provider::Identity => "identity",
+        }
+    }
+
+    fn keys(&self) -> &[Key] {
+        match self {
+            Provider::AesCbc(keys) | Provider::AesGcm(keys) | Provider::Secretbox(keys) => keys,
+            Provider::Identity => &[],
+        }
+    }
+
+    /// `plain` as this provider stores it at `storage_key`, with its first key.
+    pub(super) fn seal(&self, storage_key: &str, plain: &[u8]) -> Result<Vec<u8>, String> {
+        let Some(key) = self.keys().first() else {
+            return Ok(plain.to_vec());
+        };
+        let mut out = format!("k8s:enc:{}:v1:{}:", self.name(), key.name).into_bytes();
+        let payload = match self {
+            Provider::AesCbc(_) => {
+                let iv: [u8; 16] = rand::random();
+                let mut sealed = iv.to_vec();
+                sealed.extend(aes_cbc_encrypt(&key.secret, &iv, plain)?);
+                sealed
+            }
+            Provider::AesGcm(_) => {
+                let nonce: [u8; 12] = rand::random();
+                let payload = Payload {
+                    msg: plain,
+                    aad: storage_key.as_bytes(),
+                };
+                let mut sealed = nonce.to_vec();
+                sealed.extend(aes_gcm(&key.secret, |c| c.encrypt(&nonce.into(), payload))?);
+                sealed
+            }
+            Provider::Secretbox(_) => {
+                let nonce: [u8; 24] = rand::random();
+                let cipher = XSalsa20Poly1305::new_from_slice(&key.secret)
+                    .map_err(|_| "secretbox keys are 32 bytes".to_string())?;
+                let mut sealed = nonce.to_vec();
+                sealed.extend(
+                    cipher
+                        .encrypt(&nonce.into(), plain)
+                        .map_err(|_| "secretbox encryption failed".to_string())?,
+                );
+                sealed
+            }
+            Provider::Identity => unreachable!("identity has no keys"),
+        };
+        out.extend(payload);
+        Ok(out)
+    }
+
+    /// The plain bytes of `payload`, encrypted by this provider's key `key_name` at
+    /// `storage_key`; `None` when this provider has no key of that name.
+    pub(super) fn open(
+        &self,
+        key_name: &str,
+        storage_key: &str,
+        payload: &[u8],
+    ) -> Option<Result<Vec<u8>, String>> {
+        let key = self.keys().iter().find(|k| k.name == key_name)?;
+        Some(match self {
+            Provider::AesCbc(_) => {
+                if payload.len() < 16 {
+                    return Some(Err("the data is too short to hold an IV".into()));
+                }
+                let (iv, sealed) = payload.split_at(16);
+                aes_cbc_decrypt(&key.secret, iv, sealed)
+            }
+            Provider::AesGcm(_) => {
+                if payload.len() < 12 {
+                    return Some(Err("the data is too short to hold a nonce".into()));
+                }
+                let (nonce, sealed) = payload.split_at(12);
+                let payload = Payload {
+                    msg: sealed,
+                    aad: storage_key.as_bytes(),
+                };
+                aes_gcm(&key.secret, |c| c.decrypt(nonce.into(), payload))
+            }
+            Provider::Secretbox(_) => {
+                if payload.len() < 24 {
+                    return Some(Err("the data is too short to hold a nonce".into()));
+                }
+                let (nonce, sealed) = payload.split_at(24);
+                XSalsa20Poly1305::new_from_slice(&key.secret)
+                    .map_err(|_| "secretbox keys are 32 bytes".to_string())
+                    .and_then(|c| {
+                        c.decrypt(nonce.into(), sealed)
+                            .map_err(|_| "secretbox: the data does not open with the key".into())
+                    })
+            }
+            Provider::Identity => return None,
+        })
+    }
+}
+
+fn aes_cbc_encrypt(secret: &[u8], iv: &[u8; 16], plain: &[u8]) -> Result<Vec<u8>, String> {
+    use aes::cipher::block_padding::Pkcs7;
+    let sealed = match secret.len() {
+        16 => cbc::Encryptor::<aes::Aes128>::new(secret.into(), iv.into())
+            .encrypt_padded_vec_mut::<Pkcs7>(plain),
+        24 => cbc::Encryptor::<aes::Aes192>::new(secret.into(), iv.into())
+            .encrypt_padded_vec_mut::<Pkcs7>(plain),
+        32 => cbc::Encryptor::<aes::Aes256>::new(secret.into(), iv.into())
+            .encrypt_padded_vec_mut::<Pkcs7>(plain),
+        n => return Err(format!("AES keys are 16, 24 or 32 bytes, not {n}")),
+    };
+    Ok(sealed)
+}
+
+fn aes_cbc_decrypt(secret: &[u8], iv: &[u8], sealed: &[u8]) -> Result<Vec<u8>, String> {
+    use aes::cipher::block_padding::Pkcs7;
+    let bad = |_| "aescbc: the data does not decrypt with the key (invalid padding)".to_string();
+    match secret.len() {
+        16 => cbc::Decryptor::<aes::Aes128>::new(secret.into(), iv.into())
+            .decrypt_padded_vec_mut::<Pkcs7>(sealed)
+            .map_err(bad),
+        24 => cbc::Decryptor::<aes::Aes192>::new(secret.into(), iv.into())
+            .decrypt_padded_vec_mut::<Pkcs7>(sealed)
+            .map_err(bad),
+        32 => cbc::Decryptor::<aes::Aes256>::new(secret.into(), iv.into())
+            .decrypt_padded_vec_mut::<Pkcs7>(sealed)
+            .map_err(bad),
+        n => Err(format!("AES keys are 16, 24 or 32 bytes, not {n}")),
+    }
+}
+
+/// Runs `f` with an AES-GCM cipher of `secret`'s size (128 or 256 bits: 24-byte keys have no
+/// GCM type here and are refused when the configuration is read).
+fn aes_gcm<F>(secret: &[u8], f: F) -> Result<Vec<u8>, String>
+where
+    F: FnOnce(&dyn GcmCipher) -> Result<Vec<u8>, aes_gcm::Error>,
+{
+    let failed = |_| "aesgcm: the data does not decrypt with the key".to_string();
+    match secret.len() {
+        16 => f(&aes_gcm::Aes128Gcm::new_from_slice(secret).expect("16 bytes")).map_err(failed),
+        32 => f(&aes_gcm::Aes256Gcm::new_from_slice(secret).expect("32 bytes")).map_err(failed),
+        n => Err(format!("aesgcm keys are 16 or 32 bytes, not {n}")),
+    }
+}
+
+/// The AES-GCM ciphers of both sizes, as one type.
+trait GcmCipher {
+    fn encrypt(
+        &self,
+        nonce: &aes_gcm::Nonce<aes_gcm::aead::consts::U12>,
+        p: Payload<'_, '_>,
+    ) -> Result<Vec<u8>, aes_gcm::Error>;
+    fn decrypt(
+        &self,
+        nonce: &aes_gcm::Nonce<aes_gcm::aead::consts::U12>,
+        p: Payload<'_, '_>,
+    ) -> Result<Vec<u8>, aes_gcm::Error>;
+}
+
+impl<C: aes_gcm::aead::Aead<NonceSize = aes_gcm::aead::consts::U12>> GcmCipher for C {
+    fn encrypt(
+        &self,
+        nonce: &aes_gcm::Nonce<aes_gcm::aead::consts::U12>,
+        p: Payload<'_, '_>,
+    ) -> Result<Vec<u8>, aes_gcm::Error> {
+        aes_gcm::aead::Aead::encrypt(self, nonce, p)
+    }
+
+    fn decrypt(
+        &self,
+        nonce: &aes_gcm::Nonce<aes_gcm::aead::consts::U12>,
+        p: Payload<'_, '_>,
+    ) -> Result<Vec<u8>, aes_gcm::Error> {
+        aes_gcm::aead::Aead::decrypt(self, nonce, p)
+    }
+}
