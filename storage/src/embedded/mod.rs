@@ -65,6 +65,8 @@ pub struct EmbeddedConfig {
     /// the pages its writes and the rarer direct reads touch (redb's own default is 1 GiB,
     /// which would double a server's memory).
     pub page_cache_bytes: usize,
+    /// Encryption at rest, by resource (`--encryption-provider-config`); `None`: plain.
+    pub encryption: Option<crate::encryption::EncryptionConfig>,
 }
 
 impl EmbeddedConfig {
@@ -75,6 +77,7 @@ impl EmbeddedConfig {
             prefix: "/registry".to_string(),
             compaction_interval: Some(Duration::from_secs(5 * 60)),
             page_cache_bytes: 64 * 1024 * 1024,
+            encryption: None,
         }
     }
 }
@@ -101,6 +104,8 @@ pub(crate) struct Inner {
     db: Arc<DbHandle>,
     path: PathBuf,
     prefix: String,
+    /// Encryption at rest, bound to the prefix.
+    encryption: crate::encryption::Encryption,
     revisions: Arc<Revisions>,
     events: broadcast::Sender<Batch>,
     requests: Option<mpsc::Sender<Request>>,
@@ -178,6 +183,11 @@ fn open_inner(config: EmbeddedConfig) -> Result<Inner> {
         db,
         path,
         prefix: normalize_prefix(&config.prefix),
+        encryption: config
+            .encryption
+            .as_ref()
+            .map(|e| e.bind(&config.prefix))
+            .unwrap_or_default(),
         revisions,
         events,
         requests: Some(requests),
@@ -187,6 +197,11 @@ fn open_inner(config: EmbeddedConfig) -> Result<Inner> {
 }
 
 impl Inner {
+    /// Encryption at rest of this store's values.
+    pub(crate) fn encryption(&self) -> &crate::encryption::Encryption {
+        &self.encryption
+    }
+
     /// The latest committed revision.
     pub(crate) fn current_revision(&self) -> u64 {
         self.revisions.current.load(Ordering::Acquire)

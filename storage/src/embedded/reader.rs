@@ -17,6 +17,8 @@ use crate::watch::Change;
 
 /// What a list read asks for.
 pub(crate) struct ListRequest<'a> {
+    /// Opens what the store holds encrypted.
+    pub encryption: &'a crate::encryption::Encryption,
     /// The keys covered.
     pub filter: &'a KeyScope,
     /// The first key to read (inclusive), from a continue token.
@@ -41,9 +43,16 @@ pub(crate) fn read_latest(txn: &ReadTransaction, key: &str) -> Result<Option<Raw
 }
 
 /// Offers one live key and its stored bytes to `pager`.
-fn offer(pager: &mut Pager<'_>, key: &str, data: &[u8], revision: u64) -> Result<bool> {
+fn offer(
+    pager: &mut Pager<'_>,
+    encryption: &crate::encryption::Encryption,
+    key: &str,
+    data: &[u8],
+    revision: u64,
+) -> Result<bool> {
     pager.offer(key, || {
-        Ok(Arc::new(SharedObject::from_stored(key, data, revision)?))
+        let plain = encryption.open(key, data)?;
+        Ok(Arc::new(SharedObject::from_stored(key, &plain, revision)?))
     })
 }
 
@@ -73,7 +82,7 @@ fn list_latest(txn: &ReadTransaction, req: &ListRequest<'_>, mut pager: Pager<'_
     for entry in range {
         let (k, v) = entry.map_err(|e| db_err("scan latest", e))?;
         let (revision, data) = v.value();
-        if !offer(&mut pager, k.value(), data, revision)? {
+        if !offer(&mut pager, req.encryption, k.value(), data, revision)? {
             break;
         }
     }
@@ -107,7 +116,7 @@ fn list_at(
         let (entry_key, revision) = k.value();
         if key.as_deref() != Some(entry_key) {
             if let (Some(prev_key), Some((rev, Some(data)))) = (key.as_deref(), best.take()) {
-                if !offer(&mut pager, prev_key, &data, rev)? {
+                if !offer(&mut pager, req.encryption, prev_key, &data, rev)? {
                     return Ok(pager.finish());
                 }
             }
@@ -119,7 +128,7 @@ fn list_at(
         }
     }
     if let (Some(k), Some((rev, Some(data)))) = (key.as_deref(), best) {
-        offer(&mut pager, k, &data, rev)?;
+        offer(&mut pager, req.encryption, k, &data, rev)?;
     }
     Ok(pager.finish())
 }
@@ -160,6 +169,7 @@ pub(crate) struct LogChunk {
 /// `Expired` when `after` is older than the compacted revision.
 pub(crate) fn replay_log(
     txn: &ReadTransaction,
+    encryption: &crate::encryption::Encryption,
     filter: &KeyScope,
     after: u64,
     max: usize,
@@ -187,7 +197,9 @@ pub(crate) fn replay_log(
         let (rev, key) = (rev.value(), key.value());
         chunk.last = rev;
         if filter.contains(key) {
-            chunk.changes.push(change_at(&history, key, rev)?);
+            chunk
+                .changes
+                .push(change_at(&history, encryption, key, rev)?);
         }
     }
     chunk.last = after.max(current);
@@ -198,10 +210,11 @@ pub(crate) fn replay_log(
 /// Rebuilds the change `key` underwent at `rev` from its versions.
 fn change_at(
     history: &redb::ReadOnlyTable<(&'static str, u64), &'static [u8]>,
+    encryption: &crate::encryption::Encryption,
     key: &str,
     rev: u64,
 ) -> Result<Change> {
-    committed_change_at(history, key, rev)?.to_change()
+    committed_change_at(history, key, rev)?.to_change(encryption)
 }
 
 /// The change `key` underwent at `rev`, as the writer published it.

@@ -45,13 +45,17 @@ impl EmbeddedStore {
     ) -> Result<Option<T>> {
         let full = self.full_key(key)?;
         let min = parse_resource_version(&opts.resource_version)?;
+        let encryption = self.inner.encryption().clone();
         with_snapshot(self.inner.db.get()?, move |txn| {
             let (current, _) = read_revisions(txn)?;
             if let Some(requested) = min.filter(|&r| r > current) {
                 return Err(StorageError::TooLargeResourceVersion { requested, current });
             }
             match reader::read_latest(txn, &full)? {
-                Some(raw) => read(&full, &raw.data, raw.mod_revision).map(Some),
+                Some(raw) => {
+                    let plain = encryption.open(&full, &raw.data)?;
+                    read(&full, &plain, raw.mod_revision).map(Some)
+                }
                 None if opts.ignore_not_found => Ok(None),
                 None => Err(StorageError::not_found(full)),
             }
@@ -93,6 +97,7 @@ impl Storage for EmbeddedStore {
             predicate: opts.predicate,
             allow_bookmarks: opts.allow_bookmarks,
             start,
+            encryption: self.inner.encryption().clone(),
         }))
     }
 
@@ -111,6 +116,7 @@ impl Storage for EmbeddedStore {
         let (filter, list_prefix) = self.filter(key, opts.recursive)?;
         let plan = plan_list(&opts, &list_prefix)?;
         let from_token = opts.continue_token.is_some();
+        let encryption = self.inner.encryption().clone();
         with_snapshot(self.inner.db.get()?, move |txn| {
             let (current, compacted) = read_revisions(txn)?;
             if let Some(r) = plan.revision {
@@ -135,6 +141,7 @@ impl Storage for EmbeddedStore {
             let page = reader::list(
                 txn,
                 &ListRequest {
+                    encryption: &encryption,
                     filter: &filter,
                     start_key: plan.start_key.as_deref(),
                     at: Some(read_at),
@@ -172,13 +179,15 @@ impl Storage for EmbeddedStore {
 impl CasStore for EmbeddedStore {
     async fn read_latest(&self, full_key: &str) -> Result<Option<RawValue>> {
         let key = full_key.to_string();
-        with_snapshot(self.inner.db.get()?, move |txn| {
+        let raw = with_snapshot(self.inner.db.get()?, move |txn| {
             reader::read_latest(txn, &key)
         })
-        .await
+        .await?;
+        self.opened(full_key, raw)
     }
 
     async fn put_if(&self, full_key: &str, data: Vec<u8>, expected: u64) -> Result<CasOutcome> {
+        let data = self.inner.encryption().seal(full_key, data)?;
         if data.len() > MAX_OBJECT_BYTES {
             return Err(StorageError::invalid_object(
                 full_key,
@@ -189,24 +198,53 @@ impl CasStore for EmbeddedStore {
             ));
         }
         let key = full_key.to_string();
-        self.inner
+        let outcome = self
+            .inner
             .submit(|reply| Request::Put {
                 key,
                 data,
                 expected,
                 reply,
             })
-            .await
+            .await?;
+        self.opened_outcome(full_key, outcome)
     }
 
     async fn delete_if(&self, full_key: &str, expected: u64) -> Result<CasOutcome> {
         let key = full_key.to_string();
-        self.inner
+        let outcome = self
+            .inner
             .submit(|reply| Request::Delete {
                 key,
                 expected,
                 reply,
             })
-            .await
+            .await?;
+        self.opened_outcome(full_key, outcome)
+    }
+}
+
+impl EmbeddedStore {
+    /// A stored value as the shared loops see it: decrypted.
+    fn opened(&self, full_key: &str, raw: Option<RawValue>) -> Result<Option<RawValue>> {
+        raw.map(|raw| {
+            Ok(RawValue {
+                data: self
+                    .inner
+                    .encryption()
+                    .open(full_key, &raw.data)?
+                    .into_owned(),
+                mod_revision: raw.mod_revision,
+            })
+        })
+        .transpose()
+    }
+
+    /// A compare-and-swap outcome with the current value decrypted.
+    fn opened_outcome(&self, full_key: &str, outcome: CasOutcome) -> Result<CasOutcome> {
+        Ok(match outcome {
+            CasOutcome::Stale(raw) => CasOutcome::Stale(self.opened(full_key, raw)?),
+            committed => committed,
+        })
     }
 }

@@ -48,6 +48,8 @@ pub(crate) struct Watcher {
     pub allow_bookmarks: bool,
     /// Where to start.
     pub start: Start,
+    /// Opens what the store holds encrypted.
+    pub encryption: crate::encryption::Encryption,
 }
 
 /// Why a watcher stopped.
@@ -113,7 +115,8 @@ impl Watcher {
                             if !self.filter.contains(&change.key) {
                                 continue;
                             }
-                            if let Some(event) = change.to_change()?.to_event(&self.predicate) {
+                            let change = change.to_change(&self.encryption)?;
+                            if let Some(event) = change.to_event(&self.predicate) {
                                 send(tx, event).await?;
                                 reported = last;
                             }
@@ -142,6 +145,7 @@ impl Watcher {
         loop {
             let filter = self.filter.clone();
             let predicate = self.predicate.clone();
+            let encryption = self.encryption.clone();
             let from = start_key.take();
             let (page, rev) = with_snapshot(self.db()?, move |txn| {
                 let (current, compacted) = read_revisions(txn)?;
@@ -152,6 +156,7 @@ impl Watcher {
                 let page = reader::list(
                     txn,
                     &ListRequest {
+                        encryption: &encryption,
                         filter: &filter,
                         start_key: from.as_deref(),
                         at: Some(rev),
@@ -178,8 +183,9 @@ impl Watcher {
         let mut last = after;
         loop {
             let filter = self.filter.clone();
+            let encryption = self.encryption.clone();
             let chunk = with_snapshot(self.db()?, move |txn| {
-                reader::replay_log(txn, &filter, last, CHUNK)
+                reader::replay_log(txn, &encryption, &filter, last, CHUNK)
             })
             .await?;
             for change in chunk.changes {

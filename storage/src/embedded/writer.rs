@@ -82,16 +82,20 @@ pub(crate) struct CommittedChange {
 
 impl CommittedChange {
     /// Decodes the change for a watcher.
-    pub(crate) fn to_change(&self) -> Result<Change> {
+    pub(crate) fn to_change(&self, encryption: &crate::encryption::Encryption) -> Result<Change> {
+        let object = |data: &[u8], revision: u64| {
+            let plain = encryption.open(&self.key, data)?;
+            SharedObject::from_stored(&self.key, &plain, revision).map(Arc::new)
+        };
         let previous = self
             .previous
             .as_ref()
-            .map(|p| SharedObject::from_stored(&self.key, &p.data, p.mod_revision).map(Arc::new))
+            .map(|p| object(&p.data, p.mod_revision))
             .transpose()?;
         let current = self
             .current
             .as_ref()
-            .map(|d| SharedObject::from_stored(&self.key, d, self.revision).map(Arc::new))
+            .map(|d| object(d, self.revision))
             .transpose()?;
         Ok(Change {
             revision: self.revision,

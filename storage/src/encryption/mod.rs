@@ -17,7 +17,7 @@ use crate::error::{Result, StorageError};
 use providers::{Key, Provider, ENCRYPTED};
 
 /// The configuration as read: which resources, which providers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncryptionConfig {
     /// (key prefixes relative to a store's prefix, such as `secrets/`, their providers), in
     /// the file's order: the first entry naming a resource decides.
@@ -299,5 +299,7 @@ fn transform_error(full_key: &str, reason: &str) -> StorageError {
     StorageError::Internal(format!("unable to transform key {full_key:?}: {reason}"))
 }
 
+#[cfg(test)]
+mod stores_tests;
 #[cfg(test)]
 mod tests;

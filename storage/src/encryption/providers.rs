@@ -9,7 +9,7 @@ use aes_gcm::aead::{Aead as _, KeyInit as _, Payload};
 use crypto_secretbox::XSalsa20Poly1305;
 
 /// One named key of a provider.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub(super) struct Key {
     /// Its name, written into each value it encrypts.
     pub name: String,
@@ -26,7 +26,7 @@ impl std::fmt::Debug for Key {
 }
 
 /// One provider of a resource's list.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Provider {
     /// AES-CBC with PKCS#7 padding.
     AesCbc(Vec<Key>),

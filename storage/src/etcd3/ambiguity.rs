@@ -122,7 +122,11 @@ impl Etcd3Store {
         };
         Ok(match landed {
             Some(revision) => Resolution::Landed(revision),
-            None => Resolution::Lost(found.map(raw_value)),
+            None => Resolution::Lost(
+                found
+                    .map(|kv| raw_value(self.encryption(), kv))
+                    .transpose()?,
+            ),
         })
     }
 

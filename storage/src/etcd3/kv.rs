@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::ambiguity::CasWrite;
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
+use crate::encryption::Encryption;
 use crate::error::{Result, StorageError};
 use crate::key;
 use crate::object::SharedObject;
@@ -70,7 +71,7 @@ impl Etcd3Store {
         &self,
         key: &str,
         opts: GetOptions,
-        read: fn(&str, &KeyValue) -> Result<T>,
+        read: fn(&Encryption, &str, &KeyValue) -> Result<T>,
     ) -> Result<Option<T>> {
         let full_key = self.full_key(key)?;
         let min_revision = parse_resource_version(&opts.resource_version)?;
@@ -80,7 +81,7 @@ impl Etcd3Store {
             return Err(StorageError::TooLargeResourceVersion { requested, current });
         }
         match answer.found {
-            Some(found) => read(&full_key, &found).map(Some),
+            Some(found) => read(self.encryption(), &full_key, &found).map(Some),
             None if opts.ignore_not_found => Ok(None),
             None => Err(StorageError::not_found(full_key)),
         }
@@ -198,15 +199,18 @@ impl Etcd3Store {
                 Ok(resp) if resp.succeeded() => {
                     return Ok(CasOutcome::Committed(header_revision(resp.header())?))
                 }
-                Ok(resp) if !sent_before => return Ok(CasOutcome::Stale(stale_value(&resp))),
+                Ok(resp) if !sent_before => {
+                    return Ok(CasOutcome::Stale(stale_value(self.encryption(), &resp)?))
+                }
                 // The earlier copy may be what made this one stale.
                 Ok(resp) => {
                     let resolved = self
                         .resolve(full_key, expected, write, fence.as_deref())
                         .await?;
-                    return Ok(resolved
-                        .settled()
-                        .unwrap_or_else(|| CasOutcome::Stale(stale_value(&resp))));
+                    return match resolved.settled() {
+                        Some(outcome) => Ok(outcome),
+                        None => Ok(CasOutcome::Stale(stale_value(self.encryption(), &resp)?)),
+                    };
                 }
                 Err(failure) if !failure.may_have_applied => return Err(failure.error),
                 Err(failure) => failure.error,
@@ -233,35 +237,48 @@ impl Etcd3Store {
 }
 
 /// The key's current value from the failure branch of a CAS transaction.
-fn stale_value(resp: &TxnResponse) -> Option<RawValue> {
-    resp.op_responses().into_iter().find_map(|op| match op {
-        TxnOpResponse::Get(get) => get.kvs().first().map(raw_value),
-        _ => None,
+fn stale_value(encryption: &Encryption, resp: &TxnResponse) -> Result<Option<RawValue>> {
+    resp.op_responses()
+        .into_iter()
+        .find_map(|op| match op {
+            TxnOpResponse::Get(get) => get.kvs().first().map(|kv| raw_value(encryption, kv)),
+            _ => None,
+        })
+        .transpose()
+}
+
+/// A stored value as the shared loops see it: plain (decrypted) bytes and its mod_revision.
+pub(super) fn raw_value(encryption: &Encryption, found: &KeyValue) -> Result<RawValue> {
+    let full_key = String::from_utf8_lossy(found.key());
+    Ok(RawValue {
+        data: encryption.open(&full_key, found.value())?.into_owned(),
+        mod_revision: from_etcd_revision(found.mod_revision()),
     })
 }
 
-pub(super) fn raw_value(found: &KeyValue) -> RawValue {
-    RawValue {
-        data: found.value().to_vec(),
-        mod_revision: from_etcd_revision(found.mod_revision()),
-    }
-}
-
 /// A stored object as shared bytes stamped with its mod_revision (no tree parsed).
-pub(super) fn shared_kv(full_key: &str, found: &KeyValue) -> Result<Arc<SharedObject>> {
+pub(super) fn shared_kv(
+    encryption: &Encryption,
+    full_key: &str,
+    found: &KeyValue,
+) -> Result<Arc<SharedObject>> {
     SharedObject::from_stored(
         full_key,
-        found.value(),
+        &encryption.open(full_key, found.value())?,
         from_etcd_revision(found.mod_revision()),
     )
     .map(Arc::new)
 }
 
 /// Decodes a stored object and stamps it with its mod_revision.
-pub(super) fn decode_kv(full_key: &str, found: &KeyValue) -> Result<Value> {
+pub(super) fn decode_kv(
+    encryption: &Encryption,
+    full_key: &str,
+    found: &KeyValue,
+) -> Result<Value> {
     decode_from_storage(
         full_key,
-        found.value(),
+        &encryption.open(full_key, found.value())?,
         from_etcd_revision(found.mod_revision()),
     )
 }
@@ -275,10 +292,14 @@ impl CasStore for Etcd3Store {
                 async move { kv(&client).get(key, None).await }
             })
             .await?;
-        Ok(resp.kvs().first().map(raw_value))
+        resp.kvs()
+            .first()
+            .map(|kv| raw_value(self.encryption(), kv))
+            .transpose()
     }
 
     async fn put_if(&self, full_key: &str, data: Vec<u8>, expected: u64) -> Result<CasOutcome> {
+        let data = self.encryption().seal(full_key, data)?;
         self.cas(full_key, expected, CasWrite::Put(&data)).await
     }
 

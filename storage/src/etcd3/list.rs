@@ -66,7 +66,9 @@ impl Etcd3Store {
             let mut last_key = None;
             for found in &kvs {
                 let found_key = String::from_utf8_lossy(found.key()).into_owned();
-                if !pager.offer(&found_key, || shared_kv(&found_key, found))? {
+                if !pager.offer(&found_key, || {
+                    shared_kv(self.encryption(), &found_key, found)
+                })? {
                     break;
                 }
                 last_key = Some(found_key);

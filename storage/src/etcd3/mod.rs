@@ -92,6 +92,8 @@ pub struct Etcd3Config {
     /// How often etcd's history is compacted (kube-apiserver's `--etcd-compaction-interval`);
     /// `None` (the default here; the command line's is 5 minutes) never compacts.
     pub compaction_interval: Option<Duration>,
+    /// Encryption at rest, by resource (`--encryption-provider-config`); `None`: plain.
+    pub encryption: Option<crate::encryption::EncryptionConfig>,
 }
 
 impl Etcd3Config {
@@ -104,6 +106,7 @@ impl Etcd3Config {
             request_timeout: Duration::from_secs(10),
             tls: None,
             compaction_interval: None,
+            encryption: None,
         }
     }
 }
@@ -119,6 +122,8 @@ struct Inner {
     endpoints: endpoints::Endpoints,
     /// The normalized prefix (`/registry/`).
     prefix: String,
+    /// Encryption at rest, bound to the prefix.
+    encryption: crate::encryption::Encryption,
     config: Etcd3Config,
     /// Progress requests, fanned out to every watch that allows bookmarks.
     progress: tokio::sync::broadcast::Sender<()>,
@@ -182,8 +187,14 @@ impl Etcd3Store {
             Some((every, (tx, rx))) => (Some(tx), Some((every, rx))),
             None => (None, None),
         };
+        let encryption = config
+            .encryption
+            .as_ref()
+            .map(|e| e.bind(&prefix))
+            .unwrap_or_default();
         let inner = Arc::new(Inner {
             endpoints,
+            encryption,
             prefix,
             config,
             progress: tokio::sync::broadcast::channel(16).0,
@@ -235,6 +246,11 @@ impl Etcd3Store {
     }
 
     /// Validates a caller's key and joins it under the prefix.
+    /// Encryption at rest of this store's values.
+    pub(super) fn encryption(&self) -> &crate::encryption::Encryption {
+        &self.inner.encryption
+    }
+
     fn full_key(&self, key: &str) -> Result<String> {
         key::prepare_key(&self.inner.prefix, key)
     }

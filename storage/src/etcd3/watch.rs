@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 
 use super::kv::{shared_kv, watch_client};
 use super::{from_etcd_revision, header_revision, to_etcd_revision, Etcd3Store};
+use crate::encryption::Encryption;
 use crate::error::{Result, StorageError};
 use crate::key;
 use crate::options::ListOptions;
@@ -247,7 +248,7 @@ impl Watcher {
         }
         let mut last = None;
         for event in resp.events() {
-            let change = match to_change(event) {
+            let change = match to_change(self.store.encryption(), event) {
                 Ok(Some(change)) => change,
                 Ok(None) => continue,
                 Err(e) => {
@@ -275,7 +276,7 @@ impl Watcher {
 }
 
 /// Turns one etcd event into a change; `None` for an event without a key-value.
-fn to_change(event: &Event) -> Result<Option<Change>> {
+fn to_change(encryption: &Encryption, event: &Event) -> Result<Option<Change>> {
     let Some(kv) = event.kv() else {
         return Ok(None);
     };
@@ -283,11 +284,11 @@ fn to_change(event: &Event) -> Result<Option<Change>> {
     let revision = from_etcd_revision(kv.mod_revision());
     let previous = event
         .prev_kv()
-        .map(|prev| shared_kv(&key, prev))
+        .map(|prev| shared_kv(encryption, &key, prev))
         .transpose()?;
     let change = match event.event_type() {
         EventType::Put => {
-            let current = shared_kv(&key, kv)?;
+            let current = shared_kv(encryption, &key, kv)?;
             let previous = if kv.create_revision() == kv.mod_revision() {
                 None
             } else {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use strategy_host_storage::cacher::{Cacher, CacherConfig};
 use strategy_host_storage::embedded::{EmbeddedConfig, EmbeddedStore};
+use strategy_host_storage::encryption::{self, EncryptionConfig};
 use strategy_host_storage::etcd3::Etcd3Store;
 use strategy_host_storage::testing::{Compactor, TestStore};
 use strategy_host_storage::Storage;
@@ -34,12 +35,28 @@ macro_rules! compacts {
 
 compacts!(EmbeddedStore, Etcd3Store);
 
+/// Encryption at rest of every key (`*.*`), with AES-GCM, which binds each value to its key.
+pub(crate) fn encryption() -> EncryptionConfig {
+    encryption::parse(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n\
+         - resources: ['*.*']\n  providers:\n  - aesgcm:\n      keys:\n      - name: k1\n\
+         \x20       secret: c2VjcmV0IGlzIHNlY3VyZSwgc2VjcmV0IGlzIHNlY3U=\n",
+    )
+    .expect("a valid encryption configuration")
+}
+
 /// A fresh embedded store, background compaction off: only the suite's cases compact.
 pub(crate) async fn open_embedded() -> EmbeddedStore {
+    open_embedded_with(None).await
+}
+
+/// [`open_embedded`], encrypting as `encryption` says.
+pub(crate) async fn open_embedded_with(encryption: Option<EncryptionConfig>) -> EmbeddedStore {
     // Each case owns its directory; it lives as long as the test process.
     let dir = tempfile::tempdir().expect("temp dir").keep();
     let mut config = EmbeddedConfig::new(dir);
     config.compaction_interval = None;
+    config.encryption = encryption;
     EmbeddedStore::open(config)
         .await
         .expect("open embedded store")

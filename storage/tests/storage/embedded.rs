@@ -1,4 +1,5 @@
-//! The storage conformance suite against the embedded store, each case on a fresh data dir.
+//! The storage conformance suite against the embedded store, each case on a fresh data dir,
+//! plain and with every value encrypted at rest.
 
 use std::sync::Arc;
 
@@ -8,7 +9,14 @@ use crate::common;
 
 /// The suite's cases on the embedded store.
 pub(crate) fn cases() -> Vec<libtest_mimic::Trial> {
-    let factory: StoreFactory =
+    let plain: StoreFactory =
         Arc::new(|_isolation| Box::pin(async { common::direct(common::open_embedded().await) }));
-    trials("embedded", factory)
+    let encrypted: StoreFactory = Arc::new(|_isolation| {
+        Box::pin(async {
+            common::direct(common::open_embedded_with(Some(common::encryption())).await)
+        })
+    });
+    let mut all = trials("embedded", plain);
+    all.extend(trials("embedded-encrypted", encrypted));
+    all
 }
