@@ -231,7 +231,9 @@ impl From<&StorageError> for Status {
                 retry_after_seconds: Some(1),
                 ..Self::new(503, "ServiceUnavailable", message)
             },
-            StorageError::Aborted(_) | StorageError::Internal(_) => Self::internal(message),
+            StorageError::Aborted(_) => Self::internal(message),
+            // Kubernetes' words: "Internal error occurred: <what broke>", no storage prefix.
+            StorageError::Internal(detail) => Self::internal(detail),
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct RawValue {
     pub data: Vec<u8>,
     /// The revision of the key's last write.
     pub mod_revision: u64,
+    /// Stored under an encryption key or provider that is no longer the one writes use: an
+    /// update writes it again even when nothing changed, so rotation can rewrite every object.
+    pub stale: bool,
 }
 
 /// What a compare-and-swap did.
@@ -49,6 +52,7 @@ struct State {
     object: Value,
     data: Vec<u8>,
     mod_revision: u64,
+    stale: bool,
 }
 
 impl State {
@@ -58,6 +62,7 @@ impl State {
             object,
             data: raw.data,
             mod_revision: raw.mod_revision,
+            stale: raw.stale,
         })
     }
 
@@ -69,6 +74,7 @@ impl State {
             object: cached,
             data,
             mod_revision,
+            stale: false,
         })
     }
 }
@@ -157,7 +163,7 @@ pub async fn guaranteed_update(
         };
         let data = encode_for_storage(full_key, &mut updated)?;
         if let Some(s) = &state {
-            if s.data == data {
+            if s.data == data && !s.stale {
                 if !is_current {
                     state = read_state(store, full_key).await?;
                     is_current = true;

@@ -61,8 +61,13 @@ impl StrategyResolver for WithNatives {
 /// The store cannot be opened or reached, the runtime cannot start, the strategy directory
 /// cannot be watched, or the address cannot be bound.
 pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()> {
+    let encryption = config.encryption()?;
+    if encryption.is_some() {
+        tracing::info!("encryption at rest on, as --encryption-provider-config says");
+    }
     let storage: Arc<dyn Storage> = match config.store() {
-        StoreChoice::Embedded(c) => {
+        StoreChoice::Embedded(mut c) => {
+            c.encryption = encryption;
             let dir = c.data_dir.display().to_string();
             let store = EmbeddedStore::open(c)
                 .await
@@ -70,7 +75,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
             tracing::info!(data_dir = %dir, "serving from the embedded store");
             Arc::new(store)
         }
-        StoreChoice::Etcd3(c) => {
+        StoreChoice::Etcd3(mut c) => {
+            c.encryption = encryption;
             let endpoints = c.endpoints.join(",");
             let store = Etcd3Store::connect(c)
                 .await

@@ -262,6 +262,23 @@ impl Config {
             })
     }
 
+    /// The encryption at rest `--encryption-provider-config` describes, if given.
+    ///
+    /// # Errors
+    /// The file cannot be read or is not a valid configuration (every field error).
+    pub fn encryption(
+        &self,
+    ) -> anyhow::Result<Option<crate::storage::encryption::EncryptionConfig>> {
+        let Some(path) = &self.security.encryption_provider_config else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+        crate::storage::encryption::parse(&text)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
     /// The store the flags select.
     pub fn store(&self) -> StoreChoice {
         if self.etcd_servers.is_empty() {

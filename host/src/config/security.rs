@@ -35,6 +35,11 @@ pub struct SecurityFlags {
     #[arg(long, env = "STRATEGY_HOST_TOKEN_AUTH_FILE")]
     pub token_auth_file: Option<PathBuf>,
 
+    /// Encryption at rest (`apiserver.config.k8s.io/v1` `EncryptionConfiguration`): which
+    /// resources are stored encrypted, with which providers and keys.
+    #[arg(long, env = "STRATEGY_HOST_ENCRYPTION_PROVIDER_CONFIG")]
+    pub encryption_provider_config: Option<PathBuf>,
+
     /// Structured authentication (`apiserver.config.k8s.io/v1` `AuthenticationConfiguration`):
     /// JWT issuers (OIDC) whose tokens authenticate users; read again when it changes.
     #[arg(long, env = "STRATEGY_HOST_AUTHENTICATION_CONFIG")]

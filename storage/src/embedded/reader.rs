@@ -38,6 +38,7 @@ pub(crate) fn read_latest(txn: &ReadTransaction, key: &str) -> Result<Option<Raw
         RawValue {
             data: data.to_vec(),
             mod_revision,
+            stale: false,
         }
     }))
 }
@@ -239,6 +240,7 @@ fn committed_change_at(
             decode_version(v.value())?.map(|data| RawValue {
                 data: data.to_vec(),
                 mod_revision,
+                stale: false,
             })
         }
         None => None,

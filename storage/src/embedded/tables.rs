@@ -40,6 +40,7 @@ impl<'txn> Tables<'txn> {
             RawValue {
                 data: data.to_vec(),
                 mod_revision,
+                stale: false,
             }
         }))
     }

@@ -263,15 +263,30 @@ impl Encryption {
     /// removed key, encrypted data for a resource without providers, or plain data where
     /// `identity` is not listed.
     pub fn open<'a>(&self, full_key: &str, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        self.open_checked(full_key, stored).map(|(plain, _)| plain)
+    }
+
+    /// [`Self::open`], also telling whether the value is stale: stored otherwise than a write
+    /// would store it now (by another provider or key than the first), so that an update
+    /// rewrites it even when nothing changed.
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_checked<'a>(
+        &self,
+        full_key: &str,
+        stored: &'a [u8],
+    ) -> Result<(Cow<'a, [u8]>, bool)> {
         let Some(chain) = self.providers(full_key) else {
             if stored.starts_with(ENCRYPTED) {
                 return Err(transform_error(full_key, "no matching prefix found"));
             }
-            return Ok(Cow::Borrowed(stored));
+            return Ok((Cow::Borrowed(stored), false));
         };
         let Some(rest) = stored.strip_prefix(ENCRYPTED) else {
             return if chain.iter().any(|p| matches!(p, Provider::Identity)) {
-                Ok(Cow::Borrowed(stored))
+                let stale = !matches!(chain.first(), Some(Provider::Identity));
+                Ok((Cow::Borrowed(stored), stale))
             } else {
                 Err(transform_error(full_key, "no matching prefix found"))
             };
@@ -284,10 +299,14 @@ impl Encryption {
             return Err(transform_error(full_key, "no matching prefix found"));
         };
         let key_name = String::from_utf8_lossy(key_name);
-        for candidate in chain.iter().filter(|p| p.name().as_bytes() == provider) {
+        for (position, candidate) in chain.iter().enumerate() {
+            if candidate.name().as_bytes() != provider {
+                continue;
+            }
             if let Some(opened) = candidate.open(&key_name, full_key, payload) {
+                let stale = position > 0 || !candidate.writes_with(&key_name);
                 return opened
-                    .map(Cow::Owned)
+                    .map(|plain| (Cow::Owned(plain), stale))
                     .map_err(|e| transform_error(full_key, &e));
             }
         }

@@ -59,6 +59,11 @@ impl Provider {
         }
     }
 
+    /// Whether `key_name` is the key this provider writes with (its first).
+    pub(super) fn writes_with(&self, key_name: &str) -> bool {
+        self.keys().first().is_some_and(|k| k.name == key_name)
+    }
+
     /// `plain` as this provider stores it at `storage_key`, with its first key.
     pub(super) fn seal(&self, storage_key: &str, plain: &[u8]) -> Result<Vec<u8>, String> {
         let Some(key) = self.keys().first() else {

@@ -87,11 +87,13 @@ async fn etcd_holds_secrets_encrypted_and_a_rotated_key_reads_and_rewrites_them(
         ),
         "{refused}"
     );
-    // Rotation: the new key first, the old one still listed; a rewrite uses the new key.
+    // Rotation: the new key first, the old one still listed; an update that changes nothing
+    // still rewrites the value under the new key (as `kubectl replace` does in Kubernetes'
+    // rotation steps).
     let rotated = connect(Some(secrets_with(&[("new", NEW), ("old", OLD)])))
         .await
         .unwrap();
-    let updated = modify(&rotated, "/secrets/ns/s", |o| o["type"] = json!("Opaque")).await;
+    let updated = modify(&rotated, "/secrets/ns/s", |_| {}).await;
     assert_eq!(updated["data"], secret()["data"]);
     assert!(value("/registry/secrets/ns/s")
         .await

@@ -74,6 +74,11 @@ fn rotation_reads_old_keys_and_plain_data_while_listed_and_not_after() {
         provider("aescbc", "old", KEY1)
     ));
     assert_eq!(rotated.open(key, &by_old).unwrap().as_ref(), b"{\"a\":1}");
+    // Read by an older key, or plain: stale, so an update rewrites it.
+    assert!(rotated.open_checked(key, &by_old).unwrap().1);
+    assert!(rotated.open_checked(key, b"{}").unwrap().1);
+    let by_new = rotated.seal(key, b"{}".to_vec()).unwrap();
+    assert!(!rotated.open_checked(key, &by_new).unwrap().1);
     assert_eq!(
         rotated.open(key, b"{\"plain\":1}").unwrap().as_ref(),
         b"{\"plain\":1}"

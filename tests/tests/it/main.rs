@@ -17,6 +17,7 @@ mod crd_versions;
 mod custom_resources;
 mod discovery;
 mod disk_trouble;
+mod encryption_at_rest;
 mod flow_control;
 mod go_strategies;
 mod impersonation;
