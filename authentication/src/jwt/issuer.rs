@@ -2,10 +2,13 @@
 //! is verified (signature by a published key, audience, expiry), its claims checked against
 //! the claim validation rules and mapped to the user, as Kubernetes' JWT authenticator does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use super::config::{JwtAuthenticator, PrefixedClaim};
 use super::keys::IssuerKeys;
@@ -28,16 +31,28 @@ const ALGORITHMS: [Algorithm; 8] = [
     Algorithm::PS512,
 ];
 
+/// How long a verified token's user is remembered (kube-apiserver caches successful token
+/// authentications for 10 s), and never past the token's expiry.
+const CACHE_TTL: Duration = Duration::from_secs(10);
+/// Tokens remembered at most; the cache is emptied when full.
+const CACHE_MAX: usize = 4096;
+
 /// One configured issuer.
 pub(super) struct IssuerAuthenticator {
     config: JwtAuthenticator,
     keys: IssuerKeys,
+    /// Verified tokens by SHA-256, with their user and until when they may be taken as is.
+    verified: Mutex<HashMap<[u8; 32], (UserInfo, Instant)>>,
 }
 
 impl IssuerAuthenticator {
     pub(super) fn new(config: JwtAuthenticator) -> Self {
         let keys = IssuerKeys::new(&config.issuer);
-        Self { config, keys }
+        Self {
+            config,
+            keys,
+            verified: Mutex::default(),
+        }
     }
 
     /// What it was built from.
@@ -181,6 +196,29 @@ fn prefixed_values(mapping: &PrefixedClaim, claims: &Value) -> Result<Vec<String
     Ok(values.into_iter().map(|g| format!("{prefix}{g}")).collect())
 }
 
+impl IssuerAuthenticator {
+    fn remembered(&self, digest: &[u8; 32]) -> Option<UserInfo> {
+        let cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .get(digest)
+            .filter(|(_, until)| Instant::now() < *until)
+            .map(|(user, _)| user.clone())
+    }
+
+    fn remember(&self, digest: [u8; 32], user: &UserInfo, claims: &Value) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let left = claims["exp"].as_u64().unwrap_or(0).saturating_sub(now);
+        let until = Instant::now() + CACHE_TTL.min(Duration::from_secs(left));
+        let mut cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert(digest, (user.clone(), until));
+    }
+}
+
 #[async_trait::async_trait]
 impl Authenticator for IssuerAuthenticator {
     async fn authenticate(&self, credentials: &Credentials<'_>) -> Outcome {
@@ -190,12 +228,16 @@ impl Authenticator for IssuerAuthenticator {
         if crate::unverified_issuer(token).as_deref() != Some(self.issuer()) {
             return Outcome::NotApplicable;
         }
-        match self
-            .verify(token)
-            .await
-            .and_then(|claims| self.user(&claims))
-        {
-            Ok(user) => Outcome::Authenticated(user),
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(user) = self.remembered(&digest) {
+            return Outcome::Authenticated(user);
+        }
+        let verified = self.verify(token).await;
+        match verified.and_then(|claims| Ok((self.user(&claims)?, claims))) {
+            Ok((user, claims)) => {
+                self.remember(digest, &user, &claims);
+                Outcome::Authenticated(user)
+            }
             Err(why) => Outcome::Rejected(format!("jwt authenticator {}: {why}", self.issuer())),
         }
     }

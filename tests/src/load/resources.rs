@@ -47,6 +47,8 @@ impl Resource {
             "configmaps" => (None, "/api/v1/namespaces/default/configmaps", |name| {
                 config_map(name, 0)
             }),
+            // A Secret of the same size, for encryption at rest beside plain storage.
+            "secrets" => (None, "/api/v1/namespaces/default/secrets", secret),
             // Gateway API's Gateway (its CRD loaded beforehand, e.g. by scripts/bench-cel.sh),
             // with its CEL rules, and the same CRD with its rules removed under another group.
             "gateways" => (
@@ -77,7 +79,7 @@ impl Resource {
                 |name| machine_deployment(name, "v1beta1"),
             ),
             other => bail!(
-                "unknown resource {other} (widgets, deployments, configmaps, gateways, \
+                "unknown resource {other} (widgets, deployments, configmaps, secrets, gateways, \
                  gateways-norules, leases, machinedeployments or machinedeployments-v1beta1)"
             ),
         };
@@ -162,6 +164,21 @@ fn config_map(name: &str, counter: u64) -> Value {
     let len = cm.to_string().len();
     cm["data"]["padding"] = json!("x".repeat(1024usize.saturating_sub(len + 14)));
     cm
+}
+
+/// A Secret of about 1 KiB of JSON (its values base64, as Secrets hold them).
+fn secret(name: &str) -> Value {
+    use base64::Engine as _;
+    let encode = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let mut secret = json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": name, "labels": {"app": "web", "team": "storefront"}},
+        "data": {"username": encode("storefront"), "password": encode("correct-horse-battery-staple")},
+    });
+    let len = secret.to_string().len();
+    let padding = "x".repeat(1024usize.saturating_sub(len + 14) * 3 / 4);
+    secret["data"]["padding"] = json!(encode(&padding));
+    secret
 }
 
 /// The change the `update` mode patches (and `apply` applies) on its `i`-th call.
