@@ -193,7 +193,10 @@ fn identity_provider_tokens_log_in_and_the_configuration_reloads() {
         username(&f, &bob).is_some_and(|u| u["username"] == "corp:bob@example.com")
     });
     // A file that no longer reads keeps the last good configuration.
-    std::fs::write(&config, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt: [{issuer: {url: 'http://plain'}}]\n").unwrap();
+    // Moved into place whole, so the poller never reads half a file (which would count twice).
+    let staged = config.with_extension("broken");
+    std::fs::write(&staged, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt: [{issuer: {url: 'http://plain'}}]\n").unwrap();
+    std::fs::rename(&staged, &config).unwrap();
     std::thread::sleep(Duration::from_secs(3));
     assert!(
         username(&f, &bob).is_some(),
