@@ -25,40 +25,21 @@ pub async fn post(
         if url.contains('?') { '&' } else { '?' },
         timeout.as_secs()
     );
-    match tokio::time::timeout(timeout, exchange(&target, ca_bundle, review)).await {
-        Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(reason)) => Err(CallError::Post { target, reason }),
-        Err(_) => Err(CallError::Post {
-            target,
-            reason: Failure::DeadlineExceeded,
-        }),
-    }
-}
-
-async fn exchange(
-    target: &str,
-    ca_bundle: Option<&[u8]>,
-    review: &Value,
-) -> Result<Value, Failure> {
-    let uri: hyper::Uri = target.parse().map_err(Failure::InvalidUrl)?;
-    if uri.scheme_str() != Some("https") {
-        return Err(Failure::NotHttps);
-    }
-    let host = uri.host().ok_or(Failure::NoHost)?;
-    let host = host.trim_matches(['[', ']']);
-    let port = uri.port_u16().unwrap_or(443);
-    let body = serde_json::to_vec(review).map_err(Failure::Encode)?;
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let post = hyper::Method::POST;
-    let (status, bytes) = pool::send(&post, host, port, ca_bundle, path, Bytes::from(body)).await?;
-    if !status.is_success() {
-        return Err(Failure::Status(status));
-    }
+    let body = serde_json::to_vec(review).map_err(|e| CallError::Post {
+        target: target.clone(),
+        reason: Failure::Encode(e),
+    })?;
     let kind = review["kind"].as_str().unwrap_or("review");
-    serde_json::from_slice(&bytes).map_err(|source| Failure::NotAReview {
-        kind: kind.to_owned(),
-        source,
-    })
+    let post = exchange(
+        &hyper::Method::POST,
+        &target,
+        ca_bundle,
+        Bytes::from(body),
+        kind,
+    );
+    within(timeout, post)
+        .await
+        .map_err(|reason| CallError::Post { target, reason })
 }
 
 /// GETs the JSON document at `url` over HTTPS, trusting what `crate::pki::trust_store` makes of
@@ -72,32 +53,52 @@ pub async fn get(
     ca_bundle: Option<&[u8]>,
     timeout: Duration,
 ) -> Result<Value, CallError> {
-    let fetch = async {
-        let uri: hyper::Uri = url.parse().map_err(Failure::InvalidUrl)?;
-        if uri.scheme_str() != Some("https") {
-            return Err(Failure::NotHttps);
-        }
-        let host = uri.host().ok_or(Failure::NoHost)?;
-        let host = host.trim_matches(['[', ']']);
-        let port = uri.port_u16().unwrap_or(443);
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        let get = hyper::Method::GET;
-        let (status, bytes) = pool::send(&get, host, port, ca_bundle, path, Bytes::new()).await?;
-        if !status.is_success() {
-            return Err(Failure::Status(status));
-        }
-        serde_json::from_slice(&bytes).map_err(|source| Failure::NotAReview {
-            kind: "JSON document".to_owned(),
-            source,
-        })
-    };
-    let target = url.to_owned();
-    match tokio::time::timeout(timeout, fetch).await {
-        Ok(Ok(document)) => Ok(document),
-        Ok(Err(reason)) => Err(CallError::Get { target, reason }),
-        Err(_) => Err(CallError::Get {
-            target,
-            reason: Failure::DeadlineExceeded,
-        }),
+    let get = exchange(
+        &hyper::Method::GET,
+        url,
+        ca_bundle,
+        Bytes::new(),
+        "JSON document",
+    );
+    within(timeout, get).await.map_err(|reason| CallError::Get {
+        target: url.to_owned(),
+        reason,
+    })
+}
+
+/// `call`'s answer, or `DeadlineExceeded` once `timeout` has passed.
+async fn within(
+    timeout: Duration,
+    call: impl std::future::Future<Output = Result<Value, Failure>>,
+) -> Result<Value, Failure> {
+    tokio::time::timeout(timeout, call)
+        .await
+        .unwrap_or(Err(Failure::DeadlineExceeded))
+}
+
+/// Sends `body` with `method` to the https URL `target`, trusting `ca_bundle`; the answer's
+/// JSON (`kind` names what was expected, in the error when it is not that).
+async fn exchange(
+    method: &hyper::Method,
+    target: &str,
+    ca_bundle: Option<&[u8]>,
+    body: Bytes,
+    kind: &str,
+) -> Result<Value, Failure> {
+    let uri: hyper::Uri = target.parse().map_err(Failure::InvalidUrl)?;
+    if uri.scheme_str() != Some("https") {
+        return Err(Failure::NotHttps);
     }
+    let host = uri.host().ok_or(Failure::NoHost)?;
+    let host = host.trim_matches(['[', ']']);
+    let port = uri.port_u16().unwrap_or(443);
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let (status, bytes) = pool::send(method, host, port, ca_bundle, path, body).await?;
+    if !status.is_success() {
+        return Err(Failure::Status(status));
+    }
+    serde_json::from_slice(&bytes).map_err(|source| Failure::NotAReview {
+        kind: kind.to_owned(),
+        source,
+    })
 }
