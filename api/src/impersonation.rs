@@ -5,6 +5,8 @@
 
 use hyper::HeaderMap;
 
+use super::audit::AuditContext;
+use super::filters::Security;
 use super::status::Status;
 use crate::authentication::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 use crate::authorization::{Attributes, Authorizer};
@@ -142,14 +144,26 @@ fn service_account(user: &str) -> Option<(&str, &str)> {
     (!namespace.is_empty() && !name.is_empty() && !name.contains(':')).then_some((namespace, name))
 }
 
-/// Whether the request carries any impersonation header.
-pub fn is_requested(headers: &HeaderMap) -> bool {
-    headers.keys().any(|name| {
-        let name = name.as_str();
-        name == USER_HEADER
-            || name == GROUP_HEADER
-            || name == UID_HEADER
-            || name.starts_with(EXTRA_HEADER_PREFIX)
+/// `attributes` as the user `req` impersonates, once `security` allows it: recorded in the
+/// request's audit event, and the impersonation headers removed. As they are when the request
+/// impersonates no one.
+///
+/// # Errors
+/// As [`impersonate`].
+pub(crate) fn act_as<B>(
+    req: &mut hyper::Request<B>,
+    security: &Security,
+    attributes: Attributes,
+) -> Result<Attributes, Status> {
+    let Some(acting) = security.impersonate(req.headers(), &attributes.user)? else {
+        return Ok(attributes);
+    };
+    tracing::debug!(user = %attributes.user.username, as_user = %acting.username, "impersonating");
+    AuditContext::of(req.extensions()).log_impersonated_user(&acting);
+    strip(req.headers_mut());
+    Ok(Attributes {
+        user: acting,
+        ..attributes
     })
 }
 
@@ -215,7 +229,7 @@ pub fn impersonate(
 }
 
 /// Removes the impersonation headers, so nothing the request reaches later sees them.
-pub fn strip(headers: &mut HeaderMap) {
+fn strip(headers: &mut HeaderMap) {
     let names: Vec<_> = headers
         .keys()
         .filter(|name| name.as_str().starts_with("impersonate-"))

@@ -19,7 +19,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::audit::{self, AuditContext};
+use super::audit;
 use super::filters;
 use super::first_read::FirstReadDeadline;
 use super::flowcontrol::{self, Classification};
@@ -257,7 +257,7 @@ async fn guarded(
         .audit
         .as_ref()
         .map(|a| a.begin(&attributes, &mut req, peer.ip()));
-    let attributes = match impersonated(&mut req, &state, attributes) {
+    let attributes = match impersonation::act_as(&mut req, &state.security, attributes) {
         Ok(attributes) => attributes,
         Err(status) => {
             let mut response = response::status(&status);
@@ -280,31 +280,6 @@ async fn guarded(
         audit.complete(&mut response);
     }
     response
-}
-
-/// `attributes` as the user the request impersonates (recorded in its audit event, the
-/// headers removed), or as they are when it impersonates no one.
-fn impersonated(
-    req: &mut Request<Incoming>,
-    state: &AppState,
-    attributes: Attributes,
-) -> Result<Attributes, Status> {
-    if !impersonation::is_requested(req.headers()) {
-        return Ok(attributes);
-    }
-    let Some(acting) = state
-        .security
-        .impersonate(req.headers(), &attributes.user)?
-    else {
-        return Ok(attributes);
-    };
-    tracing::debug!(user = %attributes.user.username, as_user = %acting.username, "impersonating");
-    AuditContext::of(req.extensions()).log_impersonated_user(&acting);
-    impersonation::strip(req.headers_mut());
-    Ok(Attributes {
-        user: acting,
-        ..attributes
-    })
 }
 
 /// Dispatches an authorized request of `flow`, counted in the request metrics.
