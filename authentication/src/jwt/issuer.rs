@@ -13,7 +13,7 @@ use sha2::{Digest as _, Sha256};
 use super::config::{JwtAuthenticator, PrefixedClaim};
 use super::keys::IssuerKeys;
 use crate::user::UserInfo;
-use crate::{Authenticator, Credentials, Outcome};
+use crate::Outcome;
 
 /// Tokens slightly past `exp` or before `nbf` are accepted, for clock skew (Kubernetes: 60 s).
 const LEEWAY_SECONDS: u64 = 60;
@@ -219,15 +219,9 @@ impl IssuerAuthenticator {
     }
 }
 
-#[async_trait::async_trait]
-impl Authenticator for IssuerAuthenticator {
-    async fn authenticate(&self, credentials: &Credentials<'_>) -> Outcome {
-        let Some(token) = credentials.bearer_token else {
-            return Outcome::NotApplicable;
-        };
-        if crate::unverified_issuer(token).as_deref() != Some(self.issuer()) {
-            return Outcome::NotApplicable;
-        }
+impl IssuerAuthenticator {
+    /// What `token`, whose `iss` is this issuer, proves.
+    pub(super) async fn authenticate(&self, token: &str) -> Outcome {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some(user) = self.remembered(&digest) {
             return Outcome::Authenticated(user);

@@ -154,13 +154,18 @@ impl JwtAuthenticators {
 #[async_trait::async_trait]
 impl Authenticator for JwtAuthenticators {
     async fn authenticate(&self, credentials: &Credentials<'_>) -> Outcome {
+        let Some(token) = credentials.bearer_token else {
+            return Outcome::NotApplicable;
+        };
+        // The token's `iss` picks the issuer that judges it (issuer URLs are unique); another
+        // issuer's JWT, or an opaque token, is for another authenticator.
+        let Some(iss) = crate::unverified_issuer(token) else {
+            return Outcome::NotApplicable;
+        };
         let issuers = self.issuers.load_full();
-        for issuer in issuers.iter() {
-            match issuer.authenticate(credentials).await {
-                Outcome::NotApplicable => {}
-                decided => return decided,
-            }
+        match issuers.iter().find(|issuer| issuer.issuer() == iss) {
+            Some(issuer) => issuer.authenticate(token).await,
+            None => Outcome::NotApplicable,
         }
-        Outcome::NotApplicable
     }
 }
