@@ -228,12 +228,9 @@ impl EmbeddedStore {
     /// A stored value as the shared loops see it: decrypted.
     fn opened(&self, full_key: &str, raw: Option<RawValue>) -> Result<Option<RawValue>> {
         raw.map(|raw| {
-            let (data, stale) = self.inner.encryption().open_checked(full_key, &raw.data)?;
-            Ok(RawValue {
-                data: data.into_owned(),
-                mod_revision: raw.mod_revision,
-                stale,
-            })
+            self.inner
+                .encryption()
+                .open_raw(full_key, &raw.data, raw.mod_revision)
         })
         .transpose()
     }

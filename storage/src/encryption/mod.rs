@@ -266,6 +266,25 @@ impl Encryption {
         self.open_checked(full_key, stored).map(|(plain, _)| plain)
     }
 
+    /// What is stored at `full_key` (at `mod_revision`) as the shared update and delete loops
+    /// see it: opened, and marked stale when an update must rewrite it.
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_raw(
+        &self,
+        full_key: &str,
+        stored: &[u8],
+        mod_revision: u64,
+    ) -> Result<crate::txn::RawValue> {
+        let (data, stale) = self.open_checked(full_key, stored)?;
+        Ok(crate::txn::RawValue {
+            data: data.into_owned(),
+            mod_revision,
+            stale,
+        })
+    }
+
     /// [`Self::open`], also telling whether the value is stale: stored otherwise than a write
     /// would store it now (by another provider or key than the first), so that an update
     /// rewrites it even when nothing changed.

@@ -250,12 +250,11 @@ fn stale_value(encryption: &Encryption, resp: &TxnResponse) -> Result<Option<Raw
 /// A stored value as the shared loops see it: plain (decrypted) bytes and its mod_revision.
 pub(super) fn raw_value(encryption: &Encryption, found: &KeyValue) -> Result<RawValue> {
     let full_key = String::from_utf8_lossy(found.key());
-    let (data, stale) = encryption.open_checked(&full_key, found.value())?;
-    Ok(RawValue {
-        data: data.into_owned(),
-        mod_revision: from_etcd_revision(found.mod_revision()),
-        stale,
-    })
+    encryption.open_raw(
+        &full_key,
+        found.value(),
+        from_etcd_revision(found.mod_revision()),
+    )
 }
 
 /// A stored object as shared bytes stamped with its mod_revision (no tree parsed).
