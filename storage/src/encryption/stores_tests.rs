@@ -32,6 +32,28 @@ fn secret() -> serde_json::Value {
     json!({"metadata": {"name": "s", "namespace": "ns"}, "data": {"password": "aHVudGVyMi1pcy10aGUtcGFzc3dvcmQ="}})
 }
 
+/// Writes the Secret, and a ConfigMap no rule encrypts.
+async fn create_secret_and_config_map(store: &dyn Storage) {
+    store.create("/secrets/ns/s", secret()).await.unwrap();
+    store
+        .create(
+            "/configmaps/ns/c",
+            json!({"metadata": {"name": "c"}, "data": {"plain": "visible-value"}}),
+        )
+        .await
+        .unwrap();
+}
+
+/// The Secret reads back through `store` as written.
+async fn assert_secret_reads(store: &dyn Storage) {
+    let read = store
+        .get("/secrets/ns/s", GetOptions::default())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read["data"], secret()["data"]);
+}
+
 const SECRET_VALUE: &[u8] = b"aHVudGVyMi1pcy10aGUtcGFzc3dvcmQ=";
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -47,14 +69,7 @@ async fn etcd_holds_secrets_encrypted_and_a_rotated_key_reads_and_rewrites_them(
         Etcd3Store::connect(config)
     };
     let store = connect(Some(secrets_with(&[("old", OLD)]))).await.unwrap();
-    store.create("/secrets/ns/s", secret()).await.unwrap();
-    store
-        .create(
-            "/configmaps/ns/c",
-            json!({"metadata": {"name": "c"}, "data": {"plain": "visible-value"}}),
-        )
-        .await
-        .unwrap();
+    create_secret_and_config_map(&store).await;
     let raw = etcd_client::Client::connect([etcd.endpoint()], None)
         .await
         .unwrap();
@@ -70,12 +85,7 @@ async fn etcd_holds_secrets_encrypted_and_a_rotated_key_reads_and_rewrites_them(
         b"visible-value"
     ));
     // Read back through the store, and refused by one without the key.
-    let read = store
-        .get("/secrets/ns/s", GetOptions::default())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(read["data"], secret()["data"]);
+    assert_secret_reads(&store).await;
     let keyless = connect(None).await.unwrap();
     let refused = keyless
         .get("/secrets/ns/s", GetOptions::default())
@@ -114,21 +124,9 @@ async fn the_embedded_store_file_holds_no_secret_value() {
     config.compaction_interval = None;
     config.encryption = Some(secrets_with(&[("old", OLD)]));
     let store = EmbeddedStore::open(config).await.unwrap();
-    store.create("/secrets/ns/s", secret()).await.unwrap();
+    create_secret_and_config_map(&store).await;
     modify(&store, "/secrets/ns/s", |o| o["type"] = json!("Opaque")).await;
-    store
-        .create(
-            "/configmaps/ns/c",
-            json!({"metadata": {"name": "c"}, "data": {"plain": "visible-value"}}),
-        )
-        .await
-        .unwrap();
-    let read = store
-        .get("/secrets/ns/s", GetOptions::default())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(read["data"], secret()["data"]);
+    assert_secret_reads(&store).await;
     drop(store);
     let mut bytes = Vec::new();
     for entry in std::fs::read_dir(dir.path()).unwrap() {
