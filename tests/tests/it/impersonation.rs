@@ -19,18 +19,17 @@ fn kubectl_as_acts_as_the_impersonated_user_where_rbac_allows_it() {
     f.ok(&admin, &["create", "namespace", "team"]);
     f.ok(&admin, &["create", "serviceaccount", "robot", "-n", "team"]);
 
+    // Lists the team's ConfigMaps as alice impersonating `who` (kubectl's flags), which must
+    // fail; kubectl's error.
+    let list_config_maps_as = |who: &[&str]| {
+        let mut args = who.to_vec();
+        args.extend(["get", "--raw", "/api/v1/namespaces/team/configmaps"]);
+        f.fails(&alice, &args)
+    };
+
     // Not granted: Kubernetes' refusal, naming what may not be impersonated (read raw: kubectl
     // words a refused discovery request "Forbidden: unknown", against kube-apiserver too).
-    let refused = f.fails(
-        &alice,
-        &[
-            "--as",
-            "bob",
-            "get",
-            "--raw",
-            "/api/v1/namespaces/team/configmaps",
-        ],
-    );
+    let refused = list_config_maps_as(&["--as", "bob"]);
     assert!(
         refused.contains(r#"users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope"#),
         "{refused}"
@@ -84,45 +83,15 @@ fn kubectl_as_acts_as_the_impersonated_user_where_rbac_allows_it() {
         "{whoami}"
     );
     // The request is authorized as bob, who may not list ConfigMaps.
-    let as_bob = f.fails(
-        &alice,
-        &[
-            "--as",
-            "bob",
-            "get",
-            "--raw",
-            "/api/v1/namespaces/team/configmaps",
-        ],
-    );
+    let as_bob = list_config_maps_as(&["--as", "bob"]);
     assert!(
         as_bob.contains(r#"User "bob" cannot list resource "configmaps""#),
         "{as_bob}"
     );
     // Another user, or another group, stays refused.
-    let carol = f.fails(
-        &alice,
-        &[
-            "--as",
-            "carol",
-            "get",
-            "--raw",
-            "/api/v1/namespaces/team/configmaps",
-        ],
-    );
+    let carol = list_config_maps_as(&["--as", "carol"]);
     assert!(carol.contains(r#"users "carol" is forbidden"#), "{carol}");
-    let ops = f.fails(
-        &alice,
-        &[
-            "--as",
-            "bob",
-            "--as-group",
-            "ops",
-            "get",
-            "configmaps",
-            "-n",
-            "team",
-        ],
-    );
+    let ops = list_config_maps_as(&["--as", "bob", "--as-group", "ops"]);
     assert!(
         ops.contains(
             r#"groups "ops" is forbidden: User "alice" cannot impersonate resource "groups""#
