@@ -7,9 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
-cargo build --release -q -p strategy-host --bin strategy-host -p strategy-host-e2e --bin api-load
-work="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+source scripts/bench-lib.sh
 key=$(head -c 32 /dev/urandom | base64)
 for provider in aescbc aesgcm; do
     cat > "$work/$provider.yaml" <<YAML
@@ -24,21 +22,16 @@ resources:
   - identity: {}
 YAML
 done
-RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18191 --data-dir "$work/plain" &
-RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18192 --data-dir "$work/aescbc" \
-    --encryption-provider-config "$work/aescbc.yaml" &
-RUST_LOG=warn target/release/strategy-host --dev-mode --listen 127.0.0.1:18193 --data-dir "$work/aesgcm" \
-    --encryption-provider-config "$work/aesgcm.yaml" &
-for port in 18191 18192 18193; do
-    for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
-done
-load() { target/release/api-load --resource secrets --seconds "$seconds" "$@"; }
+start_server plain 18191 --data-dir "$work/plain"
+start_server aescbc 18192 --data-dir "$work/aescbc" --encryption-provider-config "$work/aescbc.yaml"
+start_server aesgcm 18193 --data-dir "$work/aesgcm" --encryption-provider-config "$work/aesgcm.yaml"
+load() { "$bin/api-load" --resource secrets --seconds "$seconds" "$@"; }
 for mode in create list; do
-    for server in plain:18191 aescbc:18192 aesgcm:18193; do
-        printf '%-6s %-7s ' "$mode" "${server%%:*}"
+    for name in plain aescbc aesgcm; do
+        printf '%-6s %-7s ' "$mode" "$name"
         case $mode in
-            create) load --server "http://127.0.0.1:${server##*:}" --mode create --concurrency 16 ;;
-            list) load --server "http://127.0.0.1:${server##*:}" --mode list --concurrency 4 --objects 1000 --consistent ;;
+            create) load --server "${server[$name]}" --mode create --concurrency 16 ;;
+            list) load --server "${server[$name]}" --mode list --concurrency 4 --objects 1000 --consistent ;;
         esac
     done
 done
