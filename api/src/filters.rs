@@ -80,7 +80,7 @@ impl Security {
     ///
     /// # Errors
     /// As [`super::impersonation::impersonate`].
-    pub fn impersonate(
+    pub async fn impersonate(
         &self,
         headers: &hyper::HeaderMap,
         requester: &UserInfo,
@@ -89,15 +89,15 @@ impl Security {
             Security::Development => &AlwaysAllow,
             Security::Enforced { authorizer, .. } => authorizer.as_ref(),
         };
-        super::impersonation::impersonate(headers, requester, authorizer)
+        super::impersonation::impersonate(headers, requester, authorizer).await
     }
 
     /// Whether `attributes` may proceed; anything but `Allow` answers [`forbidden`].
-    pub fn authorize(&self, attributes: &Attributes) -> Decision {
+    pub async fn authorize(&self, attributes: &Attributes) -> Decision {
         let Security::Enforced { authorizer, .. } = self else {
             return Decision::Allow("development mode".into());
         };
-        authorizer.authorize(attributes)
+        authorizer.authorize(attributes).await
     }
 }
 

@@ -150,12 +150,15 @@ fn service_account(user: &str) -> Option<(&str, &str)> {
 ///
 /// # Errors
 /// As [`impersonate`].
-pub(crate) fn act_as<B>(
+pub(crate) async fn act_as<B>(
     req: &mut hyper::Request<B>,
     security: &Security,
     attributes: Attributes,
 ) -> Result<Attributes, Status> {
-    let Some(acting) = security.impersonate(req.headers(), &attributes.user)? else {
+    let Some(acting) = security
+        .impersonate(req.headers(), &attributes.user)
+        .await?
+    else {
         return Ok(attributes);
     };
     tracing::debug!(user = %attributes.user.username, as_user = %acting.username, "impersonating");
@@ -173,7 +176,7 @@ pub(crate) fn act_as<B>(
 /// # Errors
 /// 403 (Kubernetes' message for the first target not allowed); 500 for groups, extras or a uid
 /// without a user, as kube-apiserver; 400 for a header that is not text.
-pub fn impersonate(
+pub async fn impersonate(
     headers: &HeaderMap,
     requester: &UserInfo,
     authorizer: &dyn Authorizer,
@@ -186,7 +189,7 @@ pub fn impersonate(
     let mut groups_named = false;
     for target in &targets {
         let attributes = target.attributes(requester);
-        let decision = authorizer.authorize(&attributes);
+        let decision = authorizer.authorize(&attributes).await;
         if !decision.allowed() {
             return Err(super::filters::forbidden(&attributes, decision.reason()));
         }
@@ -248,8 +251,9 @@ mod tests {
     /// Allows impersonating anything but the user `root` and the group `wheel`.
     struct Rules;
 
+    #[async_trait::async_trait]
     impl Authorizer for Rules {
-        fn authorize(&self, a: &Attributes) -> Decision {
+        async fn authorize(&self, a: &Attributes) -> Decision {
             assert_eq!(a.verb, "impersonate");
             if a.name == "root" || a.name == "wheel" {
                 Decision::NoOpinion(String::new())
@@ -277,8 +281,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_user_with_groups_extras_and_uid_is_impersonated_as_named() {
+    #[tokio::test]
+    async fn a_user_with_groups_extras_and_uid_is_impersonated_as_named() {
         let h = headers(&[
             ("Impersonate-User", "bob"),
             ("Impersonate-Group", "dev"),
@@ -286,21 +290,23 @@ mod tests {
             ("Impersonate-Extra-Scopes%2Fa", "view"),
             ("Impersonate-Uid", "u-1"),
         ]);
-        let user = impersonate(&h, &alice(), &Rules).unwrap().unwrap();
+        let user = impersonate(&h, &alice(), &Rules).await.unwrap().unwrap();
         assert_eq!(user.username, "bob");
         assert_eq!(user.groups, ["dev", "qa", "system:authenticated"]);
         assert_eq!(user.extra["scopes/a"], ["view"]);
         assert_eq!(user.uid, "u-1");
         assert_eq!(
-            impersonate(&HeaderMap::new(), &alice(), &Rules).unwrap(),
+            impersonate(&HeaderMap::new(), &alice(), &Rules)
+                .await
+                .unwrap(),
             None
         );
     }
 
-    #[test]
-    fn a_service_account_gets_its_groups_unless_groups_are_named() {
+    #[tokio::test]
+    async fn a_service_account_gets_its_groups_unless_groups_are_named() {
         let h = headers(&[("Impersonate-User", "system:serviceaccount:team:robot")]);
-        let user = impersonate(&h, &alice(), &Rules).unwrap().unwrap();
+        let user = impersonate(&h, &alice(), &Rules).await.unwrap().unwrap();
         assert_eq!(
             user.groups,
             [
@@ -310,26 +316,31 @@ mod tests {
             ]
         );
         let anonymous = headers(&[("Impersonate-User", "system:anonymous")]);
-        let user = impersonate(&anonymous, &alice(), &Rules).unwrap().unwrap();
+        let user = impersonate(&anonymous, &alice(), &Rules)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(user.groups, ["system:unauthenticated"]);
     }
 
-    #[test]
-    fn each_target_needs_permission_and_groups_need_a_user() {
-        let denied =
-            impersonate(&headers(&[("Impersonate-User", "root")]), &alice(), &Rules).unwrap_err();
+    #[tokio::test]
+    async fn each_target_needs_permission_and_groups_need_a_user() {
+        let denied = impersonate(&headers(&[("Impersonate-User", "root")]), &alice(), &Rules)
+            .await
+            .unwrap_err();
         assert_eq!(denied.code, 403);
         assert_eq!(
             denied.message,
             r#"users "root" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope"#
         );
         let group = headers(&[("Impersonate-User", "bob"), ("Impersonate-Group", "wheel")]);
-        let denied = impersonate(&group, &alice(), &Rules).unwrap_err();
+        let denied = impersonate(&group, &alice(), &Rules).await.unwrap_err();
         assert!(denied
             .message
             .contains(r#"cannot impersonate resource "groups""#));
-        let orphan =
-            impersonate(&headers(&[("Impersonate-Group", "dev")]), &alice(), &Rules).unwrap_err();
+        let orphan = impersonate(&headers(&[("Impersonate-Group", "dev")]), &alice(), &Rules)
+            .await
+            .unwrap_err();
         assert_eq!(orphan.code, 500);
         assert!(
             orphan.message.contains("without impersonating a user"),

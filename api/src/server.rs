@@ -257,7 +257,7 @@ async fn guarded(
         .audit
         .as_ref()
         .map(|a| a.begin(&attributes, &mut req, peer.ip()));
-    let attributes = match impersonation::act_as(&mut req, &state.security, attributes) {
+    let attributes = match impersonation::act_as(&mut req, &state.security, attributes).await {
         Ok(attributes) => attributes,
         Err(status) => {
             let mut response = response::status(&status);
@@ -267,7 +267,7 @@ async fn guarded(
             return response;
         }
     };
-    let decision = state.security.authorize(&attributes);
+    let decision = state.security.authorize(&attributes).await;
     audit::set_decision(req.extensions(), decision.allowed(), decision.reason());
     let mut response = if decision.allowed() {
         let flow = flowcontrol::classify(&attributes);

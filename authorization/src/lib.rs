@@ -75,18 +75,21 @@ impl Decision {
     }
 }
 
-/// Decides whether a request may proceed.
+/// Decides whether a request may proceed. Asynchronous: a webhook authorizer asks over the
+/// network (RBAC and the others answer at once).
+#[async_trait::async_trait]
 pub trait Authorizer: Send + Sync {
     /// The decision for `attributes`.
-    fn authorize(&self, attributes: &Attributes) -> Decision;
+    async fn authorize(&self, attributes: &Attributes) -> Decision;
 }
 
 /// `--authorization-mode=AlwaysAllow`: every request is allowed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AlwaysAllow;
 
+#[async_trait::async_trait]
 impl Authorizer for AlwaysAllow {
-    fn authorize(&self, _: &Attributes) -> Decision {
+    async fn authorize(&self, _: &Attributes) -> Decision {
         Decision::Allow(String::new())
     }
 }
@@ -115,8 +118,9 @@ pub fn with_privileged_groups(inner: Arc<dyn Authorizer>) -> PrivilegedGroups {
     }
 }
 
+#[async_trait::async_trait]
 impl Authorizer for PrivilegedGroups {
-    fn authorize(&self, attributes: &Attributes) -> Decision {
+    async fn authorize(&self, attributes: &Attributes) -> Decision {
         if attributes
             .user
             .groups
@@ -125,7 +129,7 @@ impl Authorizer for PrivilegedGroups {
         {
             return Decision::Allow(String::new());
         }
-        self.inner.authorize(attributes)
+        self.inner.authorize(attributes).await
     }
 }
 
@@ -200,21 +204,22 @@ mod tests {
     use super::*;
 
     struct Never;
+    #[async_trait::async_trait]
     impl Authorizer for Never {
-        fn authorize(&self, _: &Attributes) -> Decision {
+        async fn authorize(&self, _: &Attributes) -> Decision {
             Decision::NoOpinion("no".into())
         }
     }
 
-    #[test]
-    fn masters_are_allowed_before_the_inner_authorizer() {
+    #[tokio::test]
+    async fn masters_are_allowed_before_the_inner_authorizer() {
         let a = with_privileged_groups(Arc::new(Never));
         let mut attrs = Attributes {
             verb: "delete".into(),
             ..Attributes::default()
         };
-        assert_eq!(a.authorize(&attrs), Decision::NoOpinion("no".into()));
+        assert_eq!(a.authorize(&attrs).await, Decision::NoOpinion("no".into()));
         attrs.user = UserInfo::server();
-        assert_eq!(a.authorize(&attrs), Decision::Allow(String::new()));
+        assert_eq!(a.authorize(&attrs).await, Decision::Allow(String::new()));
     }
 }

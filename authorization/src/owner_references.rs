@@ -32,8 +32,8 @@ impl OwnerReferencesPermissionEnforcement {
 
     /// Refuses the write with `refused` (and the authorizer's reason) unless `attributes` are
     /// allowed.
-    fn require(&self, attributes: &Attributes, refused: &str) -> Result<(), Rejection> {
-        let decision = self.authorizer.authorize(attributes);
+    async fn require(&self, attributes: &Attributes, refused: &str) -> Result<(), Rejection> {
+        let decision = self.authorizer.authorize(attributes).await;
         match decision.allowed() {
             true => Ok(()),
             false => Err(Rejection::Refused(Refusal::Forbidden(format!(
@@ -102,7 +102,8 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
             self.require(
                 &delete,
                 "cannot set an ownerRef on a resource you can't delete",
-            )?;
+            )
+            .await?;
         }
         for owner in newly_blocking(&new, &old) {
             let text = |f: &str| owner[f].as_str().unwrap_or_default().to_string();
@@ -129,7 +130,8 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
             self.require(
                 &finalizers,
                 "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on",
-            )?;
+            )
+            .await?;
         }
         Ok(Vec::new())
     }

@@ -210,7 +210,7 @@ fn metadata_cause(obj: &Map<String, Value>, allowed: &[&str]) -> Option<FieldErr
 
 /// Answers an access review: refused for `causes`, otherwise with whether `user` may do what
 /// `spec` describes.
-fn decide(
+async fn decide(
     authorizer: &dyn Authorizer,
     kind: &str,
     obj: Map<String, Value>,
@@ -219,7 +219,7 @@ fn decide(
     causes: Vec<FieldError>,
 ) -> Result<Value> {
     refuse(kind, causes)?;
-    let decision = authorizer.authorize(&attributes(user, spec));
+    let decision = authorizer.authorize(&attributes(user, spec)).await;
     Ok(respond(kind, obj, access_status(&decision)))
 }
 
@@ -229,12 +229,12 @@ fn decide(
 ///
 /// # Errors
 /// 400 for a body that is not a SubjectAccessReview, 422 for an invalid spec.
-pub fn subject_access_review(authorizer: &dyn Authorizer, body: Value) -> Result<Value> {
+pub async fn subject_access_review(authorizer: &dyn Authorizer, body: Value) -> Result<Value> {
     const KIND: &str = "SubjectAccessReview";
     let obj = body_of(KIND, body)?;
     let (spec, user, mut causes) = subject_spec(&obj);
     causes.extend(metadata_cause(&obj, &[]));
-    decide(authorizer, KIND, obj, &spec, user, causes)
+    decide(authorizer, KIND, obj, &spec, user, causes).await
 }
 
 /// `POST /apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews`: a
@@ -243,7 +243,7 @@ pub fn subject_access_review(authorizer: &dyn Authorizer, body: Value) -> Result
 /// # Errors
 /// 400 without a namespace or with another one in the object, 422 for an invalid spec (a
 /// different `spec.resourceAttributes.namespace`, non-resource attributes).
-pub fn local_subject_access_review(
+pub async fn local_subject_access_review(
     authorizer: &dyn Authorizer,
     namespace: &str,
     body: Value,
@@ -286,7 +286,7 @@ pub fn local_subject_access_review(
             ),
         ));
     }
-    decide(authorizer, KIND, obj, &spec, user, causes)
+    decide(authorizer, KIND, obj, &spec, user, causes).await
 }
 
 /// `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews`: whether the requester may
@@ -294,7 +294,7 @@ pub fn local_subject_access_review(
 ///
 /// # Errors
 /// 400 for a body that is not a SelfSubjectAccessReview, 422 for an invalid spec.
-pub fn self_subject_access_review(
+pub async fn self_subject_access_review(
     authorizer: &dyn Authorizer,
     requester: &UserInfo,
     body: Value,
@@ -304,7 +304,7 @@ pub fn self_subject_access_review(
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     let mut causes = validate_attributes(&spec);
     causes.extend(metadata_cause(&obj, &[]));
-    decide(authorizer, KIND, obj, &spec, requester.clone(), causes)
+    decide(authorizer, KIND, obj, &spec, requester.clone(), causes).await
 }
 
 /// `POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`: every rule the requester

@@ -143,7 +143,7 @@ async fn serve(
         )?;
         let format = Format::parse(header(parts, hyper::header::ACCEPT), query);
         return if res.def().create_only {
-            review::create(state, &res, request, format)
+            review::create(state, &res, request, format).await
         } else {
             review::token(state, &res, request, format).await
         };

@@ -61,7 +61,7 @@ pub(super) async fn token(
 ///
 /// # Errors
 /// 400/422 for a malformed review.
-pub(super) fn create(
+pub(super) async fn create(
     state: &AppState,
     res: &Resolved,
     review: Value,
@@ -78,14 +78,14 @@ pub(super) fn create(
             "status": {"userInfo": user},
         })),
         ("authorization.k8s.io", "subjectaccessreviews") => {
-            access::subject_access_review(authorizer, review)
+            access::subject_access_review(authorizer, review).await
         }
         ("authorization.k8s.io", "localsubjectaccessreviews") => {
             let ns = res.path.namespace.as_deref().unwrap_or_default();
-            access::local_subject_access_review(authorizer, ns, review)
+            access::local_subject_access_review(authorizer, ns, review).await
         }
         ("authorization.k8s.io", "selfsubjectaccessreviews") => {
-            access::self_subject_access_review(authorizer, user, review)
+            access::self_subject_access_review(authorizer, user, review).await
         }
         ("authorization.k8s.io", "selfsubjectrulesreviews") => {
             access::self_subject_rules_review(rules, user, review)

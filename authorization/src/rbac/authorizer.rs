@@ -158,8 +158,16 @@ pub fn aggregate(errors: &[String]) -> String {
     }
 }
 
+#[async_trait::async_trait]
 impl Authorizer for RbacAuthorizer {
-    fn authorize(&self, attributes: &Attributes) -> Decision {
+    async fn authorize(&self, attributes: &Attributes) -> Decision {
+        self.decide(attributes)
+    }
+}
+
+impl RbacAuthorizer {
+    /// The decision for `attributes`, at once (what [`Authorizer::authorize`] answers).
+    pub fn decide(&self, attributes: &Attributes) -> Decision {
         let mut allowed = None;
         let mut errors = Vec::new();
         self.read()

@@ -12,7 +12,7 @@ use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
 use crate::storage::Storage;
 use crate::strategy::DefaultResolver;
 use crate::user::UserInfo;
-use crate::{Attributes, Authorizer};
+use crate::Attributes;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -79,7 +79,7 @@ fn allows(
     resource: &str,
     ns: &str,
 ) -> bool {
-    rbac.authorize(&Attributes {
+    rbac.decide(&Attributes {
         user: user.clone(),
         verb: verb.into(),
         resource_request: true,

@@ -88,7 +88,7 @@ impl RbacStrategy {
         let _ = self.registry.set(Arc::downgrade(registry));
     }
 
-    fn authorized(
+    async fn authorized(
         &self,
         user: &UserInfo,
         verb: &str,
@@ -108,6 +108,7 @@ impl RbacStrategy {
                 name: name.into(),
                 ..Attributes::default()
             })
+            .await
             .allowed()
     }
 
@@ -124,11 +125,19 @@ impl RbacStrategy {
     }
 
     /// The escalation check of a Role or ClusterRole write (`old` for an update).
-    fn check_role(&self, user: &UserInfo, obj: &Value, old: Option<&Value>) -> Option<Refusal> {
+    async fn check_role(
+        &self,
+        user: &UserInfo,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Option<Refusal> {
         let namespace = meta(obj, "namespace");
         // Kubernetes asks with the request's name: none on a create.
         let name = old.map_or("", |_| meta(obj, "name"));
-        if self.authorized(user, "escalate", self.kind.plural(), namespace, name) {
+        if self
+            .authorized(user, "escalate", self.kind.plural(), namespace, name)
+            .await
+        {
             return None;
         }
         if let Some(refusal) = self.check_grant(user, namespace, &rules_of(obj)) {
@@ -158,7 +167,10 @@ impl RbacStrategy {
         } else {
             "clusterroles"
         };
-        if self.authorized(user, "bind", resource, namespace, &role_ref.name) {
+        if self
+            .authorized(user, "bind", resource, namespace, &role_ref.name)
+            .await
+        {
             return Ok(None);
         }
         let rules = match self.role_rules(&role_ref, namespace).await? {
@@ -229,7 +241,7 @@ impl RbacStrategy {
         let refusal = if self.kind.is_binding() {
             self.check_binding(&ctx.user, obj).await?
         } else {
-            self.check_role(&ctx.user, obj, old)
+            self.check_role(&ctx.user, obj, old).await
         };
         Ok(Admission {
             refusal,

@@ -116,7 +116,7 @@ fn fixture() -> RbacAuthorizer {
 }
 
 fn ask(
-    a: &dyn Authorizer,
+    a: &RbacAuthorizer,
     who: &UserInfo,
     verb: &str,
     resource: &str,
@@ -124,7 +124,7 @@ fn ask(
     ns: &str,
     name: &str,
 ) -> Decision {
-    a.authorize(&Attributes {
+    a.decide(&Attributes {
         user: who.clone(),
         verb: verb.into(),
         resource_request: true,
@@ -195,11 +195,11 @@ fn non_resource_urls_and_missing_roles() {
         path: path.into(),
         ..Attributes::default()
     };
-    assert!(a.authorize(&url("/healthz")).allowed());
-    assert!(a.authorize(&url("/apis/apps")).allowed());
-    assert!(!a.authorize(&url("/metrics")).allowed());
+    assert!(a.decide(&url("/healthz")).allowed());
+    assert!(a.decide(&url("/apis/apps")).allowed());
+    assert!(!a.decide(&url("/metrics")).allowed());
     assert_eq!(
-        a.authorize(&url("/healthz")).reason(),
+        a.decide(&url("/healthz")).reason(),
         "RBAC: allowed by ClusterRoleBinding \"everyone-health\" of ClusterRole \"health\" to Group \"system:authenticated\""
     );
     let carol = user("carol", &[]);
@@ -223,11 +223,19 @@ fn non_resource_urls_and_missing_roles() {
     );
 }
 
-#[test]
-fn masters_pass_before_rbac() {
+#[tokio::test]
+async fn masters_pass_before_rbac() {
     let a = with_privileged_groups(std::sync::Arc::new(fixture()));
-    assert!(ask(&a, &UserInfo::server(), "delete", "namespaces", "", "", "x").allowed());
-    assert!(!ask(&a, &user("zed", &[]), "delete", "namespaces", "", "", "x").allowed());
+    let delete = |who: UserInfo| Attributes {
+        user: who,
+        verb: "delete".into(),
+        resource_request: true,
+        resource: "namespaces".into(),
+        name: "x".into(),
+        ..Attributes::default()
+    };
+    assert!(a.authorize(&delete(UserInfo::server())).await.allowed());
+    assert!(!a.authorize(&delete(user("zed", &[]))).await.allowed());
 }
 
 #[test]
@@ -246,14 +254,15 @@ fn rules_for_lists_cluster_and_namespace_rules() {
     );
 }
 
-#[test]
-fn access_reviews_answer_as_kube_apiserver() {
+#[tokio::test]
+async fn access_reviews_answer_as_kube_apiserver() {
     let a = fixture();
     let sar = review::subject_access_review(
         &a,
         json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
                "spec": {"user": "alice", "resourceAttributes": {"namespace": "team", "verb": "get", "resource": "configmaps"}}}),
     )
+    .await
     .unwrap();
     assert_eq!(sar["status"]["allowed"], true);
     assert!(sar["status"]["reason"]
@@ -265,10 +274,13 @@ fn access_reviews_answer_as_kube_apiserver() {
         &a,
         json!({"spec": {"groups": ["x"], "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}}),
     )
+    .await
     .unwrap();
     assert_eq!(denied["status"], json!({"allowed": false}));
     assert_eq!(denied["kind"], "SubjectAccessReview");
-    let err = review::subject_access_review(&a, json!({"spec": {}})).unwrap_err();
+    let err = review::subject_access_review(&a, json!({"spec": {}}))
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "SubjectAccessReview.authorization.k8s.io \"\" is invalid"
@@ -287,22 +299,26 @@ fn access_reviews_answer_as_kube_apiserver() {
         json!({"metadata": {"creationTimestamp": null},
                "spec": {"resourceAttributes": {"namespace": "team", "verb": "list", "resource": "configmaps"}}}),
     )
+    .await
     .unwrap();
     assert_eq!(ssar["status"]["allowed"], true);
     assert_eq!(ssar["apiVersion"], "authorization.k8s.io/v1");
 
-    let local = |ns: &str, body: Value| review::local_subject_access_review(&a, ns, body);
+    let local = |ns: &'static str, body: Value| review::local_subject_access_review(&a, ns, body);
     let ok = local(
         "team",
         json!({"spec": {"user": "alice", "resourceAttributes": {"namespace": "team", "verb": "get", "resource": "configmaps"}}}),
     )
+    .await
     .unwrap();
     assert_eq!(ok["metadata"]["namespace"], "team");
     assert_eq!(ok["status"]["allowed"], true);
     let Err(crate::registry::Error::Invalid { causes, .. }) = local(
         "team",
         json!({"spec": {"user": "alice", "resourceAttributes": {"namespace": "other", "verb": "get", "resource": "configmaps"}}}),
-    ) else {
+    )
+    .await
+    else {
         panic!("a different namespace is invalid")
     };
     assert_eq!(causes[0].field, "spec.resourceAttributes.namespace");
@@ -311,7 +327,8 @@ fn access_reviews_answer_as_kube_apiserver() {
         local(
             "team",
             json!({"metadata": {"namespace": "other"}, "spec": {}})
-        ),
+        )
+        .await,
         Err(crate::registry::Error::BadRequest(_))
     ));
 }
