@@ -13,7 +13,7 @@ pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 pub use strategy_host_wasm as wasm;
 
-pub mod cel;
+pub use strategy_host_registry::cel::expression as cel;
 pub mod followed;
 pub mod generic;
 pub mod mutating_policy;

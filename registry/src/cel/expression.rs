@@ -1,5 +1,6 @@
-//! CEL for admission (policy validations and match conditions): expressions compiled once,
-//! evaluated over `object`, `oldObject`, `request`, `params` and `namespaceObject` with
+//! CEL expressions as admission (policy validations, match conditions) and authorization (webhook
+//! match conditions) use them: compiled once, evaluated over the variables the caller binds
+//! (`object`, `oldObject`, `request`, `params`, `namespaceObject` in admission) with
 //! Kubernetes' CEL libraries (`kube-cel` on the `cel` crate). Objects become CEL maps with
 //! their keys as they are — annotations and labels are read as `m['example.com/x']`, as
 //! Kubernetes reads map-typed fields. Typed object literals (`Object{spec: Object.spec{...}}`,
@@ -65,7 +66,7 @@ impl Expression {
     pub fn compile(source: &str) -> Result<Self> {
         let program = Program::compile(source).map_err(|e| Error::Compile(e.to_string()))?;
         let mut ast = program.expression().clone();
-        crate::registry::cel::typed_literals_as_maps(&mut ast, &mut Vec::new());
+        super::typed_literals_as_maps(&mut ast, &mut Vec::new());
         Ok(Self {
             ast,
             source: source.to_string(),

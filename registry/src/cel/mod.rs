@@ -7,6 +7,9 @@
 //!
 //! `kube-cel`'s base has no runtime cost accounting; the estimate at CRD write time (lists and
 //! strings without `maxItems`/`maxLength` counted as Kubernetes' defaults) is what bounds a rule.
+//! [`expression`] holds the expressions the layers above evaluate over their own variables.
+
+pub mod expression;
 
 use std::sync::Arc;
 
