@@ -187,7 +187,7 @@ pub(super) fn secure(
     authenticators.push(Box::new(tokens.clone()));
     let jwt = match &s.authentication_config {
         Some(path) => {
-            let issuers = JwtAuthenticators::load(path).map_err(anyhow::Error::msg)?;
+            let issuers = JwtAuthenticators::load(path)?;
             tracing::info!(path = %path.display(), issuers = ?issuers.issuers(), "JWT issuers configured");
             issuers.spawn_reloader();
             authenticators.push(Box::new(issuers.clone()));
