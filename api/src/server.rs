@@ -268,11 +268,18 @@ async fn guarded(
         }
     };
     let decision = state.security.authorize(&attributes).await;
-    audit::set_decision(req.extensions(), decision.allowed(), decision.reason());
+    let reason = match decision.error() {
+        Some(_) => "internal error",
+        None => decision.reason(),
+    };
+    audit::set_decision(req.extensions(), decision.allowed(), reason);
     let mut response = if decision.allowed() {
         let flow = flowcontrol::classify(&attributes);
         req.extensions_mut().insert(Arc::new(attributes.user));
         routed(req, &state, route, query, flow).await
+    } else if let Some(error) = decision.error() {
+        // An authorizer failed and none allowed: kube-apiserver's 500, not a 403.
+        response::status(&Status::internal(error))
     } else {
         response::status(&filters::forbidden(&attributes, decision.reason()))
     };

@@ -15,6 +15,7 @@ pub use strategy_host_storage as storage;
 pub mod owner_references;
 pub mod rbac;
 pub mod review;
+pub mod structured;
 
 use std::sync::Arc;
 
@@ -59,6 +60,9 @@ pub enum Decision {
     Deny(String),
     /// No rule applies; the next authorizer (if any) decides, else the request is denied.
     NoOpinion(String),
+    /// No authorizer allowed and one failed (a webhook that did not answer): kube-apiserver
+    /// answers such a request 500 with the error, not 403.
+    Error(String),
 }
 
 impl Decision {
@@ -71,6 +75,15 @@ impl Decision {
     pub fn reason(&self) -> &str {
         match self {
             Decision::Allow(r) | Decision::Deny(r) | Decision::NoOpinion(r) => r,
+            Decision::Error(_) => "",
+        }
+    }
+
+    /// The authorizer's error, if one failed.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Decision::Error(e) => Some(e),
+            _ => None,
         }
     }
 }
@@ -130,6 +143,36 @@ impl Authorizer for PrivilegedGroups {
             return Decision::Allow(String::new());
         }
         self.inner.authorize(attributes).await
+    }
+}
+
+/// An authorizer set once the one it stands for is built (RBAC's escalation checks ask the
+/// server's whole chain, which is built after RBAC); until then it has no opinion.
+#[derive(Default)]
+pub struct Deferred(std::sync::OnceLock<Arc<dyn Authorizer>>);
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Deferred")
+            .field(&self.0.get().is_some())
+            .finish()
+    }
+}
+
+impl Deferred {
+    /// Stands for `authorizer` from now on (the first call wins).
+    pub fn set(&self, authorizer: Arc<dyn Authorizer>) {
+        let _ = self.0.set(authorizer);
+    }
+}
+
+#[async_trait::async_trait]
+impl Authorizer for Deferred {
+    async fn authorize(&self, attributes: &Attributes) -> Decision {
+        match self.0.get() {
+            Some(authorizer) => authorizer.authorize(attributes).await,
+            None => Decision::NoOpinion("the authorizer chain is not built yet".into()),
+        }
     }
 }
 

@@ -63,10 +63,10 @@ fn newly_blocking(new: &[Value], old: &[Value]) -> Vec<Value> {
 
 /// Kubernetes prints the authorizer's reason and error (`<nil>` when there is none).
 fn reason(decision: &Decision) -> String {
-    let text = match decision {
-        Decision::Allow(r) | Decision::Deny(r) | Decision::NoOpinion(r) => r,
-    };
-    format!("{text}, <nil>")
+    match decision.error() {
+        Some(error) => format!(", {error}"),
+        None => format!("{}, <nil>", decision.reason()),
+    }
 }
 
 #[async_trait]

@@ -152,6 +152,9 @@ fn access_status(decision: &Decision) -> Value {
     if !decision.reason().is_empty() {
         status["reason"] = json!(decision.reason());
     }
+    if let Some(error) = decision.error() {
+        status["evaluationError"] = json!(error);
+    }
     status
 }
 

@@ -126,7 +126,8 @@ def sign(dir_, claims, other_key):
     print(jwt.encode(claims, key, algorithm="RS256", headers={"kid": KID}))
 
 
-if sys.argv[1] == "serve":
-    serve(sys.argv[2])
-else:
-    sign(sys.argv[2], json.loads(sys.argv[3]), "--other-key" in sys.argv[4:])
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2])
+    else:
+        sign(sys.argv[2], json.loads(sys.argv[3]), "--other-key" in sys.argv[4:])

@@ -137,8 +137,9 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     object_source::start(modules.clone(), &registry);
     ensure_system_namespaces(&registry).await;
     let controllers = ControllerSet::parse(&config.controllers)?;
-    let rbac = security::start_rbac(&config, &registry).await;
-    let secured = security::secure(&config, &registry, rbac)?;
+    let chain = Arc::new(crate::authorization::Deferred::default());
+    let rbac = security::start_rbac(&config, &registry, &chain).await;
+    let secured = security::secure(&config, &registry, rbac, &chain)?;
     // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.
     let webhook_metrics = crate::admission::webhook::metrics::WebhookMetrics::default();
     let (mutating, validating) = crate::admission::webhook::start(&registry, &webhook_metrics);
@@ -198,6 +199,9 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     metrics.register_with(|m| {
         if let Some(jwt) = &secured.jwt {
             jwt.register(m);
+        }
+        if let Some(authorization) = &secured.structured_authorizer {
+            authorization.register(m);
         }
         controller_metrics.register(m);
         webhook_metrics.register(m);

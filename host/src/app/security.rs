@@ -19,7 +19,8 @@ use crate::authentication::x509::X509Authenticator;
 use crate::authentication::{Authenticator, AuthenticatorChain};
 use crate::authorization::owner_references::OwnerReferencesPermissionEnforcement;
 use crate::authorization::rbac::{self, RbacAuthorizer};
-use crate::authorization::{with_privileged_groups, AlwaysAllow, Authorizer};
+use crate::authorization::structured::StructuredAuthorizer;
+use crate::authorization::{with_privileged_groups, AlwaysAllow, Authorizer, Deferred};
 use crate::config::{AuthorizationMode, Config};
 use crate::controllers::service_account_token::TokenSigner;
 use crate::pki::{self, Pki};
@@ -38,6 +39,8 @@ pub(super) struct Secured {
     pub token_keys: Vec<String>,
     /// The JWT issuers of `--authentication-config`, for their metrics.
     pub jwt: Option<Arc<JwtAuthenticators>>,
+    /// The authorizer chain of `--authorization-config`, for its metrics.
+    pub structured_authorizer: Option<Arc<StructuredAuthorizer>>,
     /// The keys and certificates, unless in development mode.
     pub pki: Option<Pki>,
     /// What the access and rules reviews ask.
@@ -71,12 +74,24 @@ impl TokenSigner for SecretTokens {
 const RBAC_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves the RBAC kinds, follows them, and creates the bootstrap policy. Under RBAC, `escalate`
-/// and `bind` are RBAC's to grant; otherwise every user may grant anything.
-pub(super) async fn start_rbac(config: &Config, registry: &Arc<Registry>) -> Arc<RbacAuthorizer> {
-    let rbac_decides =
-        !config.dev_mode && config.security.authorization_mode == AuthorizationMode::Rbac;
-    let escalation: Option<Arc<dyn Authorizer>> =
-        (!rbac_decides).then(|| Arc::new(AlwaysAllow) as Arc<dyn Authorizer>);
+/// and `bind` are RBAC's to grant, under `--authorization-config` the chain's (`chain`, set once
+/// [`secure`] builds it); otherwise every user may grant anything.
+pub(super) async fn start_rbac(
+    config: &Config,
+    registry: &Arc<Registry>,
+    chain: &Arc<Deferred>,
+) -> Arc<RbacAuthorizer> {
+    let s = &config.security;
+    let escalation: Option<Arc<dyn Authorizer>> = if config.dev_mode {
+        Some(Arc::new(AlwaysAllow))
+    } else if s.authorization_config.is_some() {
+        // The structured chain, once built: a webhook may grant escalate and bind too.
+        Some(chain.clone())
+    } else if s.authorization_mode == AuthorizationMode::Rbac {
+        None
+    } else {
+        Some(Arc::new(AlwaysAllow))
+    };
     let authorizer = rbac::start(registry, escalation);
     rbac::ensure_bootstrap_policy(registry).await;
     if !authorizer.wait_synced(RBAC_SYNC_WAIT).await {
@@ -141,6 +156,7 @@ pub(super) fn secure(
     config: &Config,
     registry: &Arc<Registry>,
     rbac: Arc<RbacAuthorizer>,
+    chain: &Deferred,
 ) -> anyhow::Result<Secured> {
     let s = &config.security;
     let (pki, signing_key, public_keys) = if config.dev_mode {
@@ -173,6 +189,7 @@ pub(super) fn secure(
             tokens,
             token_keys,
             jwt: None,
+            structured_authorizer: None,
             pki: None,
             reviews: Reviews::always_allow(),
         });
@@ -195,12 +212,26 @@ pub(super) fn secure(
         }
         None => None,
     };
-    let reviews = match s.authorization_mode {
-        AuthorizationMode::Rbac => Reviews {
+    let mut structured_authorizer = None;
+    let reviews = match (&s.authorization_config, s.authorization_mode) {
+        (Some(path), _) => {
+            let structured = StructuredAuthorizer::load(path, rbac)?;
+            tracing::info!(path = %path.display(), authorizers = ?structured.names(), "authorizer chain configured");
+            structured.spawn_reloader();
+            let authorizer: Arc<dyn Authorizer> =
+                Arc::new(with_privileged_groups(structured.clone()));
+            chain.set(authorizer.clone());
+            structured_authorizer = Some(structured.clone());
+            Reviews {
+                authorizer,
+                rules: structured,
+            }
+        }
+        (None, AuthorizationMode::Rbac) => Reviews {
             authorizer: Arc::new(with_privileged_groups(rbac.clone())),
             rules: rbac,
         },
-        AuthorizationMode::AlwaysAllow => {
+        (None, AuthorizationMode::AlwaysAllow) => {
             tracing::warn!(
                 "--authorization-mode=AlwaysAllow: every authenticated request is allowed"
             );
@@ -222,6 +253,7 @@ pub(super) fn secure(
         tokens,
         token_keys,
         jwt,
+        structured_authorizer,
         pki: Some(pki),
         reviews,
     })

@@ -98,9 +98,16 @@ pub struct SecurityFlags {
         long,
         env = "STRATEGY_HOST_AUTHORIZATION_MODE",
         value_enum,
-        default_value = "RBAC"
+        default_value = "RBAC",
+        conflicts_with = "authorization_config"
     )]
     pub authorization_mode: AuthorizationMode,
+
+    /// Structured authorization (`apiserver.config.k8s.io/v1` `AuthorizationConfiguration`): an
+    /// ordered chain of RBAC and webhook authorizers; read again when it changes. Not with
+    /// `--authorization-mode`.
+    #[arg(long, env = "STRATEGY_HOST_AUTHORIZATION_CONFIG")]
+    pub authorization_config: Option<PathBuf>,
 
     /// Append an audit.k8s.io/v1 Event per request stage as JSON lines to this file (`-`:
     /// stdout).

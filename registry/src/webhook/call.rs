@@ -8,7 +8,7 @@ use std::time::Duration;
 use hyper::body::Bytes;
 use serde_json::Value;
 
-use super::{pool, CallError, Failure};
+use super::{pool, CallError, Dial, Failure};
 
 /// POSTs `review` (whose `kind` the errors name) to `url` (with `?timeout=`), trusting `ca_bundle`; answers the response.
 ///
@@ -30,16 +30,42 @@ pub async fn post(
         reason: Failure::Encode(e),
     })?;
     let kind = review["kind"].as_str().unwrap_or("review");
+    let dial = Dial::trusting(ca_bundle);
     let post = exchange(
         &hyper::Method::POST,
         &target,
-        ca_bundle,
+        &dial,
         Bytes::from(body),
         kind,
     );
     within(timeout, post)
         .await
         .map_err(|reason| CallError::Post { target, reason })
+}
+
+/// POSTs `review` to `url` as it is (no `?timeout=`: an authorization webhook's kubeconfig
+/// `server`), dialled as `dial` says, within `timeout`; answers the response.
+///
+/// # Errors
+/// What went wrong, as `Post "URL": reason`.
+pub async fn post_as(
+    url: &str,
+    dial: &Dial<'_>,
+    review: &Value,
+    timeout: Duration,
+) -> Result<Value, CallError> {
+    let body = serde_json::to_vec(review).map_err(|e| CallError::Post {
+        target: url.to_owned(),
+        reason: Failure::Encode(e),
+    })?;
+    let kind = review["kind"].as_str().unwrap_or("review");
+    let post = exchange(&hyper::Method::POST, url, dial, Bytes::from(body), kind);
+    within(timeout, post)
+        .await
+        .map_err(|reason| CallError::Post {
+            target: url.to_owned(),
+            reason,
+        })
 }
 
 /// GETs the JSON document at `url` over HTTPS, trusting what `crate::pki::trust_store` makes of
@@ -53,10 +79,11 @@ pub async fn get(
     ca_bundle: Option<&[u8]>,
     timeout: Duration,
 ) -> Result<Value, CallError> {
+    let dial = Dial::trusting(ca_bundle);
     let get = exchange(
         &hyper::Method::GET,
         url,
-        ca_bundle,
+        &dial,
         Bytes::new(),
         "JSON document",
     );
@@ -81,7 +108,7 @@ async fn within(
 async fn exchange(
     method: &hyper::Method,
     target: &str,
-    ca_bundle: Option<&[u8]>,
+    dial: &Dial<'_>,
     body: Bytes,
     kind: &str,
 ) -> Result<Value, Failure> {
@@ -93,7 +120,7 @@ async fn exchange(
     let host = host.trim_matches(['[', ']']);
     let port = uri.port_u16().unwrap_or(443);
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let (status, bytes) = pool::send(method, host, port, ca_bundle, path, body).await?;
+    let (status, bytes) = pool::send(method, host, port, dial, path, body).await?;
     if !status.is_success() {
         return Err(Failure::Status(status));
     }

@@ -45,6 +45,9 @@ pub enum Failure {
     /// The `caBundle` does not parse.
     #[error(transparent)]
     CaBundle(#[from] crate::pki::TrustStoreError),
+    /// The client certificate or key (a kubeconfig's) does not parse.
+    #[error("reading the client certificate: {0}")]
+    ClientCertificate(String),
     /// rustls refused the client configuration.
     #[error("{0}")]
     Tls(#[source] rustls::Error),

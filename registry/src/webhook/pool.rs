@@ -18,7 +18,7 @@ use rustls::pki_types::ServerName;
 use sha2::{Digest as _, Sha256};
 use tokio::sync::Semaphore;
 
-use super::Failure;
+use super::{Dial, Failure};
 
 /// Connections one endpoint may have in use at once.
 pub(super) const MAX_CONNECTIONS: usize = 64;
@@ -43,7 +43,7 @@ struct Endpoint {
     in_use: Semaphore,
 }
 
-/// An endpoint: host, port and the SHA-256 of its `caBundle`.
+/// An endpoint: host, port and the SHA-256 of how it is dialled (`caBundle`, client identity).
 type EndpointKey = (String, u16, [u8; 32]);
 
 /// Every endpoint called, process-wide (each webhook configuration's calls share them).
@@ -54,20 +54,40 @@ fn endpoints() -> &'static Endpoints {
     ENDPOINTS.get_or_init(Mutex::default)
 }
 
-fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, Failure> {
-    let roots = crate::pki::trust_store(ca_bundle.unwrap_or_default(), "the webhook's caBundle")?;
+fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, Failure> {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let roots =
+        crate::pki::trust_store(dial.ca_bundle.unwrap_or_default(), "the webhook's caBundle")?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(Failure::Tls)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let config = match dial.client_certificate {
+        None => builder.with_no_client_auth(),
+        Some(identity) => {
+            let chain = CertificateDer::pem_slice_iter(&identity.certificate)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| Failure::ClientCertificate(e.to_string()))?;
+            let key = PrivateKeyDer::from_pem_slice(&identity.key)
+                .map_err(|e| Failure::ClientCertificate(e.to_string()))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(Failure::Tls)?
+        }
+    };
     Ok(Arc::new(config))
 }
 
-fn endpoint(host: &str, port: u16, ca_bundle: Option<&[u8]>) -> Result<Arc<Endpoint>, Failure> {
-    let digest: [u8; 32] = Sha256::digest(ca_bundle.unwrap_or_default()).into();
-    let key = (host.to_owned(), port, digest);
+fn endpoint(host: &str, port: u16, dial: &Dial<'_>) -> Result<Arc<Endpoint>, Failure> {
+    let mut digest = Sha256::new();
+    digest.update(dial.ca_bundle.unwrap_or_default());
+    if let Some(identity) = dial.client_certificate {
+        digest.update(&identity.certificate);
+        digest.update(&identity.key);
+    }
+    let key = (host.to_owned(), port, digest.finalize().into());
     let mut all = endpoints().lock().unwrap_or_else(|p| p.into_inner());
     if let Some(e) = all.get(&key) {
         return Ok(e.clone());
@@ -79,7 +99,7 @@ fn endpoint(host: &str, port: u16, ca_bundle: Option<&[u8]>) -> Result<Arc<Endpo
     let made = Arc::new(Endpoint {
         host: host.to_owned(),
         port,
-        tls: tls_config(ca_bundle)?,
+        tls: tls_config(dial)?,
         idle: Mutex::default(),
         in_use: Semaphore::new(MAX_CONNECTIONS),
     });
@@ -136,14 +156,19 @@ impl Endpoint {
         sender: &mut Sender,
         method: &hyper::Method,
         path: &str,
+        bearer_token: Option<&str>,
         body: &Bytes,
     ) -> Result<Answer, hyper::Error> {
-        let request = hyper::Request::builder()
+        let mut request = hyper::Request::builder()
             .method(method.clone())
             .uri(path)
             .header(hyper::header::HOST, format!("{}:{}", self.host, self.port))
             .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::ACCEPT, "application/json")
+            .header(hyper::header::ACCEPT, "application/json");
+        if let Some(token) = bearer_token {
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request
             .body(Full::new(body.clone()))
             .expect("a request of valid parts");
         let response = sender.send_request(request).await?;
@@ -158,7 +183,7 @@ impl Endpoint {
 }
 
 /// Sends `body` with `method` (POST, or GET with an empty body) to `path` on `host:port`,
-/// trusting `ca_bundle`, over a kept connection when one is idle; answers the status and body.
+/// dialled as `dial` says, over a kept connection when one is idle; answers the status and body.
 /// A kept connection the server closed meanwhile is replaced by a new one once.
 ///
 /// # Errors
@@ -167,14 +192,18 @@ pub(super) async fn send(
     method: &hyper::Method,
     host: &str,
     port: u16,
-    ca_bundle: Option<&[u8]>,
+    dial: &Dial<'_>,
     path: &str,
     body: Bytes,
 ) -> Result<(hyper::StatusCode, Bytes), Failure> {
-    let endpoint = endpoint(host, port, ca_bundle)?;
+    let endpoint = endpoint(host, port, dial)?;
+    let token = dial.bearer_token;
     let _permit = endpoint.in_use.acquire().await?;
     if let Some(mut kept) = endpoint.reuse().await {
-        match endpoint.exchange(&mut kept, method, path, &body).await {
+        match endpoint
+            .exchange(&mut kept, method, path, token, &body)
+            .await
+        {
             Ok(answer) => return keep(&endpoint, kept, answer),
             // Closed by the webhook while idle: nothing was answered; try a new connection.
             Err(e) if e.is_closed() || e.is_canceled() || e.is_incomplete_message() => {}
@@ -182,7 +211,9 @@ pub(super) async fn send(
         }
     }
     let mut fresh = endpoint.connect().await?;
-    let answer = endpoint.exchange(&mut fresh, method, path, &body).await?;
+    let answer = endpoint
+        .exchange(&mut fresh, method, path, token, &body)
+        .await?;
     keep(&endpoint, fresh, answer)
 }
 

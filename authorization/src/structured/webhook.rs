@@ -1,0 +1,327 @@
+//! A webhook authorizer, as kube-apiserver's: each request's attributes POSTed as a
+//! `SubjectAccessReview` (v1 or v1beta1) to the server of the webhook's kubeconfig, its answer
+//! (`allowed`, `denied`, or neither: no opinion) cached for the configured TTLs; match
+//! conditions (CEL over `request`, the review's spec) decide whether it is asked at all, and a
+//! call that fails decides by the failure policy.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::config::{MatchCondition, WebhookSettings};
+use super::kubeconfig::WebhookEndpoint;
+use super::metrics::AuthorizerMetrics;
+use crate::registry::cel::expression::{Activation, Expression};
+use crate::registry::webhook::{self, Dial};
+use crate::{Attributes, Decision};
+
+/// Answers kept at most (the cache is emptied when full).
+const MAX_CACHED: usize = 8192;
+
+/// A configured webhook authorizer.
+pub struct WebhookAuthorizer {
+    name: String,
+    settings: WebhookSettings,
+    endpoint: WebhookEndpoint,
+    conditions: Vec<Expression>,
+    cache: Mutex<HashMap<String, (Decision, Instant)>>,
+    metrics: AuthorizerMetrics,
+}
+
+impl std::fmt::Debug for WebhookAuthorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookAuthorizer")
+            .field("name", &self.name)
+            .field("server", &self.endpoint.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `spec` of the review for `a` (fields Kubernetes leaves out when empty are left out).
+fn review_spec(a: &Attributes, version: &str) -> Value {
+    let mut spec = Map::new();
+    let put = |map: &mut Map<String, Value>, key: &str, value: &str| {
+        if !value.is_empty() {
+            map.insert(key.into(), json!(value));
+        }
+    };
+    if a.resource_request {
+        let mut r = Map::new();
+        put(&mut r, "namespace", &a.namespace);
+        put(&mut r, "verb", &a.verb);
+        put(&mut r, "group", &a.api_group);
+        put(&mut r, "version", &a.api_version);
+        put(&mut r, "resource", &a.resource);
+        put(&mut r, "subresource", &a.subresource);
+        put(&mut r, "name", &a.name);
+        spec.insert("resourceAttributes".into(), Value::Object(r));
+    } else {
+        let mut n = Map::new();
+        put(&mut n, "path", &a.path);
+        put(&mut n, "verb", &a.verb);
+        spec.insert("nonResourceAttributes".into(), Value::Object(n));
+    }
+    put(&mut spec, "user", &a.user.username);
+    if !a.user.groups.is_empty() {
+        // v1beta1 names the groups `group`.
+        let key = if version == "v1beta1" {
+            "group"
+        } else {
+            "groups"
+        };
+        spec.insert(key.into(), json!(a.user.groups));
+    }
+    if !a.user.extra.is_empty() {
+        spec.insert("extra".into(), json!(a.user.extra));
+    }
+    put(&mut spec, "uid", &a.user.uid);
+    Value::Object(spec)
+}
+
+/// `request` as match conditions see it: the v1 spec with every field present, as the typed
+/// object Kubernetes evaluates has them (`request.resourceAttributes.namespace` is `""` for a
+/// cluster-scoped request, not an error).
+fn condition_request(a: &Attributes) -> Value {
+    let mut request = json!({
+        "user": a.user.username,
+        "groups": a.user.groups,
+        "uid": a.user.uid,
+        "extra": a.user.extra,
+    });
+    if a.resource_request {
+        request["resourceAttributes"] = json!({
+            "namespace": a.namespace, "verb": a.verb, "group": a.api_group,
+            "version": a.api_version, "resource": a.resource,
+            "subresource": a.subresource, "name": a.name,
+        });
+    } else {
+        request["nonResourceAttributes"] = json!({"path": a.path, "verb": a.verb});
+    }
+    request
+}
+
+impl WebhookAuthorizer {
+    /// The webhook `name`, called at `endpoint` with `settings`; `conditions` were checked to
+    /// compile when the configuration was validated.
+    pub fn new(
+        name: &str,
+        settings: WebhookSettings,
+        endpoint: WebhookEndpoint,
+        conditions: &[MatchCondition],
+        metrics: AuthorizerMetrics,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            settings,
+            endpoint,
+            conditions: conditions
+                .iter()
+                .filter_map(|c| Expression::compile(&c.expression).ok())
+                .collect(),
+            cache: Mutex::default(),
+            metrics,
+        }
+    }
+
+    /// Whether the match conditions let the webhook be asked (all true); an error when one
+    /// fails to evaluate and none is false.
+    fn matches(&self, attributes: &Attributes) -> Result<bool, String> {
+        if self.conditions.is_empty() {
+            return Ok(true);
+        }
+        let request = condition_request(attributes);
+        let activation = Activation::new(&[("request", &request)]);
+        let mut error = None;
+        for condition in &self.conditions {
+            match activation.truth(condition) {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(e) => error = error.or(Some(e.to_string())),
+            }
+        }
+        error.map_or(Ok(true), Err)
+    }
+
+    /// What a failure decides, by the failure policy.
+    fn failed(&self, error: String) -> Decision {
+        self.metrics
+            .failed(&self.name, self.settings.deny_on_failure);
+        tracing::warn!(authorizer = %self.name, %error, "authorization webhook failed");
+        Decision::Error(error)
+    }
+
+    fn cached(&self, key: &str) -> Option<Decision> {
+        let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let (decision, expires) = cache.get(key)?;
+        (Instant::now() < *expires).then(|| decision.clone())
+    }
+
+    fn remember(&self, key: String, decision: &Decision) {
+        let ttl: Option<Duration> = match decision {
+            Decision::Allow(_) => self.settings.authorized_ttl,
+            _ => self.settings.unauthorized_ttl,
+        };
+        let Some(ttl) = ttl else { return };
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(key, (decision.clone(), Instant::now() + ttl));
+    }
+
+    /// Asks the webhook (or its cache) about `attributes`; [`Decision::Error`] when it failed
+    /// (the chain reads the failure policy with [`Self::deny_on_failure`]).
+    pub async fn decide(&self, attributes: &Attributes) -> Decision {
+        match self.matches(attributes) {
+            Ok(true) => {}
+            Ok(false) => return Decision::NoOpinion(String::new()),
+            Err(e) => return self.failed(format!("match condition failed: {e}")),
+        }
+        let version = self.settings.review_version.as_str();
+        let spec = review_spec(attributes, version);
+        let key = spec.to_string();
+        if let Some(decision) = self.cached(&key) {
+            return decision;
+        }
+        let review = json!({
+            "apiVersion": format!("authorization.k8s.io/{version}"),
+            "kind": "SubjectAccessReview",
+            "metadata": {"creationTimestamp": null},
+            "spec": spec,
+            "status": {"allowed": false},
+        });
+        let dial = Dial {
+            ca_bundle: Some(&self.endpoint.certificate_authority),
+            client_certificate: self.endpoint.client_certificate.as_ref(),
+            bearer_token: self.endpoint.token.as_deref(),
+        };
+        let started = Instant::now();
+        let answer =
+            webhook::post_as(&self.endpoint.server, &dial, &review, self.settings.timeout).await;
+        let status = match answer {
+            Ok(answer) => answer.get("status").cloned().unwrap_or(Value::Null),
+            Err(e) => {
+                self.metrics
+                    .evaluated(&self.name, "error", started.elapsed());
+                return self.failed(e.to_string());
+            }
+        };
+        let reason = status["reason"].as_str().unwrap_or_default().to_string();
+        let decision = if status["allowed"] == true {
+            Decision::Allow(reason)
+        } else if status["denied"] == true {
+            Decision::Deny(reason)
+        } else {
+            Decision::NoOpinion(reason)
+        };
+        self.metrics
+            .evaluated(&self.name, "success", started.elapsed());
+        self.remember(key, &decision);
+        decision
+    }
+
+    /// Whether a failure of this webhook ends the chain (failure policy `Deny`).
+    pub fn deny_on_failure(&self) -> bool {
+        self.settings.deny_on_failure
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::user::UserInfo;
+
+    fn pods(namespace: &str) -> Attributes {
+        Attributes {
+            user: UserInfo {
+                username: "jane".into(),
+                groups: vec!["dev".into()],
+                ..UserInfo::default()
+            },
+            verb: "list".into(),
+            resource_request: true,
+            api_version: "v1".into(),
+            resource: "pods".into(),
+            namespace: namespace.into(),
+            ..Attributes::default()
+        }
+    }
+
+    #[test]
+    fn the_review_spec_leaves_empty_fields_out_and_v1beta1_names_groups_group() {
+        let spec = review_spec(&pods("team"), "v1");
+        assert_eq!(
+            spec,
+            json!({"resourceAttributes": {"namespace": "team", "verb": "list", "version": "v1", "resource": "pods"},
+                   "user": "jane", "groups": ["dev"]})
+        );
+        assert_eq!(review_spec(&pods(""), "v1beta1")["group"], json!(["dev"]));
+        let path = Attributes {
+            verb: "get".into(),
+            path: "/healthz".into(),
+            ..Attributes::default()
+        };
+        assert_eq!(
+            review_spec(&path, "v1"),
+            json!({"nonResourceAttributes": {"path": "/healthz", "verb": "get"}})
+        );
+    }
+
+    fn authorizer(conditions: &[&str]) -> WebhookAuthorizer {
+        WebhookAuthorizer::new(
+            "corp",
+            WebhookSettings {
+                authorized_ttl: None,
+                unauthorized_ttl: None,
+                timeout: Duration::from_secs(1),
+                review_version: "v1".into(),
+                deny_on_failure: false,
+                kubeconfig: String::new(),
+            },
+            WebhookEndpoint {
+                server: "https://127.0.0.1:1/".into(),
+                certificate_authority: Vec::new(),
+                client_certificate: None,
+                token: None,
+            },
+            &conditions
+                .iter()
+                .map(|e| MatchCondition {
+                    expression: (*e).into(),
+                })
+                .collect::<Vec<_>>(),
+            AuthorizerMetrics::default(),
+        )
+    }
+
+    #[test]
+    fn match_conditions_see_every_field_and_one_false_skips_the_webhook() {
+        let a = authorizer(&[
+            "has(request.resourceAttributes)",
+            "request.resourceAttributes.namespace != 'kube-system'",
+        ]);
+        assert_eq!(a.matches(&pods("")), Ok(true));
+        assert_eq!(a.matches(&pods("kube-system")), Ok(false));
+        let broken = authorizer(&["request.nope == 'x'"]);
+        assert!(broken.matches(&pods("team")).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_skipped_webhook_has_no_opinion_and_a_failed_one_an_error() {
+        let skipped = authorizer(&["request.user == 'someone-else'"]);
+        assert_eq!(
+            skipped.decide(&pods("team")).await,
+            Decision::NoOpinion(String::new())
+        );
+        let down = authorizer(&[]);
+        let Decision::Error(e) = down.decide(&pods("team")).await else {
+            panic!("a webhook nobody answers fails")
+        };
+        assert!(
+            e.starts_with("Post \"https://127.0.0.1:1/\": dial tcp"),
+            "{e}"
+        );
+    }
+}
