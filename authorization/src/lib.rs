@@ -8,7 +8,7 @@
 //! A crate above the registry, below the api that asks it; it knows neither the api nor the
 //! wasm modules.
 
-pub use strategy_host_contract::{strategy, user};
+pub use strategy_host_contract::{authorizer, strategy, user};
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 

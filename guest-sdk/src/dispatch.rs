@@ -71,7 +71,7 @@ pub fn handle<S: Strategy>(strategy: &S, request: &[u8]) -> Vec<u8> {
 /// }
 ///
 /// let m = abi::Manifest::decode(manifest::<Nop>().as_slice()).unwrap();
-/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 4, "nop"));
+/// assert_eq!((m.abi_version, m.abi_minor_version, m.name.as_str()), (1, 5, "nop"));
 /// assert!(m.applies.is_empty());
 ///
 /// // A module whose hook applies a Quota declares it, beside the `apply` grant.
@@ -102,6 +102,7 @@ pub fn manifest<S: Strategy>() -> Vec<u8> {
         host_functions,
         applies: S::APPLIES.iter().map(|gk| gk.to_abi()).collect(),
         admission_policy: None,
+        authorizer: None,
     }
     .encode_to_vec()
 }
@@ -226,6 +227,7 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
             answer(&mut resp, &obj)?;
         }
         Op::Admit(_) => return Err("a strategy is not an admission policy".into()),
+        Op::Authorize(_) => return Err("a strategy is not an authorizer".into()),
         Op::Convert(r) => {
             for object in &r.objects {
                 let obj = decode("object", object)?;

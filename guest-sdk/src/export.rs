@@ -99,6 +99,22 @@ pub fn policy_call<P: crate::AdmissionPolicy + Default>(ptr: u32, len: u32) -> u
     ))
 }
 
+/// `manifest() -> packed` of an authorizer.
+pub fn authorizer_manifest<A: crate::Authorizer>() -> u64 {
+    install_panic_hook();
+    pack(crate::authorizer_dispatch::authorizer_manifest::<A>())
+}
+
+/// `call(ptr, len) -> packed` of an authorizer.
+pub fn authorizer_call<A: crate::Authorizer + Default>(ptr: u32, len: u32) -> u64 {
+    install_panic_hook();
+    let request = take_buffer((u64::from(ptr) << 32) | u64::from(len));
+    pack(crate::authorizer_dispatch::handle_authorizer(
+        &A::default(),
+        &request,
+    ))
+}
+
 /// Sends a panic's message to the host's log before the module traps.
 fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();

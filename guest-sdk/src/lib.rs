@@ -68,6 +68,8 @@
 pub mod abi;
 #[cfg(all(target_arch = "wasm32", feature = "arena-allocator"))]
 pub mod arena;
+mod authorizer;
+mod authorizer_dispatch;
 mod context;
 pub mod conversion;
 mod dispatch;
@@ -88,6 +90,11 @@ mod strategy;
 #[global_allocator]
 static ALLOCATOR: arena::CallArena = arena::CallArena::new();
 
+pub use authorizer::{
+    AccessRequest, Authorizer, AuthorizerFailurePolicy, Decision, NonResourceAttributes,
+    ResourceAttributes,
+};
+pub use authorizer_dispatch::{authorizer_manifest, handle_authorizer};
 pub use context::{Context, ResourceInfo, UserInfo};
 pub use dispatch::{answer_object, handle, manifest};
 pub use field::{FieldError, FieldErrorKind, FieldPath};
@@ -141,16 +148,16 @@ pub use strategy_guest_sdk_macros::strategy;
 /// ```
 pub const ABI_VERSION: u32 = 1;
 
-/// The ABI's minor version this SDK builds modules for: 4 (1.1 added [`Context::user`], 1.2
-/// admission policies, 1.3 version conversion, 1.4 a [`LazyObject`] answered as its changes). A host loads a module whose minor version is at
-/// most its own.
+/// The ABI's minor version this SDK builds modules for: 5 (1.1 added [`Context::user`], 1.2
+/// admission policies, 1.3 version conversion, 1.4 a [`LazyObject`] answered as its changes,
+/// 1.5 [`Authorizer`]s). A host loads a module whose minor version is at most its own.
 ///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 4);
+/// assert_eq!(strategy_guest_sdk::ABI_MINOR_VERSION, 5);
 /// ```
-pub const ABI_MINOR_VERSION: u32 = 4;
+pub const ABI_MINOR_VERSION: u32 = 5;
 
 /// Exports a [`Strategy`] type as the module's ABI: `alloc`, `dealloc`, `manifest` and `call`.
 ///
@@ -189,7 +196,8 @@ macro_rules! export_strategy {
 }
 
 /// The module's exports (`alloc`, `dealloc`, `manifest`, `call`) over the `export` functions
-/// named; what [`export_strategy!`] and [`export_admission_policy!`] expand to.
+/// named; what [`export_strategy!`], [`export_admission_policy!`] and [`export_authorizer!`]
+/// expand to.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_abi {
@@ -272,5 +280,30 @@ macro_rules! __export_reactor {
 macro_rules! export_admission_policy {
     ($policy:ty) => {
         $crate::__export_abi!($policy, policy_manifest, policy_call);
+    };
+}
+
+/// Exports an [`Authorizer`] type as the module's ABI, as [`export_strategy!`] exports a
+/// strategy: `alloc`, `dealloc`, `manifest` and `call`, in the module's `src/main.rs`.
+///
+/// ```
+/// #![cfg_attr(target_arch = "wasm32", no_main)]
+/// # mod authorizer {
+/// #     use strategy_guest_sdk::{AccessRequest, Authorizer, Context, Decision};
+/// #     #[derive(Default)]
+/// #     pub struct Nothing;
+/// #     impl Authorizer for Nothing {
+/// #         const NAME: &'static str = "nothing";
+/// #         fn authorize(&self, _: &Context, _: &AccessRequest) -> Decision { Decision::NoOpinion }
+/// #     }
+/// # }
+/// strategy_guest_sdk::export_authorizer!(authorizer::Nothing);
+/// ```
+///
+/// The type must implement [`Authorizer`] and [`Default`].
+#[macro_export]
+macro_rules! export_authorizer {
+    ($authorizer:ty) => {
+        $crate::__export_abi!($authorizer, authorizer_manifest, authorizer_call);
     };
 }

@@ -59,6 +59,7 @@ pub fn policy_manifest<P: AdmissionPolicy>() -> Vec<u8> {
             }
             .into(),
         }),
+        authorizer: None,
     }
     .encode_to_vec()
 }

@@ -17,6 +17,10 @@ const STRATEGIES: &[(&str, &str)] = &[
 /// resource and the walk-through turns it on by hand.
 const POLICIES: &[(&str, &str)] = &[("strategy-owner-label", "OWNER_LABEL")];
 
+/// (crate name, constant name) of the example authorizer modules: not in `ALL` either, since an
+/// authorizer acts only where `--authorization-config` names it.
+const AUTHORIZERS: &[(&str, &str)] = &[("strategy-protect-production", "PROTECT_PRODUCTION")];
+
 /// (crate name, constant name) of the example version conversion modules: not in `ALL` either,
 /// since each converts a resource only a user's CRD defines (Cluster API's MachineDeployment).
 const CONVERSIONS: &[(&str, &str)] = &[(
@@ -58,6 +62,7 @@ fn main() {
         .iter()
         .chain(TEST_PROGRAMS)
         .chain(POLICIES)
+        .chain(AUTHORIZERS)
         .chain(CONVERSIONS)
         .chain([&EMBEDDED])
         .map(|(krate, _)| *krate)
@@ -82,6 +87,7 @@ fn main() {
         .iter()
         .chain(TEST_PROGRAMS)
         .chain(POLICIES)
+        .chain(AUTHORIZERS)
         .chain(CONVERSIONS)
     {
         let path = file(krate).display().to_string();

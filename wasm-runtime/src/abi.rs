@@ -11,7 +11,7 @@ pub const ABI_VERSION: u32 = 1;
 
 /// The newest minor version of [`ABI_VERSION`] the host speaks; it loads modules of every minor
 /// version up to this one (see [`AbiVersion`]).
-pub const ABI_MINOR_VERSION: u32 = 4;
+pub const ABI_MINOR_VERSION: u32 = 5;
 
 /// An ABI version as a module's manifest names it (`abi_version`, `abi_minor_version`).
 ///
@@ -19,7 +19,7 @@ pub const ABI_MINOR_VERSION: u32 = 4;
 /// up to its own, telling it only what that version defines: 1.0 the first version, 1.1 the
 /// requester ([`Context::user`]), 1.2 admission policies ([`Manifest::admission_policy`]), 1.3
 /// version conversion ([`Operation::Convert`]), 1.4 changed objects answered as a JSON Patch
-/// ([`Response::object_patch`]).
+/// ([`Response::object_patch`]), 1.5 authorizers ([`Manifest::authorizer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct AbiVersion {
     /// Must equal [`ABI_VERSION`].

@@ -27,7 +27,7 @@ pub use host_functions::{CallerInfo, Collection, HostApi, HostCallError, NoHostA
 pub use instance::SessionOptions;
 pub use instance_pool::InstanceReuse;
 pub use limits::EPOCH_TICK;
-pub use manifest::{GroupKind, ModuleManifest};
+pub use manifest::{AuthorizerDeclaration, GroupKind, ModuleManifest};
 pub use metrics::{ApplyRefusal, Metrics, ModuleCounters};
 pub use module::{digest, StrategyModule};
 pub use policy_declaration::{PolicyDeclaration, ValidationAction};

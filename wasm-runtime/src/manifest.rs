@@ -38,8 +38,56 @@ pub struct ModuleManifest {
     pub abi_version: AbiVersion,
     /// An admission policy module's declaration (then `resources` is empty).
     pub admission_policy: Option<PolicyDeclaration>,
+    /// An authorizer module's declaration (then `resources` is empty, and there is no
+    /// admission policy).
+    pub authorizer: Option<AuthorizerDeclaration>,
     operations: BTreeSet<i32>,
     pub(crate) grants: Grants,
+}
+
+/// An authorizer module's declaration (ABI 1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthorizerDeclaration {
+    /// Whether a failed call ends the authorizer chain (`failurePolicy: Deny`) rather than
+    /// letting the next authorizer decide (`NoOpinion`, the default).
+    pub deny_on_failure: bool,
+}
+
+impl AuthorizerDeclaration {
+    /// Checks a manifest's authorizer declaration (ABI 1.5, alone in its module).
+    fn from_abi(m: &abi::Manifest, abi_version: AbiVersion) -> Result<Option<Self>> {
+        let Some(a) = &m.authorizer else {
+            return Ok(None);
+        };
+        let bad = |why: &str| Err(Error::Manifest(format!("authorizer: {why}")));
+        if abi_version.minor < 5 {
+            return bad("authorizers need ABI 1.5 or later");
+        }
+        if !m.resources.is_empty() || m.admission_policy.is_some() {
+            return bad("a module is a strategy, an admission policy or an authorizer, never two");
+        }
+        if m.operations != [Operation::Authorize as i32] {
+            return bad("an authorizer implements the authorize operation, and only it");
+        }
+        if m.host_functions
+            .iter()
+            .any(|f| *f != HostFunction::Log as i32)
+        {
+            return bad(
+                "an authorizer is asked on every request and reads nothing: it may only log",
+            );
+        }
+        let deny_on_failure = match a.failure_policy.as_str() {
+            "" | "NoOpinion" => false,
+            "Deny" => true,
+            other => {
+                return bad(&format!(
+                    "unknown failure policy {other:?} (NoOpinion or Deny)"
+                ))
+            }
+        };
+        Ok(Some(Self { deny_on_failure }))
+    }
 }
 
 /// A resource named by API group and kind, whatever its version (Kubernetes' `GroupKind`): what
@@ -80,22 +128,24 @@ impl ModuleManifest {
                 "the module's name must have 1 to 253 characters".into(),
             ));
         }
-        let admission_policy = match &m.admission_policy {
-            Some(_) if abi_version.minor < 2 => {
-                return Err(Error::Manifest(
-                    "admission policies need ABI 1.2 or later".into(),
-                ))
-            }
-            Some(_) if !m.resources.is_empty() => {
-                return Err(Error::Manifest(
+        let authorizer = AuthorizerDeclaration::from_abi(&m, abi_version)?;
+        let admission_policy =
+            match &m.admission_policy {
+                Some(_) if abi_version.minor < 2 => {
+                    return Err(Error::Manifest(
+                        "admission policies need ABI 1.2 or later".into(),
+                    ))
+                }
+                Some(_) if !m.resources.is_empty() => return Err(Error::Manifest(
                     "a module is either a strategy (resources) or an admission policy, not both"
                         .into(),
-                ))
-            }
-            Some(p) => Some(PolicyDeclaration::from_abi(p, &m.operations)?),
-            None if m.resources.is_empty() => return Err(Error::Manifest("no resources".into())),
-            None => None,
-        };
+                )),
+                Some(p) => Some(PolicyDeclaration::from_abi(p, &m.operations)?),
+                None if m.resources.is_empty() && authorizer.is_none() => {
+                    return Err(Error::Manifest("no resources".into()))
+                }
+                None => None,
+            };
         let mut resources = Vec::new();
         for r in &m.resources {
             let namespaced = match r.scope() {
@@ -143,6 +193,11 @@ impl ModuleManifest {
                 Ok(Operation::Convert) if abi_version.minor < 3 => {
                     return Err(Error::Manifest("conversion needs ABI 1.3 or later".into()));
                 }
+                Ok(Operation::Authorize) if authorizer.is_none() => {
+                    return Err(Error::Manifest(
+                        "the authorize operation is for authorizers".into(),
+                    ));
+                }
                 Ok(Operation::Convert) if admission_policy.is_some() => {
                     return Err(Error::Manifest(
                         "an admission policy converts nothing: convert is for strategies".into(),
@@ -179,6 +234,7 @@ impl ModuleManifest {
             resources,
             abi_version,
             admission_policy,
+            authorizer,
             operations,
             grants,
         })
@@ -191,6 +247,7 @@ impl ModuleManifest {
             resources: Vec::new(),
             abi_version: AbiVersion::HOST,
             admission_policy: None,
+            authorizer: None,
             operations: BTreeSet::new(),
             grants: Grants::default(),
         }
@@ -305,4 +362,67 @@ pub(crate) fn check_shape(module: &Module) -> Result<()> {
 
 fn same(actual: impl ExactSizeIterator<Item = ValType>, expected: &[ValType]) -> bool {
     actual.len() == expected.len() && actual.zip(expected).all(|(a, e)| ValType::eq(&a, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authorizer(policy: &str) -> abi::Manifest {
+        abi::Manifest {
+            abi_version: 1,
+            abi_minor_version: 5,
+            name: "protect".into(),
+            operations: vec![Operation::Authorize as i32],
+            host_functions: vec![HostFunction::Log as i32],
+            authorizer: Some(abi::Authorizer {
+                failure_policy: policy.into(),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn refusal(m: abi::Manifest) -> String {
+        ModuleManifest::from_abi(m).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_authorizer_declares_its_failure_policy_and_nothing_else() {
+        let m = ModuleManifest::from_abi(authorizer("")).unwrap();
+        assert_eq!(
+            m.authorizer,
+            Some(AuthorizerDeclaration {
+                deny_on_failure: false
+            })
+        );
+        assert!(m.resources.is_empty() && m.admission_policy.is_none());
+        let deny = ModuleManifest::from_abi(authorizer("Deny")).unwrap();
+        assert!(deny.authorizer.unwrap().deny_on_failure);
+        assert!(refusal(authorizer("Ignore")).contains("unknown failure policy \"Ignore\""));
+    }
+
+    #[test]
+    fn an_authorizer_is_refused_beside_resources_other_operations_or_grants() {
+        let mut old = authorizer("");
+        old.abi_minor_version = 4;
+        assert!(refusal(old).contains("authorizers need ABI 1.5"));
+        let mut with_resources = authorizer("");
+        with_resources.resources.push(abi::Resource {
+            version: "v1".into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+            scope: abi::Scope::Cluster as i32,
+            ..Default::default()
+        });
+        assert!(refusal(with_resources).contains("never two"));
+        let mut validating = authorizer("");
+        validating.operations.push(Operation::Validate as i32);
+        assert!(refusal(validating).contains("only it"));
+        let mut reading = authorizer("");
+        reading.host_functions.push(HostFunction::Get as i32);
+        assert!(refusal(reading).contains("may only log"));
+        let mut strategy = authorizer("");
+        strategy.authorizer = None;
+        assert!(refusal(strategy).contains("no resources"));
+    }
 }

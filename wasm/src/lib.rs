@@ -10,7 +10,7 @@
 //! It sits above the registry and beside the api: it depends on the registry, the storage it
 //! re-exports, the contract and the runtime, never on the api or the controllers.
 
-pub use strategy_host_contract::{admission_policy, strategy, user};
+pub use strategy_host_contract::{admission_policy, authorizer, strategy, user};
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 

@@ -1,6 +1,7 @@
 //! One resource's slot in the module table — the binding in force and the staged version, each
 //! swapped atomically — and the `Strategy` the registry holds for it (or the `AdmissionPolicy` the
-//! admission chain holds for a policy's slot), which calls whatever is in force at each call,
+//! admission chain holds for a policy's slot, the `AuthorizerModule` the authorizer chain holds
+//! for an authorizer's), which calls whatever is in force at each call,
 //! runs a shadow beside it, or hands a canary its share.
 
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use serde_json::Value;
 use super::rollout::{Outcome, Role, RolloutMode, StagedVersion, Verb};
 use super::wasm_strategy::WasmStrategy;
 use crate::admission_policy::{AdmissionAttributes, AdmissionPolicy};
+use crate::authorizer::AuthorizerModule;
 use crate::strategy::{
     Answer, DefaultStrategy, ResourceInfo, Strategy, StrategyContext, StrategyError,
 };
@@ -211,5 +213,22 @@ impl AdmissionPolicy for SlotStrategy {
             old: old.filter(|_| verb == Verb::Update).cloned(),
             after: object.as_deref().cloned());
         answer
+    }
+}
+
+/// An authorizer's slot: asked as the authorizer in force is (a slot with nothing in force has
+/// no opinion), with the staged version's shadow or canary share as for a strategy; the shadow
+/// is given the same review, and its decision is the review's status after the call.
+#[async_trait]
+impl AuthorizerModule for SlotStrategy {
+    async fn authorize(&self, ctx: &StrategyContext, review: &mut Value) -> Answer {
+        phase!(self, Role::Authorizer, ctx, Verb::Create, authorize(ctx, review),
+            input: review.clone(), old: None, after: Some(review.clone()))
+    }
+
+    /// The version in force's failure policy (a canary's call that fails follows it too).
+    fn deny_on_failure(&self) -> bool {
+        self.current(AuthorizerModule::deny_on_failure)
+            .unwrap_or(false)
     }
 }

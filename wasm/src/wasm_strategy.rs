@@ -1,4 +1,5 @@
-//! `WasmStrategy`: the registry's `Strategy` trait (and a policy module's `AdmissionPolicy`)
+//! `WasmStrategy`: the registry's `Strategy` trait (and a policy module's `AdmissionPolicy`, an
+//! authorizer module's `AuthorizerModule`)
 //! implemented by calls into a loaded module, each on a reactor module's kept instance (or a
 //! fresh one), failures turned into `StrategyError`s and counted.
 
@@ -13,6 +14,7 @@ use super::runtime::{
     CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
 };
 use crate::admission_policy::{AdmissionAttributes, AdmissionPhase, AdmissionPolicy};
+use crate::authorizer::AuthorizerModule;
 use crate::strategy::{
     Admission, Answer, FieldError, FieldErrorKind, ResourceInfo, Strategy, StrategyContext,
     StrategyError,
@@ -155,6 +157,37 @@ impl AdmissionPolicy for WasmStrategy {
         });
         let resp = self.run(ctx, op, false).await?;
         self.admission(resp, object)
+    }
+}
+
+/// An authorizer module's answer: the review's `status` from the decision it returned; a
+/// module that declares no authorizer has no opinion.
+#[async_trait]
+impl AuthorizerModule for WasmStrategy {
+    async fn authorize(&self, ctx: &StrategyContext, review: &mut Value) -> Answer {
+        if self.module.manifest().authorizer.is_none() {
+            return Ok(Admission::default());
+        }
+        let spec = review.get("spec").map(json).unwrap_or_default();
+        let resp = self
+            .run(ctx, Op::Authorize(abi::AuthorizeRequest { spec }), false)
+            .await?;
+        let mut status = serde_json::json!({ "allowed": resp.allowed });
+        if resp.denied && !resp.allowed {
+            status["denied"] = Value::Bool(true);
+        }
+        if !resp.reason.is_empty() {
+            status["reason"] = Value::String(resp.reason);
+        }
+        review["status"] = status;
+        Ok(Admission::default())
+    }
+
+    fn deny_on_failure(&self) -> bool {
+        self.module
+            .manifest()
+            .authorizer
+            .is_some_and(|a| a.deny_on_failure)
     }
 }
 

@@ -28,7 +28,8 @@ pub struct AuthorizationConfiguration {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthorizerConfiguration {
-    /// `RBAC`, `Webhook`, `AlwaysAllow`, `AlwaysDeny` (`Node` and `ABAC` are refused).
+    /// `RBAC`, `Webhook`, `AlwaysAllow`, `AlwaysDeny`, or `Module` (beyond Kubernetes: the
+    /// authorizer module of this name); `Node` and `ABAC` are refused.
     #[serde(default, rename = "type")]
     pub authorizer_type: String,
     /// Its name (a DNS subdomain, unique in the chain), in metrics and logs.
@@ -130,7 +131,11 @@ pub fn parse(text: &str) -> Result<AuthorizationConfiguration, String> {
 }
 
 /// The types this server builds.
-const KNOWN_TYPES: [&str; 4] = ["AlwaysAllow", "AlwaysDeny", "RBAC", "Webhook"];
+const KNOWN_TYPES: [&str; 5] = ["AlwaysAllow", "AlwaysDeny", "Module", "RBAC", "Webhook"];
+
+/// The supported values, as field errors list them.
+const SUPPORTED: &str =
+    "supported values: \"AlwaysAllow\", \"AlwaysDeny\", \"Module\", \"RBAC\", \"Webhook\"";
 
 fn validate(config: &AuthorizationConfiguration) -> Vec<String> {
     let mut errors = Vec::new();
@@ -163,14 +168,16 @@ fn validate(config: &AuthorizationConfiguration) -> Vec<String> {
                 continue;
             }
             "Node" | "ABAC" => {
-                errors.push(format!("{at}.type: Unsupported value: {kind:?}: this server has no {kind} authorizer; supported values: \"AlwaysAllow\", \"AlwaysDeny\", \"RBAC\", \"Webhook\""));
+                errors.push(format!("{at}.type: Unsupported value: {kind:?}: this server has no {kind} authorizer; {SUPPORTED}"));
                 continue;
             }
             _ if !KNOWN_TYPES.contains(&kind) => {
-                errors.push(format!("{at}.type: Unsupported value: {kind:?}: supported values: \"AlwaysAllow\", \"AlwaysDeny\", \"RBAC\", \"Webhook\""));
+                errors.push(format!(
+                    "{at}.type: Unsupported value: {kind:?}: {SUPPORTED}"
+                ));
                 continue;
             }
-            _ if kind != "Webhook" && types.contains(&kind) => {
+            _ if !matches!(kind, "Webhook" | "Module") && types.contains(&kind) => {
                 errors.push(format!("{at}.type: Duplicate value: {kind:?}"));
                 continue;
             }

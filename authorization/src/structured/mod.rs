@@ -1,5 +1,5 @@
 //! Structured authorization (`--authorization-config`): an ordered chain of authorizers — RBAC,
-//! webhooks, `AlwaysAllow`, `AlwaysDeny` — asked in turn until one allows or denies, as
+//! webhooks, `AlwaysAllow`, `AlwaysDeny` and (beyond Kubernetes) authorizer modules — asked in turn until one allows or denies, as
 //! kube-apiserver's union authorizer asks them. A webhook that fails lets the chain go on under
 //! failure policy `NoOpinion` and ends it under `Deny`; when none allowed and one failed, the
 //! request answers 500 with the failure ([`Decision::Error`]). The file is read again when it
@@ -8,6 +8,7 @@
 pub mod config;
 pub mod kubeconfig;
 mod metrics;
+mod subject_access_review;
 mod webhook;
 
 use std::path::Path;
@@ -19,9 +20,15 @@ pub use config::{parse, AuthorizationConfiguration};
 pub use metrics::AuthorizerMetrics;
 pub use webhook::WebhookAuthorizer;
 
+use subject_access_review::{decision, review, review_spec};
+
+use serde_json::Value;
+
+use crate::authorizer::AuthorizerModules;
 use crate::rbac::authorizer::aggregate;
 use crate::rbac::RbacAuthorizer;
 use crate::registry::config_file::{LoadError, ReloadedFile};
+use crate::strategy::{ResourceInfo, StrategyContext};
 use crate::user::UserInfo;
 use crate::{Attributes, Authorizer, Decision, RuleResolver, UserRules};
 
@@ -31,6 +38,9 @@ enum Link {
     AlwaysDeny,
     Rbac,
     Webhook(Box<WebhookAuthorizer>),
+    /// The authorizer module of the entry's name, found at each request (its versions come
+    /// and go with rollouts).
+    Module,
 }
 
 /// One configured authorizer.
@@ -46,6 +56,7 @@ struct Entry {
 pub struct Chain {
     entries: Vec<Entry>,
     rbac: Arc<RbacAuthorizer>,
+    modules: Option<Arc<dyn AuthorizerModules>>,
     metrics: AuthorizerMetrics,
 }
 
@@ -65,6 +76,7 @@ impl Chain {
     fn build(
         config: &AuthorizationConfiguration,
         rbac: &Arc<RbacAuthorizer>,
+        modules: Option<&Arc<dyn AuthorizerModules>>,
         metrics: &AuthorizerMetrics,
     ) -> Result<Self, String> {
         let mut entries = Vec::new();
@@ -74,6 +86,7 @@ impl Chain {
                 ("AlwaysAllow", _) => Link::AlwaysAllow,
                 ("AlwaysDeny", _) => Link::AlwaysDeny,
                 ("RBAC", _) => Link::Rbac,
+                ("Module", _) => Link::Module,
                 (_, Some(w)) => {
                     let at = format!("authorizers[{i}]");
                     let settings = config::settings(w, &at).map_err(|e| e.join("\n"))?;
@@ -105,6 +118,7 @@ impl Chain {
         Ok(Self {
             entries,
             rbac: rbac.clone(),
+            modules: modules.cloned(),
             metrics: metrics.clone(),
         })
     }
@@ -126,6 +140,10 @@ impl Chain {
                     Decision::Error(e) if webhook.deny_on_failure() => return Decision::Error(e),
                     decision => decision,
                 },
+                Link::Module => match self.ask_module(&entry.name, attributes).await {
+                    (Decision::Error(e), true) => return Decision::Error(e),
+                    (decision, _) => decision,
+                },
             };
             match decision {
                 Decision::Allow(_) | Decision::Deny(_) => {
@@ -146,6 +164,43 @@ impl Chain {
     }
 }
 
+impl Chain {
+    /// The authorizer module `name`'s decision, and whether its failure ends the chain. A
+    /// module not loaded (yet) has no opinion.
+    async fn ask_module(&self, name: &str, attributes: &Attributes) -> (Decision, bool) {
+        let Some(module) = self.modules.as_ref().and_then(|m| m.authorizer(name)) else {
+            return (
+                Decision::NoOpinion(format!("authorizer module {name:?} is not loaded")),
+                false,
+            );
+        };
+        let mut review = review("v1", review_spec(attributes, "v1"));
+        let ctx = StrategyContext {
+            resource: ResourceInfo {
+                group: crate::review::GROUP.into(),
+                version: crate::review::VERSION.into(),
+                kind: "SubjectAccessReview".into(),
+                plural: "subjectaccessreviews".into(),
+                namespaced: false,
+            },
+            dry_run: false,
+            request_id: "authorization".into(),
+            hook_depth: 0,
+            user: Arc::new(attributes.user.clone()),
+        };
+        match module.authorize(&ctx, &mut review).await {
+            Ok(_) => (
+                decision(review.get("status").unwrap_or(&Value::Null)),
+                false,
+            ),
+            Err(e) => {
+                tracing::warn!(module = name, error = %e.reason, "authorizer module failed");
+                (Decision::Error(e.reason), module.deny_on_failure())
+            }
+        }
+    }
+}
+
 /// The chain of the file at `--authorization-config`, kept current with it.
 pub struct StructuredAuthorizer {
     chain: Arc<ReloadedFile<Chain>>,
@@ -161,16 +216,21 @@ impl std::fmt::Debug for StructuredAuthorizer {
 }
 
 impl StructuredAuthorizer {
-    /// The chain the configuration at `path` describes, its `RBAC` entries asking `rbac`.
+    /// The chain the configuration at `path` describes, its `RBAC` entries asking `rbac` and
+    /// its `Module` entries the authorizer modules of `modules`.
     ///
     /// # Errors
     /// The file cannot be read, is not a valid configuration, or names a kubeconfig that
     /// cannot be used.
-    pub fn load(path: &Path, rbac: Arc<RbacAuthorizer>) -> Result<Arc<Self>, LoadError> {
+    pub fn load(
+        path: &Path,
+        rbac: Arc<RbacAuthorizer>,
+        modules: Option<Arc<dyn AuthorizerModules>>,
+    ) -> Result<Arc<Self>, LoadError> {
         let metrics = AuthorizerMetrics::default();
         let shared = metrics.clone();
         let chain = ReloadedFile::load(path, "authorization", move |text, _| {
-            Chain::build(&parse(text)?, &rbac, &shared)
+            Chain::build(&parse(text)?, &rbac, modules.as_ref(), &shared)
         })?;
         Ok(Arc::new(Self { chain, metrics }))
     }
@@ -225,6 +285,7 @@ mod tests {
         Chain::build(
             &config,
             &Arc::new(RbacAuthorizer::from_objects(&[])),
+            None,
             &AuthorizerMetrics::default(),
         )
         .unwrap()

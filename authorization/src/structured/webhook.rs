@@ -8,11 +8,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::config::{MatchCondition, WebhookSettings};
 use super::kubeconfig::WebhookEndpoint;
 use super::metrics::AuthorizerMetrics;
+use super::subject_access_review::{decision, review, review_spec};
 use crate::registry::cel::expression::{Activation, Expression};
 use crate::registry::webhook::{self, Dial};
 use crate::{Attributes, Decision};
@@ -37,47 +38,6 @@ impl std::fmt::Debug for WebhookAuthorizer {
             .field("server", &self.endpoint.server)
             .finish_non_exhaustive()
     }
-}
-
-/// The `spec` of the review for `a` (fields Kubernetes leaves out when empty are left out).
-fn review_spec(a: &Attributes, version: &str) -> Value {
-    let mut spec = Map::new();
-    let put = |map: &mut Map<String, Value>, key: &str, value: &str| {
-        if !value.is_empty() {
-            map.insert(key.into(), json!(value));
-        }
-    };
-    if a.resource_request {
-        let mut r = Map::new();
-        put(&mut r, "namespace", &a.namespace);
-        put(&mut r, "verb", &a.verb);
-        put(&mut r, "group", &a.api_group);
-        put(&mut r, "version", &a.api_version);
-        put(&mut r, "resource", &a.resource);
-        put(&mut r, "subresource", &a.subresource);
-        put(&mut r, "name", &a.name);
-        spec.insert("resourceAttributes".into(), Value::Object(r));
-    } else {
-        let mut n = Map::new();
-        put(&mut n, "path", &a.path);
-        put(&mut n, "verb", &a.verb);
-        spec.insert("nonResourceAttributes".into(), Value::Object(n));
-    }
-    put(&mut spec, "user", &a.user.username);
-    if !a.user.groups.is_empty() {
-        // v1beta1 names the groups `group`.
-        let key = if version == "v1beta1" {
-            "group"
-        } else {
-            "groups"
-        };
-        spec.insert(key.into(), json!(a.user.groups));
-    }
-    if !a.user.extra.is_empty() {
-        spec.insert("extra".into(), json!(a.user.extra));
-    }
-    put(&mut spec, "uid", &a.user.uid);
-    Value::Object(spec)
 }
 
 /// `request` as match conditions see it: the v1 spec with every field present, as the typed
@@ -185,13 +145,7 @@ impl WebhookAuthorizer {
         if let Some(decision) = self.cached(&key) {
             return decision;
         }
-        let review = json!({
-            "apiVersion": format!("authorization.k8s.io/{version}"),
-            "kind": "SubjectAccessReview",
-            "metadata": {"creationTimestamp": null},
-            "spec": spec,
-            "status": {"allowed": false},
-        });
+        let review = review(version, spec);
         let dial = Dial {
             ca_bundle: Some(&self.endpoint.certificate_authority),
             client_certificate: self.endpoint.client_certificate.as_ref(),
@@ -208,14 +162,7 @@ impl WebhookAuthorizer {
                 return self.failed(e.to_string());
             }
         };
-        let reason = status["reason"].as_str().unwrap_or_default().to_string();
-        let decision = if status["allowed"] == true {
-            Decision::Allow(reason)
-        } else if status["denied"] == true {
-            Decision::Deny(reason)
-        } else {
-            Decision::NoOpinion(reason)
-        };
+        let decision = decision(&status);
         self.metrics
             .evaluated(&self.name, "success", started.elapsed());
         self.remember(key, &decision);
@@ -247,26 +194,6 @@ mod tests {
             namespace: namespace.into(),
             ..Attributes::default()
         }
-    }
-
-    #[test]
-    fn the_review_spec_leaves_empty_fields_out_and_v1beta1_names_groups_group() {
-        let spec = review_spec(&pods("team"), "v1");
-        assert_eq!(
-            spec,
-            json!({"resourceAttributes": {"namespace": "team", "verb": "list", "version": "v1", "resource": "pods"},
-                   "user": "jane", "groups": ["dev"]})
-        );
-        assert_eq!(review_spec(&pods(""), "v1beta1")["group"], json!(["dev"]));
-        let path = Attributes {
-            verb: "get".into(),
-            path: "/healthz".into(),
-            ..Attributes::default()
-        };
-        assert_eq!(
-            review_spec(&path, "v1"),
-            json!({"nonResourceAttributes": {"path": "/healthz", "verb": "get"}})
-        );
     }
 
     fn authorizer(conditions: &[&str]) -> WebhookAuthorizer {

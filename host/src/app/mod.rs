@@ -139,7 +139,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     let controllers = ControllerSet::parse(&config.controllers)?;
     let chain = Arc::new(crate::authorization::Deferred::default());
     let rbac = security::start_rbac(&config, &registry, &chain).await;
-    let secured = security::secure(&config, &registry, rbac, &chain)?;
+    let secured = security::secure(&config, &registry, rbac, &chain, modules.clone())?;
     // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.
     let webhook_metrics = crate::admission::webhook::metrics::WebhookMetrics::default();
     let (mutating, validating) = crate::admission::webhook::start(&registry, &webhook_metrics);

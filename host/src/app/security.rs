@@ -17,6 +17,7 @@ use crate::authentication::service_account::{ServiceAccountLookup, ServiceAccoun
 use crate::authentication::token_file::TokenFile;
 use crate::authentication::x509::X509Authenticator;
 use crate::authentication::{Authenticator, AuthenticatorChain};
+use crate::authorization::authorizer::AuthorizerModules;
 use crate::authorization::owner_references::OwnerReferencesPermissionEnforcement;
 use crate::authorization::rbac::{self, RbacAuthorizer};
 use crate::authorization::structured::StructuredAuthorizer;
@@ -148,7 +149,8 @@ fn check_development_mode(listen: SocketAddr) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds the security the flags describe over `rbac` (followed by [`start_rbac`]).
+/// Builds the security the flags describe over `rbac` (followed by [`start_rbac`]), with
+/// `modules`' authorizer modules for the authorization configuration's `Module` entries.
 ///
 /// # Errors
 /// Development mode off loopback; an unreadable or invalid key, certificate or token file.
@@ -157,6 +159,7 @@ pub(super) fn secure(
     registry: &Arc<Registry>,
     rbac: Arc<RbacAuthorizer>,
     chain: &Deferred,
+    modules: Arc<dyn AuthorizerModules>,
 ) -> anyhow::Result<Secured> {
     let s = &config.security;
     let (pki, signing_key, public_keys) = if config.dev_mode {
@@ -215,7 +218,7 @@ pub(super) fn secure(
     let mut structured_authorizer = None;
     let reviews = match (&s.authorization_config, s.authorization_mode) {
         (Some(path), _) => {
-            let structured = StructuredAuthorizer::load(path, rbac)?;
+            let structured = StructuredAuthorizer::load(path, rbac, Some(modules))?;
             tracing::info!(path = %path.display(), authorizers = ?structured.names(), "authorizer chain configured");
             structured.spawn_reloader();
             let authorizer: Arc<dyn Authorizer> =

@@ -90,6 +90,7 @@ pub fn widget_manifest(abi_version: u32, host_functions: &[i32]) -> Vec<u8> {
         host_functions: host_functions.to_vec(),
         applies: Vec::new(),
         admission_policy: None,
+        authorizer: None,
     }
     .encode_to_vec()
 }
@@ -114,6 +115,7 @@ pub fn hostile_converter(name: &str, resource: abi::Resource) -> Vec<u8> {
         host_functions: Vec::new(),
         applies: Vec::new(),
         admission_policy: None,
+        authorizer: None,
     };
     hostile(name, &manifest.encode_to_vec())
 }

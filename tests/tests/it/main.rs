@@ -10,6 +10,7 @@ mod api_etcd;
 mod api_http;
 mod api_http_reads;
 mod audit_log;
+mod authorization_modules;
 mod authorization_webhook;
 mod builtin_kinds;
 mod cel_rules;

@@ -11,11 +11,13 @@ use std::time::SystemTime;
 
 use tokio::sync::broadcast;
 
+mod authorizers;
 mod conversion_check;
 mod policies;
 mod refusal;
 mod staging;
 
+use authorizers::{authorizer_key, AUTHORIZER_KEY_PREFIX};
 pub use conversion_check::{ConversionSample, ConversionSamples};
 use policies::{policy_key, POLICY_KEY_PREFIX};
 pub use policies::{PolicyInForce, PolicyReplay, ReplayError};
@@ -94,11 +96,14 @@ struct Sources {
     staged: BTreeMap<String, (Arc<StagedVersion>, Vec<Key>)>,
 }
 
-/// The slots a module serves: its resources', or an admission policy's own.
+/// The slots a module serves: its resources', or an admission policy's or authorizer's own.
 fn keys_of(module: &StrategyModule) -> Vec<Key> {
     let manifest = module.manifest();
     if manifest.admission_policy.is_some() {
         return vec![policy_key(&manifest.name)];
+    }
+    if manifest.authorizer.is_some() {
+        return vec![authorizer_key(&manifest.name)];
     }
     manifest
         .resources
@@ -453,9 +458,13 @@ impl ModuleTable {
                 .iter()
                 .find(|(s, e)| s.as_str() != source && !is_builtin_source(s) && e.keys.contains(&k))
             {
-                let what = match k.1.strip_prefix(POLICY_KEY_PREFIX) {
-                    Some(name) => format!("admission policy {name:?}"),
-                    None => format!("resource {}/{}", k.0, k.1),
+                let what = match (
+                    k.1.strip_prefix(POLICY_KEY_PREFIX),
+                    k.1.strip_prefix(AUTHORIZER_KEY_PREFIX),
+                ) {
+                    (Some(name), _) => format!("admission policy {name:?}"),
+                    (_, Some(name)) => format!("authorizer {name:?}"),
+                    _ => format!("resource {}/{}", k.0, k.1),
                 };
                 return Err(Error::Resource(format!(
                     "{what} is already served by the module from {other}"

@@ -40,6 +40,20 @@ pub enum Refusal {
     /// `spec.resource` binds a module that is an admission policy.
     #[error("the module is the admission policy {0:?}: bind it with spec.admissionPolicy, not spec.resource")]
     IsAPolicy(String),
+    /// `spec.authorizer` names another authorizer than the module is.
+    #[error("spec.authorizer.name is {bound:?} but the module's authorizer is {declared:?}")]
+    OtherAuthorizer {
+        /// The name the spec binds.
+        bound: String,
+        /// The module's name.
+        declared: String,
+    },
+    /// `spec.authorizer` binds a module that is not an authorizer.
+    #[error("spec.authorizer is set but the module is not an authorizer")]
+    NotAnAuthorizer,
+    /// `spec.resource` or `spec.admissionPolicy` binds a module that is an authorizer.
+    #[error("the module is the authorizer {0:?}: bind it with spec.authorizer")]
+    IsAnAuthorizer(String),
     /// `spec.resource` names a resource the module does not declare.
     #[error("spec.resource is {bound} but the module declares only [{}]", declared.join(", "))]
     Undeclared {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::admission_policy::{AdmissionAttributes, AdmissionPolicy};
+use crate::authorizer::AuthorizerModule;
 use crate::strategy::{Answer, Refusal, Strategy, StrategyContext};
 
 /// The write phase a version is asked about: `before_create`, `before_update` or
@@ -21,12 +22,15 @@ pub enum Role {
     /// As an admission policy, about a write with these attributes (the operation is the
     /// phase's).
     Policy(AdmissionAttributes),
+    /// As an authorizer, deciding the `SubjectAccessReview` it is given (its status is the
+    /// object after the phase).
+    Authorizer,
 }
 
-/// A module version (or a slot of them) as both contracts ask it.
-pub trait Version: Strategy + AdmissionPolicy {}
+/// A module version (or a slot of them) as every contract asks it.
+pub trait Version: Strategy + AdmissionPolicy + AuthorizerModule {}
 
-impl<T: Strategy + AdmissionPolicy> Version for T {}
+impl<T: Strategy + AdmissionPolicy + AuthorizerModule> Version for T {}
 
 /// One version's answer for one object in one phase.
 #[derive(Debug, Clone)]
@@ -109,6 +113,7 @@ pub async fn evaluate(
             };
             version.admit(ctx, &attributes, object, old).await
         }
+        (Role::Authorizer, _) => version.authorize(ctx, &mut object).await,
     };
     let latency = started.elapsed();
     Outcome {
@@ -331,6 +336,15 @@ mod tests {
         }
     }
 
+    /// As an authorizer, it allows everything.
+    #[async_trait::async_trait]
+    impl AuthorizerModule for Stamps {
+        async fn authorize(&self, _: &StrategyContext, review: &mut Value) -> Answer {
+            review["status"] = json!({"allowed": true});
+            Ok(Admission::default())
+        }
+    }
+
     /// A dry run's context for the resource `ks.g`.
     fn context() -> StrategyContext {
         StrategyContext {
@@ -382,6 +396,33 @@ mod tests {
         assert_eq!(delete.warnings(), ["Delete old=true"]);
         assert_eq!(delete.object, None);
         assert_eq!(asked(Verb::Create).await.warnings(), ["Create old=false"]);
+    }
+
+    #[tokio::test]
+    async fn an_authorizers_decision_is_the_reviews_status_after_the_call() {
+        let review = json!({"spec": {"user": "jane"}, "status": {"allowed": false}});
+        let out = evaluate(
+            &Stamps,
+            &Role::Authorizer,
+            &context(),
+            Verb::Create,
+            review,
+            None,
+        )
+        .await;
+        assert_eq!(
+            out.object,
+            Some(json!({"spec": {"user": "jane"}, "status": {"allowed": true}}))
+        );
+        let no_opinion = Outcome {
+            object: Some(json!({"spec": {"user": "jane"}, "status": {"allowed": false}})),
+            ..out.clone()
+        };
+        let d = differences(&no_opinion, &out);
+        assert_eq!(
+            d.iter().map(|d| d.kind).collect::<Vec<_>>(),
+            [DifferenceKind::Changes]
+        );
     }
 
     #[test]

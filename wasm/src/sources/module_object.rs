@@ -45,6 +45,8 @@ pub struct ModuleSpec {
     pub kind: String,
     /// The admission policy bound instead of a resource (`spec.admissionPolicy.name`).
     pub policy: Option<String>,
+    /// The authorizer bound instead of a resource (`spec.authorizer.name`).
+    pub authorizer: Option<String>,
     /// The module's bytes.
     pub bytes: Vec<u8>,
     /// Their SHA-256, in hex.
@@ -75,16 +77,24 @@ impl ModuleSpec {
         let policy = obj
             .pointer("/spec/admissionPolicy")
             .map(|_| text("/spec/admissionPolicy/name"));
-        match policy {
-            None => required(
+        let authorizer = obj
+            .pointer("/spec/authorizer")
+            .map(|_| text("/spec/authorizer/name"));
+        match (policy, authorizer) {
+            (None, None) => required(
                 "spec.resource.kind",
                 kind,
                 "the kind the module is the strategy of",
             ),
-            Some(name) => required(
+            (Some(name), _) => required(
                 "spec.admissionPolicy.name",
                 name,
                 "the name of the admission policy the module declares",
+            ),
+            (None, Some(name)) => required(
+                "spec.authorizer.name",
+                name,
+                "the name of the authorizer the module declares",
             ),
         }
         required(
@@ -114,6 +124,18 @@ impl ModuleSpec {
                 ),
             });
         }
+        let bindings = [
+            obj.pointer("/spec/resource").is_some(),
+            policy.is_some(),
+            authorizer.is_some(),
+        ];
+        if authorizer.is_some() && bindings.iter().filter(|b| **b).count() > 1 {
+            errors.push(FieldError {
+                kind: FieldErrorKind::Forbidden,
+                field: "spec.authorizer".into(),
+                detail: "may not be set with spec.resource or spec.admissionPolicy: a module is a resource's strategy, an admission policy or an authorizer".into(),
+            });
+        }
         if policy.is_some() && obj.pointer("/spec/resource").is_some() {
             errors.push(FieldError {
                 kind: FieldErrorKind::Forbidden,
@@ -131,6 +153,7 @@ impl ModuleSpec {
                 group: group.into(),
                 kind: kind.into(),
                 policy: policy.map(String::from),
+                authorizer: authorizer.map(String::from),
                 bytes,
                 digest: actual,
                 rollout,
@@ -142,13 +165,26 @@ impl ModuleSpec {
 }
 
 impl ModuleSpec {
-    /// Checks that `module` declares the resource (or admission policy) this spec binds it to.
+    /// Checks that `module` declares the resource (or admission policy, or authorizer) this spec
+    /// binds it to.
     ///
     /// # Errors
     /// What the module declares instead.
     pub fn binds(&self, module: &StrategyModule) -> Result<(), Refusal> {
         let spec = self;
         let manifest = module.manifest();
+        match (&spec.authorizer, &manifest.authorizer) {
+            (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
+            (Some(name), Some(_)) => {
+                return Err(Refusal::OtherAuthorizer {
+                    bound: name.clone(),
+                    declared: manifest.name.clone(),
+                })
+            }
+            (Some(_), None) => return Err(Refusal::NotAnAuthorizer),
+            (None, Some(_)) => return Err(Refusal::IsAnAuthorizer(manifest.name.clone())),
+            (None, None) => {}
+        }
         match (&spec.policy, &manifest.admission_policy) {
             (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
             (Some(name), Some(_)) => {
@@ -255,6 +291,22 @@ mod tests {
         let unnamed = json!({"spec": {"admissionPolicy": {}, "module": b64}});
         let errors = ModuleSpec::from_object(&unnamed).unwrap_err();
         assert_eq!(errors[0].field, "spec.admissionPolicy.name");
+    }
+
+    #[test]
+    fn an_authorizer_binds_instead_of_a_resource_or_a_policy() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
+        let obj = json!({"spec": {"authorizer": {"name": "protect-production"}, "module": b64}});
+        let spec = ModuleSpec::from_object(&obj).unwrap();
+        assert_eq!(spec.authorizer.as_deref(), Some("protect-production"));
+        assert_eq!(spec.policy, None);
+        let mut both = obj.clone();
+        both["spec"]["admissionPolicy"] = json!({"name": "owner-label"});
+        let errors = ModuleSpec::from_object(&both).unwrap_err();
+        assert_eq!(errors[0].field, "spec.authorizer");
+        let unnamed = json!({"spec": {"authorizer": {}, "module": b64}});
+        let errors = ModuleSpec::from_object(&unnamed).unwrap_err();
+        assert_eq!(errors[0].field, "spec.authorizer.name");
     }
 
     #[test]
