@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo build --release --target wasm32-unknown-unknown \
     -p strategy-deployment -p strategy-configmap -p strategy-project -p strategy-owner-label \
-    -p strategy-machinedeployment-conversion
+    -p strategy-machinedeployment-conversion -p strategy-protect-production
 # Cargo's output directory (CARGO_TARGET_DIR when set).
 target=${CARGO_TARGET_DIR:-target}
 mkdir -p "$target/example-strategies"
