@@ -60,6 +60,7 @@ impl Security {
         let credentials = Credentials {
             bearer_token: header.and_then(bearer_token),
             client_certificate: certificate,
+            path,
         };
         // A header that is not a bearer token is a credential nobody can check: 401, not
         // anonymous (kube-apiserver has no basic auth either).

@@ -43,6 +43,8 @@ pub struct Credentials<'a> {
     /// The connection's client certificate, already verified (once per connection) into the
     /// user it names or why it was refused.
     pub client_certificate: Option<&'a Result<UserInfo, x509::CertificateRefused>>,
+    /// The request's path (anonymous access may be limited to some paths).
+    pub path: &'a str,
 }
 
 /// What one authenticator makes of a request's credentials.
@@ -74,8 +76,13 @@ impl<A: Authenticator + ?Sized> Authenticator for std::sync::Arc<A> {
 /// The authenticators in order, and whether a request without credentials is anonymous.
 pub struct AuthenticatorChain {
     authenticators: Vec<Box<dyn Authenticator>>,
-    anonymous: bool,
+    anonymous: AnonymousAccess,
 }
+
+/// Whether a request to a path without credentials acts as `system:anonymous`: the
+/// `--anonymous-auth` flag, or the authentication configuration's `anonymous` (which may limit
+/// it to some paths, and is read again when the file changes).
+pub type AnonymousAccess = std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// A request whose credentials authenticate no one: 401, with the reasons for the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,7 +94,15 @@ impl AuthenticatorChain {
     pub fn new(authenticators: Vec<Box<dyn Authenticator>>, anonymous: bool) -> Self {
         Self {
             authenticators,
-            anonymous,
+            anonymous: std::sync::Arc::new(move |_| anonymous),
+        }
+    }
+
+    /// The chain with anonymous access decided by `access` instead.
+    pub fn with_anonymous(self, access: AnonymousAccess) -> Self {
+        Self {
+            anonymous: access,
+            ..self
         }
     }
 
@@ -122,7 +137,7 @@ impl AuthenticatorChain {
             }
             return Err(Unauthorized(rejections.join("; ")));
         }
-        if self.anonymous {
+        if (self.anonymous)(credentials.path) {
             return Ok(UserInfo {
                 username: ANONYMOUS_USER.into(),
                 groups: vec![UNAUTHENTICATED_GROUP.into()],
@@ -222,6 +237,14 @@ mod tests {
         );
         let closed = AuthenticatorChain::new(vec![], false);
         assert!(closed.authenticate(&none).await.is_err());
+        let health_only = AuthenticatorChain::new(vec![], false)
+            .with_anonymous(std::sync::Arc::new(|p| p == "/livez"));
+        let livez = Credentials {
+            path: "/livez",
+            ..Credentials::default()
+        };
+        assert!(health_only.authenticate(&livez).await.is_ok());
+        assert!(health_only.authenticate(&none).await.is_err());
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use crate::registry::cel::expression::Expression;
+
 /// The file's content.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -15,9 +17,36 @@ pub struct AuthenticationConfiguration {
     /// The JWT issuers, each an authenticator.
     #[serde(default)]
     pub jwt: Vec<JwtAuthenticator>,
-    /// Anonymous access by path (not supported yet: refused when set).
+    /// Anonymous access, everywhere or on the paths listed (instead of `--anonymous-auth`).
     #[serde(default)]
-    pub anonymous: Option<serde_json::Value>,
+    pub anonymous: Option<Anonymous>,
+}
+
+/// `anonymous`: whether requests without credentials act as `system:anonymous`, and where.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct Anonymous {
+    /// On or off.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The paths it is limited to (none: everywhere).
+    #[serde(default)]
+    pub conditions: Vec<AnonymousCondition>,
+}
+
+/// One path anonymous access is allowed on.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct AnonymousCondition {
+    /// The path, matched exactly (`/livez`).
+    #[serde(default)]
+    pub path: String,
+}
+
+impl Anonymous {
+    /// Whether a request to `path` without credentials is anonymous.
+    pub fn allows(&self, path: &str) -> bool {
+        self.enabled
+            && (self.conditions.is_empty() || self.conditions.iter().any(|c| c.path == path))
+    }
 }
 
 /// One JWT issuer and how its tokens map to users.
@@ -31,9 +60,33 @@ pub struct JwtAuthenticator {
     pub claim_validation_rules: Vec<ClaimValidationRule>,
     /// How claims become the user.
     pub claim_mappings: ClaimMappings,
-    /// Rules on the mapped user (CEL; not supported yet: refused when set).
+    /// CEL rules over the mapped `user` that must all hold.
     #[serde(default)]
-    pub user_validation_rules: Vec<serde_json::Value>,
+    pub user_validation_rules: Vec<UserValidationRule>,
+}
+
+/// A CEL rule over `user` (`username`, `uid`, `groups`, `extra`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UserValidationRule {
+    /// The expression; must be true.
+    #[serde(default)]
+    pub expression: String,
+    /// What the 401's log says when it is false.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// An extra attribute of the user, from a CEL expression over `claims`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtraMapping {
+    /// The key: a domain-prefixed path, lower case (`example.com/tenant`).
+    #[serde(default)]
+    pub key: String,
+    /// A string or a list of strings (empty: the key is left out).
+    #[serde(default)]
+    pub value_expression: String,
 }
 
 /// The issuer.
@@ -66,7 +119,7 @@ pub struct ClaimValidationRule {
     /// The value it must have.
     #[serde(default)]
     pub required_value: Option<String>,
-    /// A CEL rule (not supported yet: refused).
+    /// A CEL rule over `claims`; must be true.
     #[serde(default)]
     pub expression: Option<String>,
     /// The CEL rule's message.
@@ -86,9 +139,9 @@ pub struct ClaimMappings {
     /// The uid.
     #[serde(default)]
     pub uid: Option<PrefixedClaim>,
-    /// Extra attributes (CEL; not supported yet: refused when set).
+    /// Extra attributes, each a CEL expression over `claims`.
     #[serde(default)]
-    pub extra: Vec<serde_json::Value>,
+    pub extra: Vec<ExtraMapping>,
 }
 
 /// A claim with a prefix, or a CEL expression.
@@ -101,7 +154,7 @@ pub struct PrefixedClaim {
     /// Put before each value (required with `claim` for user names and groups; may be "").
     #[serde(default)]
     pub prefix: Option<String>,
-    /// A CEL expression (not supported yet: refused).
+    /// A CEL expression over `claims`, instead of `claim` and `prefix`.
     #[serde(default)]
     pub expression: Option<String>,
 }
@@ -122,7 +175,12 @@ pub fn parse(text: &str) -> Result<AuthenticationConfiguration, String> {
     }
 }
 
-const UNSUPPORTED_CEL: &str = "CEL expressions are not supported by this server yet";
+/// `{at}: Invalid value` when `expression` does not compile.
+fn compiles(expression: &str, at: &str, errors: &mut Vec<String>) {
+    if let Err(e) = Expression::compile(expression) {
+        errors.push(format!("{at}: Invalid value: {expression:?}: {e}"));
+    }
+}
 
 fn validate(config: &AuthenticationConfiguration) -> Vec<String> {
     let mut errors = Vec::new();
@@ -137,8 +195,25 @@ fn validate(config: &AuthenticationConfiguration) -> Vec<String> {
             config.kind, config.api_version
         ));
     }
-    if config.anonymous.is_some() {
-        errors.push(format!("anonymous: Forbidden: {}", "anonymous authentication by path is not supported by this server yet (use --anonymous-auth)"));
+    if let Some(anonymous) = &config.anonymous {
+        if !anonymous.enabled && !anonymous.conditions.is_empty() {
+            errors.push(
+                "anonymous.conditions: Invalid value: \"\": enabled should be set to true when conditions are defined"
+                    .into(),
+            );
+        }
+        let mut seen = Vec::new();
+        for (i, c) in anonymous.conditions.iter().enumerate() {
+            if c.path.is_empty() {
+                errors.push(format!("anonymous.conditions[{i}].path: Required value"));
+            } else if seen.contains(&&c.path) {
+                errors.push(format!(
+                    "anonymous.conditions[{i}].path: Duplicate value: {:?}",
+                    c.path
+                ));
+            }
+            seen.push(&c.path);
+        }
     }
     let mut seen = Vec::new();
     for (i, jwt) in config.jwt.iter().enumerate() {
@@ -208,10 +283,16 @@ fn validate(config: &AuthenticationConfiguration) -> Vec<String> {
             let field = at(&format!("claimValidationRules[{r}]"));
             match (&rule.claim, &rule.expression) {
                 (Some(_), None) => {}
-                (None, Some(_)) => {
-                    errors.push(format!("{field}.expression: Forbidden: {UNSUPPORTED_CEL}"))
+                (None, Some(expression)) => {
+                    compiles(expression, &format!("{field}.expression"), &mut errors);
+                    if rule.required_value.is_some() {
+                        errors.push(format!("{field}.requiredValue: Invalid value: {:?}: requiredValue can't be set when expression is set", rule.required_value.as_deref().unwrap_or_default()));
+                    }
                 }
-                _ => errors.push(format!(
+                (Some(_), Some(_)) => errors.push(format!(
+                    "{field}: Invalid value: \"\": claim and expression can't both be set"
+                )),
+                (None, None) => errors.push(format!(
                     "{field}: Invalid value: \"\": claim or expression is required"
                 )),
             }
@@ -226,34 +307,103 @@ fn validate(config: &AuthenticationConfiguration) -> Vec<String> {
             prefixed_claim(groups, &at("claimMappings.groups"), false, &mut errors);
         }
         if let Some(uid) = &jwt.claim_mappings.uid {
-            if uid.expression.is_some() {
-                errors.push(format!(
-                    "{}.expression: Forbidden: {UNSUPPORTED_CEL}",
-                    at("claimMappings.uid")
-                ));
+            let field = at("claimMappings.uid");
+            match (&uid.claim, &uid.expression) {
+                (Some(_), Some(_)) => errors.push(format!(
+                    "{field}: Invalid value: \"\": claim and expression can't both be set"
+                )),
+                (None, Some(expression)) => {
+                    compiles(expression, &format!("{field}.expression"), &mut errors)
+                }
+                _ => {}
             }
         }
-        if !jwt.claim_mappings.extra.is_empty() {
-            errors.push(format!(
-                "{}: Forbidden: {UNSUPPORTED_CEL}",
-                at("claimMappings.extra")
-            ));
+        let mut keys = Vec::new();
+        for (e, extra) in jwt.claim_mappings.extra.iter().enumerate() {
+            let field = at(&format!("claimMappings.extra[{e}]"));
+            let key = extra.key.as_str();
+            if key.is_empty() {
+                errors.push(format!("{field}.key: Required value"));
+            } else if !key.contains('/') || key.starts_with('/') {
+                errors.push(format!("{field}.key: Invalid value: {key:?}: must be a domain-prefix path (such as \"acme.io/foo\")"));
+            } else if key != key.to_lowercase() {
+                errors.push(format!(
+                    "{field}.key: Invalid value: {key:?}: key must be lowercase"
+                ));
+            } else if ["kubernetes.io", "k8s.io"].iter().any(|d| {
+                let domain = key.split('/').next().unwrap_or_default();
+                domain == *d || domain.ends_with(&format!(".{d}"))
+            }) {
+                errors.push(format!("{field}.key: Invalid value: {key:?}: k8s.io, kubernetes.io and their subdomains are reserved for Kubernetes use"));
+            } else if keys.contains(&key) {
+                errors.push(format!("{field}.key: Duplicate value: {key:?}"));
+            }
+            keys.push(key);
+            if extra.value_expression.is_empty() {
+                errors.push(format!(
+                    "{field}.valueExpression: Required value: valueExpression is required"
+                ));
+            } else {
+                compiles(
+                    &extra.value_expression,
+                    &format!("{field}.valueExpression"),
+                    &mut errors,
+                );
+            }
         }
-        if !jwt.user_validation_rules.is_empty() {
-            errors.push(format!(
-                "{}: Forbidden: {UNSUPPORTED_CEL}",
-                at("userValidationRules")
-            ));
+        for (u, rule) in jwt.user_validation_rules.iter().enumerate() {
+            let field = at(&format!("userValidationRules[{u}].expression"));
+            match rule.expression.as_str() {
+                "" => errors.push(format!("{field}: Required value: expression is required")),
+                expression => compiles(expression, &field, &mut errors),
+            }
         }
+        email_verified_is_checked(jwt, &at("claimMappings.username.expression"), &mut errors);
     }
     errors
+}
+
+/// Kubernetes' rule: a user name taken from `claims.email` by an expression must look at
+/// `claims.email_verified` somewhere (the user name, an extra, or a claim validation rule), as
+/// the `claim: email` mapping checks it itself.
+fn email_verified_is_checked(jwt: &JwtAuthenticator, at: &str, errors: &mut Vec<String>) {
+    let Some(username) = &jwt.claim_mappings.username.expression else {
+        return;
+    };
+    if !username.contains("claims.email") || username.contains("claims.email_verified") {
+        return;
+    }
+    let elsewhere = jwt
+        .claim_mappings
+        .extra
+        .iter()
+        .map(|e| e.value_expression.as_str())
+        .chain(
+            jwt.claim_validation_rules
+                .iter()
+                .filter_map(|r| r.expression.as_deref()),
+        )
+        .any(|e| e.contains("claims.email_verified"));
+    if !elsewhere {
+        errors.push(format!("{at}: Invalid value: {username:?}: claims.email_verified must be used in claimMappings.username.expression or claimMappings.extra[*].valueExpression or claimValidationRules[*].expression when claims.email is used in claimMappings.username.expression"));
+    }
 }
 
 /// A user name or groups mapping: a claim with a prefix (required for user names and groups
 /// alike, as in Kubernetes; `""` disables prefixing).
 fn prefixed_claim(mapping: &PrefixedClaim, at: &str, required: bool, errors: &mut Vec<String>) {
-    if mapping.expression.is_some() {
-        errors.push(format!("{at}.expression: Forbidden: {UNSUPPORTED_CEL}"));
+    if let Some(expression) = &mapping.expression {
+        if mapping.claim.is_some() {
+            errors.push(format!(
+                "{at}: Invalid value: \"\": claim and expression can't both be set"
+            ));
+        }
+        if let Some(prefix) = &mapping.prefix {
+            errors.push(format!(
+                "{at}.prefix: Invalid value: {prefix:?}: may not be specified when claim is not set"
+            ));
+        }
+        compiles(expression, &format!("{at}.expression"), errors);
         return;
     }
     match &mapping.claim {
@@ -308,7 +458,7 @@ jwt:
     username: {claim: sub}
 - issuer: {url: "http://idp", audiences: [a, b]}
   claimMappings:
-    username: {expression: "claims.sub"}
+    username: {expression: "claims.sub + "}
 "#;
         let errors = parse(bad).unwrap_err();
         for expected in [
@@ -317,7 +467,7 @@ jwt:
             "jwt[0].claimMappings.username.prefix: Required value: prefix is required when claim is set",
             r#"jwt[1].issuer.url: Duplicate value: "http://idp""#,
             "jwt[1].issuer.audienceMatchPolicy: Invalid value: \"\": audienceMatchPolicy must be MatchAny for multiple audiences",
-            "jwt[1].claimMappings.username.expression: Forbidden: CEL expressions are not supported",
+            r#"jwt[1].claimMappings.username.expression: Invalid value: "claims.sub + ": compilation failed"#,
         ] {
             assert!(errors.contains(expected), "{expected}\nnot in:\n{errors}");
         }
@@ -325,5 +475,39 @@ jwt:
             .unwrap_err()
             .contains("no kind"));
         assert!(parse("jwt: [").unwrap_err().starts_with("decoding"));
+    }
+
+    #[test]
+    fn cel_fields_are_checked_as_kube_apiserver_checks_them() {
+        let text = r#"
+apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer: {url: "https://idp", audiences: [k]}
+  claimValidationRules:
+  - {claim: hd, expression: "true"}
+  claimMappings:
+    username: {expression: "claims.email", prefix: "x:"}
+    extra:
+    - {key: "tenant", valueExpression: "claims.t"}
+    - {key: "kubernetes.io/t", valueExpression: "claims.t"}
+    - {key: "example.com/T", valueExpression: "claims.t"}
+    - {key: "example.com/t", valueExpression: ""}
+  userValidationRules:
+  - {expression: ""}
+"#;
+        let errors = parse(text).unwrap_err();
+        for expected in [
+            r#"jwt[0].claimValidationRules[0]: Invalid value: "": claim and expression can't both be set"#,
+            r#"jwt[0].claimMappings.username.prefix: Invalid value: "x:": may not be specified when claim is not set"#,
+            r#"jwt[0].claimMappings.extra[0].key: Invalid value: "tenant": must be a domain-prefix path"#,
+            r#"jwt[0].claimMappings.extra[1].key: Invalid value: "kubernetes.io/t": k8s.io, kubernetes.io and their subdomains are reserved"#,
+            r#"jwt[0].claimMappings.extra[2].key: Invalid value: "example.com/T": key must be lowercase"#,
+            "jwt[0].claimMappings.extra[3].valueExpression: Required value",
+            "jwt[0].userValidationRules[0].expression: Required value",
+            r#"jwt[0].claimMappings.username.expression: Invalid value: "claims.email": claims.email_verified must be used"#,
+        ] {
+            assert!(errors.contains(expected), "{expected}\nnot in:\n{errors}");
+        }
     }
 }

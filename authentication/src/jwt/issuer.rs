@@ -2,7 +2,7 @@
 //! is verified (signature by a published key, audience, expiry), its claims checked against
 //! the claim validation rules and mapped to the user, as Kubernetes' JWT authenticator does.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -10,6 +10,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
+use super::claim_expressions::ClaimExpressions;
 use super::config::{JwtAuthenticator, PrefixedClaim};
 use super::keys::IssuerKeys;
 use crate::user::UserInfo;
@@ -40,6 +41,7 @@ const CACHE_MAX: usize = 4096;
 /// One configured issuer.
 pub(super) struct IssuerAuthenticator {
     config: JwtAuthenticator,
+    expressions: ClaimExpressions,
     keys: IssuerKeys,
     /// Verified tokens by SHA-256, with their user and until when they may be taken as is.
     verified: Mutex<HashMap<[u8; 32], (UserInfo, Instant)>>,
@@ -49,6 +51,7 @@ impl IssuerAuthenticator {
     pub(super) fn new(config: JwtAuthenticator) -> Self {
         let keys = IssuerKeys::new(&config.issuer);
         Self {
+            expressions: ClaimExpressions::compile(&config),
             config,
             keys,
             verified: Mutex::default(),
@@ -115,26 +118,38 @@ impl IssuerAuthenticator {
                 ));
             }
         }
+        self.expressions.check_claims(claims)?;
+        let mapped = self.expressions.map(claims)?;
         let mappings = &self.config.claim_mappings;
-        let username = username(&mappings.username, claims)?;
-        let groups = match &mappings.groups {
-            Some(groups) => prefixed_values(groups, claims)?,
-            None => Vec::new(),
+        let username = match mapped.username {
+            Some(username) => username,
+            None => username(&mappings.username, claims)?,
         };
-        let uid = match mappings.uid.as_ref().and_then(|u| u.claim.as_ref()) {
-            Some(claim) => claims
+        let groups = match (mapped.groups, &mappings.groups) {
+            (Some(groups), _) => groups,
+            (None, Some(groups)) => prefixed_values(groups, claims)?,
+            (None, None) => Vec::new(),
+        };
+        let uid = match (
+            mapped.uid,
+            mappings.uid.as_ref().and_then(|u| u.claim.as_ref()),
+        ) {
+            (Some(uid), _) => uid,
+            (None, Some(claim)) => claims
                 .get(claim)
                 .and_then(Value::as_str)
                 .ok_or_else(|| format!("oidc: uid claim {claim:?} not present"))?
                 .to_string(),
-            None => String::new(),
+            (None, None) => String::new(),
         };
-        Ok(UserInfo {
+        let user = UserInfo {
             username,
             uid,
             groups,
-            extra: BTreeMap::new(),
-        })
+            extra: mapped.extra,
+        };
+        self.expressions.check_user(&user)?;
+        Ok(user)
     }
 }
 
@@ -239,6 +254,8 @@ impl IssuerAuthenticator {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use serde_json::json;
 
@@ -287,5 +304,35 @@ mod tests {
             wrong.contains("required claim hd value does not match"),
             "{wrong}"
         );
+    }
+
+    #[test]
+    fn cel_expressions_validate_claims_map_the_user_and_validate_it() {
+        let idp = issuer(
+            "  claimValidationRules:\n  - {expression: 'claims.hd == \"example.com\"', message: 'wrong domain'}\n  claimMappings:\n    username: {expression: 'claims.email_verified ? claims.email : \"\"'}\n    groups: {expression: 'claims.roles.map(r, \"role:\" + r)'}\n    uid: {expression: 'claims.sub'}\n    extra:\n    - {key: 'example.com/tenant', valueExpression: 'claims.tenant'}\n    - {key: 'example.com/none', valueExpression: '\"\"'}\n  userValidationRules:\n  - {expression: '!user.username.startsWith(\"system:\")', message: 'no system users'}\n",
+        );
+        let claims = json!({"hd": "example.com", "email": "a@x", "email_verified": true, "roles": ["dev", "qa"], "sub": "42", "tenant": "blue"});
+        let user = idp.user(&claims).unwrap();
+        assert_eq!(user.username, "a@x");
+        assert_eq!(user.groups, ["role:dev", "role:qa"]);
+        assert_eq!(user.uid, "42");
+        assert_eq!(
+            user.extra,
+            BTreeMap::from([("example.com/tenant".to_string(), vec!["blue".to_string()])])
+        );
+        let mut other = claims.clone();
+        other["hd"] = json!("evil.com");
+        let refused = idp.user(&other).unwrap_err();
+        assert!(refused.ends_with("failed: wrong domain"), "{refused}");
+        let mut unverified = claims.clone();
+        unverified["email_verified"] = json!(false);
+        assert_eq!(
+            idp.user(&unverified).unwrap_err(),
+            "oidc: empty username via CEL expression is not allowed"
+        );
+        let mut system = claims.clone();
+        system["email"] = json!("system:admin");
+        let refused = idp.user(&system).unwrap_err();
+        assert!(refused.ends_with("failed: no system users"), "{refused}");
     }
 }

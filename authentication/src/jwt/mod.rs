@@ -4,6 +4,7 @@
 //! issuers of the last good one); issuers whose configuration did not change keep the keys they
 //! fetched.
 
+mod claim_expressions;
 mod config;
 mod issuer;
 mod keys;
@@ -13,36 +14,43 @@ use std::sync::Arc;
 
 use prometheus_client::registry::Registry as MetricsRegistry;
 
-pub use config::{parse, AuthenticationConfiguration};
+pub use config::{parse, Anonymous, AuthenticationConfiguration};
 use issuer::IssuerAuthenticator;
 
 use crate::registry::config_file::{LoadError, ReloadedFile};
 use crate::{Authenticator, Credentials, Outcome};
 
-/// The configured JWT issuers, as one authenticator.
+/// The configured JWT issuers, as one authenticator; and the configuration's anonymous access.
 pub struct JwtAuthenticators {
-    issuers: Arc<ReloadedFile<Vec<Arc<IssuerAuthenticator>>>>,
+    loaded: Arc<ReloadedFile<Loaded>>,
 }
 
-/// The issuers `text` configures, keeping those of `current` whose configuration is unchanged
-/// (and with it the keys they fetched).
-fn build(
-    text: &str,
-    current: Option<&Vec<Arc<IssuerAuthenticator>>>,
-) -> Result<Vec<Arc<IssuerAuthenticator>>, String> {
+/// What one text of the file configures.
+struct Loaded {
+    issuers: Vec<Arc<IssuerAuthenticator>>,
+    anonymous: Option<Anonymous>,
+}
+
+/// What `text` configures, keeping the issuers of `current` whose configuration is unchanged
+/// (and with them the keys they fetched).
+fn build(text: &str, current: Option<&Loaded>) -> Result<Loaded, String> {
     let config = parse(text)?;
-    Ok(config
+    let issuers = config
         .jwt
         .into_iter()
         .map(|jwt| {
             current
                 .into_iter()
-                .flatten()
+                .flat_map(|c| &c.issuers)
                 .find(|i| i.config() == &jwt)
                 .cloned()
                 .unwrap_or_else(|| Arc::new(IssuerAuthenticator::new(jwt)))
         })
-        .collect())
+        .collect();
+    Ok(Loaded {
+        issuers,
+        anonymous: config.anonymous,
+    })
 }
 
 impl JwtAuthenticators {
@@ -51,14 +59,15 @@ impl JwtAuthenticators {
     /// # Errors
     /// The file cannot be read, or is not a valid configuration (every field error).
     pub fn load(path: &Path) -> Result<Arc<Self>, LoadError> {
-        let issuers = ReloadedFile::load(path, "authentication", build)?;
-        Ok(Arc::new(Self { issuers }))
+        let loaded = ReloadedFile::load(path, "authentication", build)?;
+        Ok(Arc::new(Self { loaded }))
     }
 
     /// The issuers' URLs, in order.
     pub fn issuers(&self) -> Vec<String> {
-        self.issuers
+        self.loaded
             .current()
+            .issuers
             .iter()
             .map(|i| i.issuer().to_string())
             .collect()
@@ -66,13 +75,23 @@ impl JwtAuthenticators {
 
     /// Registers kube-apiserver's reload metrics into `registry`.
     pub fn register(&self, registry: &mut MetricsRegistry) {
-        self.issuers
+        self.loaded
             .register(registry, "apiserver_authentication_config_controller");
     }
 
     /// Looks at the file every second for as long as `self` lives.
     pub fn spawn_reloader(&self) {
-        self.issuers.spawn_reloader();
+        self.loaded.spawn_reloader();
+    }
+
+    /// Anonymous access as the file's `anonymous` says when it has one (read again with the
+    /// file), else as `fallback` (`--anonymous-auth`).
+    pub fn anonymous_access(&self, fallback: bool) -> crate::AnonymousAccess {
+        let loaded = self.loaded.clone();
+        Arc::new(move |path| match &loaded.current().anonymous {
+            Some(anonymous) => anonymous.allows(path),
+            None => fallback,
+        })
     }
 }
 
@@ -87,8 +106,8 @@ impl Authenticator for JwtAuthenticators {
         let Some(iss) = crate::unverified_issuer(token) else {
             return Outcome::NotApplicable;
         };
-        let issuers = self.issuers.current();
-        match issuers.iter().find(|issuer| issuer.issuer() == iss) {
+        let loaded = self.loaded.current();
+        match loaded.issuers.iter().find(|issuer| issuer.issuer() == iss) {
             Some(issuer) => issuer.authenticate(token).await,
             None => Outcome::NotApplicable,
         }

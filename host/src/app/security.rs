@@ -247,9 +247,13 @@ pub(super) fn secure(
             reviews.authorizer.clone(),
             registry,
         )));
+    let mut authentication = AuthenticatorChain::new(authenticators, s.anonymous_auth);
+    if let Some(jwt) = &jwt {
+        authentication = authentication.with_anonymous(jwt.anonymous_access(s.anonymous_auth));
+    }
     Ok(Secured {
         security: Security::Enforced {
-            authentication: AuthenticatorChain::new(authenticators, s.anonymous_auth),
+            authentication,
             authorizer: reviews.authorizer.clone(),
         },
         tls: Some(tls),

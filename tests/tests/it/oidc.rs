@@ -249,3 +249,59 @@ fn an_invalid_authentication_configuration_stops_the_start_with_its_field_errors
         "{stderr}"
     );
 }
+
+#[test]
+fn cel_claim_mappings_map_the_user_and_anonymous_access_is_limited_to_listed_paths() {
+    let idp = Issuer::start();
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("authn.yaml");
+    let text = json!({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AuthenticationConfiguration",
+        "jwt": [{
+            "issuer": {"url": idp.url, "audiences": ["kubernetes"], "certificateAuthority": idp.ca()},
+            "claimValidationRules": [{"expression": "claims.hd == 'example.com'", "message": "the example.com domain only"}],
+            "claimMappings": {
+                "username": {"expression": "'corp:' + claims.preferred_username"},
+                "groups": {"expression": "claims.roles.map(r, 'role:' + r)"},
+                "extra": [{"key": "example.com/tenant", "valueExpression": "claims.tenant"}],
+            },
+            "userValidationRules": [{"expression": "!user.username.startsWith('corp:system')", "message": "no system names"}],
+        }],
+        "anonymous": {"enabled": true, "conditions": [{"path": "/livez"}, {"path": "/readyz"}]},
+    });
+    std::fs::write(&config, text.to_string()).unwrap();
+    let config_arg = config.display().to_string();
+    let f = SecureFixture::start(&["--authentication-config", &config_arg]);
+
+    let claims = json!({"preferred_username": "alice", "hd": "example.com", "roles": ["dev", "ops"], "tenant": "blue"});
+    let user = username(&f, &idp.token(claims.clone(), false)).expect("the token logs in");
+    assert_eq!(user["username"], "corp:alice", "{user}");
+    assert_eq!(
+        user["groups"],
+        json!(["role:dev", "role:ops", "system:authenticated"]),
+        "{user}"
+    );
+    assert_eq!(
+        user["extra"]["example.com/tenant"],
+        json!(["blue"]),
+        "{user}"
+    );
+    // A claim rule and a user rule that fail: 401.
+    let unauthorized = |who: &Credential| f.call(who, "GET", "/api", None).unwrap().code == 401;
+    let mut other_domain = claims.clone();
+    other_domain["hd"] = json!("evil.com");
+    assert!(unauthorized(&idp.token(other_domain, false)));
+    let mut system = claims.clone();
+    system["preferred_username"] = json!("system-admin");
+    assert!(unauthorized(&idp.token(system, false)));
+
+    // Anonymous only where the file lists it: /livez answers, /api (which RBAC would refuse
+    // an anonymous user with 403) is 401.
+    let anonymous = Credential::Anonymous;
+    let livez = f.call(&anonymous, "GET", "/livez", None).unwrap();
+    assert_eq!(livez.code, 200, "{}", livez.body);
+    assert_eq!(f.call(&anonymous, "GET", "/api", None).unwrap().code, 401);
+    let version = f.call(&anonymous, "GET", "/version", None).unwrap();
+    assert_eq!(version.code, 401, "{}", version.body);
+}

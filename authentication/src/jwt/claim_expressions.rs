@@ -1,0 +1,194 @@
+//! The CEL of a JWT issuer's configuration, compiled once when the issuer is built: claim
+//! validation rules and claim mappings (user name, groups, uid, extra) over `claims`, and user
+//! validation rules over `user`, evaluated as Kubernetes' JWT authenticator evaluates them.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::config::{JwtAuthenticator, PrefixedClaim};
+use crate::registry::cel::expression::{Activation, Expression};
+use crate::user::UserInfo;
+
+/// A rule: its expression, its text and its message.
+struct Rule {
+    expression: Expression,
+    text: String,
+    message: Option<String>,
+}
+
+/// One issuer's compiled expressions.
+pub(super) struct ClaimExpressions {
+    claim_rules: Vec<Rule>,
+    username: Option<Expression>,
+    groups: Option<Expression>,
+    uid: Option<Expression>,
+    extra: Vec<(String, Expression)>,
+    user_rules: Vec<Rule>,
+}
+
+/// `mapping`'s expression, compiled (the configuration was checked to compile).
+fn mapped(mapping: Option<&PrefixedClaim>) -> Option<Expression> {
+    let text = mapping?.expression.as_deref()?;
+    Expression::compile(text).ok()
+}
+
+fn rule(text: &str, message: Option<&String>) -> Option<Rule> {
+    Some(Rule {
+        expression: Expression::compile(text).ok()?,
+        text: text.to_owned(),
+        message: message.cloned(),
+    })
+}
+
+/// A string, or each string of a list (what a groups or extra expression may answer).
+fn strings(value: Value, what: &str) -> Result<Vec<String>, String> {
+    match value {
+        Value::String(one) => Ok(vec![one]),
+        Value::Null => Ok(Vec::new()),
+        Value::Array(many) => many
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                _ => Err(format!("oidc: error evaluating {what} expression: {what} expression must return a string or a list of strings")),
+            })
+            .collect(),
+        _ => Err(format!(
+            "oidc: error evaluating {what} expression: {what} expression must return a string or a list of strings"
+        )),
+    }
+}
+
+impl ClaimExpressions {
+    /// The expressions of `config`.
+    pub(super) fn compile(config: &JwtAuthenticator) -> Self {
+        let mappings = &config.claim_mappings;
+        Self {
+            claim_rules: config
+                .claim_validation_rules
+                .iter()
+                .filter_map(|r| rule(r.expression.as_deref()?, r.message.as_ref()))
+                .collect(),
+            username: mapped(Some(&mappings.username)),
+            groups: mapped(mappings.groups.as_ref()),
+            uid: mapped(mappings.uid.as_ref()),
+            extra: mappings
+                .extra
+                .iter()
+                .filter_map(|e| {
+                    Some((
+                        e.key.clone(),
+                        Expression::compile(&e.value_expression).ok()?,
+                    ))
+                })
+                .collect(),
+            user_rules: config
+                .user_validation_rules
+                .iter()
+                .filter_map(|r| rule(&r.expression, r.message.as_ref()))
+                .collect(),
+        }
+    }
+
+    /// Checks the claim validation rules' expressions over `claims`.
+    pub(super) fn check_claims(&self, claims: &Value) -> Result<(), String> {
+        if self.claim_rules.is_empty() {
+            return Ok(());
+        }
+        let activation = Activation::new(&[("claims", claims)]);
+        for rule in &self.claim_rules {
+            let holds = activation
+                .truth(&rule.expression)
+                .map_err(|e| format!("oidc: error evaluating claim validation expression: {e}"))?;
+            if !holds {
+                return Err(format!(
+                    "oidc: error evaluating claim validation expression: validation expression '{}' failed: {}",
+                    rule.text,
+                    rule.message.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The user name, groups, uid and extra the expressions map `claims` to; `None` for each
+    /// mapping that has no expression (the claim mapping decides).
+    pub(super) fn map(&self, claims: &Value) -> Result<Mapped, String> {
+        let activation = Activation::new(&[("claims", claims)]);
+        let evaluate = |expression: &Expression, what: &str| {
+            activation
+                .json(expression)
+                .map_err(|e| format!("oidc: error evaluating {what} expression: {e}"))
+        };
+        let string = |expression: &Option<Expression>,
+                      what: &str|
+         -> Result<Option<String>, String> {
+            let Some(expression) = expression else {
+                return Ok(None);
+            };
+            match evaluate(expression, what)? {
+                Value::String(s) => Ok(Some(s)),
+                _ => Err(format!(
+                    "oidc: error evaluating {what} expression: {what} expression must return a string"
+                )),
+            }
+        };
+        let username = string(&self.username, "username")?;
+        if username.as_deref() == Some("") {
+            return Err("oidc: empty username via CEL expression is not allowed".into());
+        }
+        let groups = match &self.groups {
+            Some(expression) => Some(strings(evaluate(expression, "groups")?, "groups")?),
+            None => None,
+        };
+        let uid = string(&self.uid, "uid")?;
+        let mut extra = BTreeMap::new();
+        for (key, expression) in &self.extra {
+            let values: Vec<String> = strings(evaluate(expression, "extra")?, "extra")?
+                .into_iter()
+                .filter(|v| !v.is_empty())
+                .collect();
+            if !values.is_empty() {
+                extra.insert(key.clone(), values);
+            }
+        }
+        Ok(Mapped {
+            username,
+            groups,
+            uid,
+            extra,
+        })
+    }
+
+    /// Checks the user validation rules over the mapped `user`.
+    pub(super) fn check_user(&self, user: &UserInfo) -> Result<(), String> {
+        if self.user_rules.is_empty() {
+            return Ok(());
+        }
+        let variable = json!({
+            "username": user.username, "uid": user.uid, "groups": user.groups, "extra": user.extra,
+        });
+        let activation = Activation::new(&[("user", &variable)]);
+        for rule in &self.user_rules {
+            let holds = activation
+                .truth(&rule.expression)
+                .map_err(|e| format!("oidc: error evaluating user info validation rule: {e}"))?;
+            if !holds {
+                return Err(format!(
+                    "oidc: error evaluating user info validation rule: validation expression '{}' failed: {}",
+                    rule.text,
+                    rule.message.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the expressions mapped (`None`: no expression for it).
+pub(super) struct Mapped {
+    pub(super) username: Option<String>,
+    pub(super) groups: Option<Vec<String>>,
+    pub(super) uid: Option<String>,
+    pub(super) extra: BTreeMap<String, Vec<String>>,
+}
