@@ -13,7 +13,7 @@ pub mod admission;
 pub mod apply;
 pub mod builtin;
 pub mod cel;
-pub mod config_file;
+pub use strategy_host_storage::config_file;
 mod conversion;
 mod conversion_memo;
 pub mod crd_lifecycle;

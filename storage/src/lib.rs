@@ -19,6 +19,7 @@
 //! A resourceVersion is the store revision of an object's last write.
 
 pub mod cacher;
+pub mod config_file;
 pub mod continue_token;
 pub mod embedded;
 pub mod encryption;

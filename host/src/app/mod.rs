@@ -62,12 +62,13 @@ impl StrategyResolver for WithNatives {
 /// cannot be watched, or the address cannot be bound.
 pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()> {
     let encryption = config.encryption()?;
-    if encryption.is_some() {
+    if let Some(encryption) = &encryption {
         tracing::info!("encryption at rest on, as --encryption-provider-config says");
+        encryption.spawn_reloader();
     }
     let storage: Arc<dyn Storage> = match config.store() {
         StoreChoice::Embedded(mut c) => {
-            c.encryption = encryption;
+            c.encryption = encryption.clone();
             let dir = c.data_dir.display().to_string();
             let store = EmbeddedStore::open(c)
                 .await
@@ -76,7 +77,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
             Arc::new(store)
         }
         StoreChoice::Etcd3(mut c) => {
-            c.encryption = encryption;
+            c.encryption = encryption.clone();
             let endpoints = c.endpoints.join(",");
             let store = Etcd3Store::connect(c)
                 .await
@@ -202,6 +203,9 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         }
         if let Some(authorization) = &secured.structured_authorizer {
             authorization.register(m);
+        }
+        if let Some(encryption) = &encryption {
+            encryption.register(m);
         }
         controller_metrics.register(m);
         webhook_metrics.register(m);

@@ -262,7 +262,8 @@ impl Config {
             })
     }
 
-    /// The encryption at rest `--encryption-provider-config` describes, if given.
+    /// The encryption at rest `--encryption-provider-config` describes, if given (watched for
+    /// changes with `--encryption-provider-config-automatic-reload`).
     ///
     /// # Errors
     /// The file cannot be read or is not a valid configuration (every field error).
@@ -272,6 +273,9 @@ impl Config {
         let Some(path) = &self.security.encryption_provider_config else {
             return Ok(None);
         };
+        if self.security.encryption_provider_config_automatic_reload {
+            return Ok(Some(crate::storage::encryption::watch(path)?));
+        }
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
         crate::storage::encryption::parse(&text)

@@ -40,6 +40,15 @@ pub struct SecurityFlags {
     #[arg(long, env = "STRATEGY_HOST_ENCRYPTION_PROVIDER_CONFIG")]
     pub encryption_provider_config: Option<PathBuf>,
 
+    /// Read `--encryption-provider-config` again when it changes (a new key takes effect
+    /// without a restart; a file that no longer reads keeps the last good keys).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_ENCRYPTION_PROVIDER_CONFIG_AUTOMATIC_RELOAD",
+        requires = "encryption_provider_config"
+    )]
+    pub encryption_provider_config_automatic_reload: bool,
+
     /// Structured authentication (`apiserver.config.k8s.io/v1` `AuthenticationConfiguration`):
     /// JWT issuers (OIDC) whose tokens authenticate users; read again when it changes.
     #[arg(long, env = "STRATEGY_HOST_AUTHENTICATION_CONFIG")]

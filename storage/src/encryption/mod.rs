@@ -13,21 +13,66 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde::Deserialize;
 
+use crate::config_file::{LoadError, ReloadedFile};
 use crate::error::{Result, StorageError};
 use providers::{Key, Provider, ENCRYPTED};
 
-/// The configuration as read: which resources, which providers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncryptionConfig {
-    /// (key prefixes relative to a store's prefix, such as `secrets/`, their providers), in
-    /// the file's order: the first entry naming a resource decides.
-    rules: Vec<(String, Arc<[Provider]>)>,
+/// (key prefixes relative to a store's prefix, such as `secrets/`, their providers), in the
+/// file's order: the first entry naming a resource decides.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Rules(Vec<(String, Arc<[Provider]>)>);
+
+/// Where the rules come from: read once, or a file read again when it changes
+/// (`--encryption-provider-config-automatic-reload`).
+#[derive(Debug, Clone)]
+enum Source {
+    Fixed(Arc<Rules>),
+    File(Arc<ReloadedFile<Rules>>),
 }
 
+impl Source {
+    fn current(&self) -> Arc<Rules> {
+        match self {
+            Source::Fixed(rules) => rules.clone(),
+            Source::File(file) => file.current(),
+        }
+    }
+}
+
+/// The configuration as read: which resources, which providers.
+#[derive(Debug, Clone)]
+pub struct EncryptionConfig {
+    source: Source,
+}
+
+/// Equal when they hold the same rules now (a watched file equals only itself).
+impl PartialEq for EncryptionConfig {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.source, &other.source) {
+            (Source::File(a), Source::File(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.current() == b.current(),
+        }
+    }
+}
+
+impl Eq for EncryptionConfig {}
+
 /// The configuration bound to one store's key prefix.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Encryption {
-    rules: Vec<(String, Arc<[Provider]>)>,
+    /// The store's key prefix (`/registry/`), which the rules' prefixes are relative to.
+    store_prefix: String,
+    source: Source,
+}
+
+impl Default for Encryption {
+    /// Nothing encrypted.
+    fn default() -> Self {
+        Self {
+            store_prefix: String::new(),
+            source: Source::Fixed(Arc::default()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -74,6 +119,25 @@ struct KeyEntry {
 /// # Errors
 /// Not YAML or JSON of this kind, or an invalid field (each named, as kube-apiserver names it).
 pub fn parse(text: &str) -> std::result::Result<EncryptionConfig, String> {
+    Ok(EncryptionConfig {
+        source: Source::Fixed(Arc::new(rules(text)?)),
+    })
+}
+
+/// The configuration at `path`, read again when it changes once
+/// [`EncryptionConfig::spawn_reloader`] is called (a file that no longer reads keeps the last
+/// good keys).
+///
+/// # Errors
+/// The file cannot be read or is not a valid configuration.
+pub fn watch(path: &std::path::Path) -> std::result::Result<EncryptionConfig, LoadError> {
+    let file = ReloadedFile::load(path, "encryption", |text, _| rules(text))?;
+    Ok(EncryptionConfig {
+        source: Source::File(file),
+    })
+}
+
+fn rules(text: &str) -> std::result::Result<Rules, String> {
     let file: File =
         serde_yaml::from_str(text).map_err(|e| format!("decoding the configuration: {e}"))?;
     if file.kind != "EncryptionConfiguration" || file.api_version != "apiserver.config.k8s.io/v1" {
@@ -114,7 +178,7 @@ pub fn parse(text: &str) -> std::result::Result<EncryptionConfig, String> {
         }
     }
     if errors.is_empty() {
-        Ok(EncryptionConfig { rules })
+        Ok(Rules(rules))
     } else {
         Err(errors.join("\n"))
     }
@@ -219,13 +283,25 @@ fn key_prefix(resource: &str) -> std::result::Result<String, String> {
 impl EncryptionConfig {
     /// The configuration for a store whose keys start with `store_prefix` (`/registry/`).
     pub fn bind(&self, store_prefix: &str) -> Encryption {
-        let prefix = crate::key::normalize_prefix(store_prefix);
         Encryption {
-            rules: self
-                .rules
-                .iter()
-                .map(|(relative, chain)| (format!("{prefix}{relative}"), chain.clone()))
-                .collect(),
+            store_prefix: crate::key::normalize_prefix(store_prefix),
+            source: self.source.clone(),
+        }
+    }
+
+    /// Looks at the file every second, for a configuration from [`watch`] (kube-apiserver's
+    /// `--encryption-provider-config-automatic-reload`).
+    pub fn spawn_reloader(&self) {
+        if let Source::File(file) = &self.source {
+            file.spawn_reloader();
+        }
+    }
+
+    /// Registers kube-apiserver's reload metrics into `registry`, for a configuration from
+    /// [`watch`].
+    pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        if let Source::File(file) = &self.source {
+            file.register(registry, "apiserver_encryption_config_controller");
         }
     }
 }
@@ -233,14 +309,18 @@ impl EncryptionConfig {
 impl Encryption {
     /// Whether any resource is configured.
     pub fn is_configured(&self) -> bool {
-        !self.rules.is_empty()
+        !self.source.current().0.is_empty()
     }
 
-    fn providers(&self, full_key: &str) -> Option<&[Provider]> {
-        self.rules
+    /// The providers of the resource `full_key` belongs to, as the configuration says now.
+    fn providers(&self, full_key: &str) -> Option<Arc<[Provider]>> {
+        let relative = full_key.strip_prefix(self.store_prefix.as_str())?;
+        self.source
+            .current()
+            .0
             .iter()
-            .find(|(prefix, _)| full_key.starts_with(prefix.as_str()))
-            .map(|(_, chain)| &chain[..])
+            .find(|(prefix, _)| relative.starts_with(prefix.as_str()))
+            .map(|(_, chain)| chain.clone())
     }
 
     /// `plain` as it is stored at `full_key`: sealed by the first provider of its resource.
@@ -248,7 +328,8 @@ impl Encryption {
     /// # Errors
     /// `Internal` when encryption fails.
     pub fn seal(&self, full_key: &str, plain: Vec<u8>) -> Result<Vec<u8>> {
-        match self.providers(full_key).and_then(|chain| chain.first()) {
+        let chain = self.providers(full_key);
+        match chain.as_deref().and_then(<[Provider]>::first) {
             None | Some(Provider::Identity) => Ok(plain),
             Some(provider) => provider
                 .seal(full_key, &plain)

@@ -2,7 +2,8 @@
 //! kubectl 1.35: a Secret's value is in neither the embedded store's files nor a
 //! `/storage/snapshot`, while kubectl reads it back; other kinds stay plain; restarted with a
 //! key that cannot open it, the Secret answers 500 in Kubernetes' words and everything else
-//! serves; a rotated configuration (new key first, old key listed) reads it again.
+//! serves; a rotated configuration (new key first, old key listed) reads it again — after a
+//! restart, or without one under `--encryption-provider-config-automatic-reload`.
 
 use std::path::Path;
 
@@ -156,4 +157,91 @@ fn secrets_are_stored_encrypted_and_a_missing_key_fails_only_them() {
         contains(&stored, "k8s:enc:aescbc:v1:new:"),
         "rewritten under the new key"
     );
+}
+
+#[test]
+fn with_automatic_reload_a_new_key_seals_new_writes_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("encryption.yaml");
+    write_config(&config, &[("old", OLD)]);
+    let (data_arg, config_arg) = (
+        dir.path().join("data").display().to_string(),
+        config.display().to_string(),
+    );
+    let host = HostProcess::start(&[
+        "--data-dir",
+        &data_arg,
+        "--encryption-provider-config",
+        &config_arg,
+        "--encryption-provider-config-automatic-reload",
+    ])
+    .expect("the server starts");
+    let kubectl_bin = latest_kubectl_path().unwrap();
+    let cache = dir.path().join("kubectl");
+    std::fs::create_dir_all(&cache).unwrap();
+    let kubectl = |args: &[&str]| {
+        let (ok, out, err) =
+            kubectl_with(&kubectl_bin, &host.base_url, &cache, args, None).unwrap();
+        assert!(ok, "{err}");
+        out
+    };
+    let secret = |name: &str| {
+        kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            name,
+            "--from-literal=password=hunter2-in-the-e2e-test",
+        ]);
+    };
+    // The store's files, read while it runs (each write is committed to them).
+    let data = dir.path().join("data");
+    let stored = || files_of(&data);
+    secret("before");
+    assert!(contains(&stored(), "k8s:enc:aescbc:v1:old:"));
+    assert!(!contains(&stored(), "k8s:enc:aescbc:v1:new:"));
+
+    // The new key first, the old one listed, moved into place whole: new writes take it.
+    let staged = config.with_extension("tmp");
+    write_config(&staged, &[("new", NEW), ("old", OLD)]);
+    std::fs::rename(&staged, &config).unwrap();
+    strategy_host_e2e::eventually(
+        "a new Secret sealed with the new key",
+        std::time::Duration::from_secs(20),
+        || {
+            let name = format!(
+                "after-{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis()
+            );
+            secret(&name);
+            contains(&stored(), "k8s:enc:aescbc:v1:new:")
+        },
+    );
+    // What the old key sealed still reads.
+    assert_eq!(
+        kubectl(&["get", "secret", "before", "-o", "jsonpath={.data.password}"]),
+        VALUE_B64
+    );
+    // A file that no longer reads keeps the last good keys.
+    std::fs::write(&staged, "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources: [{resources: [secrets], providers: []}]\n").unwrap();
+    std::fs::rename(&staged, &config).unwrap();
+    let metrics = || get(&host.url("/metrics")).unwrap().1;
+    strategy_host_e2e::eventually(
+        "the broken file counted",
+        std::time::Duration::from_secs(20),
+        || {
+            metrics().contains("apiserver_encryption_config_controller_automatic_reloads_total{status=\"failure\"} 1")
+        },
+    );
+    secret("still");
+    assert_eq!(
+        kubectl(&["get", "secret", "still", "-o", "jsonpath={.data.password}"]),
+        VALUE_B64
+    );
+    assert!(metrics().contains(
+        "apiserver_encryption_config_controller_automatic_reloads_total{status=\"success\"} 1"
+    ));
 }
