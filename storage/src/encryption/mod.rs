@@ -17,10 +17,52 @@ use crate::config_file::{LoadError, ReloadedFile};
 use crate::error::{Result, StorageError};
 use providers::{Key, Provider, ENCRYPTED};
 
-/// (key prefixes relative to a store's prefix, such as `secrets/`, their providers), in the
-/// file's order: the first entry naming a resource decides.
+/// (which keys, relative to a store's prefix, their providers), in the file's order: the first
+/// entry naming a resource decides.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Rules(Vec<(String, Arc<[Provider]>)>);
+struct Rules(Vec<(Selector, Arc<[Provider]>)>);
+
+/// Which keys an entry's resource names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Selector {
+    /// Keys under a prefix: `secrets/`, `example.com/widgets/`, `example.com/`, or every key.
+    Prefix(String),
+    /// `*.`: every resource of the core group, stored at `<plural>/...`.
+    CoreGroup,
+}
+
+/// The core group's resources (Kubernetes' `v1` kinds), whose keys start with the plural alone;
+/// a group's start with the group, and no group is named like one of these.
+const CORE_PLURALS: [&str; 17] = [
+    "bindings",
+    "componentstatuses",
+    "configmaps",
+    "endpoints",
+    "events",
+    "limitranges",
+    "namespaces",
+    "nodes",
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "pods",
+    "podtemplates",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "serviceaccounts",
+    "services",
+];
+
+impl Selector {
+    fn selects(&self, relative_key: &str) -> bool {
+        match self {
+            Selector::Prefix(prefix) => relative_key.starts_with(prefix.as_str()),
+            Selector::CoreGroup => relative_key
+                .split_once('/')
+                .is_some_and(|(first, _)| CORE_PLURALS.contains(&first)),
+        }
+    }
+}
 
 /// Where the rules come from: read once, or a file read again when it changes
 /// (`--encryption-provider-config-automatic-reload`).
@@ -169,8 +211,8 @@ fn rules(text: &str) -> std::result::Result<Rules, String> {
             ));
         }
         for (r, resource) in entry.resources.iter().enumerate() {
-            match key_prefix(resource) {
-                Ok(prefix) => rules.push((prefix, chain.clone())),
+            match selector(resource) {
+                Ok(selector) => rules.push((selector, chain.clone())),
                 Err(e) => errors.push(format!(
                     "resources[{i}].resources[{r}]: Invalid value: {resource:?}: {e}"
                 )),
@@ -257,25 +299,23 @@ fn provider_of(entry: &ProviderEntry, at: &str) -> std::result::Result<Provider,
 }
 
 /// A resource's keys, relative to a store's prefix: `secrets` → `secrets/`,
-/// `widgets.example.com` → `example.com/widgets/`, `*.example.com` → `example.com/`, `*.*` →
-/// everything.
-fn key_prefix(resource: &str) -> std::result::Result<String, String> {
+/// `widgets.example.com` → `example.com/widgets/`, `*.example.com` → `example.com/`, `*.` → the
+/// core group's resources, `*.*` → everything.
+fn selector(resource: &str) -> std::result::Result<Selector, String> {
+    let prefix = |p: String| Ok(Selector::Prefix(p));
     match resource {
-        "*.*" => Ok(String::new()),
-        "*." | "*" => Err(
-            "the core group wildcard is not supported by this server yet; name the resources"
-                .into(),
-        ),
+        "*.*" => prefix(String::new()),
+        "*." => Ok(Selector::CoreGroup),
         _ => match resource.split_once('.') {
             None if resource.is_empty() || resource.contains(['*', '/']) => {
-                Err("resource names with wildcards must be '*.<group>' or '*.*'".into())
+                Err("resource names with wildcards must be '*.<group>', '*.' or '*.*'".into())
             }
-            None => Ok(format!("{resource}/")),
-            Some(("*", group)) => Ok(format!("{group}/")),
+            None => prefix(format!("{resource}/")),
+            Some(("*", group)) => prefix(format!("{group}/")),
             Some((plural, group)) if !plural.contains('*') && !group.contains('*') => {
-                Ok(format!("{group}/{plural}/"))
+                prefix(format!("{group}/{plural}/"))
             }
-            _ => Err("resource names with wildcards must be '*.<group>' or '*.*'".into()),
+            _ => Err("resource names with wildcards must be '*.<group>', '*.' or '*.*'".into()),
         },
     }
 }
@@ -319,7 +359,7 @@ impl Encryption {
             .current()
             .0
             .iter()
-            .find(|(prefix, _)| relative.starts_with(prefix.as_str()))
+            .find(|(selector, _)| selector.selects(relative))
             .map(|(_, chain)| chain.clone())
     }
 

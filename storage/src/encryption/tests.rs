@@ -114,3 +114,21 @@ fn invalid_configurations_name_their_fields() {
         assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
     }
 }
+
+#[test]
+fn the_core_group_wildcard_seals_core_resources_only() {
+    let text = format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: ['*.']\n  providers:\n{}",
+        provider("aesgcm", "k1", KEY1)
+    );
+    let e = parse(&text).unwrap().bind("/registry");
+    let sealed = |key: &str| {
+        e.seal(key, b"{}".to_vec())
+            .unwrap()
+            .starts_with(b"k8s:enc:aesgcm:v1:k1:")
+    };
+    assert!(sealed("/registry/secrets/default/s"));
+    assert!(sealed("/registry/configmaps/default/c"));
+    assert!(!sealed("/registry/apps/deployments/default/d"));
+    assert!(!sealed("/registry/example.com/widgets/default/w"));
+}
