@@ -92,23 +92,12 @@ impl ClaimExpressions {
 
     /// Checks the claim validation rules' expressions over `claims`.
     pub(super) fn check_claims(&self, claims: &Value) -> Result<(), String> {
-        if self.claim_rules.is_empty() {
-            return Ok(());
-        }
-        let activation = Activation::new(&[("claims", claims)]);
-        for rule in &self.claim_rules {
-            let holds = activation
-                .truth(&rule.expression)
-                .map_err(|e| format!("oidc: error evaluating claim validation expression: {e}"))?;
-            if !holds {
-                return Err(format!(
-                    "oidc: error evaluating claim validation expression: validation expression '{}' failed: {}",
-                    rule.text,
-                    rule.message.as_deref().unwrap_or_default()
-                ));
-            }
-        }
-        Ok(())
+        hold(
+            &self.claim_rules,
+            "claims",
+            claims,
+            "claim validation expression",
+        )
     }
 
     /// The user name, groups, uid and extra the expressions map `claims` to; `None` for each
@@ -168,21 +157,34 @@ impl ClaimExpressions {
         let variable = json!({
             "username": user.username, "uid": user.uid, "groups": user.groups, "extra": user.extra,
         });
-        let activation = Activation::new(&[("user", &variable)]);
-        for rule in &self.user_rules {
-            let holds = activation
-                .truth(&rule.expression)
-                .map_err(|e| format!("oidc: error evaluating user info validation rule: {e}"))?;
-            if !holds {
-                return Err(format!(
-                    "oidc: error evaluating user info validation rule: validation expression '{}' failed: {}",
-                    rule.text,
-                    rule.message.as_deref().unwrap_or_default()
-                ));
-            }
-        }
-        Ok(())
+        hold(
+            &self.user_rules,
+            "user",
+            &variable,
+            "user info validation rule",
+        )
     }
+}
+
+/// Checks that every rule holds over `value` bound to `name`; the errors name `what`.
+fn hold(rules: &[Rule], name: &str, value: &Value, what: &str) -> Result<(), String> {
+    if rules.is_empty() {
+        return Ok(());
+    }
+    let activation = Activation::new(&[(name, value)]);
+    for rule in rules {
+        let holds = activation
+            .truth(&rule.expression)
+            .map_err(|e| format!("oidc: error evaluating {what}: {e}"))?;
+        if !holds {
+            return Err(format!(
+                "oidc: error evaluating {what}: validation expression '{}' failed: {}",
+                rule.text,
+                rule.message.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What the expressions mapped (`None`: no expression for it).

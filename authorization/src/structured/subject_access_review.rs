@@ -71,11 +71,12 @@ pub(super) fn decision(status: &Value) -> Decision {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::user::UserInfo;
 
-    fn pods(namespace: &str) -> Attributes {
+    /// jane (group dev) lists pods in `namespace`.
+    pub(in crate::structured) fn pods(namespace: &str) -> Attributes {
         Attributes {
             user: UserInfo {
                 username: "jane".into(),

@@ -178,23 +178,7 @@ impl WebhookAuthorizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::user::UserInfo;
-
-    fn pods(namespace: &str) -> Attributes {
-        Attributes {
-            user: UserInfo {
-                username: "jane".into(),
-                groups: vec!["dev".into()],
-                ..UserInfo::default()
-            },
-            verb: "list".into(),
-            resource_request: true,
-            api_version: "v1".into(),
-            resource: "pods".into(),
-            namespace: namespace.into(),
-            ..Attributes::default()
-        }
-    }
+    use crate::structured::subject_access_review::tests::pods;
 
     fn authorizer(conditions: &[&str]) -> WebhookAuthorizer {
         WebhookAuthorizer::new(
