@@ -34,6 +34,7 @@ const (
 	OperationAdmitMutate              Operation = 14
 	OperationAdmitValidate            Operation = 15
 	OperationConvert                  Operation = 16
+	OperationAuthorize                Operation = 17
 )
 
 // HostFunction is a function the host exports to guests (enum HostFunction).
@@ -97,13 +98,14 @@ const (
 	ArmBeforeUpdate             Arm = 31
 	ArmAdmit                    Arm = 32
 	ArmConvert                  Arm = 33
+	ArmAuthorize                Arm = 34
 )
 
 var operationNames = [...]string{
 	"Unspecified", "PrepareForCreate", "Validate", "WarningsOnCreate", "Canonicalize",
 	"PrepareForUpdate", "ValidateUpdate", "WarningsOnUpdate", "AllowCreateOnUpdate",
 	"AllowUnconditionalUpdate", "BeforeDelete", "AfterCreate", "AfterUpdate", "AfterDelete",
-	"AdmitMutate", "AdmitValidate", "Convert",
+	"AdmitMutate", "AdmitValidate", "Convert", "Authorize",
 }
 
 func (o Operation) String() string { return name(operationNames[:], int32(o)) }
@@ -131,7 +133,7 @@ var armNames = map[Arm]string{
 	ArmAllowUnconditionalUpdate: "AllowUnconditionalUpdate", ArmBeforeDelete: "BeforeDelete",
 	ArmAfterCreate: "AfterCreate", ArmAfterUpdate: "AfterUpdate", ArmAfterDelete: "AfterDelete",
 	ArmBeforeCreate: "BeforeCreate", ArmBeforeUpdate: "BeforeUpdate", ArmAdmit: "Admit",
-	ArmConvert: "Convert",
+	ArmConvert: "Convert", ArmAuthorize: "Authorize",
 }
 
 func (a Arm) String() string {

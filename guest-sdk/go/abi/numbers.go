@@ -42,6 +42,8 @@ const (
 	convertRequestObjects           = 1
 	convertRequestDesiredAPIVersion = 2
 
+	authorizeRequestSpec = 1
+
 	admitRequestPhase       = 1
 	admitRequestOperation   = 2
 	admitRequestObject      = 3
@@ -57,6 +59,8 @@ const (
 	responseError            = 5
 	responseConvertedObjects = 6
 	responseObjectPatch      = 7
+	responseDenied           = 8
+	responseReason           = 9
 
 	fieldErrorKind   = 1
 	fieldErrorField  = 2

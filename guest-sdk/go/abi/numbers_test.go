@@ -38,6 +38,8 @@ var emptyMessages = []string{"AllowCreateOnUpdateRequest", "AllowUnconditionalUp
 var notModelled = map[string]bool{
 	// Only admission policies declare one; a strategy's manifest never has it.
 	"Manifest.admission_policy": true,
+	// Only authorizers (ABI 1.5, Rust SDK) declare one; likewise.
+	"Manifest.authorizer": true,
 }
 
 func numbers() []number {
@@ -82,6 +84,8 @@ func numbers() []number {
 		{"responseError", responseError, "Response", "error"},
 		{"responseConvertedObjects", responseConvertedObjects, "Response", "converted_objects"},
 		{"responseObjectPatch", responseObjectPatch, "Response", "object_patch"},
+		{"responseDenied", responseDenied, "Response", "denied"},
+		{"responseReason", responseReason, "Response", "reason"},
 		{"fieldErrorKind", fieldErrorKind, "FieldError", "kind"},
 		{"fieldErrorField", fieldErrorField, "FieldError", "field"},
 		{"fieldErrorDetail", fieldErrorDetail, "FieldError", "detail"},
@@ -119,6 +123,8 @@ func numbers() []number {
 		{"ArmBeforeUpdate", int(ArmBeforeUpdate), "Request", "before_update"},
 		{"ArmAdmit", int(ArmAdmit), "Request", "admit"},
 		{"ArmConvert", int(ArmConvert), "Request", "convert"},
+		{"ArmAuthorize", int(ArmAuthorize), "Request", "authorize"},
+		{"authorizeRequestSpec", authorizeRequestSpec, "AuthorizeRequest", "spec"},
 	}
 	for msg, hasOld := range perOperationMessages {
 		n = append(n, number{"opRequestObject", opRequestObject, msg, "object"})

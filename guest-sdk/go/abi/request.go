@@ -2,8 +2,8 @@ package abi
 
 // Request is one call into the guest. The arm of the `operation` oneof is Arm; the
 // per-operation request messages (PrepareForCreateRequest ... BeforeUpdateRequest) carry at
-// most an object and an old object, flattened here into Object and OldObject, while Admit and
-// Convert hold the two arms with messages of their own.
+// most an object and an old object, flattened here into Object and OldObject, while Admit,
+// Convert and Authorize hold the arms with messages of their own.
 type Request struct {
 	Context *Context
 	Arm     Arm
@@ -14,6 +14,14 @@ type Request struct {
 	Admit *AdmitRequest
 	// Convert is set when Arm is ArmConvert.
 	Convert *ConvertRequest
+	// Authorize is set when Arm is ArmAuthorize (ABI 1.5).
+	Authorize *AuthorizeRequest
+}
+
+// AuthorizeRequest is what an authorizer decides about (ABI 1.5): a SubjectAccessReview's
+// spec as JSON.
+type AuthorizeRequest struct {
+	Spec []byte
 }
 
 // AdmitRequest is one write, as an admission policy sees it.
@@ -79,6 +87,12 @@ func (r *Request) encode(e *encoder) {
 			convert = &ConvertRequest{}
 		}
 		e.message(int(ArmConvert), convert)
+	case r.Arm == ArmAuthorize:
+		authorize := r.Authorize
+		if authorize == nil {
+			authorize = &AuthorizeRequest{}
+		}
+		e.message(int(ArmAuthorize), authorize)
 	case ArmHasObject(r.Arm) || ArmIsEmpty(r.Arm):
 		var sub encoder
 		if ArmHasObject(r.Arm) {
@@ -109,6 +123,10 @@ func (r *Request) Unmarshal(b []byte) error {
 			r.clearArm(arm)
 			r.Convert = &ConvertRequest{}
 			f.message(r.Convert)
+		case arm == ArmAuthorize:
+			r.clearArm(arm)
+			r.Authorize = &AuthorizeRequest{}
+			f.message(r.Authorize)
 		case ArmHasObject(arm) || ArmIsEmpty(arm):
 			r.clearArm(arm)
 			f.message(&opRequest{arm: arm, r: r})
@@ -117,7 +135,7 @@ func (r *Request) Unmarshal(b []byte) error {
 }
 
 func (r *Request) clearArm(arm Arm) {
-	r.Arm, r.Object, r.OldObject, r.Admit, r.Convert = arm, nil, nil, nil, nil
+	r.Arm, r.Object, r.OldObject, r.Admit, r.Convert, r.Authorize = arm, nil, nil, nil, nil, nil
 }
 
 // opRequest decodes a per-operation request message into the Request's Object and OldObject,
@@ -187,6 +205,20 @@ func (c *ConvertRequest) Unmarshal(b []byte) error {
 			c.Objects = append(c.Objects, f.bytes())
 		case convertRequestDesiredAPIVersion:
 			c.DesiredAPIVersion = f.string()
+		}
+	})
+}
+
+func (a *AuthorizeRequest) encode(e *encoder) {
+	e.bytes(authorizeRequestSpec, a.Spec)
+}
+
+// Unmarshal decodes an authorization request.
+func (a *AuthorizeRequest) Unmarshal(b []byte) error {
+	*a = AuthorizeRequest{}
+	return eachField(b, func(f *field) {
+		if f.num == authorizeRequestSpec {
+			a.Spec = f.bytes()
 		}
 	})
 }

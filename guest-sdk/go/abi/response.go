@@ -17,6 +17,10 @@ type Response struct {
 	// instead of Object. This SDK answers whole objects; the field is read and written so that
 	// tools built on it understand answers of modules that do send patches.
 	ObjectPatch []byte
+	// Denied and Reason (ABI 1.5) are an authorizer's answer beside Allowed: denied, and why.
+	// This SDK writes no authorizers yet; the fields are read and written for tools.
+	Denied bool
+	Reason string
 }
 
 // FieldError is one field error.
@@ -43,6 +47,8 @@ func (r *Response) encode(e *encoder) {
 		e.element(responseConvertedObjects, o)
 	}
 	e.bytes(responseObjectPatch, r.ObjectPatch)
+	e.bool(responseDenied, r.Denied)
+	e.string(responseReason, r.Reason)
 }
 
 // Unmarshal decodes a response.
@@ -66,6 +72,10 @@ func (r *Response) Unmarshal(b []byte) error {
 			r.ConvertedObjects = append(r.ConvertedObjects, f.bytes())
 		case responseObjectPatch:
 			r.ObjectPatch = f.bytes()
+		case responseDenied:
+			r.Denied = f.bool()
+		case responseReason:
+			r.Reason = f.string()
 		}
 	})
 }

@@ -64,6 +64,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 			Object: []byte(`{}`), Namespace: "ns", Name: "n", Subresource: "status"}},
 		{Arm: ArmConvert, Convert: &ConvertRequest{Objects: [][]byte{[]byte(`{}`), []byte(`[]`)},
 			DesiredAPIVersion: "g/v2"}},
+		{Arm: ArmAuthorize, Authorize: &AuthorizeRequest{Spec: []byte(`{"user":"jane"}`)}},
 	} {
 		var r Request
 		roundTrip(t, &req, &r)
@@ -72,7 +73,8 @@ func TestMessagesRoundTrip(t *testing.T) {
 	var r Response
 	roundTrip(t, &Response{Object: []byte(`{}`), Warnings: []string{"w", ""}, Allowed: true, Error: "e",
 		FieldErrors:      []FieldError{{FieldErrorKindTooMany, "spec.x[0]", "at most 1"}},
-		ConvertedObjects: [][]byte{[]byte(`{}`)}, ObjectPatch: []byte(`[{"op":"remove","path":"/a"}]`)}, &r)
+		ConvertedObjects: [][]byte{[]byte(`{}`)}, ObjectPatch: []byte(`[{"op":"remove","path":"/a"}]`),
+		Denied: true, Reason: "blocked"}, &r)
 
 	var gq GetRequest
 	roundTrip(t, &GetRequest{"g", "ps", "ns", "n"}, &gq)
