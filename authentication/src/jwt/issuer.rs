@@ -13,6 +13,7 @@ use sha2::{Digest as _, Sha256};
 use super::claim_expressions::ClaimExpressions;
 use super::config::{JwtAuthenticator, PrefixedClaim};
 use super::keys::IssuerKeys;
+use super::metrics::{issuer_hash, JwtMetrics};
 use crate::user::UserInfo;
 use crate::Outcome;
 
@@ -43,17 +44,22 @@ pub(super) struct IssuerAuthenticator {
     config: JwtAuthenticator,
     expressions: ClaimExpressions,
     keys: IssuerKeys,
+    metrics: JwtMetrics,
+    /// The issuer's label in the metrics.
+    issuer_hash: String,
     /// Verified tokens by SHA-256, with their user and until when they may be taken as is.
     verified: Mutex<HashMap<[u8; 32], (UserInfo, Instant)>>,
 }
 
 impl IssuerAuthenticator {
-    pub(super) fn new(config: JwtAuthenticator) -> Self {
+    pub(super) fn new(config: JwtAuthenticator, metrics: JwtMetrics) -> Self {
         let keys = IssuerKeys::new(&config.issuer);
         Self {
             expressions: ClaimExpressions::compile(&config),
+            issuer_hash: issuer_hash(&config.issuer.url),
             config,
             keys,
+            metrics,
             verified: Mutex::default(),
         }
     }
@@ -241,8 +247,12 @@ impl IssuerAuthenticator {
         if let Some(user) = self.remembered(&digest) {
             return Outcome::Authenticated(user);
         }
+        let started = Instant::now();
         let verified = self.verify(token).await;
-        match verified.and_then(|claims| Ok((self.user(&claims)?, claims))) {
+        let judged = verified.and_then(|claims| Ok((self.user(&claims)?, claims)));
+        self.metrics
+            .observe(&self.issuer_hash, judged.is_ok(), started.elapsed());
+        match judged {
             Ok((user, claims)) => {
                 self.remember(digest, &user, &claims);
                 Outcome::Authenticated(user)
@@ -264,7 +274,7 @@ mod tests {
             "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n- issuer: {{url: 'https://idp', audiences: [k]}}\n{yaml}"
         );
         let config = super::super::config::parse(&text).unwrap();
-        IssuerAuthenticator::new(config.jwt[0].clone())
+        IssuerAuthenticator::new(config.jwt[0].clone(), JwtMetrics::default())
     }
 
     #[test]

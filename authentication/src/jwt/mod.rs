@@ -8,6 +8,7 @@ mod claim_expressions;
 mod config;
 mod issuer;
 mod keys;
+mod metrics;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use prometheus_client::registry::Registry as MetricsRegistry;
 
 pub use config::{parse, Anonymous, AuthenticationConfiguration};
 use issuer::IssuerAuthenticator;
+use metrics::JwtMetrics;
 
 use crate::registry::config_file::{LoadError, ReloadedFile};
 use crate::{Authenticator, Credentials, Outcome};
@@ -23,6 +25,7 @@ use crate::{Authenticator, Credentials, Outcome};
 /// The configured JWT issuers, as one authenticator; and the configuration's anonymous access.
 pub struct JwtAuthenticators {
     loaded: Arc<ReloadedFile<Loaded>>,
+    metrics: JwtMetrics,
 }
 
 /// What one text of the file configures.
@@ -33,7 +36,7 @@ struct Loaded {
 
 /// What `text` configures, keeping the issuers of `current` whose configuration is unchanged
 /// (and with them the keys they fetched).
-fn build(text: &str, current: Option<&Loaded>) -> Result<Loaded, String> {
+fn build(text: &str, current: Option<&Loaded>, metrics: &JwtMetrics) -> Result<Loaded, String> {
     let config = parse(text)?;
     let issuers = config
         .jwt
@@ -44,7 +47,7 @@ fn build(text: &str, current: Option<&Loaded>) -> Result<Loaded, String> {
                 .flat_map(|c| &c.issuers)
                 .find(|i| i.config() == &jwt)
                 .cloned()
-                .unwrap_or_else(|| Arc::new(IssuerAuthenticator::new(jwt)))
+                .unwrap_or_else(|| Arc::new(IssuerAuthenticator::new(jwt, metrics.clone())))
         })
         .collect();
     Ok(Loaded {
@@ -59,8 +62,12 @@ impl JwtAuthenticators {
     /// # Errors
     /// The file cannot be read, or is not a valid configuration (every field error).
     pub fn load(path: &Path) -> Result<Arc<Self>, LoadError> {
-        let loaded = ReloadedFile::load(path, "authentication", build)?;
-        Ok(Arc::new(Self { loaded }))
+        let metrics = JwtMetrics::default();
+        let shared = metrics.clone();
+        let loaded = ReloadedFile::load(path, "authentication", move |text, current| {
+            build(text, current, &shared)
+        })?;
+        Ok(Arc::new(Self { loaded, metrics }))
     }
 
     /// The issuers' URLs, in order.
@@ -73,10 +80,11 @@ impl JwtAuthenticators {
             .collect()
     }
 
-    /// Registers kube-apiserver's reload metrics into `registry`.
+    /// Registers kube-apiserver's reload and latency metrics into `registry`.
     pub fn register(&self, registry: &mut MetricsRegistry) {
         self.loaded
             .register(registry, "apiserver_authentication_config_controller");
+        self.metrics.register(registry);
     }
 
     /// Looks at the file every second for as long as `self` lives.

@@ -213,6 +213,14 @@ fn identity_provider_tokens_log_in_and_the_configuration_reloads() {
         );
         assert!(metrics.contains(&line), "{line} not in the metrics");
     }
+    // Verifications are timed by issuer hash and result (the forged and expired tokens failed).
+    for result in ["success", "failure"] {
+        let timed = metrics.lines().any(|l| {
+            l.starts_with("apiserver_authentication_jwt_authenticator_latency_seconds_count{jwt_issuer_hash=\"sha256:")
+                && l.contains(&format!("result=\"{result}\""))
+        });
+        assert!(timed, "no {result} latency in the metrics");
+    }
 }
 
 #[test]
