@@ -46,6 +46,7 @@ authorizers:
 - {type: RBAC, name: rbac}
 YAML
 echo 'bench-token,bench,uid-bench,"benchers,auditors"' >"$work/tokens.csv"
+source scripts/bench-grant.sh
 # measure NAME PORT AUTHORIZATION-ARGS...: one server, the RBAC grant, the load, then stopped.
 measure() {
     local name=$1 port=$2
@@ -55,17 +56,7 @@ measure() {
     local server=$!
     for _ in $(seq 100); do [ -f "$work/$name/admin.kubeconfig" ] && break; sleep 0.2; done
     sleep 1
-    local kubectl="kubectl --kubeconfig $work/$name/admin.kubeconfig"
-    $kubectl create -f - >/dev/null <<'YAML'
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: widget-bench}
-rules:
-- {apiGroups: [example.com], resources: [widgets], verbs: ["*"]}
-- {apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], verbs: ["*"]}
-YAML
-    $kubectl create clusterrolebinding widget-bench --clusterrole=widget-bench --group=benchers >/dev/null
-    sleep 1
+    grant_widgets "$work/$name/admin.kubeconfig"
     printf '%-15s ' "$name"
     STRATEGY_HOST_CA_FILE="$work/$name/pki/ca.crt" STRATEGY_HOST_TOKEN=bench-token \
         "$target/release/api-load" --server "https://127.0.0.1:$port" --mode cached-get \

@@ -34,17 +34,8 @@ RUST_LOG=warn target/release/strategy-host --listen 127.0.0.1:18189 --data-dir "
     --token-auth-file "$work/tokens.csv" --authentication-config "$work/authn.json" &
 for _ in $(seq 100); do [ -f "$work/secure/admin.kubeconfig" ] && break; sleep 0.2; done
 sleep 1
-kubectl="kubectl --kubeconfig $work/secure/admin.kubeconfig"
-$kubectl create -f - >/dev/null <<'YAML'
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: widget-bench}
-rules:
-- {apiGroups: [example.com], resources: [widgets], verbs: ["*"]}
-- {apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], verbs: ["*"]}
-YAML
-$kubectl create clusterrolebinding widget-bench --clusterrole=widget-bench --group=benchers >/dev/null
-sleep 1
+source scripts/bench-grant.sh
+grant_widgets "$work/secure/admin.kubeconfig"
 for who in token-file:bench-token oidc:$oidc_token; do
     printf '%-11s ' "${who%%:*}"
     STRATEGY_HOST_CA_FILE="$work/secure/pki/ca.crt" STRATEGY_HOST_TOKEN="${who#*:}" \

@@ -17,18 +17,8 @@ for i in $(seq 100); do
     [ -f "$work/secure/admin.kubeconfig" ] && curl -s -o /dev/null http://127.0.0.1:18187/healthz && break
     sleep 0.2
 done
-kubectl="kubectl --kubeconfig $work/secure/admin.kubeconfig"
-# As a manifest: `kubectl create clusterrole` would look up widgets, which api-load defines later.
-$kubectl create -f - >/dev/null <<'YAML'
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: widget-bench}
-rules:
-- {apiGroups: [example.com], resources: [widgets], verbs: ["*"]}
-- {apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], verbs: ["*"]}
-YAML
-$kubectl create clusterrolebinding widget-bench --clusterrole=widget-bench --group=benchers >/dev/null
-sleep 1
+source scripts/bench-grant.sh
+grant_widgets "$work/secure/admin.kubeconfig"
 for c in 16 64; do
     echo "== cached GET, $c clients, ${seconds}s: plain HTTP, development mode"
     target/release/api-load --server http://127.0.0.1:18187 --mode cached-get \
