@@ -152,3 +152,44 @@ fn an_authorizer_module_shadows_rbac_then_decides_once_promoted() {
         assert!(metrics.contains(line), "{line} not in the metrics");
     }
 }
+
+#[test]
+fn an_authorizer_module_bound_as_a_strategy_or_under_another_name_is_refused() {
+    let (f, _tokens) = SecureFixture::start_with_tokens(TOKENS, &[]);
+    let admin = Credential::Admin;
+    let modules = "/apis/strategyhost.io/v1alpha1/strategymodules";
+    let refusal = |name: &str, spec_binding: Value| -> String {
+        let mut object = module_object("Active");
+        object["metadata"]["name"] = json!(name);
+        object["spec"].as_object_mut().unwrap().remove("authorizer");
+        for (k, v) in spec_binding.as_object().unwrap() {
+            object["spec"][k] = v.clone();
+        }
+        let created = f.call(&admin, "POST", modules, Some(&object)).unwrap();
+        assert_eq!(created.code, 201, "{}", created.body);
+        let mut status = Value::Null;
+        f.eventually("the module to be refused", || {
+            let got = f
+                .call(&admin, "GET", &format!("{modules}/{name}"), None)
+                .unwrap();
+            status = serde_json::from_str::<Value>(&got.body).unwrap()["status"].clone();
+            status["phase"] == "Rejected"
+        });
+        status.to_string()
+    };
+    let as_strategy = refusal(
+        "as-strategy",
+        json!({"resource": {"group": "", "kind": "ConfigMap"}}),
+    );
+    assert!(
+        as_strategy.contains(
+            r#"the module is the authorizer \"protect-production\": bind it with spec.authorizer"#
+        ),
+        "{as_strategy}"
+    );
+    let renamed = refusal("renamed", json!({"authorizer": {"name": "another"}}));
+    assert!(
+        renamed.contains(r#"spec.authorizer.name is \"another\" but the module's authorizer is \"protect-production\""#),
+        "{renamed}"
+    );
+}
