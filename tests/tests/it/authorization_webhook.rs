@@ -5,65 +5,34 @@
 //! a failing webhook lets RBAC decide under `NoOpinion` and answers 500 under `Deny`, reloaded
 //! into the running server; an invalid file stops the start with kube-apiserver's field errors.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use strategy_host_e2e::pyjwt::Served;
 use strategy_host_e2e::secure::{Credential, SecureFixture};
 
 const TOKENS: &str = "jane-token,jane,uid-jane\nmallory-token,mallory,uid-mallory\nbob-token,bob,uid-bob\nskipper-token,skipper,uid-skipper\n";
 
-/// The webhook process, killed on drop.
-struct Webhook {
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Webhook {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+/// The webhook, serving until dropped.
+struct Webhook(Served);
 
 impl Webhook {
     fn start() -> Self {
-        let packages = root().join(".tools/pyjwt");
-        assert!(
-            packages.join("cryptography").exists(),
-            "{} missing: run scripts/setup.sh",
-            packages.display()
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new("python3")
-            .arg(root().join("tests/python/authz_webhook.py"))
-            .arg(dir.path())
-            .env("PYTHONPATH", packages)
-            .spawn()
-            .expect("run the webhook");
-        let port = dir.path().join("port");
-        strategy_host_e2e::eventually("the webhook listens", Duration::from_secs(30), || {
-            port.exists()
-        });
-        Self { child, dir }
+        Self(Served::start("authz_webhook.py", &[]))
     }
 
     fn file(&self, name: &str) -> String {
-        self.dir.path().join(name).display().to_string()
+        self.0.file(name).display().to_string()
     }
 
     /// A kubeconfig naming the webhook, its CA, and the client certificate and token it wants.
     fn kubeconfig(&self, at: &Path) {
-        let port = std::fs::read_to_string(self.dir.path().join("port")).unwrap();
         let config = json!({
             "apiVersion": "v1", "kind": "Config",
             "clusters": [{"name": "corp", "cluster": {
-                "server": format!("https://127.0.0.1:{}/authorize", port.trim()),
+                "server": format!("https://127.0.0.1:{}/authorize", self.0.port()),
                 "certificate-authority": self.file("ca.pem"),
             }}],
             "users": [{"name": "apiserver", "user": {
@@ -79,7 +48,7 @@ impl Webhook {
 
     /// The reviews it received.
     fn reviews(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.path().join("reviews.jsonl"))
+        std::fs::read_to_string(self.0.file("reviews.jsonl"))
             .unwrap_or_default()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -87,7 +56,7 @@ impl Webhook {
     }
 
     fn set_failing(&self, failing: bool) {
-        let flag = self.dir.path().join("fail");
+        let flag = self.0.file("fail");
         if failing {
             std::fs::write(flag, "").unwrap();
         } else {

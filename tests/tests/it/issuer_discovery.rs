@@ -3,8 +3,7 @@
 //! library (PyJWT) verifies `kubectl create token` tokens against the published keys and
 //! refuses one signed by another key.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::Value;
 use strategy_host_e2e::secure::{Credential, SecureFixture};
@@ -16,22 +15,13 @@ fn verify_with_pyjwt(
     issuer: &str,
     audience: &str,
 ) -> Result<Value, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let packages = root.join(".tools/pyjwt");
-    assert!(
-        packages.join("jwt").exists(),
-        "{} missing: run scripts/setup.sh",
-        packages.display()
-    );
-    let out = Command::new("python3")
-        .arg(root.join("tests/python/verify_token.py"))
+    let out = strategy_host_e2e::pyjwt::command("verify_token.py")
         .args([
             jwks.as_os_str(),
             token.as_ref(),
             issuer.as_ref(),
             audience.as_ref(),
         ])
-        .env("PYTHONPATH", &packages)
         .output()
         .expect("run python3");
     let stdout = String::from_utf8_lossy(&out.stdout);

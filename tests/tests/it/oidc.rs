@@ -5,65 +5,29 @@
 //! file without a restart; a broken file keeping the last good one; the other authenticators
 //! unaffected.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
+use strategy_host_e2e::pyjwt::{self, Served};
 use strategy_host_e2e::secure::{Credential, SecureFixture};
 
-/// An issuer process, killed on drop.
+/// The issuer, serving until dropped.
 struct Issuer {
-    child: Child,
-    dir: tempfile::TempDir,
+    served: Served,
     url: String,
-}
-
-impl Drop for Issuer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn python() -> Command {
-    let packages = root().join(".tools/pyjwt");
-    assert!(
-        packages.join("jwt").exists(),
-        "{} missing: run scripts/setup.sh",
-        packages.display()
-    );
-    let mut cmd = Command::new("python3");
-    cmd.arg(root().join("tests/python/oidc_issuer.py"))
-        .env("PYTHONPATH", packages);
-    cmd
 }
 
 impl Issuer {
     fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let child = python()
-            .arg("serve")
-            .arg(dir.path())
-            .spawn()
-            .expect("run the issuer");
-        let port = dir.path().join("port");
-        strategy_host_e2e::eventually("the issuer listens", Duration::from_secs(30), || {
-            port.exists()
-        });
-        let url = format!(
-            "https://127.0.0.1:{}",
-            std::fs::read_to_string(&port).unwrap().trim()
-        );
-        Self { child, dir, url }
+        let served = Served::start("oidc_issuer.py", &["serve"]);
+        let url = format!("https://127.0.0.1:{}", served.port());
+        Self { served, url }
     }
 
     fn ca(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("ca.pem")).unwrap()
+        std::fs::read_to_string(self.served.file("ca.pem")).unwrap()
     }
 
     /// A token with `claims` (iss, aud and times filled in unless given).
@@ -76,8 +40,8 @@ impl Issuer {
         for (k, v) in claims.as_object().unwrap() {
             full[k] = v.clone();
         }
-        let mut cmd = python();
-        cmd.arg("sign").arg(self.dir.path()).arg(full.to_string());
+        let mut cmd = pyjwt::command("oidc_issuer.py");
+        cmd.arg("sign").arg(self.served.dir()).arg(full.to_string());
         if other_key {
             cmd.arg("--other-key");
         }
