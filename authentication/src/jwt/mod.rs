@@ -9,6 +9,7 @@ mod config;
 mod issuer;
 mod keys;
 mod metrics;
+mod validation;
 
 use std::path::Path;
 use std::sync::Arc;
