@@ -23,6 +23,7 @@ mod delete;
 #[cfg(test)]
 mod delete_races;
 pub mod error;
+pub mod expiring_cache;
 pub mod fieldmanager;
 pub mod follow;
 pub mod labels;

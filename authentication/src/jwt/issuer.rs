@@ -2,8 +2,6 @@
 //! is verified (signature by a published key, audience, expiry), its claims checked against
 //! the claim validation rules and mapped to the user, as Kubernetes' JWT authenticator does.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -14,6 +12,7 @@ use super::claim_expressions::ClaimExpressions;
 use super::config::{JwtAuthenticator, PrefixedClaim};
 use super::keys::IssuerKeys;
 use super::metrics::{issuer_hash, JwtMetrics};
+use crate::registry::expiring_cache::ExpiringCache;
 use crate::user::UserInfo;
 use crate::Outcome;
 
@@ -48,7 +47,7 @@ pub(super) struct IssuerAuthenticator {
     /// The issuer's label in the metrics.
     issuer_hash: String,
     /// Verified tokens by SHA-256, with their user and until when they may be taken as is.
-    verified: Mutex<HashMap<[u8; 32], (UserInfo, Instant)>>,
+    verified: ExpiringCache<[u8; 32], UserInfo>,
 }
 
 impl IssuerAuthenticator {
@@ -60,7 +59,7 @@ impl IssuerAuthenticator {
             config,
             keys,
             metrics,
-            verified: Mutex::default(),
+            verified: ExpiringCache::new(CACHE_MAX),
         }
     }
 
@@ -218,25 +217,14 @@ fn prefixed_values(mapping: &PrefixedClaim, claims: &Value) -> Result<Vec<String
 }
 
 impl IssuerAuthenticator {
-    fn remembered(&self, digest: &[u8; 32]) -> Option<UserInfo> {
-        let cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
-        cache
-            .get(digest)
-            .filter(|(_, until)| Instant::now() < *until)
-            .map(|(user, _)| user.clone())
-    }
-
+    /// Remembers `user` for `CACHE_TTL`, never past the token's expiry.
     fn remember(&self, digest: [u8; 32], user: &UserInfo, claims: &Value) {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let left = claims["exp"].as_u64().unwrap_or(0).saturating_sub(now);
-        let until = Instant::now() + CACHE_TTL.min(Duration::from_secs(left));
-        let mut cache = self.verified.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= CACHE_MAX {
-            cache.clear();
-        }
-        cache.insert(digest, (user.clone(), until));
+        let ttl = CACHE_TTL.min(Duration::from_secs(left));
+        self.verified.insert(digest, user.clone(), ttl);
     }
 }
 
@@ -244,7 +232,7 @@ impl IssuerAuthenticator {
     /// What `token`, whose `iss` is this issuer, proves.
     pub(super) async fn authenticate(&self, token: &str) -> Outcome {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(user) = self.remembered(&digest) {
+        if let Some(user) = self.verified.get(&digest) {
             return Outcome::Authenticated(user);
         }
         let started = Instant::now();

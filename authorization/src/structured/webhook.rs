@@ -4,9 +4,7 @@
 //! conditions (CEL over `request`, the review's spec) decide whether it is asked at all, and a
 //! call that fails decides by the failure policy.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
@@ -15,6 +13,7 @@ use super::kubeconfig::WebhookEndpoint;
 use super::metrics::AuthorizerMetrics;
 use super::subject_access_review::{decision, review, review_spec};
 use crate::registry::cel::expression::{Activation, Expression};
+use crate::registry::expiring_cache::ExpiringCache;
 use crate::registry::webhook::{self, Dial};
 use crate::{Attributes, Decision};
 
@@ -27,7 +26,7 @@ pub struct WebhookAuthorizer {
     settings: WebhookSettings,
     endpoint: WebhookEndpoint,
     conditions: Vec<Expression>,
-    cache: Mutex<HashMap<String, (Decision, Instant)>>,
+    cache: ExpiringCache<String, Decision>,
     metrics: AuthorizerMetrics,
 }
 
@@ -80,7 +79,7 @@ impl WebhookAuthorizer {
                 .iter()
                 .filter_map(|c| Expression::compile(&c.expression).ok())
                 .collect(),
-            cache: Mutex::default(),
+            cache: ExpiringCache::new(MAX_CACHED),
             metrics,
         }
     }
@@ -112,23 +111,15 @@ impl WebhookAuthorizer {
         Decision::Error(error)
     }
 
-    fn cached(&self, key: &str) -> Option<Decision> {
-        let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let (decision, expires) = cache.get(key)?;
-        (Instant::now() < *expires).then(|| decision.clone())
-    }
-
+    /// Remembers `decision` for its TTL (allowed or not), unless that kind is not cached.
     fn remember(&self, key: String, decision: &Decision) {
-        let ttl: Option<Duration> = match decision {
+        let ttl = match decision {
             Decision::Allow(_) => self.settings.authorized_ttl,
             _ => self.settings.unauthorized_ttl,
         };
-        let Some(ttl) = ttl else { return };
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= MAX_CACHED {
-            cache.clear();
+        if let Some(ttl) = ttl {
+            self.cache.insert(key, decision.clone(), ttl);
         }
-        cache.insert(key, (decision.clone(), Instant::now() + ttl));
     }
 
     /// Asks the webhook (or its cache) about `attributes`; [`Decision::Error`] when it failed
@@ -142,7 +133,7 @@ impl WebhookAuthorizer {
         let version = self.settings.review_version.as_str();
         let spec = review_spec(attributes, version);
         let key = spec.to_string();
-        if let Some(decision) = self.cached(&key) {
+        if let Some(decision) = self.cache.get(&key) {
             return decision;
         }
         let review = review(version, spec);
@@ -177,6 +168,8 @@ impl WebhookAuthorizer {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::structured::subject_access_review::tests::pods;
 
