@@ -31,16 +31,27 @@ pub(crate) fn live() -> Reply {
     Reply::Text(200, "ok".into())
 }
 
-/// `/readyz`: the store answers within the probe timeout and the served definitions are
-/// synced (`definitions_synced`).
-pub(crate) async fn ready(storage: &Arc<dyn Storage>, definitions_synced: bool) -> Reply {
+/// `/readyz`: the store answers within the probe timeout, the served definitions are synced
+/// (`definitions_synced`) and the KMS plugins of encryption at rest are healthy (`kms_failure`
+/// says why one is not).
+pub(crate) async fn ready(
+    storage: &Arc<dyn Storage>,
+    definitions_synced: bool,
+    kms_failure: Option<String>,
+) -> Reply {
     let probe = tokio::time::timeout(READY_PROBE_TIMEOUT, storage.current_revision());
     match probe.await {
-        Ok(Ok(_)) if definitions_synced => Reply::Text(200, "ok".into()),
-        Ok(Ok(_)) => Reply::Text(
+        Ok(Ok(_)) if !definitions_synced => Reply::Text(
             503,
             "[-]resource definitions not synced\nreadyz check failed".into(),
         ),
+        Ok(Ok(_)) => match kms_failure {
+            None => Reply::Text(200, "ok".into()),
+            Some(why) => Reply::Text(
+                503,
+                format!("[-]kms-providers failed: {why}\nreadyz check failed"),
+            ),
+        },
         Ok(Err(e)) => Reply::Text(503, format!("[-]storage failed: {e}\nreadyz check failed")),
         Err(_) => Reply::Text(
             503,

@@ -417,7 +417,10 @@ async fn dispatch(
     let registry = &state.registry;
     match route {
         Route::Live => reply(health::live()),
-        Route::Ready => reply(health::ready(&state.storage, registry.is_synced()).await),
+        Route::Ready => {
+            let kms = state.encryption.as_ref().and_then(|e| e.kms_failure());
+            reply(health::ready(&state.storage, registry.is_synced(), kms).await)
+        }
         Route::Version => response::json(200, &health::version(), &[]),
         Route::Metrics => response::open_metrics(state.metrics.encode()),
         Route::StorageSnapshot => super::snapshot::save(state).await,

@@ -43,6 +43,8 @@ pub struct AppState {
     pub audit: Option<Arc<Auditor>>,
     /// What the access and rules reviews ask.
     pub reviews: Reviews,
+    /// Encryption at rest, whose KMS plugins `/readyz` checks.
+    pub encryption: Option<crate::storage::encryption::EncryptionConfig>,
 }
 
 /// What `kubectl auth can-i` is answered with: the server's authorizer and its rules.
@@ -89,6 +91,7 @@ impl AppState {
             issuer_discovery: None,
             audit: None,
             reviews: Reviews::always_allow(),
+            encryption: None,
             registry,
         }
     }
@@ -114,6 +117,15 @@ impl AppState {
     /// The same state, serving the ServiceAccount issuer's discovery documents.
     pub fn with_issuer_discovery(mut self, discovery: Option<IssuerDiscovery>) -> Self {
         self.issuer_discovery = discovery.map(Arc::new);
+        self
+    }
+
+    /// The same state, whose `/readyz` checks the KMS plugins of `encryption`.
+    pub fn with_encryption(
+        mut self,
+        encryption: Option<crate::storage::encryption::EncryptionConfig>,
+    ) -> Self {
+        self.encryption = encryption;
         self
     }
 

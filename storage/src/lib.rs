@@ -25,6 +25,7 @@ pub mod embedded;
 pub mod encryption;
 pub mod error;
 pub mod etcd3;
+pub mod go_duration;
 pub mod informer;
 pub mod instrumented;
 pub mod key;

@@ -229,7 +229,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     .with_tokens(secured.tokens)
     .with_issuer_discovery(issuer_discovery)
     .with_audit(auditor)
-    .with_reviews(secured.reviews);
+    .with_reviews(secured.reviews)
+    .with_encryption(encryption);
     serve(
         listener,
         secured.tls,

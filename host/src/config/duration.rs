@@ -5,32 +5,8 @@
 /// # Errors
 /// A value that is not a sequence of number+unit pairs.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let bad = || format!("invalid duration {text:?}: use e.g. 1h, 30m, 90s or 1h30m0s");
-    let mut total = 0f64;
-    let mut rest = text.trim();
-    if rest == "0" {
-        return Ok(std::time::Duration::ZERO);
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .ok_or_else(bad)?;
-        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            _ => return Err(bad()),
-        };
-        total += number * seconds;
-        rest = &rest[unit_len..];
-    }
-    Ok(std::time::Duration::from_secs_f64(total))
+    crate::storage::go_duration::parse(text.trim())
+        .ok_or_else(|| format!("invalid duration {text:?}: use e.g. 1h, 30m, 90s or 1h30m0s"))
 }
 
 #[cfg(test)]

@@ -5,17 +5,16 @@
 //! write and read, below the watch cache: decrypted objects live only in memory, while the
 //! stores' files, etcd and snapshots hold ciphertext.
 
+mod config;
+mod kms;
 mod providers;
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use base64::Engine as _;
-use serde::Deserialize;
-
 use crate::config_file::{LoadError, ReloadedFile};
 use crate::error::{Result, StorageError};
-use providers::{Key, Provider, ENCRYPTED};
+use providers::{Provider, ENCRYPTED};
 
 /// (which keys, relative to a store's prefix, their providers), in the file's order: the first
 /// entry naming a resource decides.
@@ -117,52 +116,13 @@ impl Default for Encryption {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct File {
-    api_version: String,
-    kind: String,
-    #[serde(default)]
-    resources: Vec<ResourceEntry>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResourceEntry {
-    resources: Vec<String>,
-    providers: Vec<ProviderEntry>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProviderEntry {
-    aescbc: Option<KeysEntry>,
-    aesgcm: Option<KeysEntry>,
-    secretbox: Option<KeysEntry>,
-    identity: Option<serde_json::Value>,
-    kms: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeysEntry {
-    keys: Vec<KeyEntry>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyEntry {
-    name: String,
-    secret: String,
-}
-
 /// Reads an `EncryptionConfiguration`.
 ///
 /// # Errors
 /// Not YAML or JSON of this kind, or an invalid field (each named, as kube-apiserver names it).
 pub fn parse(text: &str) -> std::result::Result<EncryptionConfig, String> {
     Ok(EncryptionConfig {
-        source: Source::Fixed(Arc::new(rules(text)?)),
+        source: Source::Fixed(Arc::new(config::rules(text, None)?)),
     })
 }
 
@@ -173,151 +133,10 @@ pub fn parse(text: &str) -> std::result::Result<EncryptionConfig, String> {
 /// # Errors
 /// The file cannot be read or is not a valid configuration.
 pub fn watch(path: &std::path::Path) -> std::result::Result<EncryptionConfig, LoadError> {
-    let file = ReloadedFile::load(path, "encryption", |text, _| rules(text))?;
+    let file = ReloadedFile::load(path, "encryption", config::rules)?;
     Ok(EncryptionConfig {
         source: Source::File(file),
     })
-}
-
-fn rules(text: &str) -> std::result::Result<Rules, String> {
-    let file: File =
-        serde_yaml::from_str(text).map_err(|e| format!("decoding the configuration: {e}"))?;
-    if file.kind != "EncryptionConfiguration" || file.api_version != "apiserver.config.k8s.io/v1" {
-        return Err(format!(
-            "no kind \"{}\" is registered for version \"{}\": expected apiserver.config.k8s.io/v1 EncryptionConfiguration",
-            file.kind, file.api_version
-        ));
-    }
-    let mut errors = Vec::new();
-    let mut rules = Vec::new();
-    for (i, entry) in file.resources.iter().enumerate() {
-        let mut chain = Vec::new();
-        if entry.providers.is_empty() {
-            errors.push(format!(
-                "resources[{i}].providers: Required value: at least one provider is required"
-            ));
-        }
-        for (p, provider) in entry.providers.iter().enumerate() {
-            let at = format!("resources[{i}].providers[{p}]");
-            match provider_of(provider, &at) {
-                Ok(made) => chain.push(made),
-                Err(e) => errors.extend(e),
-            }
-        }
-        let chain: Arc<[Provider]> = chain.into();
-        if entry.resources.is_empty() {
-            errors.push(format!(
-                "resources[{i}].resources: Required value: at least one resource is required"
-            ));
-        }
-        for (r, resource) in entry.resources.iter().enumerate() {
-            match selector(resource) {
-                Ok(selector) => rules.push((selector, chain.clone())),
-                Err(e) => errors.push(format!(
-                    "resources[{i}].resources[{r}]: Invalid value: {resource:?}: {e}"
-                )),
-            }
-        }
-    }
-    if errors.is_empty() {
-        Ok(Rules(rules))
-    } else {
-        Err(errors.join("\n"))
-    }
-}
-
-/// The provider one entry names (exactly one of its fields).
-fn provider_of(entry: &ProviderEntry, at: &str) -> std::result::Result<Provider, Vec<String>> {
-    let named = [
-        entry.aescbc.is_some(),
-        entry.aesgcm.is_some(),
-        entry.secretbox.is_some(),
-        entry.identity.is_some(),
-        entry.kms.is_some(),
-    ];
-    if named.iter().filter(|n| **n).count() != 1 {
-        return Err(vec![format!(
-            "{at}: Invalid value: \"\": exactly one provider must be specified for each provider"
-        )]);
-    }
-    if entry.kms.is_some() {
-        return Err(vec![format!(
-            "{at}.kms: Forbidden: KMS providers are not supported by this server yet"
-        )]);
-    }
-    if entry.identity.is_some() {
-        return Ok(Provider::Identity);
-    }
-    let (name, keys, sizes): (&str, &KeysEntry, &[usize]) = if let Some(k) = &entry.aescbc {
-        ("aescbc", k, &[16, 24, 32])
-    } else if let Some(k) = &entry.aesgcm {
-        ("aesgcm", k, &[16, 32])
-    } else {
-        (
-            "secretbox",
-            entry.secretbox.as_ref().expect("one provider"),
-            &[32],
-        )
-    };
-    let mut errors = Vec::new();
-    let mut made = Vec::new();
-    if keys.keys.is_empty() {
-        errors.push(format!(
-            "{at}.{name}.keys: Required value: at least one key is required"
-        ));
-    }
-    for (k, key) in keys.keys.iter().enumerate() {
-        let field = format!("{at}.{name}.keys[{k}]");
-        if key.name.is_empty() || key.name.contains(':') {
-            errors.push(format!(
-                "{field}.name: Invalid value: {:?}: a key name is required and may not contain ':'",
-                key.name
-            ));
-        }
-        match base64::engine::general_purpose::STANDARD.decode(key.secret.trim()) {
-            Ok(secret) if sizes.contains(&secret.len()) => made.push(Key {
-                name: key.name.clone(),
-                secret,
-            }),
-            Ok(secret) => errors.push(format!(
-                "{field}.secret: Invalid value: \"REDACTED\": secret is not of the expected length, got {}, expected one of {sizes:?}",
-                secret.len()
-            )),
-            Err(_) => errors.push(format!(
-                "{field}.secret: Invalid value: \"REDACTED\": secrets must be base64 encoded"
-            )),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(match name {
-        "aescbc" => Provider::AesCbc(made),
-        "aesgcm" => Provider::AesGcm(made),
-        _ => Provider::Secretbox(made),
-    })
-}
-
-/// A resource's keys, relative to a store's prefix: `secrets` → `secrets/`,
-/// `widgets.example.com` → `example.com/widgets/`, `*.example.com` → `example.com/`, `*.` → the
-/// core group's resources, `*.*` → everything.
-fn selector(resource: &str) -> std::result::Result<Selector, String> {
-    let prefix = |p: String| Ok(Selector::Prefix(p));
-    match resource {
-        "*.*" => prefix(String::new()),
-        "*." => Ok(Selector::CoreGroup),
-        _ => match resource.split_once('.') {
-            None if resource.is_empty() || resource.contains(['*', '/']) => {
-                Err("resource names with wildcards must be '*.<group>', '*.' or '*.*'".into())
-            }
-            None => prefix(format!("{resource}/")),
-            Some(("*", group)) => prefix(format!("{group}/")),
-            Some((plural, group)) if !plural.contains('*') && !group.contains('*') => {
-                prefix(format!("{group}/{plural}/"))
-            }
-            _ => Err("resource names with wildcards must be '*.<group>', '*.' or '*.*'".into()),
-        },
-    }
 }
 
 impl EncryptionConfig {
@@ -337,12 +156,33 @@ impl EncryptionConfig {
         }
     }
 
-    /// Registers kube-apiserver's reload metrics into `registry`, for a configuration from
-    /// [`watch`].
+    /// Registers kube-apiserver's metrics into `registry`: the KMS plugins' call latencies, and
+    /// for a configuration from [`watch`] its reloads.
     pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        kms::register(registry);
         if let Source::File(file) = &self.source {
             file.register(registry, "apiserver_encryption_config_controller");
         }
+    }
+
+    /// Why a configured KMS plugin is unhealthy (its last status check failed, or it has not
+    /// sealed a key for writes yet), naming each; `None` when all are healthy.
+    pub fn kms_failure(&self) -> Option<String> {
+        let rules = self.source.current();
+        let mut failures: Vec<String> = Vec::new();
+        for (_, chain) in &rules.0 {
+            for provider in chain.iter() {
+                if let Provider::Kms(kms) = provider {
+                    let line = kms
+                        .unhealthy()
+                        .map(|why| format!("kms-provider {:?}: {why}", kms.name()));
+                    if let Some(line) = line.filter(|l| !failures.contains(l)) {
+                        failures.push(line);
+                    }
+                }
+            }
+        }
+        (!failures.is_empty()).then(|| failures.join("; "))
     }
 }
 
@@ -431,22 +271,22 @@ impl Encryption {
                 Err(transform_error(full_key, "no matching prefix found"))
             };
         };
-        // `<provider>:v1:<key name>:<payload>`
+        // `<provider>:<version>:<key name>:<payload>` (a KMS provider's name for its key's)
         let mut parts = rest.splitn(4, |b| *b == b':');
-        let (Some(provider), Some(b"v1"), Some(key_name), Some(payload)) =
+        let (Some(provider), Some(version), Some(key_name), Some(payload)) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(transform_error(full_key, "no matching prefix found"));
         };
         let key_name = String::from_utf8_lossy(key_name);
         for (position, candidate) in chain.iter().enumerate() {
-            if candidate.name().as_bytes() != provider {
+            if candidate.name().as_bytes() != provider || candidate.version().as_bytes() != version
+            {
                 continue;
             }
             if let Some(opened) = candidate.open(&key_name, full_key, payload) {
-                let stale = position > 0 || !candidate.writes_with(&key_name);
                 return opened
-                    .map(|plain| (Cow::Owned(plain), stale))
+                    .map(|o| (Cow::Owned(o.plain), position > 0 || !o.current))
                     .map_err(|e| transform_error(full_key, &e));
             }
         }

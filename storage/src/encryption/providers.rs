@@ -2,11 +2,15 @@
 //! (`k8s:enc:<provider>:v1:<key name>:<payload>`) so a store written by either reads in the other:
 //! `aescbc` (a random 16-byte IV, then AES-CBC with PKCS#7 padding), `aesgcm` (a random 12-byte
 //! nonce, then AES-GCM with the storage key as additional data), `secretbox` (a random 24-byte
-//! nonce, then NaCl's XSalsa20-Poly1305), and `identity` (the plain bytes).
+//! nonce, then NaCl's XSalsa20-Poly1305), `identity` (the plain bytes), and `kms` (KMS v2
+//! envelopes, `k8s:enc:kms:v2:<name>:`; see [`super::kms`]).
 
 use aes::cipher::{BlockDecryptMut as _, BlockEncryptMut as _, KeyIvInit as _};
 use aes_gcm::aead::{Aead as _, KeyInit as _, Payload};
 use crypto_secretbox::XSalsa20Poly1305;
+
+use super::kms::KmsProvider;
+use std::sync::Arc;
 
 /// One named key of a provider.
 #[derive(Clone, PartialEq, Eq)]
@@ -36,6 +40,15 @@ pub(super) enum Provider {
     Secretbox(Vec<Key>),
     /// No encryption.
     Identity,
+    /// Envelope encryption by a KMS v2 plugin.
+    Kms(Arc<KmsProvider>),
+}
+
+/// What a provider opened: the plain bytes, and whether they are sealed as this provider would
+/// seal them now (its first key; a KMS plugin's current key id).
+pub(super) struct Opened {
+    pub plain: Vec<u8>,
+    pub current: bool,
 }
 
 /// The prefix every encrypted value starts with.
@@ -49,23 +62,30 @@ impl Provider {
             Provider::AesGcm(_) => "aesgcm",
             Provider::Secretbox(_) => "secretbox",
             Provider::Identity => "identity",
+            Provider::Kms(_) => "kms",
+        }
+    }
+
+    /// The format version in the stored prefix (`v2` for KMS v2, `v1` for the others).
+    pub(super) fn version(&self) -> &'static str {
+        match self {
+            Provider::Kms(_) => "v2",
+            _ => "v1",
         }
     }
 
     fn keys(&self) -> &[Key] {
         match self {
             Provider::AesCbc(keys) | Provider::AesGcm(keys) | Provider::Secretbox(keys) => keys,
-            Provider::Identity => &[],
+            Provider::Identity | Provider::Kms(_) => &[],
         }
-    }
-
-    /// Whether `key_name` is the key this provider writes with (its first).
-    pub(super) fn writes_with(&self, key_name: &str) -> bool {
-        self.keys().first().is_some_and(|k| k.name == key_name)
     }
 
     /// `plain` as this provider stores it at `storage_key`, with its first key.
     pub(super) fn seal(&self, storage_key: &str, plain: &[u8]) -> Result<Vec<u8>, String> {
+        if let Provider::Kms(kms) = self {
+            return kms.seal(storage_key, plain);
+        }
         let Some(key) = self.keys().first() else {
             return Ok(plain.to_vec());
         };
@@ -99,22 +119,29 @@ impl Provider {
                 );
                 sealed
             }
-            Provider::Identity => unreachable!("identity has no keys"),
+            Provider::Identity | Provider::Kms(_) => unreachable!("no keys"),
         };
         out.extend(payload);
         Ok(out)
     }
 
-    /// The plain bytes of `payload`, encrypted by this provider's key `key_name` at
-    /// `storage_key`; `None` when this provider has no key of that name.
+    /// The plain bytes of `payload`, encrypted by this provider's key `key_name` (a KMS
+    /// provider's name) at `storage_key`; `None` when this provider has no key of that name.
     pub(super) fn open(
         &self,
         key_name: &str,
         storage_key: &str,
         payload: &[u8],
-    ) -> Option<Result<Vec<u8>, String>> {
+    ) -> Option<Result<Opened, String>> {
+        if let Provider::Kms(kms) = self {
+            return (kms.name() == key_name).then(|| {
+                kms.open(storage_key, payload)
+                    .map(|(plain, current)| Opened { plain, current })
+            });
+        }
         let key = self.keys().iter().find(|k| k.name == key_name)?;
-        Some(match self {
+        let current = self.keys().first().is_some_and(|first| first == key);
+        let plain = match self {
             Provider::AesCbc(_) => {
                 if payload.len() < 16 {
                     return Some(Err("the data is too short to hold an IV".into()));
@@ -145,8 +172,9 @@ impl Provider {
                             .map_err(|_| "secretbox: the data does not open with the key".into())
                     })
             }
-            Provider::Identity => return None,
-        })
+            Provider::Identity | Provider::Kms(_) => return None,
+        };
+        Some(plain.map(|plain| Opened { plain, current }))
     }
 }
 

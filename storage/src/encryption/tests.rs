@@ -108,8 +108,34 @@ fn invalid_configurations_name_their_fields() {
     let errors = parse(bad).unwrap_err();
     for expected in [
         "resources[0].providers[0].aescbc.keys[0].secret: Invalid value: \"REDACTED\": secret is not of the expected length, got 5",
-        "resources[0].providers[1].kms: Forbidden: KMS providers are not supported",
+        "resources[0].providers[1].kms.apiVersion: Invalid value: \"v1\": KMSv1 is deprecated",
+        "resources[0].providers[1].kms.endpoint: Required value",
         "resources[0].resources[0]: Invalid value: \"a*b\"",
+    ] {
+        assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
+    }
+}
+
+#[test]
+fn kms_providers_are_checked_as_kube_apiserver_checks_them() {
+    let kms = |fields: &str| format!("  - kms: {{{fields}}}\n");
+    let errors = parse(&format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n{}{}{}- resources: [configmaps]\n  providers:\n{}",
+        kms("apiVersion: v2, name: 'a:b', endpoint: 'tcp://127.0.0.1:9', timeout: 0s"),
+        kms("apiVersion: v3, name: vault, endpoint: unix:///run/kms.sock, cachesize: 100"),
+        kms("apiVersion: v2, endpoint: 'unix://'"),
+        kms("apiVersion: v2, name: vault, endpoint: unix:///run/kms.sock"),
+    ))
+    .unwrap_err();
+    for expected in [
+        "resources[0].providers[0].kms.name: Invalid value: \"a:b\": should not contain ':'",
+        "resources[0].providers[0].kms.endpoint: Invalid value: \"tcp://127.0.0.1:9\": unsupported scheme \"tcp\" for KMS provider, only unix is supported",
+        "resources[0].providers[0].kms.timeout: Invalid value: \"0s\": should be a positive value",
+        "resources[0].providers[1].kms.apiVersion: Unsupported value: \"v3\": supported values: \"v1\", \"v2\"",
+        "resources[0].providers[1].kms.cachesize: Invalid value: 100: cachesize is not supported in v2",
+        "resources[0].providers[2].kms.name: Required value",
+        "resources[0].providers[2].kms.endpoint: Invalid value: \"unix://\"",
+        "resources[1].providers[0].kms.name: Invalid value: \"vault\": duplicate KMS provider name vault, names must be unique",
     ] {
         assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
     }
