@@ -74,9 +74,10 @@ if [ ! -d "$tools/kopf/kopf" ]; then
         --root-user-action=ignore --target "$tools/kopf" kopf
 fi
 # PyJWT with cryptography (pip), an independent JWT library that verifies ServiceAccount tokens
-# against the served key set (tests/python/verify_token.py).
-if [ ! -d "$tools/pyjwt/jwt" ] || [ ! -d "$tools/pyjwt/cryptography" ]; then
+# against the served key set (tests/python/verify_token.py); grpcio for the KMS v2 plugin
+# (tests/python/kms_plugin.py).
+if [ ! -d "$tools/pyjwt/jwt" ] || [ ! -d "$tools/pyjwt/cryptography" ] || [ ! -d "$tools/pyjwt/grpc" ]; then
     python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
-        --root-user-action=ignore --target "$tools/pyjwt" pyjwt cryptography
+        --root-user-action=ignore --target "$tools/pyjwt" pyjwt cryptography grpcio
 fi
 echo "setup: ok ($("$tools/go/go/bin/go" version | awk '{print $3}') in .tools/go, kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"

@@ -1,4 +1,4 @@
-//! The test programs under `tests/python` that need PyJWT and `cryptography` (which
+//! The test programs under `tests/python` that need PyJWT, `cryptography` or grpcio (which
 //! scripts/setup.sh installs into `.tools/pyjwt`): a command running one, and one serving from a
 //! directory of its own until dropped.
 
@@ -17,7 +17,9 @@ fn root() -> PathBuf {
 pub fn command(script: &str) -> Command {
     let packages = root().join(".tools/pyjwt");
     assert!(
-        packages.join("jwt").exists() && packages.join("cryptography").exists(),
+        ["jwt", "cryptography", "grpc"]
+            .iter()
+            .all(|p| packages.join(p).exists()),
         "{} missing: run scripts/setup.sh",
         packages.display()
     );
@@ -41,17 +43,25 @@ impl Served {
     /// # Panics
     /// When it cannot be run or does not listen within 30 s.
     pub fn start(script: &str, args: &[&str]) -> Self {
+        Self::start_until(script, args, "port")
+    }
+
+    /// Starts `script` and waits until it writes `ready_file` into its directory.
+    ///
+    /// # Panics
+    /// When it cannot be run or does not write it within 30 s.
+    pub fn start_until(script: &str, args: &[&str], ready_file: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let child = command(script)
             .args(args)
             .arg(dir.path())
             .spawn()
             .unwrap_or_else(|e| panic!("run {script}: {e}"));
-        let port = dir.path().join("port");
+        let ready = dir.path().join(ready_file);
         crate::eventually(
             &format!("{script} listens"),
             Duration::from_secs(30),
-            || port.exists(),
+            || ready.exists(),
         );
         Self { child, dir }
     }

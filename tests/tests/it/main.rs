@@ -20,6 +20,7 @@ mod custom_resources;
 mod discovery;
 mod disk_trouble;
 mod encryption_at_rest;
+mod encryption_kms;
 mod flow_control;
 mod go_strategies;
 mod impersonation;
