@@ -3,7 +3,8 @@
 //! kube-apiserver's stored format independently of the server: so a Secret this server wrote
 //! opens there, and one "kube-apiserver" wrote reads here. The plugin's absence keeps `/readyz`
 //! failing and Secrets unwritable while other kinds serve; its seed is decrypted once, not per
-//! read; a new key id moves writes to it while older values still read.
+//! read; a new key id moves writes to it (after a restart, or within a minute without one)
+//! while older values still read.
 
 use std::path::Path;
 use std::time::Duration;
@@ -254,8 +255,26 @@ fn secrets_are_sealed_by_the_kms_plugin_in_kube_apiservers_format() {
     let opened = open_independently(&keys, "/registry/secrets/default/db", &stored);
     assert_eq!(opened["keyID"], "key-2", "rewritten under the new key");
 
-    // The plugin stops: cached seeds keep reads working; the next status check marks the
-    // server unready.
+    // Without a restart: the plugin's status check (every minute) finds key-3, a new seed is
+    // sealed with it, and new writes use it.
+    state["keys"]["key-3"] = serde_json::json!("c2VjcmV0IGlzIHNlY3VyZSwgc2VjcmV0IGlzIHNlY3U=");
+    state["current"] = serde_json::json!("key-3");
+    std::fs::write(&keys, state.to_string()).unwrap();
+    eventually("a seed sealed with key-3", Duration::from_secs(75), || {
+        calls(&plugin, "Encrypt key-3") == 1
+    });
+    let (ok, _, err) = create_secret(&host, "after-live-rotation");
+    assert!(ok, "{err}");
+    let stored = etcd_get(&endpoint, "/registry/secrets/default/after-live-rotation");
+    let opened = open_independently(
+        &keys,
+        "/registry/secrets/default/after-live-rotation",
+        &stored,
+    );
+    assert_eq!(opened["keyID"], "key-3");
+
+    // The plugin stops: what is already decrypted keeps serving. Two seeds were sealed in this
+    // run (key-2, key-3), as the latency metric counts.
     drop(plugin);
     let (_, read, err) = kubectl(
         &host,
@@ -272,7 +291,7 @@ fn secrets_are_sealed_by_the_kms_plugin_in_kube_apiservers_format() {
     let (code, metrics) = get(&host.url("/metrics")).unwrap();
     assert_eq!(code, 200);
     assert!(
-        metrics.contains("apiserver_envelope_encryption_kms_operations_latency_seconds_count{provider_name=\"corp-kms\",method_name=\"Encrypt\",grpc_status_code=\"Ok\"} 1"),
+        metrics.contains("apiserver_envelope_encryption_kms_operations_latency_seconds_count{provider_name=\"corp-kms\",method_name=\"Encrypt\",grpc_status_code=\"Ok\"} 2"),
         "{}",
         metrics.lines().filter(|l| l.contains("envelope")).collect::<Vec<_>>().join("\n")
     );
