@@ -578,6 +578,41 @@ pub fn kubectl_with(
     run_kubectl(cmd, stdin)
 }
 
+/// kubectl 1.35 with a private kubeconfig and cache, for tests that restart their servers.
+#[derive(Debug)]
+pub struct LatestKubectl {
+    binary: PathBuf,
+    cache_dir: PathBuf,
+}
+
+impl LatestKubectl {
+    /// kubectl 1.35, keeping its files under `dir/kubectl`.
+    ///
+    /// # Panics
+    /// When kubectl 1.35 is not installed (scripts/setup.sh) or the directory cannot be made.
+    pub fn in_dir(dir: &std::path::Path) -> Self {
+        let cache_dir = dir.join("kubectl");
+        std::fs::create_dir_all(&cache_dir).unwrap();
+        Self {
+            binary: latest_kubectl_path().unwrap(),
+            cache_dir,
+        }
+    }
+
+    /// Runs it against `host` with `stdin`; (success, stdout, stderr).
+    ///
+    /// # Panics
+    /// When kubectl cannot be run at all.
+    pub fn run(
+        &self,
+        host: &HostProcess,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> (bool, String, String) {
+        kubectl_with(&self.binary, &host.base_url, &self.cache_dir, args, stdin).unwrap()
+    }
+}
+
 /// Runs a prepared kubectl command, feeding it `stdin`; answers (success, stdout, stderr).
 fn run_kubectl(mut cmd: Command, stdin: Option<&str>) -> anyhow::Result<(bool, String, String)> {
     cmd.stdout(Stdio::piped())

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use strategy_host_e2e::{get, kubectl_with, latest_kubectl_path, HostProcess};
+use strategy_host_e2e::{get, HostProcess, LatestKubectl};
 
 const OLD: &str = "c2VjcmV0IGlzIHNlY3VyZSwgc2VjcmV0IGlzIHNlY3U=";
 const NEW: &str = "dGhpcyBpcyBhbm90aGVyIDMyIGJ5dGUga2V5ISEhISE=";
@@ -62,12 +62,8 @@ fn secrets_are_stored_encrypted_and_a_missing_key_fails_only_them() {
         ])
         .expect("the server starts")
     };
-    let kubectl_bin = latest_kubectl_path().unwrap();
-    let cache = dir.path().join("kubectl");
-    std::fs::create_dir_all(&cache).unwrap();
-    let kubectl = |host: &HostProcess, args: &[&str]| {
-        kubectl_with(&kubectl_bin, &host.base_url, &cache, args, None).unwrap()
-    };
+    let kubectl_1_35 = LatestKubectl::in_dir(dir.path());
+    let kubectl = |host: &HostProcess, args: &[&str]| kubectl_1_35.run(host, args, None);
 
     let host = start();
     let (ok, _, err) = kubectl(
@@ -142,14 +138,7 @@ fn secrets_are_stored_encrypted_and_a_missing_key_fails_only_them() {
     );
     assert_eq!(read, VALUE_B64, "{err}");
     let (_, yaml, _) = kubectl(&host, &["get", "secret", "s", "-o", "json"]);
-    let (ok, _, err) = strategy_host_e2e::kubectl_with(
-        &kubectl_bin,
-        &host.base_url,
-        &cache,
-        &["replace", "-f", "-"],
-        Some(&yaml),
-    )
-    .unwrap();
+    let (ok, _, err) = kubectl_1_35.run(&host, &["replace", "-f", "-"], Some(&yaml));
     assert!(ok, "{err}");
     drop(host);
     let stored = files_of(&data);
@@ -176,12 +165,9 @@ fn with_automatic_reload_a_new_key_seals_new_writes_without_a_restart() {
         "--encryption-provider-config-automatic-reload",
     ])
     .expect("the server starts");
-    let kubectl_bin = latest_kubectl_path().unwrap();
-    let cache = dir.path().join("kubectl");
-    std::fs::create_dir_all(&cache).unwrap();
+    let kubectl_1_35 = LatestKubectl::in_dir(dir.path());
     let kubectl = |args: &[&str]| {
-        let (ok, out, err) =
-            kubectl_with(&kubectl_bin, &host.base_url, &cache, args, None).unwrap();
+        let (ok, out, err) = kubectl_1_35.run(&host, args, None);
         assert!(ok, "{err}");
         out
     };

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use strategy_host::storage::etcd3::testing::EtcdServer;
 use strategy_host_e2e::pyjwt::{self, Served};
-use strategy_host_e2e::{eventually, get, kubectl_with, latest_kubectl_path, HostProcess};
+use strategy_host_e2e::{eventually, get, HostProcess, LatestKubectl};
 
 /// "kms-protected-value", base64, as the Secret holds it.
 const VALUE_B64: &str = "a21zLXByb3RlY3RlZC12YWx1ZQ==";
@@ -116,11 +116,9 @@ fn secrets_are_sealed_by_the_kms_plugin_in_kube_apiservers_format() {
         ])
         .expect("the server starts")
     };
-    let kubectl_bin = latest_kubectl_path().unwrap();
-    let cache = dir.path().join("kubectl");
-    std::fs::create_dir_all(&cache).unwrap();
+    let kubectl_1_35 = LatestKubectl::in_dir(dir.path());
     let kubectl = |host: &HostProcess, args: &[&str], stdin: Option<&str>| {
-        kubectl_with(&kubectl_bin, &host.base_url, &cache, args, stdin).unwrap()
+        kubectl_1_35.run(host, args, stdin)
     };
     let create_secret = |host: &HostProcess, name: &str| {
         kubectl(
