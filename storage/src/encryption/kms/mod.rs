@@ -79,6 +79,9 @@ pub(crate) struct KmsProvider {
     write: ArcSwapOption<WriteState>,
     /// Opened seeds (and AES-GCM keys), by their sealed bytes.
     opened: Mutex<HashMap<Vec<u8>, Arc<[u8]>>>,
+    /// Held while the plugin is asked to open a seed, so concurrent reads of values sealed with
+    /// the same new seed ask once.
+    decrypting: Mutex<()>,
     /// Why the last status check failed, if it did.
     health: Mutex<Option<String>>,
 }
@@ -113,6 +116,7 @@ impl KmsProvider {
             client: PluginClient::new(name, socket.into(), timeout),
             write: ArcSwapOption::empty(),
             opened: Mutex::new(HashMap::new()),
+            decrypting: Mutex::new(()),
             health: Mutex::new(Some("not checked yet".into())),
         });
         let (first, checked) = std::sync::mpsc::sync_channel(1);
@@ -135,6 +139,7 @@ impl KmsProvider {
             client: PluginClient::new(name, "/nonexistent/kms.sock".into(), timeout),
             write: ArcSwapOption::empty(),
             opened: Mutex::new(HashMap::new()),
+            decrypting: Mutex::new(()),
             health: Mutex::new(None),
         };
         provider.remember(encrypted_seed.to_vec(), seed.to_vec().into());
@@ -255,6 +260,10 @@ impl KmsProvider {
 
     /// The opened seed (or key) of `object`: cached, or asked of the plugin once.
     fn opened_source(&self, object: &EncryptedObject) -> Result<Arc<[u8]>, String> {
+        if let Some(source) = self.cached(&object.encrypted_dek_source) {
+            return Ok(source);
+        }
+        let _one_at_a_time = self.decrypting.lock().expect("decrypt lock");
         if let Some(source) = self.cached(&object.encrypted_dek_source) {
             return Ok(source);
         }
