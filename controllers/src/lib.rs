@@ -2,7 +2,8 @@
 //! registry's verbs and the informer: the garbage collector (`ownerReferences`, propagation
 //! policies), the namespace controller (emptying terminating namespaces), the ServiceAccount
 //! token controller, the ValidatingAdmissionPolicy status controller, event expiry
-//! (`--event-ttl`) and the cleanup of deleted CustomResourceDefinitions. Which run is
+//! (`--event-ttl`), the cleanup of deleted CustomResourceDefinitions, and the autoregistration
+//! of local APIServices (kube-aggregator's, named `apiservice-autoregistration`). Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
 //!
@@ -12,6 +13,7 @@ pub use strategy_host_admission as admission;
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 
+pub mod apiservice_registration;
 pub mod client;
 mod collection_deletion;
 pub mod crd_cleanup;
@@ -32,7 +34,8 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 6] = [
+pub const KNOWN: [&str; 7] = [
+    "apiservice-autoregistration",
     "customresourcedefinition-cleanup",
     "event-expiry",
     "garbagecollector",
@@ -166,6 +169,9 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
     }
     if set.runs("validatingadmissionpolicy-status") {
         running.tasks.push(policy_status::start(registry));
+    }
+    if set.runs("apiservice-autoregistration") {
+        running.tasks.push(apiservice_registration::start(registry));
     }
     if set.runs("customresourcedefinition-cleanup") {
         running.tasks.push(crd_cleanup::start(registry));

@@ -63,11 +63,15 @@ pub fn path_segment_name_error(name: &str) -> Option<String> {
 }
 
 /// Why `name` is not a valid name for an object of `group`/`plural`: namespaces are DNS-1123
-/// labels, the RBAC kinds path segments, everything else DNS-1123 subdomains.
+/// labels, the RBAC kinds path segments, APIServices `<version>.<group>` (`v1.` for the core
+/// group), everything else DNS-1123 subdomains.
 pub fn object_name_error(group: &str, plural: &str, name: &str) -> Option<String> {
     match (group, plural) {
         ("", "namespaces") => dns1123_label_error(name),
         ("rbac.authorization.k8s.io", _) => path_segment_name_error(name),
+        ("apiregistration.k8s.io", "apiservices") => {
+            (!name.contains('.')).then(|| "must be in the form: <version>.<group>".to_string())
+        }
         _ => dns1123_subdomain_error(name),
     }
 }

@@ -98,6 +98,10 @@ impl Registry {
             Arc::new(ResourceDefinition::namespaces()),
             Arc::new(NamespaceStrategy),
         );
+        registry.install(
+            Arc::new(crate::apiservice::definition()),
+            Arc::new(crate::apiservice::ApiServiceStrategy),
+        );
         // Kinds with Kubernetes' default behaviour: the admission configurations, and the
         // reviews (create-only; the API answers them).
         let defaults = ResourceDefinition::admission_kinds()

@@ -33,6 +33,7 @@ fn age() -> PrinterColumn {
         json_path: CREATION_TIMESTAMP.into(),
         count_paths: Vec::new(),
         template: String::new(),
+        absent: String::new(),
     }
 }
 
@@ -50,6 +51,7 @@ fn columns(def: &ResourceDefinition, version: &str) -> Vec<PrinterColumn> {
         json_path: ".metadata.name".into(),
         count_paths: Vec::new(),
         template: String::new(),
+        absent: String::new(),
     }];
     let declared = def
         .version(version)
@@ -119,14 +121,18 @@ fn cell(obj: &Value, col: &PrinterColumn) -> Value {
             .sum();
         return Value::from(count);
     }
+    let selected = jsonpath::find(obj, &col.json_path);
+    if !col.absent.is_empty() && selected.iter().all(|v| v.is_null()) {
+        return Value::String(col.absent.clone());
+    }
     if !col.template.is_empty() {
-        let items: Vec<String> = jsonpath::find(obj, &col.json_path)
+        let items: Vec<String> = selected
             .into_iter()
             .map(|item| fill_template(item, &col.template))
             .collect();
         return Value::String(items.join(", "));
     }
-    let Some(v) = jsonpath::find(obj, &col.json_path).first().copied() else {
+    let Some(v) = selected.first().copied() else {
         return Value::Null;
     };
     match (col.type_.as_str(), v) {

@@ -211,6 +211,7 @@ fn cells_follow_the_column_type() {
         json_path: ".v".into(),
         count_paths: Vec::new(),
         template: String::new(),
+        absent: String::new(),
     };
     let at = |type_: &str, v: Value| cell(&json!({ "v": v }), &col(type_));
     assert_eq!(

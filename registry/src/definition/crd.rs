@@ -193,6 +193,11 @@ impl ResourceDefinition {
                             } else {
                                 String::new()
                             },
+                            absent: if builtin {
+                                s(c, "/x-absent")
+                            } else {
+                                String::new()
+                            },
                         })
                         .collect()
                 })

@@ -39,6 +39,9 @@ pub struct PrinterColumn {
     /// (`{.kind}/{.name}`: JSONPaths relative to the value, text between them kept) and the
     /// results joined with `, `, as Kubernetes' printers show a binding's ROLE or USERS.
     pub template: String,
+    /// Built-in kinds only: the cell's text when the JSONPath selects nothing (an APIService's
+    /// SERVICE is `Local` without one).
+    pub absent: String,
 }
 
 /// A resource served over another resource's stored objects under other field names, as

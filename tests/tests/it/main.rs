@@ -9,6 +9,7 @@ mod admission_webhooks;
 mod api_etcd;
 mod api_http;
 mod api_http_reads;
+mod apiservices;
 mod audit_log;
 mod authorization_modules;
 mod authorization_webhook;
