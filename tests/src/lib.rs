@@ -82,22 +82,28 @@ impl HostProcess {
     /// (plus `--listen 127.0.0.1:0`) and waits until it listens: for the tests whose subject is
     /// not authentication.
     pub fn start(args: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with_env(args, &[])
+    }
+
+    /// [`Self::start`] with environment variables set for the server (`SSL_CERT_FILE`, ...).
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<Self> {
         let mut with_dev_mode = vec!["--dev-mode"];
         with_dev_mode.extend_from_slice(args);
-        Self::spawn(&with_dev_mode)
+        Self::spawn(&with_dev_mode, env)
     }
 
     /// Starts the binary as a user would run it (HTTPS, authentication, RBAC) with `args`
     /// (plus `--listen 127.0.0.1:0`); `base_url` is then `https://...`.
     pub fn start_secure(args: &[&str]) -> anyhow::Result<Self> {
-        Self::spawn(args)
+        Self::spawn(args, &[])
     }
 
-    fn spawn(args: &[&str]) -> anyhow::Result<Self> {
+    fn spawn(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<Self> {
         let mut child = Command::new(host_binary()?)
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -14,7 +14,8 @@ use crate::registry::webhook::ClientCertificate;
 pub struct WebhookEndpoint {
     /// The URL the review is POSTed to.
     pub server: String,
-    /// The CA certificates (PEM) its serving certificate must chain to.
+    /// The CA certificates (PEM) its serving certificate must chain to (empty: the system's
+    /// roots).
     pub certificate_authority: Vec<u8>,
     /// The client certificate presented, if any.
     pub client_certificate: Option<ClientCertificate>,
@@ -201,12 +202,7 @@ pub fn read(path: &Path) -> Result<WebhookEndpoint, KubeConfigError> {
         &cluster.certificate_authority_data,
         &cluster.certificate_authority,
     )?
-    .ok_or_else(|| {
-        unusable(
-            "the cluster names no certificate-authority (this server trusts only the CA given)"
-                .into(),
-        )
-    })?;
+    .unwrap_or_default();
     let mut endpoint = WebhookEndpoint {
         server: cluster.server.clone(),
         certificate_authority,
@@ -268,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cluster_without_a_ca_or_skipping_verification_is_refused() {
+    fn a_cluster_without_a_ca_trusts_the_system_and_skipping_verification_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k");
         std::fs::write(
@@ -276,10 +272,7 @@ mod tests {
             "clusters:\n- name: c\n  cluster:\n    server: https://x\n",
         )
         .unwrap();
-        assert!(read(&path)
-            .unwrap_err()
-            .to_string()
-            .contains("names no certificate-authority"));
+        assert!(read(&path).unwrap().certificate_authority.is_empty());
         std::fs::write(
             &path,
             "clusters:\n- name: c\n  cluster:\n    server: https://x\n    insecure-skip-tls-verify: true\n",

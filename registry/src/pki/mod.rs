@@ -12,7 +12,7 @@ use rcgen::{
 use time::{Duration, OffsetDateTime};
 
 mod trust_store;
-pub use trust_store::{trust_store, TrustStoreError};
+pub use trust_store::{system_roots, trust_store, TrustStoreError};
 
 /// What went wrong reading or generating keys and certificates.
 #[derive(Debug, thiserror::Error)]

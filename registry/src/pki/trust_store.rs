@@ -1,4 +1,5 @@
-//! CA certificates in PEM as a rustls trust store: the client CA, a webhook's `caBundle`.
+//! CA certificates in PEM as a rustls trust store: the client CA, a webhook's `caBundle`; and
+//! the system's roots, which a webhook without a `caBundle` is trusted by (as Kubernetes does).
 
 /// A trust store's certificates that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -38,4 +39,20 @@ pub fn trust_store(
             .map_err(|source| TrustStoreError::Certificate { what, source })?;
     }
     Ok(roots)
+}
+
+/// The system's trusted roots (`/etc/ssl/certs`, or `SSL_CERT_FILE` / `SSL_CERT_DIR` when set),
+/// read once; certificates that do not load are logged and left out.
+pub fn system_roots() -> &'static rustls::RootCertStore {
+    static ROOTS: std::sync::OnceLock<rustls::RootCertStore> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let found = rustls_native_certs::load_native_certs();
+        for error in &found.errors {
+            tracing::warn!(%error, "a system root certificate could not be loaded");
+        }
+        let mut roots = rustls::RootCertStore::empty();
+        let (added, ignored) = roots.add_parsable_certificates(found.certs);
+        tracing::debug!(added, ignored, "system root certificates loaded");
+        roots
+    })
 }

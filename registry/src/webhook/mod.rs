@@ -24,7 +24,8 @@ pub struct ClientCertificate {
 /// How a webhook is dialled: whom to trust, and which credentials to present.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Dial<'a> {
-    /// The CA certificates (PEM) the webhook's serving certificate must chain to.
+    /// The CA certificates (PEM) the webhook's serving certificate must chain to; without
+    /// them (or empty), the system's roots.
     pub ca_bundle: Option<&'a [u8]>,
     /// The client certificate presented in the TLS handshake.
     pub client_certificate: Option<&'a ClientCertificate>,

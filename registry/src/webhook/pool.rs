@@ -57,8 +57,11 @@ fn endpoints() -> &'static Endpoints {
 fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, Failure> {
     use rustls::pki_types::pem::PemObject as _;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let roots =
-        crate::pki::trust_store(dial.ca_bundle.unwrap_or_default(), "the webhook's caBundle")?;
+    let roots = match dial.ca_bundle.filter(|pem| !pem.is_empty()) {
+        Some(pem) => crate::pki::trust_store(pem, "the webhook's caBundle")?,
+        // Without a caBundle the system's roots are trusted, as kube-apiserver trusts them.
+        None => crate::pki::system_roots().clone(),
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -1,8 +1,8 @@
 //! Admission webhooks against a real HTTPS webhook server (Python's standard library, with a
 //! certificate from a CA made here): a mutating webhook's JSONPatch and warning, a validating
 //! webhook's denial worded as Kubernetes words it (and skipped by a matchCondition), a delete refused by a webhook, a hanging webhook under Ignore and Fail, one
-//! that answers garbage, one behind a CA the configuration does not trust; configurations
-//! applied with kubectl 1.35.
+//! that answers garbage, one behind a CA the configuration does not trust, one without a
+//! `caBundle` trusted by the system's roots; configurations applied with kubectl 1.35.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use strategy_host_e2e::webhook_server::{certificates, WebhookServer};
-use strategy_host_e2e::{call, eventually, latest_kubectl_path, KubeFixture};
+use strategy_host_e2e::{call, eventually, latest_kubectl_path, HostProcess, KubeFixture};
 
 /// A configuration of one webhook on `resource` (core group) as YAML-compatible JSON.
 fn configuration(
@@ -462,4 +462,62 @@ fn webhooks_mutate_deny_and_fail_as_kubernetes_words_it() {
         metrics.contains("apiserver_admission_webhook_admission_duration_seconds_bucket{"),
         "{metrics}"
     );
+}
+
+#[test]
+fn a_webhook_without_a_ca_bundle_is_trusted_by_the_systems_roots() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = certificates(dir.path());
+    let system_roots = dir.path().join("system-roots.pem");
+    std::fs::write(&system_roots, &ca).unwrap();
+    let webhook = WebhookServer::start(dir.path());
+    let mut config = configuration(
+        "ValidatingWebhookConfiguration",
+        "system-roots.example.com",
+        &webhook.url("/deny"),
+        "",
+        "configmaps",
+        json!({"failurePolicy": "Fail"}),
+    );
+    config["webhooks"][0]["clientConfig"]
+        .as_object_mut()
+        .unwrap()
+        .remove("caBundle");
+    let configs = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let forbidden = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c"}, "data": {"forbidden": "x"}});
+    let create = |host: &HostProcess| {
+        let r = call("POST", &host.url(configs), Some(&config)).unwrap();
+        assert_eq!(r.code, 201, "{}", r.body);
+        let url = host.url("/api/v1/namespaces/default/configmaps");
+        let mut reply = None;
+        eventually(
+            "the webhook configuration in force",
+            Duration::from_secs(10),
+            || {
+                let r = call("POST", &url, Some(&forbidden)).unwrap();
+                let answered = r.code != 201;
+                reply = Some(r);
+                answered
+            },
+        );
+        reply.unwrap()
+    };
+    // The test CA is not among this machine's roots: the call fails closed on the certificate.
+    let data = |name: &str| dir.path().join(name).display().to_string();
+    let host = HostProcess::start(&["--data-dir", &data("untrusting")]).unwrap();
+    let r = create(&host);
+    assert_eq!(r.code, 500, "{}", r.body);
+    assert!(r.body.contains("certificate"), "{}", r.body);
+    drop(host);
+    // With the test CA as the system's roots (SSL_CERT_FILE), the webhook is called and denies.
+    let trusting = system_roots.display().to_string();
+    let host = HostProcess::start_with_env(
+        &["--data-dir", &data("trusting")],
+        &[("SSL_CERT_FILE", &trusting)],
+    )
+    .unwrap();
+    let r = create(&host);
+    assert_eq!(r.code, 403, "{}", r.body);
+    assert!(r.body.contains("forbidden key"), "{}", r.body);
 }
