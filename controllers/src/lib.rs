@@ -3,7 +3,9 @@
 //! policies), the namespace controller (emptying terminating namespaces), the ServiceAccount
 //! token controller, the ValidatingAdmissionPolicy status controller, event expiry
 //! (`--event-ttl`), the cleanup of deleted CustomResourceDefinitions, and the autoregistration
-//! of local APIServices (kube-aggregator's, named `apiservice-autoregistration`). Which run is
+//! of local APIServices (kube-aggregator's, named `apiservice-autoregistration`), and the
+//! publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
+//! `cluster-authentication-trust`). Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
 //!
@@ -14,6 +16,7 @@ pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 
 pub mod apiservice_registration;
+pub mod authentication_trust;
 pub mod client;
 mod collection_deletion;
 pub mod crd_cleanup;
@@ -34,8 +37,9 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 7] = [
+pub const KNOWN: [&str; 8] = [
     "apiservice-autoregistration",
+    "cluster-authentication-trust",
     "customresourcedefinition-cleanup",
     "event-expiry",
     "garbagecollector",
@@ -146,6 +150,9 @@ pub struct Parts {
     pub signer: Option<Arc<dyn service_account_token::TokenSigner>>,
     /// How long an Event lives after its last write (`--event-ttl`).
     pub event_ttl: std::time::Duration,
+    /// What `kube-system/extension-apiserver-authentication` holds (none in development mode,
+    /// which has no certificates).
+    pub authentication_trust: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Starts the controllers of `set` over `registry`.
@@ -172,6 +179,14 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
     }
     if set.runs("apiservice-autoregistration") {
         running.tasks.push(apiservice_registration::start(registry));
+    }
+    if let (true, Some(data)) = (
+        set.runs("cluster-authentication-trust"),
+        &parts.authentication_trust,
+    ) {
+        running
+            .tasks
+            .push(authentication_trust::start(registry, data.clone()));
     }
     if set.runs("customresourcedefinition-cleanup") {
         running.tasks.push(crd_cleanup::start(registry));

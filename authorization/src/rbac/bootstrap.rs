@@ -1,7 +1,8 @@
 //! The bootstrap policy: the ClusterRoles and ClusterRoleBindings Kubernetes ships
 //! (`cluster-admin`, `admin`/`edit`/`view` and what aggregates into them, `system:discovery`,
-//! `system:public-info-viewer`, `system:basic-user`, `system:service-account-issuer-discovery`),
-//! limited to what this server serves, kept in `bootstrap_policy.json`; created at start when
+//! `system:public-info-viewer`, `system:basic-user`, `system:service-account-issuer-discovery`)
+//! and the Role `kube-system/extension-apiserver-authentication-reader`, limited to what this
+//! server serves, kept in `bootstrap_policy.json`; created at start when
 //! missing and reconciled as kube-apiserver's `rbac/bootstrap-roles` post-start hook does
 //! (missing rules, selectors, subjects, labels and annotations added, unless
 //! `rbac.authorization.kubernetes.io/autoupdate` is `"false"`).
@@ -33,6 +34,11 @@ pub fn cluster_roles() -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
+}
+
+/// The bootstrap Roles (each in its namespace).
+pub fn namespaced_roles() -> Vec<Value> {
+    policy()["roles"].as_array().cloned().unwrap_or_default()
 }
 
 /// The bootstrap ClusterRoleBindings.
@@ -137,9 +143,10 @@ pub fn reconcile_cluster_role_binding(existing: &Value, expected: &Value) -> Opt
     (binding != *existing).then_some(binding)
 }
 
-fn server_scope() -> RequestScope {
+fn server_scope(namespace: Option<&str>) -> RequestScope {
     RequestScope {
         version: "v1".into(),
+        namespace: namespace.map(String::from),
         request_id: "rbac-bootstrap".into(),
         field_manager: FIELD_MANAGER.into(),
         user: Arc::new(UserInfo::server()),
@@ -152,7 +159,7 @@ async fn ensure(
     expected: Value,
     reconcile: fn(&Value, &Value) -> Option<Value>,
 ) {
-    let scope = server_scope();
+    let scope = server_scope(meta_str(&expected, "namespace"));
     let name = meta_str(&expected, "name").unwrap_or_default().to_string();
     let plural = served.def.plural.clone();
     match served.store.get(&scope, &name, Default::default()).await {
@@ -199,6 +206,11 @@ pub async fn ensure_bootstrap_policy(registry: &Registry) {
     }
     for binding in cluster_role_bindings() {
         ensure(&bindings, binding, reconcile_cluster_role_binding).await;
+    }
+    if let Some(namespaced) = registry.resolve(GROUP, "v1", "roles") {
+        for role in namespaced_roles() {
+            ensure(&namespaced, role, reconcile_cluster_role).await;
+        }
     }
 }
 

@@ -158,7 +158,19 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     registry.admission().add(policy_modules.clone());
     registry.admission().add(validating);
     let controller_metrics = ControllerMetrics::default();
+    let authentication_trust = match &secured.pki {
+        Some(pki) => Some(
+            crate::pki::front_proxy::load_or_generate(
+                &config.front_proxy_flags(),
+                &config.data_dir,
+            )
+            .context("preparing the front proxy's certificate")?
+            .extension_apiserver_authentication(&pki.client_ca_pem),
+        ),
+        None => None,
+    };
     let parts = crate::controllers::Parts {
+        authentication_trust,
         metrics: controller_metrics.clone(),
         signer: Some(Arc::new(security::SecretTokens {
             tokens: secured.tokens.clone(),

@@ -224,6 +224,21 @@ impl Config {
         }
     }
 
+    /// The front proxy's files and headers the flags name.
+    pub fn front_proxy_flags(&self) -> crate::pki::front_proxy::FrontProxyFlags {
+        let s = &self.security;
+        crate::pki::front_proxy::FrontProxyFlags {
+            proxy_client_cert_file: s.proxy_client_cert_file.clone(),
+            proxy_client_key_file: s.proxy_client_key_file.clone(),
+            requestheader_client_ca_file: s.requestheader_client_ca_file.clone(),
+            requestheader_allowed_names: s.requestheader_allowed_names.clone(),
+            requestheader_username_headers: s.requestheader_username_headers.clone(),
+            requestheader_group_headers: s.requestheader_group_headers.clone(),
+            requestheader_extra_headers_prefix: s.requestheader_extra_headers_prefix.clone(),
+            requestheader_uid_headers: s.requestheader_uid_headers.clone(),
+        }
+    }
+
     /// The directory compiled modules are cached in, if any.
     pub fn module_cache(&self) -> Option<PathBuf> {
         match (&self.module_cache_dir, self.etcd_servers.is_empty()) {

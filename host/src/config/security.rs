@@ -31,6 +31,61 @@ pub struct SecurityFlags {
     #[arg(long, env = "STRATEGY_HOST_CLIENT_CA_FILE")]
     pub client_ca_file: Option<PathBuf>,
 
+    /// The client certificate presented to extension API servers (the front proxy's; default:
+    /// generated in {data-dir}/pki as kubeadm's front-proxy-client).
+    #[arg(long, env = "STRATEGY_HOST_PROXY_CLIENT_CERT_FILE")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// The key of --proxy-client-cert-file.
+    #[arg(long, env = "STRATEGY_HOST_PROXY_CLIENT_KEY_FILE")]
+    pub proxy_client_key_file: Option<PathBuf>,
+
+    /// The CA extension API servers check the front proxy's certificate against (published in
+    /// kube-system/extension-apiserver-authentication; default: the generated front-proxy-ca).
+    #[arg(long, env = "STRATEGY_HOST_REQUESTHEADER_CLIENT_CA_FILE")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// Common names the front proxy's certificate may have (default with a generated one:
+    /// front-proxy-client).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_REQUESTHEADER_ALLOWED_NAMES",
+        value_delimiter = ','
+    )]
+    pub requestheader_allowed_names: Vec<String>,
+
+    /// Headers carrying the user's name (default X-Remote-User).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_REQUESTHEADER_USERNAME_HEADERS",
+        value_delimiter = ','
+    )]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// Headers carrying the user's groups (default X-Remote-Group).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_REQUESTHEADER_GROUP_HEADERS",
+        value_delimiter = ','
+    )]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Prefixes of headers carrying the user's extra attributes (default X-Remote-Extra-).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_REQUESTHEADER_EXTRA_HEADERS_PREFIX",
+        value_delimiter = ','
+    )]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
+    /// Headers carrying the user's uid (default: none).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_REQUESTHEADER_UID_HEADERS",
+        value_delimiter = ','
+    )]
+    pub requestheader_uid_headers: Vec<String>,
+
     /// Static bearer tokens, one `token,user,uid,"group1,group2"` line each.
     #[arg(long, env = "STRATEGY_HOST_TOKEN_AUTH_FILE")]
     pub token_auth_file: Option<PathBuf>,

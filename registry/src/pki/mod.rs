@@ -11,6 +11,7 @@ use rcgen::{
 };
 use time::{Duration, OffsetDateTime};
 
+pub mod front_proxy;
 mod trust_store;
 pub use trust_store::{system_roots, trust_store, TrustStoreError};
 
@@ -206,7 +207,16 @@ fn serving_sans(listen: SocketAddr) -> Vec<SanType> {
 
 /// The generated CA in `dir`: reused while it is valid, else made.
 fn load_or_make_ca(dir: &Path) -> Result<(String, String)> {
-    let (cert_path, key_path) = (dir.join("ca.crt"), dir.join("ca.key"));
+    load_or_make_ca_named(dir, "ca", "strategy-host-ca")
+}
+
+/// The generated CA `{stem}.crt`/`{stem}.key` in `dir` (subject `common_name`): reused while
+/// it is valid, else made.
+fn load_or_make_ca_named(dir: &Path, stem: &str, common_name: &str) -> Result<(String, String)> {
+    let (cert_path, key_path) = (
+        dir.join(format!("{stem}.crt")),
+        dir.join(format!("{stem}.key")),
+    );
     if cert_path.exists() && key_path.exists() {
         let (cert, key) = (read(&cert_path)?, read(&key_path)?);
         if not_after(&cert).is_some_and(|t| t > OffsetDateTime::now_utc()) {
@@ -215,7 +225,7 @@ fn load_or_make_ca(dir: &Path) -> Result<(String, String)> {
         tracing::warn!(path = %cert_path.display(), "the generated CA has expired; making a new one");
     }
     let key = KeyPair::generate().map_err(generate("the CA key"))?;
-    let mut p = params("strategy-host-ca", &[], Duration::days(3650));
+    let mut p = params(common_name, &[], Duration::days(3650));
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     p.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,

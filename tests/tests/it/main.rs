@@ -23,6 +23,7 @@ mod disk_trouble;
 mod encryption_at_rest;
 mod encryption_kms;
 mod flow_control;
+mod front_proxy;
 mod go_strategies;
 mod impersonation;
 mod issuer_discovery;
