@@ -163,13 +163,7 @@ fn apply(
 }
 
 fn apiservice_ref(name: &str) -> ObjectRef {
-    ObjectRef {
-        group: GROUP.into(),
-        version: "v1".into(),
-        plural: PLURAL.into(),
-        namespace: None,
-        name: name.into(),
-    }
+    ObjectRef::new(GROUP, "v1", PLURAL, None, name)
 }
 
 fn automanaged(obj: &Value) -> bool {

@@ -27,13 +27,7 @@ pub const NAME: &str = "extension-apiserver-authentication";
 const EVERY: Duration = Duration::from_secs(60);
 
 fn configmap_ref() -> ObjectRef {
-    ObjectRef {
-        group: String::new(),
-        version: "v1".into(),
-        plural: "configmaps".into(),
-        namespace: Some(NAMESPACE.into()),
-        name: NAME.into(),
-    }
+    ObjectRef::new("", "v1", "configmaps", Some(NAMESPACE), NAME)
 }
 
 /// Runs the controller over `registry`, publishing `data`, until the returned set is dropped.

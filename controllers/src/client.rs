@@ -27,6 +27,25 @@ pub struct ObjectRef {
     pub name: String,
 }
 
+impl ObjectRef {
+    /// The object `name` of `group`/`version`/`plural`, in `namespace` (none: cluster-scoped).
+    pub fn new(
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+            namespace: namespace.map(String::from),
+            name: name.into(),
+        }
+    }
+}
+
 /// A controller's handle on the registry.
 #[derive(Debug, Clone)]
 pub struct Client {

@@ -60,13 +60,7 @@ fn observed(policy: &Value) -> bool {
 }
 
 fn policy_ref(name: &str) -> ObjectRef {
-    ObjectRef {
-        group: GROUP.into(),
-        version: "v1".into(),
-        plural: PLURAL.into(),
-        namespace: None,
-        name: name.into(),
-    }
+    ObjectRef::new(GROUP, "v1", PLURAL, None, name)
 }
 
 /// Checks the policy `name` and writes its status (unless it changed meanwhile: its next
