@@ -49,8 +49,8 @@ pub fn start(registry: &Arc<Registry>, data: BTreeMap<String, String>) -> JoinSe
             tokio::select! {
                 event = events.next() => match event {
                     Some(InformerEvent::Apply(o) | InformerEvent::Delete(o)) => {
-                        let o = o.to_value();
-                        if meta_str(&o, "namespace") != Some(NAMESPACE) || meta_str(&o, "name") != Some(NAME) {
+                        // Every ConfigMap's events come here: read the head, not the object.
+                        if o.namespace() != Some(NAMESPACE) || o.name() != Some(NAME) {
                             continue;
                         }
                     }
