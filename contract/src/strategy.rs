@@ -59,6 +59,58 @@ pub struct FieldError {
 }
 
 impl FieldError {
+    /// `Invalid value: <value>: <detail>`, Kubernetes' `field.Invalid` (a string value quoted,
+    /// a number bare).
+    pub fn invalid(
+        field: impl Into<String>,
+        value: &Value,
+        detail: impl std::fmt::Display,
+    ) -> Self {
+        Self {
+            kind: FieldErrorKind::Invalid,
+            field: field.into(),
+            detail: format!("{value}: {detail}"),
+        }
+    }
+
+    /// `Required value[: <detail>]`, Kubernetes' `field.Required`.
+    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            kind: FieldErrorKind::Required,
+            field: field.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// `Forbidden: <detail>`, Kubernetes' `field.Forbidden`.
+    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            kind: FieldErrorKind::Forbidden,
+            field: field.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// `Duplicate value: <value>`, Kubernetes' `field.Duplicate`.
+    pub fn duplicate(field: impl Into<String>, value: &Value) -> Self {
+        Self {
+            kind: FieldErrorKind::Duplicate,
+            field: field.into(),
+            detail: value.to_string(),
+        }
+    }
+
+    /// `Unsupported value: <value>: supported values: "a", "b"`, Kubernetes'
+    /// `field.NotSupported`.
+    pub fn not_supported(field: impl Into<String>, value: &Value, supported: &[&str]) -> Self {
+        let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        Self {
+            kind: FieldErrorKind::NotSupported,
+            field: field.into(),
+            detail: format!("{value}: supported values: {}", supported.join(", ")),
+        }
+    }
+
     /// Kubernetes' message for the error, without the field (`Invalid value: 3: must be ...`).
     pub fn message(&self) -> String {
         let head = match self.kind {

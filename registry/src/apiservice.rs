@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
-use crate::strategy::{Admission, Answer, FieldError, FieldErrorKind, Strategy, StrategyContext};
+use super::names::{dns1123_label_error, dns1123_subdomain_error};
+use crate::strategy::{Admission, Answer, FieldError, Strategy, StrategyContext};
 
 /// The API group of `APIService`.
 pub const GROUP: &str = "apiregistration.k8s.io";
@@ -59,22 +60,6 @@ pub fn local(
 /// The strategy of `apiservices`.
 pub struct ApiServiceStrategy;
 
-fn invalid(field: &str, value: impl std::fmt::Display, detail: &str) -> FieldError {
-    FieldError {
-        kind: FieldErrorKind::Invalid,
-        field: field.into(),
-        detail: format!("{value}: {detail}"),
-    }
-}
-
-fn required(field: &str) -> FieldError {
-    FieldError {
-        kind: FieldErrorKind::Required,
-        field: field.into(),
-        detail: String::new(),
-    }
-}
-
 /// Defaults `obj`'s spec (a Service's port: 443) and checks it as kube-aggregator's validation
 /// does.
 fn admit(obj: &mut Value) -> Admission {
@@ -92,49 +77,40 @@ fn admit(obj: &mut Value) -> Admission {
         .unwrap_or_default();
     let mut errors = Vec::new();
     if version.is_empty() {
-        errors.push(required("spec.version"));
-    } else if !is_dns_label(version) {
-        errors.push(invalid(
-            "spec.version",
-            format!("{version:?}"),
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-        ));
+        errors.push(FieldError::required("spec.version", ""));
+    } else if let Some(why) = dns1123_label_error(version) {
+        errors.push(FieldError::invalid("spec.version", &json!(version), why));
     }
     if group.is_empty() && version != "v1" {
-        errors.push(FieldError {
-            kind: FieldErrorKind::Required,
-            field: "spec.group".into(),
-            detail: "only v1 may have an empty group and it better be legacy kube".into(),
-        });
-    }
-    if !group.is_empty() && !is_dns_subdomain(group) {
-        errors.push(invalid(
+        errors.push(FieldError::required(
             "spec.group",
-            format!("{group:?}"),
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            "only v1 may have an empty group and it better be legacy kube",
         ));
     }
+    if let Some(why) = dns1123_subdomain_error(group).filter(|_| !group.is_empty()) {
+        errors.push(FieldError::invalid("spec.group", &json!(group), why));
+    }
     if name != name_of(group, version) {
-        errors.push(invalid(
+        errors.push(FieldError::invalid(
             "metadata.name",
-            format!("{name:?}"),
+            &json!(name),
             "must be `spec.version+\".\"+spec.group`",
         ));
     }
     let number = |key: &str| spec[key].as_i64().unwrap_or(0);
     let group_priority = number("groupPriorityMinimum");
     if !(1..=20000).contains(&group_priority) {
-        errors.push(invalid(
+        errors.push(FieldError::invalid(
             "spec.groupPriorityMinimum",
-            group_priority,
+            &json!(group_priority),
             "must be positive and less than 20000",
         ));
     }
     let version_priority = number("versionPriority");
     if !(1..=1000).contains(&version_priority) {
-        errors.push(invalid(
+        errors.push(FieldError::invalid(
             "spec.versionPriority",
-            version_priority,
+            &json!(version_priority),
             "must be positive and less than 1000",
         ));
     }
@@ -145,22 +121,22 @@ fn admit(obj: &mut Value) -> Admission {
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
             {
-                errors.push(required(&format!("spec.service.{key}")));
+                errors.push(FieldError::required(format!("spec.service.{key}"), ""));
             }
         }
         let port = service.get("port").and_then(Value::as_i64).unwrap_or(0);
         if !(1..=65535).contains(&port) {
-            errors.push(invalid(
+            errors.push(FieldError::invalid(
                 "spec.service.port",
-                port,
+                &json!(port),
                 "must be between 1 and 65535, inclusive",
             ));
         }
         let ca_bundle = text("caBundle");
         if spec["insecureSkipTLSVerify"] == true && !ca_bundle.is_empty() {
-            errors.push(invalid(
+            errors.push(FieldError::invalid(
                 "spec.caBundle",
-                format!("\"{} bytes\"", ca_bundle.len() * 3 / 4),
+                &json!(format!("{} bytes", ca_bundle.len() * 3 / 4)),
                 "must not be specified when insecureSkipTLSVerify is true",
             ));
         }
@@ -169,20 +145,6 @@ fn admit(obj: &mut Value) -> Admission {
         field_errors: errors,
         ..Admission::default()
     }
-}
-
-fn is_dns_label(s: &str) -> bool {
-    s.len() <= 63
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.')
-            .all(|label| !label.is_empty() && is_dns_label(label))
 }
 
 #[async_trait]

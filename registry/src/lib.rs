@@ -36,6 +36,7 @@ mod read;
 pub mod scale;
 pub mod schema;
 pub mod served;
+pub mod service;
 pub mod store;
 pub mod system_fields;
 #[cfg(test)]

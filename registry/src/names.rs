@@ -48,6 +48,22 @@ pub fn dns1123_label_error(name: &str) -> Option<String> {
     })
 }
 
+/// Why `name` is not a DNS-1035 label (a Service's name: it must start with a letter), if it
+/// is not.
+pub fn dns1035_label_error(name: &str) -> Option<String> {
+    let ok = !name.is_empty()
+        && name.len() <= LABEL_MAX
+        && name.chars().all(|c| is_alnum_lower(c) || c == '-')
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.ends_with(is_alnum_lower);
+    (!ok).then(|| {
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with \
+         an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or \
+         'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+            .to_string()
+    })
+}
+
 /// Why `name` is not a valid path segment (Kubernetes' `path.IsValidPathSegmentName`, the
 /// name rule of the RBAC kinds, whose names such as `system:basic-user` carry colons).
 pub fn path_segment_name_error(name: &str) -> Option<String> {
@@ -63,12 +79,16 @@ pub fn path_segment_name_error(name: &str) -> Option<String> {
 }
 
 /// Why `name` is not a valid name for an object of `group`/`plural`: namespaces are DNS-1123
-/// labels, the RBAC kinds path segments, APIServices `<version>.<group>` (`v1.` for the core
+/// labels, Services DNS-1035 labels, the RBAC kinds path segments, IPAddresses anything (their
+/// strategy wants an address), APIServices `<version>.<group>` (`v1.` for the core
 /// group), everything else DNS-1123 subdomains.
 pub fn object_name_error(group: &str, plural: &str, name: &str) -> Option<String> {
     match (group, plural) {
         ("", "namespaces") => dns1123_label_error(name),
         ("rbac.authorization.k8s.io", _) => path_segment_name_error(name),
+        ("", "services") => dns1035_label_error(name),
+        // An address, checked by the kind's strategy (IPv6 has colons).
+        ("networking.k8s.io", "ipaddresses") => None,
         ("apiregistration.k8s.io", "apiservices") => {
             (!name.contains('.')).then(|| "must be in the form: <version>.<group>".to_string())
         }

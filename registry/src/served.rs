@@ -194,6 +194,34 @@ impl Registry {
             .cloned()
     }
 
+    /// Serves Services (cluster IPs from `cluster_ips`, node ports from `node_ports`), their
+    /// Endpoints and EndpointSlices, and the IPAddresses that record allocated cluster IPs.
+    pub fn serve_services(
+        self: &Arc<Self>,
+        cluster_ips: crate::service::cluster_ip::ServiceIpRange,
+        node_ports: crate::service::NodePortRange,
+    ) {
+        use crate::service::{cluster_ip::ClusterIpAllocator, IpAddressStrategy, ServiceStrategy};
+        let mut defs = crate::service::definitions();
+        let take = |defs: &mut Vec<ResourceDefinition>, plural: &str| {
+            let at = defs.iter().position(|d| d.plural == plural);
+            defs.remove(at.expect("service_kinds.json defines it"))
+        };
+        self.install(
+            Arc::new(take(&mut defs, "ipaddresses")),
+            Arc::new(IpAddressStrategy),
+        );
+        let addresses = self
+            .resolve("networking.k8s.io", "v1", "ipaddresses")
+            .expect("just installed");
+        let allocator = ClusterIpAllocator::new(cluster_ips, addresses.store);
+        let services = ServiceStrategy::new(allocator, node_ports, self);
+        self.install(Arc::new(take(&mut defs, "services")), Arc::new(services));
+        for def in defs {
+            self.install(Arc::new(def), Arc::new(crate::strategy::DefaultStrategy));
+        }
+    }
+
     /// Serves a resource the host defines itself (not from a CustomResourceDefinition), with
     /// its own strategy, e.g. the wasm runtime's `StrategyModule` kind.
     pub fn serve_builtin(&self, def: ResourceDefinition, strategy: Arc<dyn Strategy>) {

@@ -3,10 +3,12 @@
 //!
 //! The message types are k8s-pb's (prost code generated from Kubernetes' `.proto` files); the
 //! JSON side is a bridge of our own (`bridge.rs`, `messages.rs`, `access_messages.rs`,
-//! `admission_messages.rs`, `well_known.rs`). The kinds covered are the core ones the built-in
-//! module serves, Events, Leases, `Status` and `DeleteOptions`, the access-control kinds (RBAC
-//! roles and bindings, token requests and reviews, and access reviews) and the admission kinds
-//! (webhook configurations, validating and mutating admission policies and their bindings).
+//! `admission_messages.rs`, `network_messages.rs`, `well_known.rs`). The kinds covered are the
+//! core ones the built-in module serves, Events, Leases, `Status` and `DeleteOptions`, the
+//! access-control kinds (RBAC roles and bindings, token requests and reviews, and access
+//! reviews), the admission kinds (webhook configurations, validating and mutating admission
+//! policies and their bindings) and the service-network kinds (Services, Endpoints,
+//! EndpointSlices, IPAddresses and APIServices).
 //!
 //! Wire form, as in k8s.io/apimachinery `pkg/runtime/serializer/protobuf/protobuf.go` and
 //! `codec_factory.go`:
@@ -24,6 +26,7 @@ mod admission_messages;
 mod bridge;
 mod error;
 mod messages;
+mod network_messages;
 pub mod shared;
 #[cfg(test)]
 mod tests;
@@ -35,10 +38,13 @@ use k8s_pb::api::authentication::v1 as authentication;
 use k8s_pb::api::authorization::v1 as authorization;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
+use k8s_pb::api::discovery::v1 as discovery;
 use k8s_pb::api::events::v1 as events;
+use k8s_pb::api::networking::v1 as networking;
 use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta, Unknown};
+use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
 use prost::Message;
 use serde_json::Value;
 
@@ -143,6 +149,21 @@ fn stored(api_version: &str, kind: &str, list: bool) -> Option<KindCodec> {
             core::ServiceAccountList,
         >(list, "ServiceAccount"),
         ("v1", "Event") => KindCodec::stored::<core::Event, core::EventList>(list, "Event"),
+        ("v1", "Service") => KindCodec::stored::<core::Service, core::ServiceList>(list, "Service"),
+        ("v1", "Endpoints") => {
+            KindCodec::stored::<core::Endpoints, core::EndpointsList>(list, "Endpoints")
+        }
+        ("discovery.k8s.io/v1", "EndpointSlice") => KindCodec::stored::<
+            discovery::EndpointSlice,
+            discovery::EndpointSliceList,
+        >(list, "EndpointSlice"),
+        ("networking.k8s.io/v1", "IPAddress") => {
+            KindCodec::stored::<networking::IPAddress, networking::IPAddressList>(list, "IPAddress")
+        }
+        ("apiregistration.k8s.io/v1", "APIService") => KindCodec::stored::<
+            apiregistration::APIService,
+            apiregistration::APIServiceList,
+        >(list, "APIService"),
         ("events.k8s.io/v1", "Event") => {
             KindCodec::stored::<events::Event, events::EventList>(list, "Event")
         }

@@ -153,7 +153,7 @@ fn cell(obj: &Value, col: &PrinterColumn) -> Value {
 }
 
 /// `template` with each `{path}` replaced by the first value `path` selects in `item` (nothing
-/// when it selects none).
+/// when it selects none; `{@}` is `item`; `{:.path}` writes `:` only before a value).
 fn fill_template(item: &Value, template: &str) -> String {
     let mut out = String::new();
     let mut rest = template;
@@ -164,7 +164,13 @@ fn fill_template(item: &Value, template: &str) -> String {
             return out;
         };
         let path = &rest[open + 1..open + close];
-        if let Some(v) = jsonpath::find(item, path).first() {
+        // Text before the path's `.` is written only when the path selects a value
+        // (`{:.nodePort}`); `{@}` is the item itself (a list of scalars).
+        let (prefix, path) = path.split_at(path.find(['.', '@']).unwrap_or(0));
+        if path == "@" {
+            out.push_str(&text(item));
+        } else if let Some(v) = jsonpath::find(item, path).first() {
+            out.push_str(prefix);
             out.push_str(&text(v));
         }
         rest = &rest[open + close + 1..];

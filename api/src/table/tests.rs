@@ -201,6 +201,54 @@ fn builtin_template_columns_join_what_they_select() {
 }
 
 #[test]
+fn service_columns_read_as_kubectl_prints_them() {
+    let services = crate::registry::service::definitions()
+        .into_iter()
+        .find(|d| d.plural == "services")
+        .unwrap();
+    let (t, cells) = row(
+        &services,
+        json!({"metadata": meta("web"), "spec": {"type": "NodePort", "clusterIP": "10.96.0.7",
+            "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080},
+                      {"port": 53, "protocol": "UDP"}]}, "status": {"loadBalancer": {}}}),
+    );
+    assert_eq!(
+        names(&t),
+        [
+            "Name",
+            "Type",
+            "Cluster-IP",
+            "External-IP",
+            "Port(s)",
+            "Age",
+            "Selector"
+        ]
+    );
+    assert_eq!(
+        cells[1..5],
+        [
+            json!("NodePort"),
+            json!("10.96.0.7"),
+            json!("<none>"),
+            json!("80:30080/TCP, 53/UDP")
+        ]
+    );
+    let slices = crate::registry::service::definitions()
+        .into_iter()
+        .find(|d| d.plural == "endpointslices")
+        .unwrap();
+    let (_, cells) = row(
+        &slices,
+        json!({"metadata": meta("web-abc"), "addressType": "IPv4", "ports": [{"port": 8443}],
+            "endpoints": [{"addresses": ["10.0.0.5"]}, {"addresses": ["10.0.0.6"]}]}),
+    );
+    assert_eq!(
+        cells[1..4],
+        [json!("IPv4"), json!("8443"), json!("10.0.0.5, 10.0.0.6")]
+    );
+}
+
+#[test]
 fn cells_follow_the_column_type() {
     let col = |type_: &str| PrinterColumn {
         name: "C".into(),

@@ -107,6 +107,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     };
     let registry = Registry::new(storage.clone(), resolver);
     registry.serve_builtin(module_object::definition(), Arc::new(ModuleObjectStrategy));
+    registry.serve_services(
+        config.service_cluster_ip_range,
+        config.service_node_port_range,
+    );
     // Strategies' get/list/apply host functions go through the registry.
     modules
         .runtime()

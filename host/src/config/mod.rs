@@ -164,6 +164,23 @@ pub struct Config {
     )]
     pub event_ttl: std::time::Duration,
 
+    /// The range Service cluster IPs are allocated from (kube-apiserver's flag; one CIDR: this
+    /// server is single-stack).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_SERVICE_CLUSTER_IP_RANGE",
+        default_value = "10.96.0.0/12"
+    )]
+    pub service_cluster_ip_range: crate::registry::service::cluster_ip::ServiceIpRange,
+
+    /// The range of node ports NodePort and LoadBalancer Services get (kube-apiserver's flag).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_SERVICE_NODE_PORT_RANGE",
+        default_value = "30000-32767"
+    )]
+    pub service_node_port_range: crate::registry::service::NodePortRange,
+
     /// The controllers to run (kube-controller-manager's spelling): `*` for every one on by
     /// default, a name to turn one on, `-name` to turn one off, e.g. `*,-garbagecollector`.
     /// Controllers: customresourcedefinition-cleanup, event-expiry, garbagecollector, namespace,

@@ -40,6 +40,7 @@ mod rollout;
 mod security;
 mod server_lifecycle;
 mod server_side_apply;
+mod services;
 mod slow_connections;
 mod store_snapshots;
 mod strategies;

@@ -9,28 +9,10 @@ use k8s_pb::api::authentication::v1 as authentication;
 use k8s_pb::api::authorization::v1 as authorization;
 use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
-use k8s_pb::apimachinery::pkg::runtime::Unknown;
 use prost::Message;
 use serde_json::json;
 
-use super::{access_fixtures, decode, encoded, envelope, supports, MAGIC};
-
-/// The JSON `obj` encoded by the codec, read back by k8s-pb alone.
-fn read_as<M: Message + Default>(obj: &serde_json::Value) -> M {
-    let body = encoded(obj);
-    assert_eq!(body[..4], MAGIC);
-    let unknown = Unknown::decode(&body[4..]).expect("an envelope");
-    let type_meta = unknown.type_meta.expect("type meta");
-    assert_eq!(
-        type_meta.api_version.as_ref(),
-        obj["apiVersion"].as_str().map(str::to_owned).as_ref()
-    );
-    assert_eq!(
-        type_meta.kind.as_ref(),
-        obj["kind"].as_str().map(str::to_owned).as_ref()
-    );
-    M::decode(unknown.raw.expect("raw").as_slice()).expect("k8s-pb decodes the message")
-}
+use super::{access_fixtures, decode, envelope, read_as, supports};
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()

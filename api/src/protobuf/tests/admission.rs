@@ -4,12 +4,10 @@
 
 use k8s_pb::api::admissionregistration::v1 as admission;
 use k8s_pb::api::admissionregistration::v1beta1 as admission_beta;
-use k8s_pb::apimachinery::pkg::runtime::Unknown;
-use prost::Message;
 use serde_json::{json, Value};
 
 use super::fixtures::{list, object_meta, typed, TIME};
-use super::{codec, decode, encoded, supports};
+use super::{codec, decode, encoded, read_as, supports};
 
 const V1: &str = "admissionregistration.k8s.io/v1";
 const V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
@@ -212,13 +210,6 @@ fn every_admission_kind_round_trips_fully_populated() {
         assert_eq!(decode(&encoded(&obj)).expect("decodes"), obj, "{kind}");
     }
     assert!(!supports(V1BETA1, "ValidatingWebhookConfiguration"));
-}
-
-/// The message inside the codec's envelope, read by k8s-pb alone.
-fn read_as<M: Message + Default>(obj: &Value) -> M {
-    let body = encoded(obj);
-    let unknown = Unknown::decode(&body[4..]).expect("an envelope");
-    M::decode(unknown.raw.expect("raw").as_slice()).expect("k8s-pb decodes the message")
 }
 
 #[test]

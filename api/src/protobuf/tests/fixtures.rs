@@ -54,7 +54,7 @@ pub(super) fn list_meta() -> Value {
 }
 
 /// A core `ObjectReference` with every field set.
-fn object_reference(name: &str) -> Value {
+pub(super) fn object_reference(name: &str) -> Value {
     json!({
         "kind": "Pod",
         "namespace": "default",

@@ -1,12 +1,14 @@
 //! Unit tests of the protobuf codec: JSON → protobuf → JSON round trips of every covered kind,
 //! bytes as a Go client writes them, the envelope and watch frame layout, and errors (the
-//! access-control kinds' own checks are in `access.rs`).
+//! access-control, admission and service-network kinds' own checks are in `access.rs`,
+//! `admission.rs` and `network.rs`).
 
 mod access;
 mod access_fixtures;
 mod admission;
 mod errors;
 mod fixtures;
+mod network;
 mod well_known;
 
 use std::collections::BTreeMap;
@@ -40,6 +42,18 @@ fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
 /// `obj` encoded; panics when it has no protobuf form.
 fn encoded(obj: &Value) -> Vec<u8> {
     encode(obj).expect("encodes").expect("has a protobuf form")
+}
+
+/// The JSON `obj` encoded by the codec, read back by k8s-pb alone (an independent reader, as a
+/// Go client's generated code).
+fn read_as<M: Message + Default>(obj: &Value) -> M {
+    let body = encoded(obj);
+    assert_eq!(body[..4], MAGIC);
+    let unknown = Unknown::decode(&body[4..]).expect("an envelope");
+    let type_meta = unknown.type_meta.expect("type meta");
+    assert_eq!(type_meta.api_version.as_deref(), obj["apiVersion"].as_str());
+    assert_eq!(type_meta.kind.as_deref(), obj["kind"].as_str());
+    M::decode(unknown.raw.expect("raw").as_slice()).expect("k8s-pb decodes the message")
 }
 
 #[test]
