@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::discovery::compare_versions;
 use super::media::media_type;
+use crate::registry::aggregation::Aggregation;
 use crate::registry::{Registry, ServedResource};
 
 /// The content type of an aggregated discovery answer.
@@ -74,17 +74,71 @@ fn resource_json(r: &ServedResource, version: &str) -> Value {
     entry
 }
 
-/// `/api` (`core`: the legacy group alone) or `/apis` (every named group) as an
-/// `APIGroupDiscoveryList`: groups by name, versions preferred first, resources by name.
-pub(crate) fn document(registry: &Registry, core: bool) -> Value {
-    // group → version → resources
-    let mut groups: BTreeMap<String, BTreeMap<String, Vec<Value>>> = BTreeMap::new();
+/// An extension API server's `APIResourceList.resources` in the aggregated form: each
+/// resource with the subresources listed as `resource/subresource` under it.
+fn remote_resources(group: &str, version: &str, listed: &[Value]) -> Vec<Value> {
+    let text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
+    let kind = |r: &Value| {
+        json!({"group": r["group"].as_str().unwrap_or(group),
+            "version": r["version"].as_str().unwrap_or(version), "kind": text(r, "kind")})
+    };
+    let mut resources: Vec<Value> = listed
+        .iter()
+        .filter(|r| !text(r, "name").contains('/'))
+        .map(|r| {
+            let mut entry = json!({
+                "resource": text(r, "name"),
+                "responseKind": kind(r),
+                "scope": if r["namespaced"] == true { "Namespaced" } else { "Cluster" },
+                "singularResource": text(r, "singularName"),
+                "verbs": r["verbs"].clone(),
+            });
+            for key in ["shortNames", "categories"] {
+                if r[key].as_array().is_some_and(|a| !a.is_empty()) {
+                    entry[key] = r[key].clone();
+                }
+            }
+            entry
+        })
+        .collect();
+    for sub in listed {
+        let name = text(sub, "name");
+        let Some((parent, subresource)) = name.split_once('/') else {
+            continue;
+        };
+        if let Some(entry) = resources.iter_mut().find(|e| e["resource"] == parent) {
+            let subs = entry
+                .as_object_mut()
+                .map(|e| e.entry("subresources").or_insert_with(|| json!([])));
+            if let Some(Value::Array(subs)) = subs {
+                subs.push(
+                    json!({"subresource": subresource, "responseKind": kind(sub),
+                    "verbs": sub["verbs"].clone()}),
+                );
+            }
+        }
+    }
+    resources.sort_by(|a, b| a["resource"].as_str().cmp(&b["resource"].as_str()));
+    resources
+}
+
+/// `/api` (`core`: the legacy group alone) or `/apis` (every named group, those of extension
+/// API servers included) as an `APIGroupDiscoveryList`: groups and versions in the order
+/// `/apis` lists them, resources by name. A remote group/version whose backend did not answer
+/// its last discovery is `Stale` with what it listed before; it never fails the document.
+pub(crate) fn document(
+    registry: &Registry,
+    aggregation: Option<&Aggregation>,
+    core: bool,
+) -> Value {
+    // group → version → resources served here
+    let mut local: BTreeMap<String, BTreeMap<String, Vec<Value>>> = BTreeMap::new();
     for r in registry.resources() {
         if r.def.group.is_empty() != core {
             continue;
         }
         for v in &r.def.versions {
-            groups
+            local
                 .entry(r.def.group.clone())
                 .or_default()
                 .entry(v.name.clone())
@@ -92,16 +146,42 @@ pub(crate) fn document(registry: &Registry, core: bool) -> Value {
                 .push(resource_json(&r, &v.name));
         }
     }
-    let items: Vec<Value> = groups
+    let items: Vec<Value> = crate::discovery::groups(registry, aggregation)
         .into_iter()
+        .filter(|(group, _)| group.is_empty() == core)
         .map(|(group, versions)| {
-            let mut versions: Vec<(String, Vec<Value>)> = versions.into_iter().collect();
-            versions.sort_by(|a, b| compare_versions(&a.0, &b.0));
             let versions: Vec<Value> = versions
-                .into_iter()
-                .map(|(version, mut resources)| {
-                    resources.sort_by(|a, b| a["resource"].as_str().cmp(&b["resource"].as_str()));
-                    json!({"version": version, "resources": resources, "freshness": "Current"})
+                .iter()
+                .filter_map(|version| {
+                    let remote = aggregation.and_then(|a| {
+                        a.remote(&group, version)?;
+                        Some(
+                            a.discovery()
+                                .version(&format!("{version}.{group}"))
+                                .unwrap_or(
+                                    crate::registry::aggregation::discovery::RemoteVersion {
+                                        resources: Vec::new(),
+                                        stale: true,
+                                    },
+                                ),
+                        )
+                    });
+                    let (resources, freshness) = match remote {
+                        Some(r) => (
+                            remote_resources(&group, version, &r.resources),
+                            if r.stale { "Stale" } else { "Current" },
+                        ),
+                        None => {
+                            let mut resources = local.get(&group)?.get(version)?.clone();
+                            resources.sort_by(|a, b| {
+                                a["resource"].as_str().cmp(&b["resource"].as_str())
+                            });
+                            (resources, "Current")
+                        }
+                    };
+                    Some(
+                        json!({"version": version, "resources": resources, "freshness": freshness}),
+                    )
                 })
                 .collect();
             json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions})

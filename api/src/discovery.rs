@@ -1,17 +1,25 @@
 //! Discovery documents: `/api`, `/apis`, `/apis/{group}`, `/api/v1` and
 //! `/apis/{group}/{version}`, computed from the served resources on every request, so they
-//! follow definition changes at once. (Aggregated discovery, which clients ask for first, is in
+//! follow definition changes at once; the groups of extension API servers come from their
+//! APIServices (their `/apis/{group}/{version}` is theirs, proxied). (Aggregated discovery, which clients ask for first, is in
 //! `aggregated_discovery.rs`.)
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use crate::registry::aggregation::{is_remote, Aggregation};
 pub(crate) use crate::registry::definition::compare_versions;
 use crate::registry::{Registry, ServedResource};
 
-/// group → served versions (preferred first).
-fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
+/// group → versions, preferred first, in the order `/apis` lists them: the groups this server
+/// serves and those APIServices name a Service for (`aggregation`), ordered as kube-aggregator
+/// orders them — by the highest `groupPriorityMinimum` of the group's APIServices, then by
+/// name; versions by `versionPriority`, then Kubernetes' version order.
+pub(crate) fn groups(
+    registry: &Registry,
+    aggregation: Option<&Aggregation>,
+) -> Vec<(String, Vec<String>)> {
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in registry.resources() {
         let versions = groups.entry(r.def.group.clone()).or_default();
@@ -21,10 +29,57 @@ fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
             }
         }
     }
-    for versions in groups.values_mut() {
-        versions.sort_by(|a, b| compare_versions(a, b));
+    // (group priority, version priority) of each APIService's group/version.
+    let mut priorities: BTreeMap<(String, String), (i64, i64)> = BTreeMap::new();
+    for apiservice in aggregation
+        .map(|a| a.apiservices().state())
+        .unwrap_or_default()
+    {
+        let spec = &apiservice["spec"];
+        let group = spec["group"].as_str().unwrap_or_default().to_string();
+        let version = spec["version"].as_str().unwrap_or_default().to_string();
+        let priority = |key: &str| spec[key].as_i64().unwrap_or(0);
+        if is_remote(&apiservice) {
+            let versions = groups.entry(group.clone()).or_default();
+            if !versions.contains(&version) {
+                versions.push(version.clone());
+            }
+        }
+        priorities.insert(
+            (group, version),
+            (
+                priority("groupPriorityMinimum"),
+                priority("versionPriority"),
+            ),
+        );
     }
-    groups
+    let group_priority = |group: &str| {
+        priorities
+            .iter()
+            .filter(|((g, _), _)| g == group)
+            .map(|(_, (p, _))| *p)
+            .max()
+            .unwrap_or(0)
+    };
+    let mut ordered: Vec<(String, Vec<String>)> = groups.into_iter().collect();
+    for (group, versions) in &mut ordered {
+        let version_priority = |v: &String| {
+            priorities
+                .get(&(group.clone(), v.clone()))
+                .map_or(0, |p| p.1)
+        };
+        versions.sort_by(|a, b| {
+            version_priority(b)
+                .cmp(&version_priority(a))
+                .then_with(|| compare_versions(a, b))
+        });
+    }
+    ordered.sort_by(|(a, _), (b, _)| {
+        group_priority(b)
+            .cmp(&group_priority(a))
+            .then_with(|| a.cmp(b))
+    });
+    ordered
 }
 
 fn group_json(name: &str, versions: &[String]) -> Value {
@@ -43,8 +98,8 @@ pub(crate) fn core_versions() -> Value {
 }
 
 /// `/apis`.
-pub(crate) fn group_list(registry: &Registry) -> Value {
-    let groups: Vec<Value> = groups(registry)
+pub(crate) fn group_list(registry: &Registry, aggregation: Option<&Aggregation>) -> Value {
+    let groups: Vec<Value> = groups(registry, aggregation)
         .iter()
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, v)| group_json(g, v))
@@ -52,10 +107,17 @@ pub(crate) fn group_list(registry: &Registry) -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-/// `/apis/{group}`, if served.
-pub(crate) fn group(registry: &Registry, name: &str) -> Option<Value> {
-    let groups = groups(registry);
-    let versions = groups.get(name).filter(|_| !name.is_empty())?;
+/// `/apis/{group}`, if served (here or by an extension API server).
+pub(crate) fn group(
+    registry: &Registry,
+    aggregation: Option<&Aggregation>,
+    name: &str,
+) -> Option<Value> {
+    let groups = groups(registry, aggregation);
+    let (_, versions) = groups
+        .iter()
+        .find(|(g, _)| g == name)
+        .filter(|_| !name.is_empty())?;
     let mut g = group_json(name, versions);
     g["kind"] = json!("APIGroup");
     g["apiVersion"] = json!("v1");

@@ -15,6 +15,7 @@ pub use strategy_host_storage as storage;
 pub use strategy_host_wasm as wasm;
 
 mod aggregated_discovery;
+mod aggregator;
 pub mod audit;
 pub mod body;
 mod discovery;

@@ -94,6 +94,19 @@ pub struct ResourcePath {
     pub legacy_watch: bool,
 }
 
+impl Route {
+    /// The group and version a request under `/apis/{group}/{version}` (or `/api/v1`) is for.
+    pub fn group_version(&self) -> Option<(&str, &str)> {
+        match self {
+            Route::GroupVersion(group, version) => Some((group, version)),
+            Route::Resource(p, _) | Route::ResourceMethodNotAllowed(p) => {
+                Some((&p.group, &p.version))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Verb {
     /// The verb's name in Kubernetes' authorization attributes (`get`, `deletecollection`).
     pub fn name(self) -> &'static str {

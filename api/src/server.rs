@@ -415,6 +415,18 @@ async fn dispatch(
 ) -> Response<Body> {
     let path = req.uri().path().to_string();
     let registry = &state.registry;
+    if let Some(aggregation) = &state.aggregation {
+        let remote = route
+            .group_version()
+            .and_then(|(group, version)| aggregation.remote(group, version));
+        let user = req
+            .extensions()
+            .get::<Arc<crate::user::UserInfo>>()
+            .cloned();
+        if let (Some(apiservice), Some(user)) = (remote, user) {
+            return super::aggregator::proxy(aggregation, &apiservice, req, &user).await;
+        }
+    }
     match route {
         Route::Live => reply(health::live()),
         Route::Ready => {
@@ -449,12 +461,21 @@ async fn dispatch(
         }
         Route::CoreVersions | Route::Groups if aggregated_discovery::wanted(accept(&req)) => {
             let core = matches!(route, Route::CoreVersions);
-            let doc = aggregated_discovery::document(registry, core);
+            let doc = aggregated_discovery::document(registry, state.aggregation.as_deref(), core);
             response::json_as(&doc, aggregated_discovery::CONTENT_TYPE)
         }
         Route::CoreVersions => document(Some(discovery::core_versions()), &path),
-        Route::Groups => document(Some(discovery::group_list(registry)), &path),
-        Route::Group(g) => document(discovery::group(registry, &g), &path),
+        Route::Groups => document(
+            Some(discovery::group_list(
+                registry,
+                state.aggregation.as_deref(),
+            )),
+            &path,
+        ),
+        Route::Group(g) => document(
+            discovery::group(registry, state.aggregation.as_deref(), &g),
+            &path,
+        ),
         Route::GroupVersion(g, v) => document(discovery::resource_list(registry, &g, &v), &path),
         Route::Resource(p, verb) => verbs::handle(state, req, p, Some(verb), &query).await,
         Route::ResourceMethodNotAllowed(p) => verbs::handle(state, req, p, None, &query).await,

@@ -45,6 +45,8 @@ pub struct AppState {
     pub reviews: Reviews,
     /// Encryption at rest, whose KMS plugins `/readyz` checks.
     pub encryption: Option<crate::storage::encryption::EncryptionConfig>,
+    /// The APIServices served by extension API servers, and how to reach them.
+    pub aggregation: Option<Arc<crate::registry::aggregation::Aggregation>>,
 }
 
 /// What `kubectl auth can-i` is answered with: the server's authorizer and its rules.
@@ -92,6 +94,7 @@ impl AppState {
             audit: None,
             reviews: Reviews::always_allow(),
             encryption: None,
+            aggregation: None,
             registry,
         }
     }
@@ -117,6 +120,15 @@ impl AppState {
     /// The same state, serving the ServiceAccount issuer's discovery documents.
     pub fn with_issuer_discovery(mut self, discovery: Option<IssuerDiscovery>) -> Self {
         self.issuer_discovery = discovery.map(Arc::new);
+        self
+    }
+
+    /// The same state, proxying the groups of APIServices that name a Service.
+    pub fn with_aggregation(
+        mut self,
+        aggregation: Arc<crate::registry::aggregation::Aggregation>,
+    ) -> Self {
+        self.aggregation = Some(aggregation);
         self
     }
 

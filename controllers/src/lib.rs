@@ -3,8 +3,8 @@
 //! policies), the namespace controller (emptying terminating namespaces), the ServiceAccount
 //! token controller, the ValidatingAdmissionPolicy status controller, event expiry
 //! (`--event-ttl`), the cleanup of deleted CustomResourceDefinitions, and the autoregistration
-//! of local APIServices (kube-aggregator's, named `apiservice-autoregistration`), and the
-//! publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
+//! of local APIServices (kube-aggregator's, named `apiservice-autoregistration`), the
+//! availability of remote ones (`apiservice-availability`), and the publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
 //! `cluster-authentication-trust`). Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
@@ -15,6 +15,7 @@ pub use strategy_host_admission as admission;
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 
+pub mod apiservice_availability;
 pub mod apiservice_registration;
 pub mod authentication_trust;
 pub mod client;
@@ -37,8 +38,9 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 8] = [
+pub const KNOWN: [&str; 9] = [
     "apiservice-autoregistration",
+    "apiservice-availability",
     "cluster-authentication-trust",
     "customresourcedefinition-cleanup",
     "event-expiry",
@@ -153,6 +155,9 @@ pub struct Parts {
     /// What `kube-system/extension-apiserver-authentication` holds (none in development mode,
     /// which has no certificates).
     pub authentication_trust: Option<std::collections::BTreeMap<String, String>>,
+    /// The APIServices of extension API servers and how to reach them (the availability
+    /// controller runs only with it).
+    pub aggregation: Option<Arc<crate::registry::aggregation::Aggregation>>,
 }
 
 /// Starts the controllers of `set` over `registry`.
@@ -179,6 +184,12 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
     }
     if set.runs("apiservice-autoregistration") {
         running.tasks.push(apiservice_registration::start(registry));
+    }
+    if let (true, Some(aggregation)) = (set.runs("apiservice-availability"), &parts.aggregation) {
+        running.tasks.push(apiservice_availability::start(
+            registry,
+            aggregation.clone(),
+        ));
     }
     if let (true, Some(data)) = (
         set.runs("cluster-authentication-trust"),

@@ -10,6 +10,7 @@ pub use strategy_host_contract::{admission_policy, strategy, user};
 pub use strategy_host_storage as storage;
 
 pub mod admission;
+pub mod aggregation;
 pub mod apiservice;
 pub mod apply;
 pub mod builtin;

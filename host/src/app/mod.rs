@@ -162,19 +162,35 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     registry.admission().add(policy_modules.clone());
     registry.admission().add(validating);
     let controller_metrics = ControllerMetrics::default();
-    let authentication_trust = match &secured.pki {
-        Some(pki) => Some(
+    let front_proxy = match &secured.pki {
+        Some(_) => Some(
             crate::pki::front_proxy::load_or_generate(
                 &config.front_proxy_flags(),
                 &config.data_dir,
             )
-            .context("preparing the front proxy's certificate")?
-            .extension_apiserver_authentication(&pki.client_ca_pem),
+            .context("preparing the front proxy's certificate")?,
         ),
         None => None,
     };
+    let authentication_trust = match (&front_proxy, &secured.pki) {
+        (Some(front_proxy), Some(pki)) => {
+            Some(front_proxy.extension_apiserver_authentication(&pki.client_ca_pem))
+        }
+        _ => None,
+    };
+    // Extension API servers are shown the front proxy's client certificate.
+    let aggregation = crate::registry::aggregation::Aggregation::start(
+        &registry,
+        front_proxy
+            .as_ref()
+            .map(|f| crate::registry::webhook::ClientCertificate {
+                certificate: f.client_cert_pem.clone().into_bytes(),
+                key: f.client_key_pem.clone().into_bytes(),
+            }),
+    );
     let parts = crate::controllers::Parts {
         authentication_trust,
+        aggregation: Some(aggregation.clone()),
         metrics: controller_metrics.clone(),
         signer: Some(Arc::new(security::SecretTokens {
             tokens: secured.tokens.clone(),
@@ -246,7 +262,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     .with_issuer_discovery(issuer_discovery)
     .with_audit(auditor)
     .with_reviews(secured.reviews)
-    .with_encryption(encryption);
+    .with_encryption(encryption)
+    .with_aggregation(aggregation);
     serve(
         listener,
         secured.tls,

@@ -183,8 +183,9 @@ pub struct Config {
 
     /// The controllers to run (kube-controller-manager's spelling): `*` for every one on by
     /// default, a name to turn one on, `-name` to turn one off, e.g. `*,-garbagecollector`.
-    /// Controllers: customresourcedefinition-cleanup, event-expiry, garbagecollector, namespace,
-    /// serviceaccount-token, validatingadmissionpolicy-status.
+    /// Controllers: apiservice-autoregistration, apiservice-availability,
+    /// cluster-authentication-trust, customresourcedefinition-cleanup, event-expiry,
+    /// garbagecollector, namespace, serviceaccount-token, validatingadmissionpolicy-status.
     #[arg(
         long,
         env = "STRATEGY_HOST_CONTROLLERS",

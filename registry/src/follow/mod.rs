@@ -76,6 +76,24 @@ impl ServedResource {
         informer(std::sync::Arc::new(source), InformerConfig::default())
     }
 
+    /// Keeps `writer`'s store current from [`ServedResource::follow`] at `version`, in a task
+    /// of its own (abort it to stop); answers a reader of the store and the task.
+    pub fn reflect(
+        &self,
+        version: &str,
+        mut writer: Writer,
+    ) -> (Store, tokio::task::JoinHandle<()>) {
+        use futures::StreamExt as _;
+        let reader = writer.reader();
+        let mut events = Box::pin(self.follow(version));
+        let task = tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                writer.apply(&event);
+            }
+        });
+        (reader, task)
+    }
+
     /// [`ServedResource::follow`] at the storage version: objects as stored, no conversion
     /// (what the garbage collector reads of every resource).
     pub fn follow_stored(&self) -> impl Stream<Item = InformerEvent> + Send + 'static {

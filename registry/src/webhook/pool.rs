@@ -54,7 +54,7 @@ fn endpoints() -> &'static Endpoints {
     ENDPOINTS.get_or_init(Mutex::default)
 }
 
-fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, Failure> {
+pub(crate) fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, Failure> {
     use rustls::pki_types::pem::PemObject as _;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let roots = match dial.ca_bundle.filter(|pem| !pem.is_empty()) {

@@ -2,7 +2,7 @@
 //! every served group/version has a local APIService (`Local`, `Available`), labelled
 //! automanaged; a CustomResourceDefinition's versions come and go with it; one deleted by hand
 //! comes back; a user's APIService naming a Service is defaulted and validated as Kubernetes
-//! does, and left alone.
+//! does, left alone by autoregistration and found unavailable (no such Service).
 
 use std::time::Duration;
 
@@ -118,11 +118,21 @@ fn served_groups_have_local_apiservices_kept_as_kube_aggregator_keeps_them() {
     assert_eq!(created["spec"]["service"]["port"], 443);
     let row = k.ok_with(&["get", "apiservice", "v1beta1.metrics.k8s.io"], None);
     assert!(row.contains("kube-system/metrics-server"), "{row}");
-    std::thread::sleep(Duration::from_secs(1));
+    // Autoregistration leaves it alone; the availability check finds no Service.
+    let mut checked = Value::Null;
+    eventually("the APIService checked", WAIT, || {
+        checked = apiservice(&k, "v1beta1.metrics.k8s.io").unwrap();
+        !checked["status"]["conditions"].is_null()
+    });
+    assert_eq!(checked["spec"], created["spec"], "the spec is the user's");
+    assert!(checked["metadata"]["labels"].is_null(), "{checked}");
+    let condition = &checked["status"]["conditions"][0];
+    assert_eq!(condition["type"], "Available");
+    assert_eq!(condition["status"], "False");
+    assert_eq!(condition["reason"], "ServiceNotFound");
     assert_eq!(
-        apiservice(&k, "v1beta1.metrics.k8s.io").unwrap()["metadata"]["resourceVersion"],
-        created["metadata"]["resourceVersion"],
-        "the controller leaves a user's APIService alone"
+        condition["message"],
+        "service/metrics-server in \"kube-system\" is not present"
     );
 
     // Invalid ones, refused in Kubernetes' words.

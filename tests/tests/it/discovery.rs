@@ -82,10 +82,12 @@ fn aggregated_discovery_describes_every_group_in_one_document() {
         core_names,
         [
             "configmaps",
+            "endpoints",
             "events",
             "namespaces",
             "secrets",
-            "serviceaccounts"
+            "serviceaccounts",
+            "services"
         ]
     );
     for g in ["coordination.k8s.io", "events.k8s.io"] {
