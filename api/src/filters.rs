@@ -1,5 +1,6 @@
 //! The filters every request passes before it is dispatched, in kube-apiserver's order:
-//! authentication (who asks: 401 when the credentials prove no one), then impersonation (who
+//! authentication (who asks: a front proxy's headers, else the credentials; 401 when they
+//! prove no one), then impersonation (who
 //! they act as), then authorization (may they: 403 with Kubernetes' message). Development mode
 //! skips authentication and authorization and acts as an admin.
 
@@ -7,8 +8,9 @@ use std::sync::Arc;
 
 use super::route::Route;
 use super::status::{Details, Status};
-use crate::authentication::x509::CertificateRefused;
-use crate::authentication::{bearer_token, AuthenticatorChain, Credentials};
+use super::tls::ConnectionIdentity;
+use crate::authentication::request_header::RequestHeader;
+use crate::authentication::{bearer_token, AuthenticatorChain, Credentials, AUTHENTICATED_GROUP};
 use crate::authorization::{AlwaysAllow, Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
 use crate::user::UserInfo;
 
@@ -23,6 +25,9 @@ pub enum Security {
         /// May they (`system:masters` always may: the authorizer is wrapped in
         /// `authorization::with_privileged_groups`).
         authorizer: Arc<dyn Authorizer>,
+        /// The headers a front proxy names users with (`--requestheader-*`), read only on a
+        /// front proxy's connections.
+        request_header: Option<RequestHeader>,
     },
 }
 
@@ -49,11 +54,31 @@ impl Security {
         &self,
         headers: &hyper::HeaderMap,
         path: &str,
-        certificate: Option<&Result<UserInfo, CertificateRefused>>,
+        connection: &ConnectionIdentity,
     ) -> Result<UserInfo, Status> {
-        let Security::Enforced { authentication, .. } = self else {
+        let Security::Enforced {
+            authentication,
+            request_header,
+            ..
+        } = self
+        else {
             return Ok(dev_admin());
         };
+        // A front proxy's request is its user's, as its headers say (kube-apiserver's
+        // request header authenticator comes first in its union).
+        if let (true, Some(request_header)) = (connection.front_proxy, request_header) {
+            let pairs: Vec<(&str, &str)> = headers
+                .iter()
+                .filter_map(|(n, v)| v.to_str().ok().map(|v| (n.as_str(), v)))
+                .collect();
+            if let Some(mut user) = request_header.user(pairs.iter().copied()) {
+                if !user.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+                    user.groups.push(AUTHENTICATED_GROUP.into());
+                }
+                return Ok(user);
+            }
+        }
+        let certificate = connection.certificate.as_ref();
         let header = headers
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
@@ -74,6 +99,25 @@ impl Security {
                 tracing::info!(reason = %e.0, %path, "authentication failed");
                 unauthorized()
             })
+    }
+
+    /// The user bearer `token` authenticates (a `TokenReview`); why not, as text.
+    ///
+    /// # Errors
+    /// The token authenticates no one (or this is development mode, which reads no tokens).
+    pub async fn authenticate_token(&self, token: &str) -> Result<UserInfo, String> {
+        let Security::Enforced { authentication, .. } = self else {
+            return Err("development mode authenticates no tokens".into());
+        };
+        let credentials = Credentials {
+            bearer_token: Some(token),
+            client_certificate: None,
+            path: "",
+        };
+        authentication
+            .authenticate(&credentials)
+            .await
+            .map_err(|_| "[invalid bearer token]".to_string())
     }
 
     /// The user `requester` acts as when the request's impersonation headers ask for one

@@ -126,7 +126,7 @@ pub async fn serve(
                             }
                         },
                         None => {
-                            let service = service(state, peer, Arc::new(None), activity.clone());
+                            let service = service(state, peer, Arc::default(), activity.clone());
                             let stream = FirstReadDeadline::new(stream, read_header_timeout);
                             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                             until_stopped_or_idle(conn, |c| c.graceful_shutdown(), stop, &activity, limits.idle_timeout).await
@@ -225,7 +225,7 @@ async fn guarded(
     tracing::debug!(%peer, method = %req.method(), path = %req.uri().path(), "request");
     let user = match state
         .security
-        .authenticate(req.headers(), req.uri().path(), identity.as_ref())
+        .authenticate(req.headers(), req.uri().path(), identity)
         .await
     {
         Ok(user) => user,

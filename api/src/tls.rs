@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
+use crate::authentication::request_header::RequestHeader;
 use crate::authentication::x509::{CertificateRefused, ClientCaError, ClientCertificates};
 use crate::pki::Pki;
 use crate::user::UserInfo;
@@ -18,9 +19,16 @@ use crate::user::UserInfo;
 /// A handshake that takes longer than this is dropped (a slow or idle client holds no task).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What a TLS connection's client certificate proved: nothing (none sent), a user, or why the
-/// certificate was refused (every request on the connection then answers 401).
-pub type ConnectionIdentity = Option<Result<UserInfo, CertificateRefused>>;
+/// What a connection's client certificate proves, verified once at its handshake.
+#[derive(Debug, Default)]
+pub struct ConnectionIdentity {
+    /// The user the certificate names (verified against the client CAs), or why it names
+    /// none; `None` without a certificate.
+    pub certificate: Option<Result<UserInfo, CertificateRefused>>,
+    /// The certificate is a front proxy's (the request header CA, an allowed name): its
+    /// requests' headers name their user.
+    pub front_proxy: bool,
+}
 
 /// Why the server cannot serve TLS with its certificates.
 #[derive(Debug, thiserror::Error)]
@@ -47,14 +55,16 @@ pub enum TlsError {
 pub struct TlsServing {
     acceptor: TlsAcceptor,
     client_certificates: ClientCertificates,
+    request_header: Option<RequestHeader>,
 }
 
 impl TlsServing {
-    /// Serving `pki`'s certificate, with client certificates checked against its client CAs.
+    /// Serving `pki`'s certificate, with client certificates checked against its client CAs
+    /// and, with `request_header`, against the front proxy's.
     ///
     /// # Errors
     /// The certificate or key is not PEM, or they do not match.
-    pub fn new(pki: &Pki) -> Result<Self, TlsError> {
+    pub fn new(pki: &Pki, request_header: Option<RequestHeader>) -> Result<Self, TlsError> {
         let chain: Vec<CertificateDer<'static>> =
             CertificateDer::pem_slice_iter(pki.serving_cert_pem.as_bytes())
                 .collect::<Result<_, _>>()
@@ -76,6 +86,7 @@ impl TlsServing {
         Ok(Self {
             acceptor: TlsAcceptor::from(Arc::new(config)),
             client_certificates,
+            request_header,
         })
     }
 
@@ -92,9 +103,14 @@ impl TlsServing {
             .map_err(|_| {
                 std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out")
             })??;
-        let identity = self
-            .client_certificates
-            .verify(tls.get_ref().1.peer_certificates());
+        let chain = tls.get_ref().1.peer_certificates();
+        let identity = ConnectionIdentity {
+            certificate: self.client_certificates.verify(chain),
+            front_proxy: self
+                .request_header
+                .as_ref()
+                .is_some_and(|h| h.is_front_proxy(chain)),
+        };
         Ok((tls, identity))
     }
 }

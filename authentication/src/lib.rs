@@ -16,10 +16,12 @@ pub use strategy_host_registry::pki;
 
 pub mod issuer_discovery;
 pub mod jwt;
+pub mod request_header;
 pub mod service_account;
 mod service_account_error;
 pub mod token_file;
 pub mod token_request;
+pub mod token_review;
 pub mod x509;
 
 use async_trait::async_trait;

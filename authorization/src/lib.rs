@@ -12,6 +12,7 @@ pub use strategy_host_contract::{authorizer, strategy, user};
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 
+pub mod delegated;
 pub mod owner_references;
 pub mod rbac;
 pub mod review;

@@ -1,5 +1,6 @@
 //! Creates that store nothing and answer a question about the requester: a ServiceAccount's
-//! `token` subresource (TokenRequest, `kubectl create token`), `SelfSubjectReview`
+//! `token` subresource (TokenRequest, `kubectl create token`), `TokenReview` (what a
+//! delegating extension API server asks of a token), `SelfSubjectReview`
 //! (`kubectl auth whoami`) and the access and rules reviews (`kubectl auth can-i`).
 
 use hyper::Response;
@@ -77,6 +78,28 @@ pub(super) async fn create(
             "metadata": {"creationTimestamp": now_rfc3339()},
             "status": {"userInfo": user},
         })),
+        ("authentication.k8s.io", "tokenreviews") => {
+            let token = review
+                .pointer("/spec/token")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if token.is_empty() {
+                return Err(Status::bad_request(
+                    "token is required for TokenReview in authentication",
+                ));
+            }
+            let status = match state.security.authenticate_token(token).await {
+                Ok(user) => json!({"authenticated": true, "user": user}),
+                Err(why) => json!({"user": {}, "error": why}),
+            };
+            Ok(json!({
+                "kind": "TokenReview",
+                "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"creationTimestamp": null},
+                "spec": review["spec"],
+                "status": status,
+            }))
+        }
         ("authorization.k8s.io", "subjectaccessreviews") => {
             access::subject_access_review(authorizer, review).await
         }

@@ -6,7 +6,7 @@
 //! changes (`registry::config_file`); a file that no longer reads keeps the last good chain.
 
 pub mod config;
-pub mod kubeconfig;
+pub use crate::registry::webhook::kubeconfig;
 mod metrics;
 mod subject_access_review;
 mod webhook;

@@ -162,16 +162,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     registry.admission().add(policy_modules.clone());
     registry.admission().add(validating);
     let controller_metrics = ControllerMetrics::default();
-    let front_proxy = match &secured.pki {
-        Some(_) => Some(
-            crate::pki::front_proxy::load_or_generate(
-                &config.front_proxy_flags(),
-                &config.data_dir,
-            )
-            .context("preparing the front proxy's certificate")?,
-        ),
-        None => None,
-    };
+    let front_proxy = secured.front_proxy.clone();
     let authentication_trust = match (&front_proxy, &secured.pki) {
         (Some(front_proxy), Some(pki)) => {
             Some(front_proxy.extension_apiserver_authentication(&pki.client_ca_pem))

@@ -13,18 +13,23 @@ use crate::api::state::Reviews;
 use crate::api::tls::TlsServing;
 use crate::authentication::issuer_discovery::IssuerDiscovery;
 use crate::authentication::jwt::JwtAuthenticators;
+use crate::authentication::request_header::RequestHeader;
 use crate::authentication::service_account::{ServiceAccountLookup, ServiceAccountTokens};
 use crate::authentication::token_file::TokenFile;
+use crate::authentication::token_review::TokenReviewAuthenticator;
 use crate::authentication::x509::X509Authenticator;
 use crate::authentication::{Authenticator, AuthenticatorChain};
 use crate::authorization::authorizer::AuthorizerModules;
+use crate::authorization::delegated::DelegatedAuthorizer;
 use crate::authorization::owner_references::OwnerReferencesPermissionEnforcement;
 use crate::authorization::rbac::{self, RbacAuthorizer};
+use crate::authorization::structured::AuthorizerMetrics;
 use crate::authorization::structured::StructuredAuthorizer;
 use crate::authorization::{with_privileged_groups, AlwaysAllow, Authorizer, Deferred};
 use crate::config::{AuthorizationMode, Config};
 use crate::controllers::service_account_token::TokenSigner;
 use crate::pki::{self, Pki};
+use crate::registry::webhook::kubeconfig;
 use crate::registry::{Registry, RequestScope};
 use crate::storage::GetOptions;
 
@@ -44,6 +49,9 @@ pub(super) struct Secured {
     pub structured_authorizer: Option<Arc<StructuredAuthorizer>>,
     /// The keys and certificates, unless in development mode.
     pub pki: Option<Pki>,
+    /// The front proxy: what this server shows extension API servers, and whom it trusts to
+    /// name users in request headers (unless in development mode).
+    pub front_proxy: Option<crate::pki::front_proxy::FrontProxy>,
     /// What the access and rules reviews ask.
     pub reviews: Reviews,
 }
@@ -194,10 +202,16 @@ pub(super) fn secure(
             jwt: None,
             structured_authorizer: None,
             pki: None,
+            front_proxy: None,
             reviews: Reviews::always_allow(),
         });
     };
-    let tls = TlsServing::new(&pki)?;
+    let front_proxy =
+        crate::pki::front_proxy::load_or_generate(&config.front_proxy_flags(), &config.data_dir)
+            .context("preparing the front proxy's certificate")?;
+    let request_header =
+        RequestHeader::new(&front_proxy).context("reading --requestheader-client-ca-file")?;
+    let tls = TlsServing::new(&pki, request_header.clone())?;
     let mut authenticators: Vec<Box<dyn Authenticator>> = vec![Box::new(X509Authenticator)];
     if let Some(path) = &s.token_auth_file {
         let file = TokenFile::read(path)?;
@@ -205,6 +219,12 @@ pub(super) fn secure(
         authenticators.push(Box::new(file));
     }
     authenticators.push(Box::new(tokens.clone()));
+    if let Some(path) = &s.authentication_kubeconfig {
+        let parent = kubeconfig::read(path)
+            .with_context(|| format!("reading --authentication-kubeconfig {}", path.display()))?;
+        tracing::info!(server = %parent.server, "unknown bearer tokens are reviewed by the parent server");
+        authenticators.push(Box::new(TokenReviewAuthenticator::new(parent)));
+    }
     let jwt = match &s.authentication_config {
         Some(path) => {
             let issuers = JwtAuthenticators::load(path)?;
@@ -241,6 +261,26 @@ pub(super) fn secure(
             Reviews::always_allow()
         }
     };
+    let reviews = match &s.authorization_kubeconfig {
+        Some(path) => {
+            let parent = kubeconfig::read(path).with_context(|| {
+                format!("reading --authorization-kubeconfig {}", path.display())
+            })?;
+            tracing::info!(server = %parent.server, "requests are authorized by the parent server first");
+            let delegated: Arc<dyn Authorizer> =
+                Arc::new(with_privileged_groups(Arc::new(DelegatedAuthorizer::new(
+                    parent,
+                    s.authorization_always_allow_paths.clone(),
+                    reviews.authorizer.clone(),
+                    AuthorizerMetrics::default(),
+                ))));
+            Reviews {
+                authorizer: delegated,
+                rules: reviews.rules,
+            }
+        }
+        None => reviews,
+    };
     registry
         .admission()
         .add(Arc::new(OwnerReferencesPermissionEnforcement::new(
@@ -255,6 +295,7 @@ pub(super) fn secure(
         security: Security::Enforced {
             authentication,
             authorizer: reviews.authorizer.clone(),
+            request_header,
         },
         tls: Some(tls),
         tokens,
@@ -262,6 +303,7 @@ pub(super) fn secure(
         jwt,
         structured_authorizer,
         pki: Some(pki),
+        front_proxy: Some(front_proxy),
         reviews,
     })
 }

@@ -86,6 +86,28 @@ pub struct SecurityFlags {
     )]
     pub requestheader_uid_headers: Vec<String>,
 
+    /// As an extension API server: a kubeconfig naming the parent server (kube-apiserver) that
+    /// bearer tokens this server does not know are sent to as `TokenReview`s
+    /// (k8s.io/apiserver's delegated authentication).
+    #[arg(long, env = "STRATEGY_HOST_AUTHENTICATION_KUBECONFIG")]
+    pub authentication_kubeconfig: Option<PathBuf>,
+
+    /// As an extension API server: a kubeconfig naming the parent server asked with a
+    /// `SubjectAccessReview` before this server's own authorizer (k8s.io/apiserver's delegated
+    /// authorization).
+    #[arg(long, env = "STRATEGY_HOST_AUTHORIZATION_KUBECONFIG")]
+    pub authorization_kubeconfig: Option<PathBuf>,
+
+    /// With `--authorization-kubeconfig`: paths allowed without asking anyone (a trailing `*`
+    /// matches any rest).
+    #[arg(
+        long,
+        env = "STRATEGY_HOST_AUTHORIZATION_ALWAYS_ALLOW_PATHS",
+        value_delimiter = ',',
+        default_value = "/healthz,/readyz,/livez"
+    )]
+    pub authorization_always_allow_paths: Vec<String>,
+
     /// Static bearer tokens, one `token,user,uid,"group1,group2"` line each.
     #[arg(long, env = "STRATEGY_HOST_TOKEN_AUTH_FILE")]
     pub token_auth_file: Option<PathBuf>,

@@ -6,6 +6,7 @@
 mod call;
 pub mod client_config;
 mod error;
+pub mod kubeconfig;
 mod pool;
 
 pub use call::{get, post, post_as};

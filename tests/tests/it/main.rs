@@ -7,6 +7,7 @@ mod admission_policy_bindings;
 mod admission_wasm_policies;
 mod admission_webhooks;
 mod aggregation;
+mod aggregation_two_hosts;
 mod api_etcd;
 mod api_http;
 mod api_http_reads;

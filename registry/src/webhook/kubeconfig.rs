@@ -1,4 +1,5 @@
-//! The kubeconfig file an authorization webhook's `connectionInfo` names: the webhook's server
+//! A kubeconfig naming a webhook or a parent server (an authorization webhook's `connectionInfo`,
+//! `--authentication-kubeconfig`, `--authorization-kubeconfig`): the server
 //! URL and CA from its current context's cluster, and the credentials this server presents from
 //! its user (a client certificate, a token). Files it names are read relative to it.
 
@@ -7,7 +8,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::registry::webhook::ClientCertificate;
+use super::ClientCertificate;
 
 /// Where and how a webhook is called.
 #[derive(Debug, Clone, PartialEq, Eq)]
