@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::client::{Client, ObjectRef};
+use super::metrics::ControllerMetrics;
 use crate::registry::aggregation::backend::Unavailable;
 use crate::registry::aggregation::{is_remote, Aggregation};
 use crate::registry::apiservice::{GROUP, PLURAL};
@@ -96,8 +97,18 @@ fn current(apiservice: &Value) -> Option<Verdict> {
     ))
 }
 
-/// Runs the controller until the returned set is dropped.
-pub fn start(registry: &Arc<Registry>, aggregation: Arc<Aggregation>) -> JoinSet<()> {
+/// The gauge of APIService `name`.
+fn name_label(name: &str) -> Vec<(String, String)> {
+    vec![("name".to_string(), name.to_string())]
+}
+
+/// Runs the controller until the returned set is dropped, recording which APIServices are
+/// unavailable in `metrics`.
+pub fn start(
+    registry: &Arc<Registry>,
+    aggregation: Arc<Aggregation>,
+    metrics: ControllerMetrics,
+) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let client = Client::new(registry, MANAGER);
     tasks.spawn(async move {
@@ -114,7 +125,13 @@ pub fn start(registry: &Arc<Registry>, aggregation: Arc<Aggregation>) -> JoinSet
                 .into_iter()
                 .filter(|a| is_remote(a))
                 .collect();
-            checked.retain(|name, _| remotes.iter().any(|a| meta_str(a, "name") == Some(name)));
+            checked.retain(|name, _| {
+                let live = remotes.iter().any(|a| meta_str(a, "name") == Some(name));
+                if !live {
+                    metrics.unavailable_apiservices.remove(&name_label(name));
+                }
+                live
+            });
             for apiservice in remotes {
                 let name = meta_str(&apiservice, "name").unwrap_or_default().to_string();
                 let now = current(&apiservice);
@@ -133,6 +150,10 @@ pub fn start(registry: &Arc<Registry>, aggregation: Arc<Aggregation>) -> JoinSet
                 }
                 checked.insert(name.clone(), (apiservice["spec"].clone(), Instant::now()));
                 let verdict = check(&aggregation, &apiservice).await;
+                metrics
+                    .unavailable_apiservices
+                    .get_or_create(&name_label(&name))
+                    .set(i64::from(verdict.0 != "True"));
                 if now.as_ref() == Some(&verdict) {
                     continue;
                 }

@@ -189,6 +189,7 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
         running.tasks.push(apiservice_availability::start(
             registry,
             aggregation.clone(),
+            metrics.clone(),
         ));
     }
     if let (true, Some(data)) = (

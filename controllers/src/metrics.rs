@@ -1,7 +1,8 @@
 //! The controllers' metrics: the garbage collector's queue, graph and work, and how long
-//! namespaces take to terminate (registered into the server's `/metrics` registry).
+//! namespaces take to terminate, which APIServices are unavailable (registered into the server's `/metrics` registry).
 
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry as MetricsRegistry;
@@ -21,6 +22,9 @@ pub struct ControllerMetrics {
     pub gc_graph_objects: Gauge,
     /// Seconds from a namespace's deletionTimestamp to its finalization.
     pub namespace_deletion_seconds: Histogram,
+    /// 1 for each APIService (`name`) marked unavailable, 0 once available (kube-aggregator's
+    /// `aggregator_unavailable_apiservice`).
+    pub unavailable_apiservices: Family<Vec<(String, String)>, Gauge>,
 }
 
 impl Default for ControllerMetrics {
@@ -33,6 +37,7 @@ impl Default for ControllerMetrics {
             gc_graph_objects: Gauge::default(),
             // 100 ms to ~30 min.
             namespace_deletion_seconds: Histogram::new(exponential_buckets(0.1, 3.0, 10)),
+            unavailable_apiservices: Family::default(),
         }
     }
 }
@@ -69,6 +74,11 @@ impl ControllerMetrics {
             "namespace_deletion_duration_seconds",
             "Time from a namespace's deletion to its finalization",
             self.namespace_deletion_seconds.clone(),
+        );
+        registry.register(
+            "aggregator_unavailable_apiservice",
+            "Gauge of APIServices which are marked as unavailable broken down by APIService name",
+            self.unavailable_apiservices.clone(),
         );
     }
 }

@@ -104,6 +104,12 @@ fn apply(k: &SecureFixture, manifests: &str) {
     assert!(ok, "kubectl apply failed:\n{out}\n{err}");
 }
 
+fn metrics(k: &SecureFixture) -> String {
+    k.call(&Credential::Admin, "GET", "/metrics", None)
+        .unwrap()
+        .body
+}
+
 fn requests(backend: &Served) -> Vec<Value> {
     std::fs::read_to_string(backend.file("requests"))
         .unwrap_or_default()
@@ -269,6 +275,13 @@ subjects: [{kind: User, name: bob}]
         || available(&k).0 == "False",
     );
     assert_eq!(available(&k).1, "FailedDiscoveryCheck");
+    assert!(
+        metrics(&k).contains(&format!(
+            "aggregator_unavailable_apiservice{{name=\"{NAME}\"}} 1"
+        )),
+        "{}",
+        metrics(&k)
+    );
     k.ok(
         &Credential::Admin,
         &["get", "configmaps", "-n", "kube-system"],
@@ -283,6 +296,9 @@ subjects: [{kind: User, name: bob}]
     eventually("the APIService available again", WAIT, || {
         available(&k).0 == "True"
     });
+    assert!(metrics(&k).contains(&format!(
+        "aggregator_unavailable_apiservice{{name=\"{NAME}\"}} 0"
+    )));
     k.ok(&Credential::Admin, &["get", "samples", "-n", "default"]);
 
     // Deleted, its group leaves discovery.
