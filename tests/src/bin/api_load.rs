@@ -114,6 +114,10 @@ struct Args {
     /// API figure and its etcd baseline (the load tool's own as `load`).
     #[arg(long)]
     cpu_of: Vec<String>,
+    /// The kind is served already and its CustomResourceDefinition is not to be created here
+    /// (an aggregated group, whose definition lives on the extension server).
+    #[arg(long)]
+    no_define: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -252,7 +256,7 @@ fn main() -> anyhow::Result<()> {
 
 /// Creates the kind's CustomResourceDefinition if it has one and waits until it is served.
 fn define(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<()> {
-    if let Some(crd) = &resource.crd {
+    if let Some(crd) = resource.crd.as_ref().filter(|_| !args.no_define) {
         let crds = format!(
             "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
             args.server
