@@ -6,6 +6,7 @@
 use serde_json::{json, Map, Value};
 use sha2::Digest as _;
 
+use crate::registry::aggregation::Aggregation;
 use crate::registry::{Registry, ResourceDefinition, ServedResource};
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
@@ -295,12 +296,30 @@ pub(crate) fn v3_group_version(registry: &Registry, group: &str, version: &str) 
 }
 
 /// `/openapi/v3`: the index of group-version documents.
-pub(crate) fn v3_index(registry: &Registry) -> Value {
+pub(crate) fn v3_index(registry: &Registry, aggregation: Option<&Aggregation>) -> Value {
     let mut paths = Map::new();
     for (g, v) in group_versions(registry) {
         let doc = v3_group_version(registry, &g, &v).unwrap_or_default();
         let hash = short_hash(&doc.to_string());
         let p = gv_path(&g, &v);
+        paths.insert(
+            p.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),
+        );
+    }
+    // An extension server's group/versions: their documents are its own, proxied (the hash
+    // follows its APIService, so clients fetch again when it changes).
+    for apiservice in aggregation.map(Aggregation::remotes).unwrap_or_default() {
+        let spec = &apiservice["spec"];
+        let (g, v) = (
+            spec["group"].as_str().unwrap_or_default(),
+            spec["version"].as_str().unwrap_or_default(),
+        );
+        let hash = short_hash(&format!(
+            "{}{}",
+            apiservice["metadata"]["resourceVersion"], spec
+        ));
+        let p = gv_path(g, v);
         paths.insert(
             p.clone(),
             json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),

@@ -95,10 +95,12 @@ pub struct ResourcePath {
 }
 
 impl Route {
-    /// The group and version a request under `/apis/{group}/{version}` (or `/api/v1`) is for.
+    /// The group and version a request under `/apis/{group}/{version}` (or `/api/v1`), or for
+    /// its OpenAPI v3 document, is for: what an APIService may serve elsewhere.
     pub fn group_version(&self) -> Option<(&str, &str)> {
         match self {
-            Route::GroupVersion(group, version) => Some((group, version)),
+            Route::GroupVersion(group, version)
+            | Route::OpenApiV3GroupVersion { group, version } => Some((group, version)),
             Route::Resource(p, _) | Route::ResourceMethodNotAllowed(p) => {
                 Some((&p.group, &p.version))
             }

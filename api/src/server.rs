@@ -455,7 +455,10 @@ async fn dispatch(
                 openapi_v2_protobuf::MEDIA_TYPE,
             ])),
         },
-        Route::OpenApiV3 => document(Some(openapi::v3_index(registry)), &path),
+        Route::OpenApiV3 => document(
+            Some(openapi::v3_index(registry, state.aggregation.as_deref())),
+            &path,
+        ),
         Route::OpenApiV3GroupVersion { group, version } => {
             document(openapi::v3_group_version(registry, &group, &version), &path)
         }

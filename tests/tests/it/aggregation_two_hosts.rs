@@ -3,7 +3,8 @@
 //! (`strategies/project`) stamps who created each project. B trusts A's front proxy
 //! (`--requestheader-client-ca-file`) and delegates to A (`--authentication-kubeconfig`,
 //! `--authorization-kubeconfig`, as the bootstrap ClusterRole `system:auth-delegator`): a
-//! project created through A records the user A authenticated; a token only A knows works on B
+//! project created through A records the user A authenticated, and kubectl explains it from B's
+//! OpenAPI; a token only A knows works on B
 //! for a user A's RBAC allows and is refused for one it does not; identity headers count only
 //! from A's front proxy; watches through A see B's events.
 
@@ -241,6 +242,15 @@ spec: {{group: example.com, version: v1, service: {{namespace: default, name: pr
     assert!(
         on_b.contains("\"example.com/created-by\": \"bob\""),
         "{on_b}"
+    );
+
+    // kubectl explains the kind from B's OpenAPI, proxied by A.
+    let explained = a.ok(&bob, &["explain", "projects"]);
+    assert!(
+        explained.contains("KIND:")
+            && explained.contains("Project")
+            && explained.contains("example.com"),
+        "{explained}"
     );
 
     // Carol may not, on A (RBAC first) nor on B with her token, which only A knows: B asks A
