@@ -2,9 +2,10 @@
 //! writes one (`tests/python/extension_apiserver.py`: stdlib Python, its own serving CA,
 //! trusting only the published request header CA) serves `samples.example.com/v1alpha1` behind
 //! a Service, its EndpointSlice and an APIService. Requests reach it after this server's RBAC,
-//! with the caller's identity in `X-Remote-*` and never the caller's credentials; watches
-//! stream through; a dead backend makes the APIService unavailable and costs only its group;
-//! a new endpoint brings it back; deleting the APIService takes the group out of discovery.
+//! with the caller's identity in `X-Remote-*` and never the caller's credentials; reads and
+//! watches stream through, with kubectl and the Python client; a dead backend makes the
+//! APIService unavailable and costs only its group; a new endpoint brings it back; deleting the
+//! APIService takes the group out of discovery.
 
 use std::path::Path;
 use std::time::Duration;
@@ -239,6 +240,26 @@ subjects: [{kind: User, name: bob}]
     assert_eq!(
         whoami["spec"]["sawAuthorization"], false,
         "bob's token was forwarded"
+    );
+
+    // The Python client reads and watches it through the aggregator too.
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = std::process::Command::new("python3")
+        .arg(root.join("tests/python/aggregated_client.py"))
+        .arg(&k.host.base_url)
+        .arg(k.ca_file())
+        .arg("bob-token")
+        .env("PYTHONPATH", root.join(".tools/python"))
+        .output()
+        .unwrap();
+    let seen: Value = serde_json::from_slice(&python.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&python.stderr)));
+    assert_eq!(seen["listed"], serde_json::json!(["whoami"]), "{seen}");
+    assert_eq!(seen["user"], "bob", "{seen}");
+    assert_eq!(
+        seen["events"],
+        serde_json::json!(["ADDED", "MODIFIED"]),
+        "{seen}"
     );
 
     // A watch streams through.
