@@ -15,6 +15,7 @@ pub use strategy_host_admission as admission;
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 
+mod aggregated_content;
 pub mod apiservice_availability;
 pub mod apiservice_registration;
 pub mod authentication_trust;
@@ -175,9 +176,11 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
             .push(service_account_token::start(registry, signer.clone()));
     }
     if set.runs("namespace") {
-        running
-            .tasks
-            .push(namespace::start(registry, metrics.clone()));
+        running.tasks.push(namespace::start(
+            registry,
+            metrics.clone(),
+            parts.aggregation.clone(),
+        ));
     }
     if set.runs("validatingadmissionpolicy-status") {
         running.tasks.push(policy_status::start(registry));

@@ -10,10 +10,12 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
+use super::aggregated_content;
 use super::client::{Client, ObjectRef};
 use super::collection_deletion::Remaining;
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
+use crate::registry::aggregation::Aggregation;
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
 use crate::registry::system_fields::meta_str;
 use crate::registry::system_fields::{is_being_deleted, now_rfc3339, remove_finalizer};
@@ -27,7 +29,11 @@ const WORKERS: usize = 4;
 type Key = (String, String);
 
 /// Runs the namespace controller over `registry` until the returned set is dropped.
-pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()> {
+pub fn start(
+    registry: &Arc<Registry>,
+    metrics: ControllerMetrics,
+    aggregation: Option<Arc<Aggregation>>,
+) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let Some(namespaces) = registry.resolve("", "v1", "namespaces") else {
         return tasks;
@@ -58,9 +64,11 @@ pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()
     });
     for _ in 0..WORKERS {
         let (client, queue, metrics) = (client.clone(), queue.clone(), metrics.clone());
+        let aggregation = aggregation.clone();
         tasks.spawn(queue.work("namespace-controller", move |key| {
-            let (client, metrics) = (client.clone(), metrics.clone());
-            async move { empty(&client, &key, &metrics).await }
+            let (client, metrics, aggregation) =
+                (client.clone(), metrics.clone(), aggregation.clone());
+            async move { empty(&client, &key, &metrics, aggregation.as_deref()).await }
         }));
     }
     tasks
@@ -68,7 +76,12 @@ pub fn start(registry: &Arc<Registry>, metrics: ControllerMetrics) -> JoinSet<()
 
 /// One pass over the namespace `key`: deletes what is in it, reports what remains; answers
 /// whether the namespace is done with (finalized or gone).
-async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Result<bool> {
+async fn empty(
+    client: &Client,
+    key: &Key,
+    metrics: &ControllerMetrics,
+    aggregation: Option<&Aggregation>,
+) -> Result<bool> {
     let (name, uid) = key;
     let Some(registry) = client.registry() else {
         return Ok(true);
@@ -99,14 +112,20 @@ async fn empty(client: &Client, key: &Key, metrics: &ControllerMetrics) -> Resul
             .delete_all(&served, Some(name), "namespace-controller")
             .await;
     }
-    let conditions = conditions(&remaining);
+    let failed_discovery = match aggregation {
+        Some(aggregation) => aggregated_content::delete(aggregation, name, &mut remaining).await,
+        None => Vec::new(),
+    };
+    let conditions = conditions(&remaining, &failed_discovery);
     client
         .update(&namespace, uid, Some("status"), move |ns| {
             ns["status"]["conditions"] = merge_conditions(&ns["status"]["conditions"], &conditions);
             true
         })
         .await?;
-    if !remaining.is_done() {
+    // As Kubernetes: content an extension server could not be asked about keeps the
+    // namespace until it can be.
+    if !remaining.is_done() || !failed_discovery.is_empty() {
         return Ok(false);
     }
     client
@@ -139,8 +158,9 @@ fn condition(type_: &str, holds: bool, reason: &str, message: &str) -> Value {
     })
 }
 
-/// The conditions Kubernetes' namespace controller reports for `remaining`.
-fn conditions(remaining: &Remaining) -> Vec<Value> {
+/// The conditions Kubernetes' namespace controller reports for `remaining` and the
+/// group/versions whose discovery failed.
+fn conditions(remaining: &Remaining, failed_discovery: &[String]) -> Vec<Value> {
     let failure = if remaining.failures.is_empty() {
         condition(
             "NamespaceDeletionContentFailure",
@@ -204,12 +224,21 @@ fn conditions(remaining: &Remaining) -> Vec<Value> {
         )
     };
     vec![
-        condition(
-            "NamespaceDeletionDiscoveryFailure",
-            false,
-            "ResourcesDiscovered",
-            "All resources successfully discovered",
-        ),
+        if failed_discovery.is_empty() {
+            condition(
+                "NamespaceDeletionDiscoveryFailure",
+                false,
+                "ResourcesDiscovered",
+                "All resources successfully discovered",
+            )
+        } else {
+            condition(
+                "NamespaceDeletionDiscoveryFailure",
+                true,
+                "DiscoveryFailed",
+                &aggregated_content::discovery_message(failed_discovery),
+            )
+        },
         condition(
             "NamespaceDeletionGroupVersionParsingFailure",
             false,
@@ -253,7 +282,7 @@ mod tests {
         let mut remaining = Remaining::default();
         remaining.objects.insert("widgets.example.com".into(), 2);
         remaining.finalizers.insert("example.com/keep".into(), 2);
-        let c = conditions(&remaining);
+        let c = conditions(&remaining, &[]);
         let of = |t: &str| c.iter().find(|c| c["type"] == t).unwrap().clone();
         assert_eq!(of("NamespaceContentRemaining")["status"], "True");
         assert_eq!(

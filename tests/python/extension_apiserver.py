@@ -4,8 +4,9 @@ one object, `whoami`, whose spec says who the front proxy said the caller is. It
 the front proxy: a client certificate issued by the request header CA (from
 kube-system/extension-apiserver-authentication) with the common name `front-proxy-client`;
 the caller is read from X-Remote-User, X-Remote-Group and X-Remote-Extra-*. A watch streams
-ADDED, then a MODIFIED every half second. Each request is appended to DIR/requests (one JSON
-line); DIR/port is written once it listens.
+ADDED, then a MODIFIED every half second. A DELETE of a namespace's samples (deletecollection,
+what a namespace's deletion sends) empties that namespace. Each request is appended to
+DIR/requests (one JSON line); DIR/port is written once it listens.
 
     python3 tests/python/extension_apiserver.py CERT KEY REQUESTHEADER_CA DIR
 """
@@ -22,6 +23,7 @@ CERT, KEY, REQUESTHEADER_CA, DIR = sys.argv[1:5]
 GROUP, VERSION = "samples.example.com", "v1alpha1"
 PREFIX = f"/apis/{GROUP}/{VERSION}"
 LOCK = threading.Lock()
+EMPTIED = set()
 
 
 def record(entry):
@@ -63,28 +65,55 @@ class Handler(http.server.BaseHTTPRequestHandler):
                              "resourceVersion": str(generation), "generation": generation},
                 "spec": caller}
 
-    def do_GET(self):
+    def proxied(self):
+        """The request's URL and caller, recorded; None (after a 403) unless the front proxy
+        sent it."""
         peer = self.connection.getpeercert()
         subject = dict(x[0] for x in peer.get("subject", ()))
         url = urllib.parse.urlsplit(self.path)
-        query = urllib.parse.parse_qs(url.query)
         caller = self.caller()
-        record({"path": url.path, "query": url.query, "proxy": subject.get("commonName"), **caller})
+        record({"method": self.command, "path": url.path, "query": url.query,
+                "proxy": subject.get("commonName"), **caller})
         if subject.get("commonName") != "front-proxy-client":
-            return self.reply(403, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                    "message": "not the front proxy", "reason": "Forbidden",
-                                    "code": 403})
+            self.reply(403, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                             "message": "not the front proxy", "reason": "Forbidden", "code": 403})
+            return None
+        return url, caller
+
+    def do_DELETE(self):
+        proxied = self.proxied()
+        if proxied is None:
+            return
+        url, _ = proxied
+        parts = url.path[len(PREFIX):].strip("/").split("/")
+        if len(parts) == 3 and parts[0] == "namespaces" and parts[2] == "samples":
+            with LOCK:
+                EMPTIED.add(parts[1])
+            return self.reply(200, {"kind": "Status", "apiVersion": "v1", "status": "Success",
+                                    "metadata": {}})
+        self.reply(405, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                         "reason": "MethodNotAllowed", "code": 405,
+                         "message": "the server does not allow this method on the requested resource"})
+
+    def do_GET(self):
+        proxied = self.proxied()
+        if proxied is None:
+            return
+        url, caller = proxied
+        query = urllib.parse.parse_qs(url.query)
         if url.path == PREFIX:
             return self.reply(200, {"kind": "APIResourceList", "apiVersion": "v1",
                                     "groupVersion": f"{GROUP}/{VERSION}",
                                     "resources": [{"name": "samples", "singularName": "sample",
                                                    "namespaced": True, "kind": "Sample",
-                                                   "verbs": ["get", "list", "watch"]}]})
+                                                   "verbs": ["get", "list", "watch", "deletecollection"]}]})
         parts = url.path[len(PREFIX):].strip("/").split("/")
         if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] == "samples":
             namespace = parts[1]
+            with LOCK:
+                emptied = namespace in EMPTIED
             if len(parts) == 4:
-                if parts[3] != "whoami":
+                if parts[3] != "whoami" or emptied:
                     return self.reply(404, {"kind": "Status", "apiVersion": "v1",
                                             "status": "Failure", "reason": "NotFound",
                                             "message": f'samples.{GROUP} "{parts[3]}" not found',
@@ -94,7 +123,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.watch(namespace, caller)
             return self.reply(200, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "SampleList",
                                     "metadata": {"resourceVersion": "1"},
-                                    "items": [self.sample(namespace, caller)]})
+                                    "items": [] if emptied else [self.sample(namespace, caller)]})
         self.reply(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                          "reason": "NotFound", "message": "the server could not find the requested resource",
                          "code": 404})

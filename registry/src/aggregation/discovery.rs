@@ -1,6 +1,6 @@
 //! The discovery of aggregated APIs: each remote APIService's `/apis/{group}/{version}`
 //! (`APIResourceList`), fetched in the background from its backend when it appears or
-//! changes and again every minute, so discovery requests never wait on a backend. A fetch that
+//! changes and again every minute (every 5 s while it fails), so discovery requests never wait on a backend. A fetch that
 //! fails keeps what was fetched before, marked stale (kube-aggregator's `Stale` freshness).
 
 use std::collections::HashMap;
@@ -13,6 +13,8 @@ use super::Aggregation;
 
 /// How long a backend's discovery is trusted before it is fetched again.
 const REFRESH: Duration = Duration::from_secs(60);
+/// How soon a backend whose discovery failed is asked again.
+const RETRY: Duration = Duration::from_secs(5);
 /// How often the APIServices are looked over for ones not fetched yet.
 const SCAN: Duration = Duration::from_secs(2);
 /// How long a backend may take to answer its discovery.
@@ -79,7 +81,10 @@ impl RemoteDiscovery {
                     let name = a["metadata"]["name"].as_str().unwrap_or_default();
                     match fetched.get(name) {
                         None => true,
-                        Some(f) => f.spec != a["spec"] || f.at.elapsed() >= REFRESH,
+                        Some(f) => {
+                            let every = if f.version.stale { RETRY } else { REFRESH };
+                            f.spec != a["spec"] || f.at.elapsed() >= every
+                        }
                     }
                 })
                 .cloned()

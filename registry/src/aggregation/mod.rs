@@ -244,13 +244,52 @@ impl Aggregation {
         path: &str,
         timeout: Duration,
     ) -> Result<(u16, Bytes), Unavailable> {
+        self.request(apiservice, hyper::Method::GET, path, timeout)
+            .await
+    }
+
+    /// DELETEs `path` (a collection) at `apiservice`'s backend, as [`Aggregation::request`].
+    ///
+    /// # Errors
+    /// As [`Aggregation::get`].
+    pub async fn delete(
+        &self,
+        apiservice: &Value,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), Unavailable> {
+        self.request(apiservice, hyper::Method::DELETE, path, timeout)
+            .await
+    }
+
+    /// Sends `method` `path` to `apiservice`'s backend as the server itself
+    /// (`system:kube-aggregator` in `system:masters`: discovery, and the namespace controller's
+    /// deletions), within `timeout`: the status and body.
+    ///
+    /// # Errors
+    /// As [`Aggregation::get`].
+    pub async fn request(
+        &self,
+        apiservice: &Value,
+        method: hyper::Method,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), Unavailable> {
         let backend = self.backend(apiservice)?;
         let url = format!("{}{path}", backend.location.base_url());
+        // Go's words for the method in an error (`Get "https://…": …`).
+        let verb = match method.as_str() {
+            "GET" => "Get".to_string(),
+            "DELETE" => "Delete".to_string(),
+            other => other.to_string(),
+        };
         let failing = |why: String| Unavailable {
             reason: "FailedDiscoveryCheck",
             message: format!("failing or missing response from {url}: {why}"),
         };
-        let request = hyper::Request::get(&url)
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(&url)
             .header("Accept", "application/json")
             .header("X-Remote-User", AGGREGATOR_USER)
             .header("X-Remote-Group", "system:masters")
@@ -265,7 +304,7 @@ impl Aggregation {
                 .client
                 .send(request)
                 .await
-                .map_err(|e| format!("Get {url:?}: {e}"))?;
+                .map_err(|e| format!("{verb} {url:?}: {e}"))?;
             let status = response.status().as_u16();
             let body = Limited::new(response.into_body(), MAX_DISCOVERY_BYTES)
                 .collect()
@@ -277,7 +316,9 @@ impl Aggregation {
         match tokio::time::timeout(timeout, call).await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(why)) => Err(failing(why)),
-            Err(_) => Err(failing(format!("Get {url:?}: context deadline exceeded"))),
+            Err(_) => Err(failing(format!(
+                "{verb} {url:?}: context deadline exceeded"
+            ))),
         }
     }
 }

@@ -4,8 +4,9 @@
 //! a Service, its EndpointSlice and an APIService. Requests reach it after this server's RBAC,
 //! with the caller's identity in `X-Remote-*` and never the caller's credentials; reads and
 //! watches stream through, with kubectl and the Python client; a dead backend makes the
-//! APIService unavailable and costs only its group; a new endpoint brings it back; deleting the
-//! APIService takes the group out of discovery.
+//! APIService unavailable and costs only its group (a namespace deleted meanwhile waits,
+//! reporting the discovery failure as Kubernetes does); a new endpoint brings it back and the
+//! namespace is emptied through it; deleting the APIService takes the group out of discovery.
 
 use std::path::Path;
 use std::time::Duration;
@@ -307,6 +308,41 @@ subjects: [{kind: User, name: bob}]
         &Credential::Admin,
         &["get", "configmaps", "-n", "kube-system"],
     );
+    // A namespace deleted meanwhile waits, saying why, as Kubernetes' does.
+    k.ok(&Credential::Admin, &["create", "namespace", "stuck"]);
+    k.ok(
+        &Credential::Admin,
+        &["delete", "namespace", "stuck", "--wait=false"],
+    );
+    let mut stuck = Value::Null;
+    eventually("the namespace's discovery failure reported", WAIT, || {
+        let (ok, out, _) = k.kubectl(
+            &Credential::Admin,
+            &["get", "namespace", "stuck", "-o", "json"],
+        );
+        stuck = if ok {
+            serde_json::from_str(&out).unwrap()
+        } else {
+            Value::Null
+        };
+        stuck["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "NamespaceDeletionDiscoveryFailure" && c["status"] == "True")
+        })
+    });
+    let failure = stuck["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "NamespaceDeletionDiscoveryFailure")
+        .unwrap()
+        .clone();
+    assert_eq!(failure["reason"], "DiscoveryFailed");
+    assert_eq!(
+        failure["message"],
+        "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: samples.example.com/v1alpha1: stale GroupVersion discovery: samples.example.com/v1alpha1"
+    );
+    assert_eq!(stuck["status"]["phase"], "Terminating");
 
     // A new backend on another port, named by the EndpointSlice, brings it back.
     let again = Served::start(
@@ -321,6 +357,17 @@ subjects: [{kind: User, name: bob}]
         "aggregator_unavailable_apiservice{{name=\"{NAME}\"}} 0"
     )));
     k.ok(&Credential::Admin, &["get", "samples", "-n", "default"]);
+    // The waiting namespace is emptied through the backend (deletecollection) and goes.
+    eventually("the stuck namespace gone", WAIT, || {
+        !k.kubectl(&Credential::Admin, &["get", "namespace", "stuck"])
+            .0
+    });
+    assert!(
+        requests(&again).iter().any(|r| r["method"] == "DELETE"
+            && r["path"] == "/apis/samples.example.com/v1alpha1/namespaces/stuck/samples"),
+        "{:?}",
+        requests(&again)
+    );
 
     // Deleted, its group leaves discovery.
     k.ok(&Credential::Admin, &["delete", "apiservice", NAME]);
