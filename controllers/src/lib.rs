@@ -4,7 +4,8 @@
 //! token controller, the ValidatingAdmissionPolicy status controller, event expiry
 //! (`--event-ttl`), the cleanup of deleted CustomResourceDefinitions, and the autoregistration
 //! of local APIServices (kube-aggregator's, named `apiservice-autoregistration`), the
-//! availability of remote ones (`apiservice-availability`), and the publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
+//! availability of remote ones (`apiservice-availability`), the repair of Services' cluster
+//! IP allocations (`ipaddress-repair`), and the publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
 //! `cluster-authentication-trust`). Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
@@ -25,6 +26,7 @@ pub mod crd_cleanup;
 pub mod event_expiry;
 pub mod events;
 pub mod garbage_collector;
+pub mod ipaddress_repair;
 pub mod leader;
 pub mod metrics;
 pub mod namespace;
@@ -39,13 +41,14 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 9] = [
+pub const KNOWN: [&str; 10] = [
     "apiservice-autoregistration",
     "apiservice-availability",
     "cluster-authentication-trust",
     "customresourcedefinition-cleanup",
     "event-expiry",
     "garbagecollector",
+    "ipaddress-repair",
     "namespace",
     "serviceaccount-token",
     "validatingadmissionpolicy-status",
@@ -202,6 +205,9 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
         running
             .tasks
             .push(authentication_trust::start(registry, data.clone()));
+    }
+    if set.runs("ipaddress-repair") {
+        running.tasks.push(ipaddress_repair::start(registry));
     }
     if set.runs("customresourcedefinition-cleanup") {
         running.tasks.push(crd_cleanup::start(registry));

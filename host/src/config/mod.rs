@@ -185,7 +185,8 @@ pub struct Config {
     /// default, a name to turn one on, `-name` to turn one off, e.g. `*,-garbagecollector`.
     /// Controllers: apiservice-autoregistration, apiservice-availability,
     /// cluster-authentication-trust, customresourcedefinition-cleanup, event-expiry,
-    /// garbagecollector, namespace, serviceaccount-token, validatingadmissionpolicy-status.
+    /// garbagecollector, ipaddress-repair, namespace, serviceaccount-token,
+    /// validatingadmissionpolicy-status.
     #[arg(
         long,
         env = "STRATEGY_HOST_CONTROLLERS",
