@@ -5,7 +5,8 @@
 //! (`--event-ttl`), the cleanup of deleted CustomResourceDefinitions, and the autoregistration
 //! of local APIServices (kube-aggregator's, named `apiservice-autoregistration`), the
 //! availability of remote ones (`apiservice-availability`), the repair of Services' cluster
-//! IP allocations (`ipaddress-repair`), and the publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
+//! IP allocations (`ipaddress-repair`), the `default/kubernetes` Service
+//! (`kubernetes-service`), and the publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
 //! `cluster-authentication-trust`). Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
@@ -27,6 +28,7 @@ pub mod event_expiry;
 pub mod events;
 pub mod garbage_collector;
 pub mod ipaddress_repair;
+pub mod kubernetes_service;
 pub mod leader;
 pub mod metrics;
 pub mod namespace;
@@ -41,7 +43,7 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 10] = [
+pub const KNOWN: [&str; 11] = [
     "apiservice-autoregistration",
     "apiservice-availability",
     "cluster-authentication-trust",
@@ -49,6 +51,7 @@ pub const KNOWN: [&str; 10] = [
     "event-expiry",
     "garbagecollector",
     "ipaddress-repair",
+    "kubernetes-service",
     "namespace",
     "serviceaccount-token",
     "validatingadmissionpolicy-status",
@@ -162,6 +165,8 @@ pub struct Parts {
     /// The APIServices of extension API servers and how to reach them (the availability
     /// controller runs only with it).
     pub aggregation: Option<Arc<crate::registry::aggregation::Aggregation>>,
+    /// Where the `default/kubernetes` Service points (the controller runs only with it).
+    pub kubernetes_service: Option<kubernetes_service::KubernetesService>,
 }
 
 /// Starts the controllers of `set` over `registry`.
@@ -205,6 +210,9 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
         running
             .tasks
             .push(authentication_trust::start(registry, data.clone()));
+    }
+    if let (true, Some(at)) = (set.runs("kubernetes-service"), parts.kubernetes_service) {
+        running.tasks.push(kubernetes_service::start(registry, at));
     }
     if set.runs("ipaddress-repair") {
         running.tasks.push(ipaddress_repair::start(registry));

@@ -179,8 +179,17 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
                 key: f.client_key_pem.clone().into_bytes(),
             }),
     );
+    // Bound before the controllers start: the `kubernetes` Service names the bound address.
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("listening on {}", config.listen))?;
+    let bound = listener.local_addr()?;
     let parts = crate::controllers::Parts {
         authentication_trust,
+        kubernetes_service: Some(crate::controllers::kubernetes_service::KubernetesService {
+            cluster_ip: config.service_cluster_ip_range.first(),
+            listen: bound,
+        }),
         aggregation: Some(aggregation.clone()),
         metrics: controller_metrics.clone(),
         signer: Some(Arc::new(security::SecretTokens {
@@ -202,10 +211,6 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         ),
     )
     .context("opening the audit log")?;
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("listening on {}", config.listen))?;
-    let bound = listener.local_addr()?;
     security::announce(&config, secured.pki.as_ref(), bound)?;
     let issuer_discovery = security::issuer_discovery(&config, &secured, bound);
     let scheme = if secured.tls.is_some() {

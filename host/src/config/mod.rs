@@ -185,7 +185,7 @@ pub struct Config {
     /// default, a name to turn one on, `-name` to turn one off, e.g. `*,-garbagecollector`.
     /// Controllers: apiservice-autoregistration, apiservice-availability,
     /// cluster-authentication-trust, customresourcedefinition-cleanup, event-expiry,
-    /// garbagecollector, ipaddress-repair, namespace, serviceaccount-token,
+    /// garbagecollector, ipaddress-repair, kubernetes-service, namespace, serviceaccount-token,
     /// validatingadmissionpolicy-status.
     #[arg(
         long,

@@ -1,6 +1,7 @@
 //! Services, Endpoints and EndpointSlices with kubectl 1.35, as charts use them: cluster IPs
 //! from `--service-cluster-ip-range` recorded as IPAddress objects, kept across re-applies,
-//! refused when taken, released on delete; node ports; kubectl's columns.
+//! refused when taken, released on delete; node ports; kubectl's columns; the `kubernetes`
+//! Service naming the server.
 //!
 //! The metrics-server manifests are from kubernetes-sigs/metrics-server's `components.yaml`
 //! (v0.7, Apache-2.0).
@@ -180,6 +181,44 @@ fn services_get_cluster_ips_and_node_ports_as_kube_apiserver_gives_them() {
     assert_eq!(
         row(&table, "metrics-server-abcde")[1..4],
         ["IPv4", "10250", "127.0.0.1"]
+    );
+
+    // The `kubernetes` Service names this server: the range's first address, 443 to the port
+    // it listens on; deleted, it comes back.
+    let port: u16 = k
+        .host
+        .base_url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let mut kubernetes = Value::Null;
+    strategy_host_e2e::eventually(
+        "the kubernetes Service",
+        std::time::Duration::from_secs(20),
+        || {
+            let (ok, out, _) = k.run(&["get", "svc", "kubernetes", "-o", "json"]);
+            kubernetes = if ok {
+                serde_json::from_str(&out).unwrap()
+            } else {
+                Value::Null
+            };
+            ok
+        },
+    );
+    assert_eq!(kubernetes["spec"]["clusterIP"], "10.100.0.1");
+    assert_eq!(kubernetes["spec"]["ports"][0]["port"], 443);
+    assert_eq!(kubernetes["spec"]["ports"][0]["targetPort"], port);
+    let slice = json(&k, &["get", "endpointslice", "kubernetes"]);
+    assert_eq!(slice["endpoints"][0]["addresses"][0], "127.0.0.1");
+    assert_eq!(slice["ports"][0]["port"], port);
+    k.ok(&["delete", "svc", "kubernetes"]);
+    strategy_host_e2e::eventually(
+        "the kubernetes Service back",
+        std::time::Duration::from_secs(30),
+        || k.run(&["get", "svc", "kubernetes"]).0,
     );
 
     // Deleted, the Service gives its address back.
