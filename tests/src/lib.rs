@@ -75,6 +75,9 @@ pub struct HostProcess {
     pub base_url: String,
     log: mpsc::Receiver<String>,
     log_lines: Vec<String>,
+    /// The data directory chosen here when the caller gave none (never `./data`: run from
+    /// `tests/`, that is the tracked test data's directory).
+    _data_dir: Option<tempfile::TempDir>,
 }
 
 impl HostProcess {
@@ -99,8 +102,17 @@ impl HostProcess {
     }
 
     fn spawn(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<Self> {
-        let mut child = Command::new(host_binary()?)
-            .args(["--listen", "127.0.0.1:0"])
+        let data_dir = if args.contains(&"--data-dir") {
+            None
+        } else {
+            Some(tempfile::tempdir().context("a temporary data directory")?)
+        };
+        let mut command = Command::new(host_binary()?);
+        command.args(["--listen", "127.0.0.1:0"]);
+        if let Some(dir) = &data_dir {
+            command.arg("--data-dir").arg(dir.path());
+        }
+        let mut child = command
             .args(args)
             .env("RUST_LOG", "info")
             .envs(env.iter().copied())
@@ -123,6 +135,7 @@ impl HostProcess {
             base_url: String::new(),
             log: rx,
             log_lines: Vec::new(),
+            _data_dir: data_dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
