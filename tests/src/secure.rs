@@ -292,3 +292,35 @@ pub fn https_agent(ca: &Path, identity: Option<(&Path, &Path)>) -> anyhow::Resul
         .tls_config(Arc::new(config))
         .build())
 }
+
+/// A CA of its own and a serving certificate it signed for `names` (DNS names or IP
+/// addresses), written into `dir`: (ca.crt, tls.crt, tls.key). What an extension API server
+/// serves with, its CA going into an APIService's `caBundle`.
+///
+/// # Panics
+/// When signing or writing fails.
+pub fn serving_certificate(dir: &Path, names: &[&str]) -> (PathBuf, PathBuf, PathBuf) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::default();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "serving-ca");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|n| (*n).to_string()).collect();
+    let cert = rcgen::CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let write = |name: &str, pem: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, pem).unwrap();
+        path
+    };
+    (
+        write("ca.crt", ca_cert.pem()),
+        write("tls.crt", cert.pem()),
+        write("tls.key", key.serialize_pem()),
+    )
+}

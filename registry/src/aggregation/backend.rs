@@ -64,6 +64,17 @@ pub fn slice_service(slice: &Value) -> Vec<String> {
     }
 }
 
+/// The number of the port named `name` (`""` for the one unnamed port) in `ports`, an
+/// EndpointSlice's or an Endpoints subset's.
+fn named_port(ports: &Value, name: &str) -> Option<u16> {
+    ports
+        .as_array()?
+        .iter()
+        .find(|p| p["name"].as_str().unwrap_or_default() == name)
+        .and_then(|p| p["port"].as_i64())
+        .and_then(|p| u16::try_from(p).ok())
+}
+
 /// The addresses of `slice`'s endpoints that are ready (`ready` unset counts as ready).
 fn ready_addresses(slice: &Value) -> impl Iterator<Item = &str> {
     slice["endpoints"]
@@ -131,15 +142,9 @@ impl ServiceStores {
                         ),
                     })?;
             for subset in endpoints["subsets"].as_array().into_iter().flatten() {
-                let Some(p) = subset["ports"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|p| p["name"].as_str().unwrap_or_default() == port_name)
-                else {
+                let Some(p) = named_port(&subset["ports"], port_name) else {
                     continue;
                 };
-                let p = as_port(p["port"].as_i64().unwrap_or(0));
                 for address in subset["addresses"].as_array().into_iter().flatten() {
                     if let Some(ip) = address["ip"].as_str() {
                         candidates.push(Location {
@@ -151,15 +156,9 @@ impl ServiceStores {
             }
         }
         for slice in &slices {
-            let Some(p) = slice["ports"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|p| p["name"].as_str().unwrap_or_default() == port_name)
-            else {
+            let Some(p) = named_port(&slice["ports"], port_name) else {
                 continue;
             };
-            let p = as_port(p["port"].as_i64().unwrap_or(0));
             candidates.extend(ready_addresses(slice).map(|ip| Location {
                 host: ip.into(),
                 port: p,

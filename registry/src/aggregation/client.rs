@@ -116,21 +116,7 @@ fn insecure_config(identity: Option<&ClientCertificate>) -> Result<rustls::Clien
         .map_err(Failure::Tls)?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
-    match identity {
-        None => Ok(builder.with_no_client_auth()),
-        Some(identity) => {
-            use rustls::pki_types::pem::PemObject as _;
-            use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-            let chain = CertificateDer::pem_slice_iter(&identity.certificate)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Failure::ClientCertificate(e.to_string()))?;
-            let key = PrivateKeyDer::from_pem_slice(&identity.key)
-                .map_err(|e| Failure::ClientCertificate(e.to_string()))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(Failure::Tls)
-        }
-    }
+    crate::webhook::with_identity(builder, identity)
 }
 
 /// Accepts every certificate, still checking the handshake's signatures.

@@ -54,9 +54,8 @@ fn endpoints() -> &'static Endpoints {
     ENDPOINTS.get_or_init(Mutex::default)
 }
 
+/// The rustls configuration `dial` describes: whom to trust, which identity to present.
 pub(crate) fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, Failure> {
-    use rustls::pki_types::pem::PemObject as _;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let roots = match dial.ca_bundle.filter(|pem| !pem.is_empty()) {
         Some(pem) => crate::pki::trust_store(pem, "the webhook's caBundle")?,
         // Without a caBundle the system's roots are trusted, as kube-apiserver trusts them.
@@ -67,20 +66,27 @@ pub(crate) fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, F
         .with_safe_default_protocol_versions()
         .map_err(Failure::Tls)?
         .with_root_certificates(roots);
-    let config = match dial.client_certificate {
-        None => builder.with_no_client_auth(),
-        Some(identity) => {
-            let chain = CertificateDer::pem_slice_iter(&identity.certificate)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Failure::ClientCertificate(e.to_string()))?;
-            let key = PrivateKeyDer::from_pem_slice(&identity.key)
-                .map_err(|e| Failure::ClientCertificate(e.to_string()))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(Failure::Tls)?
-        }
+    Ok(Arc::new(with_identity(builder, dial.client_certificate)?))
+}
+
+/// `builder` finished presenting `identity` (none: no client certificate).
+pub(crate) fn with_identity(
+    builder: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>,
+    identity: Option<&super::ClientCertificate>,
+) -> Result<rustls::ClientConfig, Failure> {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let Some(identity) = identity else {
+        return Ok(builder.with_no_client_auth());
     };
-    Ok(Arc::new(config))
+    let chain = CertificateDer::pem_slice_iter(&identity.certificate)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::ClientCertificate(e.to_string()))?;
+    let key = PrivateKeyDer::from_pem_slice(&identity.key)
+        .map_err(|e| Failure::ClientCertificate(e.to_string()))?;
+    builder
+        .with_client_auth_cert(chain, key)
+        .map_err(Failure::Tls)
 }
 
 fn endpoint(host: &str, port: u16, dial: &Dial<'_>) -> Result<Arc<Endpoint>, Failure> {

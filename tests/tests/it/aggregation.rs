@@ -8,42 +8,16 @@
 //! reporting the discovery failure as Kubernetes does); a new endpoint brings it back and the
 //! namespace is emptied through it; deleting the APIService takes the group out of discovery.
 
-use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::Value;
 use strategy_host_e2e::eventually;
 use strategy_host_e2e::pyjwt::Served;
-use strategy_host_e2e::secure::{Credential, SecureFixture};
+use strategy_host_e2e::secure::{serving_certificate, Credential, SecureFixture};
 
 const WAIT: Duration = Duration::from_secs(30);
 const NAME: &str = "v1alpha1.samples.example.com";
-
-/// A serving CA and a certificate for `sample-api.default.svc` (what the proxy checks) in
-/// `dir`: (ca.crt, tls.crt, tls.key).
-fn serving_certificate(dir: &Path) -> (String, String, String) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = rcgen::CertificateParams::default();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(rcgen::DnType::CommonName, "sample-api-ca");
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca, ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec!["sample-api.default.svc".to_string()]).unwrap();
-    let cert = leaf.signed_by(&key, &issuer).unwrap();
-    let write = |name: &str, pem: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, pem).unwrap();
-        path.display().to_string()
-    };
-    (
-        write("ca.crt", ca_cert.pem()),
-        write("tls.crt", cert.pem()),
-        write("tls.key", key.serialize_pem()),
-    )
-}
 
 /// The Service, its EndpointSlice (the backend on 127.0.0.1:`port`) and the APIService.
 fn manifests(port: u16, ca_bundle: &str) -> String {
@@ -147,7 +121,8 @@ fn an_extension_api_server_is_served_through_the_aggregator() {
     let certs = tempfile::tempdir().unwrap();
     let requestheader_file = certs.path().join("requestheader-ca.crt");
     std::fs::write(&requestheader_file, requestheader_ca).unwrap();
-    let (ca, cert, key) = serving_certificate(certs.path());
+    let (ca, cert, key) = serving_certificate(certs.path(), &["sample-api.default.svc"]);
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
     let requestheader_file = requestheader_file.display().to_string();
     let backend = Served::start(
         "extension_apiserver.py",

@@ -13,40 +13,11 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::Value;
-use strategy_host_e2e::secure::{Credential, SecureFixture};
+use strategy_host_e2e::secure::{serving_certificate, Credential, SecureFixture};
 use strategy_host_e2e::{eventually, HostProcess};
 
 const WAIT: Duration = Duration::from_secs(30);
 const CREATED_BY: &str = "example.com/created-by";
-
-/// A CA and a serving certificate for `project-api.default.svc` and 127.0.0.1, in `dir`:
-/// (ca.crt, tls.crt, tls.key).
-fn serving_certificate(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = rcgen::CertificateParams::default();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(rcgen::DnType::CommonName, "project-api-ca");
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca, ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec![
-        "project-api.default.svc".to_string(),
-        "127.0.0.1".to_string(),
-    ])
-    .unwrap();
-    let cert = leaf.signed_by(&key, &issuer).unwrap();
-    let write = |name: &str, pem: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, pem).unwrap();
-        path
-    };
-    (
-        write("ca.crt", ca_cert.pem()),
-        write("tls.crt", cert.pem()),
-        write("tls.key", key.serialize_pem()),
-    )
-}
 
 /// kubectl 1.35 against host B as its admin, trusting `ca`.
 fn kubectl_b(
@@ -102,7 +73,8 @@ fn a_strategy_host_serves_a_group_under_another_with_delegated_authentication_an
         &[],
     );
     let files = tempfile::tempdir().unwrap();
-    let (ca, tls_crt, tls_key) = serving_certificate(files.path());
+    let (ca, tls_crt, tls_key) =
+        serving_certificate(files.path(), &["project-api.default.svc", "127.0.0.1"]);
 
     // B's identity at A, allowed to review tokens and access there.
     let Credential::Certificate(b_cert, b_key) =
