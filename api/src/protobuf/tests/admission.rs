@@ -6,8 +6,8 @@ use k8s_pb::api::admissionregistration::v1 as admission;
 use k8s_pb::api::admissionregistration::v1beta1 as admission_beta;
 use serde_json::{json, Value};
 
-use super::fixtures::{list, object_meta, typed, TIME};
-use super::{codec, decode, encoded, read_as, supports};
+use super::fixtures::{object_meta, typed, TIME};
+use super::{assert_round_trips_fully_populated, read_as, supports, with_lists};
 
 const V1: &str = "admissionregistration.k8s.io/v1";
 const V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
@@ -179,36 +179,19 @@ fn mutating_binding(name: &str) -> Value {
 
 /// One of each kind, and a list of each.
 fn all() -> Vec<Value> {
-    let objects = [
+    with_lists(vec![
         configuration("ValidatingWebhookConfiguration", "vwc"),
         configuration("MutatingWebhookConfiguration", "mwc"),
         validating_policy("vap"),
         validating_binding("vapb"),
         mutating_policy("map"),
         mutating_binding("mapb"),
-    ];
-    let lists: Vec<Value> = objects
-        .iter()
-        .map(|o| {
-            let kind = format!("{}List", o["kind"].as_str().unwrap());
-            list(o["apiVersion"].as_str().unwrap(), &kind, vec![o.clone()])
-        })
-        .collect();
-    objects.into_iter().chain(lists).collect()
+    ])
 }
 
 #[test]
 fn every_admission_kind_round_trips_fully_populated() {
-    for obj in all() {
-        let (api_version, kind) = (
-            obj["apiVersion"].as_str().unwrap(),
-            obj["kind"].as_str().unwrap(),
-        );
-        assert!(supports(api_version, kind), "{api_version} {kind}");
-        let unset = (codec(api_version, kind).unwrap().unset_fields)(&obj);
-        assert!(unset.is_empty(), "{kind} fixture leaves unset: {unset:?}");
-        assert_eq!(decode(&encoded(&obj)).expect("decodes"), obj, "{kind}");
-    }
+    assert_round_trips_fully_populated(all());
     assert!(!supports(V1BETA1, "ValidatingWebhookConfiguration"));
 }
 

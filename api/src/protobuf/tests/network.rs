@@ -14,8 +14,10 @@ use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
 use prost::Message;
 use serde_json::{json, Value};
 
-use super::fixtures::{list, object_meta, object_reference, typed, TIME};
-use super::{codec, decode, encoded, envelope, read_as, supports};
+use super::fixtures::{object_meta, object_reference, typed, TIME};
+use super::{
+    assert_round_trips_fully_populated, decode, encoded, envelope, read_as, supports, with_lists,
+};
 
 const DISCOVERY_V1: &str = "discovery.k8s.io/v1";
 const NETWORKING_V1: &str = "networking.k8s.io/v1";
@@ -170,35 +172,18 @@ fn api_service(name: &str) -> Value {
 
 /// One of each kind, and a list of each.
 fn all() -> Vec<Value> {
-    let objects = [
+    with_lists(vec![
         service("web"),
         endpoints("web"),
         endpoint_slice("web-abcde"),
         ip_address("10.96.0.10"),
         api_service("v1beta1.metrics.k8s.io"),
-    ];
-    let lists: Vec<Value> = objects
-        .iter()
-        .map(|o| {
-            let kind = format!("{}List", o["kind"].as_str().unwrap());
-            list(o["apiVersion"].as_str().unwrap(), &kind, vec![o.clone()])
-        })
-        .collect();
-    objects.into_iter().chain(lists).collect()
+    ])
 }
 
 #[test]
 fn every_network_kind_round_trips_fully_populated() {
-    for obj in all() {
-        let (api_version, kind) = (
-            obj["apiVersion"].as_str().unwrap(),
-            obj["kind"].as_str().unwrap(),
-        );
-        assert!(supports(api_version, kind), "{api_version} {kind}");
-        let unset = (codec(api_version, kind).unwrap().unset_fields)(&obj);
-        assert!(unset.is_empty(), "{kind} fixture leaves unset: {unset:?}");
-        assert_eq!(decode(&encoded(&obj)).expect("decodes"), obj, "{kind}");
-    }
+    assert_round_trips_fully_populated(all());
     assert!(!supports("v1", "EndpointSlice"));
     assert!(!supports("discovery.k8s.io/v1beta1", "EndpointSlice"));
     assert!(!supports("networking.k8s.io/v1beta1", "IPAddress"));
