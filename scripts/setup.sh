@@ -2,7 +2,8 @@
 # Installs what building and testing Strategy Host needs on a fresh Debian machine:
 # etcd (Debian's etcd-server, for the etcd3 tests), protoc (etcd-client's build), make
 # (jemalloc's build), kubectl
-# (Debian's kubernetes-client, for the end-to-end tests), the Rust toolchain and wasm target
+# (Debian's kubernetes-client, for the end-to-end tests), an OCI registry and htpasswd (Debian's
+# docker-registry and apache2-utils, for the module-pull tests), the Rust toolchain and wasm target
 # pinned in rust-toolchain.toml, and into .tools/: kubectl 1.35, Helm 4, the JavaScript and
 # Python clients, kopf and the Go toolchain. Safe to run again: it skips what is there.
 set -euo pipefail
@@ -13,6 +14,9 @@ command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
 # jemalloc, the server's allocator, is built from C by its crate with make.
 command -v make >/dev/null 2>&1 || need_apt+=(make)
+# The module-pull tests start their own OCI registry (CNCF distribution), some behind htpasswd.
+command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || need_apt+=(apache2-utils)
 # kubectl drives the end-to-end tests; Debian packages it as kubernetes-client.
 if ! command -v kubectl >/dev/null 2>&1; then
     if apt-cache policy kubernetes-client 2>/dev/null | grep -q 'Candidate: [0-9]'; then
@@ -28,8 +32,8 @@ if ((${#need_apt[@]})); then
     "${sudo_cmd[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
-# Debian's etcd-server package starts a system etcd on 2379; the tests start their own on free
-# ports and do not need it, so leave it alone.
+# Debian's etcd-server package starts a system etcd on 2379, and docker-registry a registry on
+# 5000; the tests start their own on free ports and do not need them, so leave them alone.
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found; install rustup first (https://rustup.rs)" >&2

@@ -29,6 +29,7 @@ pub fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool
 pub mod history;
 pub mod load;
 pub mod native;
+pub mod oci_registry;
 pub mod pyjwt;
 pub mod secure;
 pub mod webhook_server;

@@ -29,6 +29,7 @@ use crate::storage::instrumented::{Instrumented, StorageMetrics};
 use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
 use crate::wasm::sources::module_object::{self, ModuleObjectStrategy};
+use crate::wasm::sources::pull::{PullConfig, Puller};
 use crate::wasm::sources::{builtin_modules, declared_resources, object_source, DirectoryWatcher};
 use crate::wasm::{ModuleTable, RegistryHostApi, Runtime, RuntimeConfig};
 
@@ -139,7 +140,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         }
         None => None,
     };
-    object_source::start(modules.clone(), &registry);
+    let puller = Arc::new(Puller::new(pull_config(&config)?));
+    object_source::start(modules.clone(), &registry, puller.clone());
     ensure_system_namespaces(&registry).await;
     let controllers = ControllerSet::parse(&config.controllers)?;
     let chain = Arc::new(crate::authorization::Deferred::default());
@@ -238,6 +240,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         controller_metrics.register(m);
         webhook_metrics.register(m);
         policy_modules.register(m);
+        puller.metrics().register(m);
     });
     let state = AppState::new(
         storage,
@@ -311,5 +314,23 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
             _ = term.recv() => tracing::info!("SIGTERM received"),
             _ = int.recv() => tracing::info!("SIGINT received"),
         }
+    })
+}
+
+/// How `StrategyModule` URLs are pulled: `--insecure-registry`, `--registry-ca` (read now), the
+/// runtime's module size limit, and where pulled modules are kept.
+fn pull_config(config: &Config) -> anyhow::Result<PullConfig> {
+    let mut registry_cas = std::collections::BTreeMap::new();
+    for ca in &config.registry_cas {
+        let pem = std::fs::read(&ca.file)
+            .with_context(|| format!("--registry-ca {}={}", ca.host, ca.file.display()))?;
+        registry_cas.insert(ca.host.clone(), pem);
+    }
+    Ok(PullConfig {
+        store_dir: Some(config.pulled_modules_dir()),
+        insecure_registries: config.insecure_registries.clone(),
+        registry_cas,
+        max_module_bytes: RuntimeConfig::default().module_size_limit,
+        ..PullConfig::default()
     })
 }

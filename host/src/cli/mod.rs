@@ -15,6 +15,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub mod module;
 pub mod objects;
 pub mod output;
+pub mod registry;
 pub mod store;
 
 /// Why a `module` command could not run.
@@ -70,6 +71,9 @@ pub enum Error {
         /// Objects in NEW.
         new_count: usize,
     },
+    /// A registry or download could not give or take a module.
+    #[error("{0}")]
+    Registry(String),
     /// The wasm runtime could not start.
     #[error("cannot start the wasm runtime: {0:#}")]
     Runtime(anyhow::Error),
@@ -109,13 +113,20 @@ pub enum ModuleCommand {
     /// or fails, as a rollout's shadow evaluation reports them. Exits 0 when they agree, 1 when
     /// they differ, 2 on errors, like diff(1).
     Diff(DiffArgs),
+    /// Push a module to an OCI registry as a CNCF Wasm artifact (config
+    /// `application/vnd.wasm.config.v0+json`, one `application/wasm` layer) and print the
+    /// `spec.url` and `spec.digest` that pin it. Credentials come from `docker login`'s
+    /// config.json.
+    Push(registry::PushArgs),
+    /// Pull a module from an OCI registry (or an https:// URL) into a file and print its digest.
+    Pull(registry::PullArgs),
 }
 
 /// `module test`.
 #[derive(Debug, Args)]
 pub struct TestArgs {
-    /// The module (`.wasm`).
-    #[arg(value_name = "MODULE.wasm")]
+    /// The module: a `.wasm` file, or a URL (`oci://…`, `https://…`) pulled now.
+    #[arg(value_name = "MODULE.wasm|URL")]
     pub module: PathBuf,
     /// The objects, and how to print the results.
     #[command(flatten)]
@@ -125,11 +136,11 @@ pub struct TestArgs {
 /// `module diff`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The version in force (`.wasm`).
-    #[arg(value_name = "OLD.wasm")]
+    /// The version in force: a `.wasm` file or a URL.
+    #[arg(value_name = "OLD.wasm|URL")]
     pub old: PathBuf,
-    /// The candidate version (`.wasm`).
-    #[arg(value_name = "NEW.wasm")]
+    /// The candidate version: a `.wasm` file or a URL.
+    #[arg(value_name = "NEW.wasm|URL")]
     pub new: PathBuf,
     /// The objects, and how to print the differences.
     #[command(flatten)]
@@ -153,6 +164,9 @@ pub struct Inputs {
     /// modules, such as Go's, which take seconds to compile); no cache by default.
     #[arg(long, env = "STRATEGY_HOST_MODULE_CACHE_DIR")]
     pub module_cache_dir: Option<PathBuf>,
+    /// How modules given by URL are pulled.
+    #[command(flatten)]
+    pub registry: registry::RegistryArgs,
 }
 
 /// How results are printed.
@@ -170,6 +184,8 @@ pub async fn run(cli: ModuleCli) -> ExitCode {
     let result = match cli.command {
         ModuleCommand::Test(args) => module::test(args).await,
         ModuleCommand::Diff(args) => module::diff(args).await,
+        ModuleCommand::Push(args) => registry::push(args).await,
+        ModuleCommand::Pull(args) => registry::pull(args).await,
     };
     match result {
         Ok(code) => code,

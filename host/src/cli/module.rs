@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::objects::{read_objects, InputObject};
 use super::output::{self, DiffRow, PhaseRow};
+use super::registry::RegistryArgs;
 use super::{DiffArgs, Error, Inputs, Result, TestArgs};
 use crate::admission_policy::{AdmissionAttributes, AdmissionPhase, Operation};
 use crate::strategy::StrategyContext;
@@ -93,16 +94,13 @@ pub struct LoadedModule {
 }
 
 impl LoadedModule {
-    /// Reads, compiles and checks the module at `path`.
+    /// Reads (or pulls, for a URL), compiles and checks the module at `path`.
     ///
     /// # Errors
     ///
     /// The file cannot be read, or the runtime refuses the module.
-    pub async fn load(runtime: &Runtime, path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|source| Error::ReadFile {
-            path: path.into(),
-            source,
-        })?;
+    pub async fn load(runtime: &Runtime, path: &Path, registry: &RegistryArgs) -> Result<Self> {
+        let bytes = super::registry::module_bytes(path, registry).await?;
         let file = path.display().to_string();
         // Compiling is blocking work (Cranelift).
         let rt = runtime.clone();
@@ -269,7 +267,7 @@ fn runtime(inputs: &Inputs) -> Result<Runtime> {
 pub async fn test(args: TestArgs) -> Result<ExitCode> {
     let cases = cases(&args.inputs)?;
     let runtime = runtime(&args.inputs)?;
-    let module = LoadedModule::load(&runtime, &args.module).await?;
+    let module = LoadedModule::load(&runtime, &args.module, &args.inputs.registry).await?;
     let mut rows = Vec::new();
     for case in &cases {
         let outcome = module.run(case).await?;
@@ -287,8 +285,8 @@ pub async fn test(args: TestArgs) -> Result<ExitCode> {
 pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
     let cases = cases(&args.inputs)?;
     let runtime = runtime(&args.inputs)?;
-    let old = LoadedModule::load(&runtime, &args.old).await?;
-    let new = LoadedModule::load(&runtime, &args.new).await?;
+    let old = LoadedModule::load(&runtime, &args.old, &args.inputs.registry).await?;
+    let new = LoadedModule::load(&runtime, &args.new, &args.inputs.registry).await?;
     let mut rows = Vec::new();
     for case in &cases {
         let (in_force, candidate) = (old.run(case).await?, new.run(case).await?);

@@ -92,6 +92,22 @@ pub struct Config {
     #[arg(long, env = "STRATEGY_HOST_MODULE_CACHE_DIR")]
     pub module_cache_dir: Option<PathBuf>,
 
+    /// A registry (or download host) of `StrategyModule` URLs reached over plain HTTP though not
+    /// on loopback, as `HOST[:PORT]` (repeatable or comma-separated): docker's and containerd's
+    /// rule. Loopback hosts are reached over plain HTTP unless given a --registry-ca.
+    #[arg(
+        long = "insecure-registry",
+        env = "STRATEGY_HOST_INSECURE_REGISTRIES",
+        value_delimiter = ',',
+        value_name = "HOST[:PORT]"
+    )]
+    pub insecure_registries: Vec<String>,
+
+    /// A CA certificate (PEM file) trusted beside the system roots for one registry or download
+    /// host, as `HOST[:PORT]=FILE` (repeatable); such a host is always reached over HTTPS.
+    #[arg(long = "registry-ca", value_name = "HOST[:PORT]=FILE")]
+    pub registry_cas: Vec<RegistryCa>,
+
     /// Grant time to modules that read WASI clocks (Go's): the host's wall and monotonic time
     /// instead of a virtual clock starting at the epoch (sleeps still return at once).
     #[arg(long, env = "STRATEGY_HOST_WASM_REAL_CLOCK")]
@@ -258,6 +274,15 @@ impl Config {
         }
     }
 
+    /// Where pulled modules are kept by digest: `pulled` in the module cache, or in
+    /// `module-cache` inside --data-dir when there is no cache (pulled modules are always kept,
+    /// so a restart serves them while the registry is down).
+    pub fn pulled_modules_dir(&self) -> PathBuf {
+        self.module_cache()
+            .unwrap_or_else(|| self.data_dir.join("module-cache"))
+            .join("pulled")
+    }
+
     /// The directory compiled modules are cached in, if any.
     pub fn module_cache(&self) -> Option<PathBuf> {
         match (&self.module_cache_dir, self.etcd_servers.is_empty()) {
@@ -267,6 +292,34 @@ impl Config {
         }
     }
 }
+
+/// `--registry-ca HOST[:PORT]=FILE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryCa {
+    /// The registry's host, with its port if not the default.
+    pub host: String,
+    /// The PEM file.
+    pub file: PathBuf,
+}
+
+impl std::str::FromStr for RegistryCa {
+    type Err = RegistryCaError;
+
+    fn from_str(s: &str) -> Result<Self, RegistryCaError> {
+        match s.split_once('=') {
+            Some((host, file)) if !host.is_empty() && !file.is_empty() => Ok(Self {
+                host: host.to_owned(),
+                file: file.into(),
+            }),
+            _ => Err(RegistryCaError(s.to_owned())),
+        }
+    }
+}
+
+/// A `--registry-ca` value that is not `HOST[:PORT]=FILE`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0:?} is not HOST[:PORT]=FILE")]
+pub struct RegistryCaError(String);
 
 /// Which store the server runs on.
 #[derive(Debug, Clone)]

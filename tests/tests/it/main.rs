@@ -35,6 +35,7 @@ mod kubectl;
 mod linearizability;
 mod metrics;
 mod module_cli;
+mod oci_modules;
 mod oidc;
 mod protobuf;
 mod python_client;

@@ -362,6 +362,14 @@ impl ModuleTable {
         Err(e)
     }
 
+    /// Records that the version `offered` (a digest) of `source` was refused before it could be
+    /// compiled (e.g. a pulled artifact that is not a module, or not the pinned one); the version
+    /// in force, if any, keeps serving.
+    pub fn refuse(&self, source: &str, offered: &str, refusal: Refusal) {
+        let mut guard = self.sources.lock().expect("sources");
+        let _ = self.admit(&mut guard, source, offered, Err(refused(refusal)));
+    }
+
     /// Removes `source`'s module: its resources fall back to the default strategy. Returns
     /// whether the source had a module.
     pub fn unload(&self, source: &str) -> bool {

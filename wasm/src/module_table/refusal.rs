@@ -76,6 +76,10 @@ pub enum Refusal {
         /// What changed, as a JSON Patch.
         patch: String,
     },
+    /// The version could not be pulled as a module that may run (a wrong digest, no wasm
+    /// layer).
+    #[error("{0}")]
+    Pull(String),
     /// Converting a sample failed.
     #[error("converting to {desired} failed: {reason}")]
     Conversion {

@@ -8,5 +8,6 @@ pub mod declared_resources;
 mod directory;
 pub mod module_object;
 pub mod object_source;
+pub mod pull;
 
 pub use directory::{source_name, DirectoryWatcher};

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::pull::ModuleUrl;
 use crate::registry::definition::ResourceDefinition;
 use crate::rollout::RolloutSpec;
 use crate::runtime::{digest, StrategyModule};
@@ -36,6 +37,31 @@ pub fn definition() -> ResourceDefinition {
         .expect("strategy_module_kind.json holds the definition")
 }
 
+/// Where a `StrategyModule`'s module comes from: exactly one of `spec.module` and `spec.url`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModuleSource {
+    /// `spec.module`: the bytes themselves.
+    Inline {
+        /// The module's bytes.
+        bytes: Vec<u8>,
+        /// Their SHA-256, in hex.
+        digest: String,
+    },
+    /// `spec.url`: pulled by each replica.
+    Url {
+        /// Where to pull it from.
+        url: ModuleUrl,
+        /// `spec.digest`: the SHA-256 (hex) the module must have.
+        pinned: Option<String>,
+        /// `spec.imagePullSecret`: the `kubernetes.io/dockerconfigjson` Secret in
+        /// [`PULL_SECRET_NAMESPACE`] holding the registry's credentials.
+        pull_secret: Option<String>,
+    },
+}
+
+/// The namespace `spec.imagePullSecret` names a Secret in (a `StrategyModule` is cluster-scoped).
+pub const PULL_SECRET_NAMESPACE: &str = "kube-system";
+
 /// The spec of a `StrategyModule`, decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModuleSpec {
@@ -47,10 +73,8 @@ pub struct ModuleSpec {
     pub policy: Option<String>,
     /// The authorizer bound instead of a resource (`spec.authorizer.name`).
     pub authorizer: Option<String>,
-    /// The module's bytes.
-    pub bytes: Vec<u8>,
-    /// Their SHA-256, in hex.
-    pub digest: String,
+    /// Where the module's bytes come from.
+    pub source: ModuleSource,
     /// How the version is brought in (`spec.rollout`).
     pub rollout: RolloutSpec,
 }
@@ -97,33 +121,7 @@ impl ModuleSpec {
                 "the name of the authorizer the module declares",
             ),
         }
-        required(
-            "spec.module",
-            text("/spec/module"),
-            "the wasm module, base64-encoded",
-        );
-        let bytes = match base64::engine::general_purpose::STANDARD.decode(text("/spec/module")) {
-            Ok(b) => b,
-            Err(e) => {
-                errors.push(FieldError {
-                    kind: FieldErrorKind::Invalid,
-                    field: "spec.module".into(),
-                    detail: format!("must be the module's bytes in base64: {e}"),
-                });
-                Vec::new()
-            }
-        };
-        let actual = digest(&bytes);
-        let declared = text("/spec/digest");
-        if !declared.is_empty() && declared.strip_prefix("sha256:") != Some(actual.as_str()) {
-            errors.push(FieldError {
-                kind: FieldErrorKind::Invalid,
-                field: "spec.digest".into(),
-                detail: format!(
-                    "{declared:?}: does not match the module, whose digest is sha256:{actual}"
-                ),
-            });
-        }
+        let source = module_source(obj, &mut errors);
         let bindings = [
             obj.pointer("/spec/resource").is_some(),
             policy.is_some(),
@@ -154,12 +152,112 @@ impl ModuleSpec {
                 kind: kind.into(),
                 policy: policy.map(String::from),
                 authorizer: authorizer.map(String::from),
-                bytes,
-                digest: actual,
+                source: source.expect("no field errors: the source decoded"),
                 rollout,
             })
         } else {
             Err(errors)
+        }
+    }
+}
+
+/// Decodes `spec.module`, or `spec.url` with `spec.digest` and `spec.imagePullSecret`, adding a
+/// field error for each problem.
+fn module_source(obj: &Value, errors: &mut Vec<FieldError>) -> Option<ModuleSource> {
+    let text = |pointer: &str| obj.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+    let error = |kind, field: &str, detail: String| FieldError {
+        kind,
+        field: field.into(),
+        detail,
+    };
+    let (module, url, declared) = (
+        text("/spec/module"),
+        text("/spec/url"),
+        text("/spec/digest"),
+    );
+    let pull_secret = text("/spec/imagePullSecret");
+    let pinned = match declared {
+        "" => None,
+        d => match d.strip_prefix("sha256:") {
+            Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Some(hex.to_ascii_lowercase())
+            }
+            _ => {
+                errors.push(error(
+                    FieldErrorKind::Invalid,
+                    "spec.digest",
+                    format!("{d:?}: must be sha256: followed by 64 hexadecimal digits"),
+                ));
+                None
+            }
+        },
+    };
+    match (module.is_empty(), url.is_empty()) {
+        (true, true) => {
+            errors.push(error(
+                FieldErrorKind::Required,
+                "spec.url",
+                "where to pull the wasm module from (oci://, https://), or spec.module: its bytes, base64-encoded".into(),
+            ));
+            None
+        }
+        (false, false) => {
+            errors.push(error(
+                FieldErrorKind::Forbidden,
+                "spec.url",
+                "may not be set with spec.module: give the module's bytes or where to pull it from, not both".into(),
+            ));
+            None
+        }
+        (false, true) => {
+            if !pull_secret.is_empty() {
+                errors.push(error(
+                    FieldErrorKind::Forbidden,
+                    "spec.imagePullSecret",
+                    "may only be set with spec.url".into(),
+                ));
+            }
+            let bytes = match base64::engine::general_purpose::STANDARD.decode(module) {
+                Ok(b) => b,
+                Err(e) => {
+                    errors.push(error(
+                        FieldErrorKind::Invalid,
+                        "spec.module",
+                        format!("must be the module's bytes in base64: {e}"),
+                    ));
+                    return None;
+                }
+            };
+            let digest = digest(&bytes);
+            if pinned.as_ref().is_some_and(|p| *p != digest) {
+                errors.push(error(
+                    FieldErrorKind::Invalid,
+                    "spec.digest",
+                    format!(
+                        "{declared:?}: does not match the module, whose digest is sha256:{digest}"
+                    ),
+                ));
+            }
+            Some(ModuleSource::Inline { bytes, digest })
+        }
+        (true, false) => {
+            let url = match url.parse::<ModuleUrl>() {
+                Ok(u) => u,
+                Err(e) => {
+                    errors.push(error(
+                        FieldErrorKind::Invalid,
+                        "spec.url",
+                        format!("{url:?}: {e}"),
+                    ));
+                    return None;
+                }
+            };
+            let pull_secret = (!pull_secret.is_empty()).then(|| pull_secret.to_owned());
+            Some(ModuleSource::Url {
+                url,
+                pinned,
+                pull_secret,
+            })
         }
     }
 }
@@ -257,25 +355,77 @@ mod tests {
     fn decodes_the_module_and_checks_the_digest() {
         let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
         let spec = ModuleSpec::from_object(&object(&b64, None)).unwrap();
-        assert_eq!(spec.bytes, b"\0asm\x01\0\0\0");
+        let ModuleSource::Inline { bytes, digest } = &spec.source else {
+            panic!("not inline")
+        };
+        assert_eq!(bytes, b"\0asm\x01\0\0\0");
         assert_eq!(
             (spec.group.as_str(), spec.kind.as_str()),
             ("g.example.com", "Thing")
         );
-        let good = format!("sha256:{}", spec.digest);
+        let good = format!("sha256:{digest}");
         assert!(ModuleSpec::from_object(&object(&b64, Some(&good))).is_ok());
-        let errors = ModuleSpec::from_object(&object(&b64, Some("sha256:00"))).unwrap_err();
+        let other = format!("sha256:{}", "0".repeat(64));
+        let errors = ModuleSpec::from_object(&object(&b64, Some(&other))).unwrap_err();
         assert_eq!(errors[0].field, "spec.digest");
+        assert!(errors[0].detail.contains("does not match"), "{errors:?}");
+        let errors = ModuleSpec::from_object(&object(&b64, Some("sha256:00"))).unwrap_err();
+        assert!(
+            errors[0].detail.contains("64 hexadecimal digits"),
+            "{errors:?}"
+        );
     }
 
     #[test]
     fn missing_fields_and_bad_base64_are_field_errors() {
         let errors = ModuleSpec::from_object(&json!({"spec": {}})).unwrap_err();
         let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(fields, ["spec.resource.kind", "spec.module"]);
+        assert_eq!(fields, ["spec.resource.kind", "spec.url"]);
         let errors = ModuleSpec::from_object(&object("not base64!", None)).unwrap_err();
         assert_eq!(errors[0].field, "spec.module");
         assert_eq!(errors[0].kind, FieldErrorKind::Invalid);
+    }
+
+    #[test]
+    fn a_url_with_a_pinned_digest_and_a_pull_secret() {
+        let pin = format!("sha256:{}", "AB".repeat(32));
+        let obj = json!({"spec": {"resource": {"group": "g.example.com", "kind": "Thing"},
+            "url": "oci://127.0.0.1:5000/m:v1", "digest": pin, "imagePullSecret": "regcred"}});
+        let spec = ModuleSpec::from_object(&obj).unwrap();
+        let ModuleSource::Url {
+            url,
+            pinned,
+            pull_secret,
+        } = &spec.source
+        else {
+            panic!("not a url")
+        };
+        assert_eq!(url.to_string(), "oci://127.0.0.1:5000/m:v1");
+        assert_eq!(pinned.as_deref(), Some("ab".repeat(32).as_str()));
+        assert_eq!(pull_secret.as_deref(), Some("regcred"));
+        let field_errors = |spec: Value| {
+            let mut obj = obj.clone();
+            obj["spec"] = spec;
+            ModuleSpec::from_object(&obj)
+                .unwrap_err()
+                .into_iter()
+                .map(|e| (e.field, e.kind))
+                .collect::<Vec<_>>()
+        };
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm");
+        let thing = json!({"group": "g", "kind": "Thing"});
+        assert_eq!(
+            field_errors(json!({"resource": thing, "url": "oci://r/m:v1", "module": b64})),
+            [("spec.url".into(), FieldErrorKind::Forbidden)]
+        );
+        assert_eq!(
+            field_errors(json!({"resource": thing, "url": "ftp://r/m.wasm"})),
+            [("spec.url".into(), FieldErrorKind::Invalid)]
+        );
+        assert_eq!(
+            field_errors(json!({"resource": thing, "module": b64, "imagePullSecret": "x"})),
+            [("spec.imagePullSecret".into(), FieldErrorKind::Forbidden)]
+        );
     }
 
     #[test]

@@ -9,29 +9,46 @@ use std::sync::{Arc, Weak};
 use futures::StreamExt as _;
 use serde_json::{json, Value};
 
-use super::module_object::{source_name, ModuleSpec, PLURAL, VERSION};
+use super::module_object::{source_name, ModuleSource, ModuleSpec, PLURAL, VERSION};
+use super::pull::{PullError, PullRequest, Pulled, Puller};
 use crate::registry::system_fields::meta_str;
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
 use crate::storage::informer::InformerEvent;
 use crate::strategy::ResourceInfo;
-use crate::{ModuleState, ModuleStatus, ModuleTable};
+use crate::{ModuleState, ModuleStatus, ModuleTable, Refusal};
+use pulling::{agreed_resolution, digest_in_force, pending_status, PullState};
 
-/// Follows `StrategyModule` objects into `table` until the registry is dropped.
-pub fn start(table: Arc<ModuleTable>, registry: &Arc<Registry>) {
+mod pulling;
+
+/// Follows `StrategyModule` objects into `table` until the registry is dropped, pulling the
+/// modules of those with `spec.url` through `puller`.
+pub fn start(table: Arc<ModuleTable>, registry: &Arc<Registry>, puller: Arc<Puller>) {
     let Some(resource) = registry.resolve(super::module_object::GROUP, VERSION, PLURAL) else {
         tracing::error!("strategymodules are not served; StrategyModule objects are not followed");
         return;
     };
     let weak = Arc::downgrade(registry);
     tokio::spawn(async move {
+        let (pulled, pulls_done) = tokio::sync::mpsc::unbounded_channel();
         let mut follower = Follower {
             table,
             registry: weak,
             seen: HashMap::new(),
+            puller,
+            objects: HashMap::new(),
+            pulls: HashMap::new(),
+            pulled,
         };
-        follower.follow(resource).await;
+        follower.follow(resource, pulls_done).await;
     });
+}
+
+/// A pull's outcome, sent back to the follower's loop by the task that ran it.
+struct PullDone {
+    name: String,
+    key: String,
+    result: Result<Pulled, PullError>,
 }
 
 struct Follower {
@@ -40,6 +57,14 @@ struct Follower {
     /// Object name → (digest, group, kind, rollout) last offered to the table, so the status
     /// writes this follower makes (which come back as MODIFIED events) do not reload anything.
     seen: HashMap<String, (String, String, String, String)>,
+    /// Pulls the modules of objects with `spec.url`.
+    puller: Arc<Puller>,
+    /// Every object as last seen (a pull's outcome is applied to the object as it is now).
+    objects: HashMap<String, Value>,
+    /// The pull of each object with `spec.url`.
+    pulls: HashMap<String, PullState>,
+    /// Where pull tasks send their outcome.
+    pulled: tokio::sync::mpsc::UnboundedSender<PullDone>,
 }
 
 /// How often the status of an object with a staged version is brought up to date with its
@@ -67,7 +92,11 @@ fn name_of(obj: &Value) -> String {
 impl Follower {
     /// Consumes the registry-level watch's events (and the table's, to retry refused versions) until the
     /// registry is dropped.
-    async fn follow(&mut self, resource: ServedResource) {
+    async fn follow(
+        &mut self,
+        resource: ServedResource,
+        mut pulls_done: tokio::sync::mpsc::UnboundedReceiver<PullDone>,
+    ) {
         let mut events = Box::pin(resource.follow(VERSION));
         let mut table_events = self.table.subscribe();
         let mut report_tick = tokio::time::interval(REPORT_INTERVAL);
@@ -101,7 +130,11 @@ impl Follower {
                         self.retry_rejected(&resource).await;
                     }
                 }
-                _ = report_tick.tick() => self.report_staged(&resource).await,
+                Some(done) = pulls_done.recv() => self.pull_done(&resource, done).await,
+                _ = report_tick.tick() => {
+                    self.report_staged(&resource).await;
+                    self.retry_pulls(&resource).await;
+                }
             }
         }
     }
@@ -161,14 +194,16 @@ impl Follower {
 
     fn remove(&mut self, name: &str) {
         self.seen.remove(name);
+        self.objects.remove(name);
+        self.pulls.remove(name);
         self.table.unload(&source_name(name));
     }
 
-    /// Loads the object's module unless this version was already offered, then brings the
-    /// object's status in line with the table's.
+    /// Loads the object's module unless this version was already offered (pulling it first when
+    /// it is given by URL), then brings the object's status in line with the table's.
     async fn offer(&mut self, resource: &ServedResource, obj: &Value) {
         let name = name_of(obj);
-        let source = source_name(&name);
+        self.objects.insert(name.clone(), obj.clone());
         match ModuleSpec::from_object(obj) {
             Err(errors) => {
                 // Admission refuses such specs; one stored before that rule is reported, not loaded.
@@ -180,38 +215,240 @@ impl Follower {
                 self.write(resource, &name, |current| rejected_status(current, &reason))
                     .await;
             }
-            Ok(spec) => {
-                let rolled_back = rolled_back_here(obj, &spec.digest);
-                if let (Some(reason), Some(staged)) = (&rolled_back, self.table.staged(&source)) {
-                    // Another replica (or this one before a restart) rolled this canary back.
-                    if staged.digest() == spec.digest {
-                        staged.halt(reason);
-                    }
-                }
-                let offered = (
-                    spec.digest.clone(),
-                    spec.group.clone(),
-                    spec.policy.clone().unwrap_or_else(|| spec.kind.clone()),
-                    format!("{:?}", spec.rollout),
-                );
-                if self.seen.get(&name) != Some(&offered) {
-                    self.seen.insert(name.clone(), offered);
-                    let table = self.table.clone();
-                    let src = source.clone();
-                    let loaded = tokio::task::spawn_blocking(move || {
-                        table.stage(&src, &spec.bytes, &spec.rollout, rolled_back, &|m| {
-                            spec.binds(m)
-                        })
-                    })
-                    .await;
-                    if let Err(e) = loaded {
-                        tracing::error!(source, "loading a strategy module panicked: {e}");
-                    }
-                }
-                if let Some(s) = self.table.status(&source) {
-                    self.write(resource, &name, |current| status_of(current, &s))
+            Ok(spec) => match spec.source.clone() {
+                ModuleSource::Inline { bytes, digest } => {
+                    self.pulls.remove(&name);
+                    self.stage(resource, &name, obj, &spec, bytes, &digest)
                         .await;
                 }
+                ModuleSource::Url { .. } => self.offer_url(resource, &name, obj, &spec).await,
+            },
+        }
+    }
+
+    /// Offers the version `bytes` (whose SHA-256 is `digest`) of the object's module to the
+    /// table unless it was already offered, and writes the table's status.
+    async fn stage(
+        &mut self,
+        resource: &ServedResource,
+        name: &str,
+        obj: &Value,
+        spec: &ModuleSpec,
+        bytes: Vec<u8>,
+        digest: &str,
+    ) {
+        let source = source_name(name);
+        let rolled_back = rolled_back_here(obj, digest);
+        if let (Some(reason), Some(staged)) = (&rolled_back, self.table.staged(&source)) {
+            // Another replica (or this one before a restart) rolled this canary back.
+            if staged.digest() == digest {
+                staged.halt(reason);
+            }
+        }
+        let offered = (
+            digest.to_owned(),
+            spec.group.clone(),
+            spec.policy.clone().unwrap_or_else(|| spec.kind.clone()),
+            format!("{:?}", spec.rollout),
+        );
+        if self.seen.get(name) != Some(&offered) {
+            self.seen.insert(name.to_owned(), offered);
+            let table = self.table.clone();
+            let src = source.clone();
+            let spec = spec.clone();
+            let loaded = tokio::task::spawn_blocking(move || {
+                table.stage(&src, &bytes, &spec.rollout, rolled_back, &|m| spec.binds(m))
+            })
+            .await;
+            if let Err(e) = loaded {
+                tracing::error!(source, "loading a strategy module panicked: {e}");
+            }
+        }
+        self.write_table_status(resource, name).await;
+    }
+
+    /// Writes the table's status of `name`'s source (with its pull's), or a pending one when no
+    /// version of it was offered yet.
+    async fn write_table_status(&self, resource: &ServedResource, name: &str) {
+        match self.table.status(&source_name(name)) {
+            Some(s) => {
+                self.write(resource, name, |current| status_of(current, &s))
+                    .await
+            }
+            None => self.write(resource, name, pending_status).await,
+        }
+    }
+
+    /// An object with `spec.url`: serves the module from this host's copy when it holds the
+    /// pinned or agreed version, else starts a pull (unless one runs or is backing off).
+    async fn offer_url(
+        &mut self,
+        resource: &ServedResource,
+        name: &str,
+        obj: &Value,
+        spec: &ModuleSpec,
+    ) {
+        let ModuleSource::Url {
+            url,
+            pinned,
+            pull_secret,
+        } = &spec.source
+        else {
+            return;
+        };
+        let generation = obj
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let url_text = url.to_string();
+        let resolved = agreed_resolution(obj, &url_text, generation);
+        let key = format!("{url_text} {pinned:?} {resolved:?} {generation}");
+        let state = self
+            .pulls
+            .entry(name.to_owned())
+            .or_insert_with(|| PullState::new(String::new(), url_text.clone(), generation));
+        if state.key != key {
+            // What this replica pulled still counts if it is what the replicas agreed on.
+            let carried = state.pulled.take().filter(|p| {
+                p.resolved == resolved && pinned.as_ref().is_none_or(|d| *d == p.digest)
+            });
+            *state = PullState::new(key.clone(), url_text, generation);
+            state.resolved = resolved
+                .clone()
+                .or(carried.as_ref().and_then(|p| p.resolved.clone()));
+            state.pulled = carried;
+        }
+        let mut request = PullRequest {
+            url: url.clone(),
+            pinned: pinned.clone(),
+            resolved,
+            auth: oci_client::secrets::RegistryAuth::Anonymous,
+        };
+        let held = state.pulled.clone().or_else(|| self.puller.held(&request));
+        if let Some(held) = held {
+            let state = self.pulls.get_mut(name).expect("inserted above");
+            state.failure = None;
+            state.resolved = state.resolved.clone().or(held.resolved.clone());
+            state.pulled = Some(held.clone());
+            return self
+                .stage(resource, name, obj, spec, held.bytes, &held.digest)
+                .await;
+        }
+        if !state.may_pull() {
+            return self.write_table_status(resource, name).await;
+        }
+        state.in_flight = true;
+        if let Some(secret) = pull_secret {
+            let auth = match self.registry.upgrade() {
+                Some(registry) => pulling::pull_secret_auth(&registry, secret, &url.host()).await,
+                None => return,
+            };
+            match auth {
+                Ok(auth) => request.auth = auth,
+                Err(reason) => {
+                    let result = Err(PullError::Unavailable {
+                        url: url.to_string(),
+                        detail: reason,
+                    });
+                    let done = PullDone {
+                        name: name.to_owned(),
+                        key,
+                        result,
+                    };
+                    return self.pull_done(resource, done).await;
+                }
+            }
+        }
+        tracing::info!(object = %name, url = %request.url, "pulling a strategy module");
+        let (puller, sender, name) = (self.puller.clone(), self.pulled.clone(), name.to_owned());
+        tokio::spawn(async move {
+            let result = puller.pull(&request).await;
+            let _ = sender.send(PullDone { name, key, result });
+        });
+        self.write_table_status(resource, &name_of(obj)).await;
+    }
+
+    /// A pull ended: its module is offered, or the failure recorded (the version in force keeps
+    /// serving; one this host held before a restart is brought back), or the version refused.
+    async fn pull_done(&mut self, resource: &ServedResource, done: PullDone) {
+        let Some(state) = self.pulls.get_mut(&done.name) else {
+            return;
+        };
+        if state.key != done.key {
+            return; // The spec moved on while it was pulled.
+        }
+        state.in_flight = false;
+        let Some(obj) = self.objects.get(&done.name).cloned() else {
+            return;
+        };
+        let Ok(spec) = ModuleSpec::from_object(&obj) else {
+            return;
+        };
+        let source = source_name(&done.name);
+        match done.result {
+            Ok(pulled) => {
+                tracing::info!(object = %done.name, digest = %pulled.digest, resolved = ?pulled.resolved, "pulled a strategy module");
+                state.failure = None;
+                state.attempts = 0;
+                state.retry_at = None;
+                state.resolved = state.resolved.clone().or(pulled.resolved.clone());
+                state.pulled = Some(pulled.clone());
+                self.stage(
+                    resource,
+                    &done.name,
+                    &obj,
+                    &spec,
+                    pulled.bytes,
+                    &pulled.digest,
+                )
+                .await;
+            }
+            Err(e) if e.is_permanent() => {
+                tracing::warn!(object = %done.name, "refusing a pulled strategy module: {e}");
+                state.refused = true;
+                // The next version offered goes to the table, even the one in force.
+                self.seen.remove(&done.name);
+                let offered = match &e {
+                    PullError::DigestMismatch { actual, .. } => actual.clone(),
+                    _ => String::new(),
+                };
+                let offered = offered.trim_start_matches("sha256:").to_owned();
+                self.table
+                    .refuse(&source, &offered, Refusal::Pull(e.to_string()));
+                self.write_table_status(resource, &done.name).await;
+            }
+            Err(e) => {
+                tracing::warn!(object = %done.name, "{e}; the version in force keeps serving");
+                state.failed(e.to_string());
+                let in_force = self
+                    .table
+                    .status(&source)
+                    .is_some_and(|s| s.digest_in_force.is_some() || s.state == ModuleState::Active);
+                let held =
+                    digest_in_force(&obj).and_then(|d| Some((self.puller.held_digest(&d)?, d)));
+                match held {
+                    Some((bytes, digest)) if !in_force => {
+                        tracing::info!(object = %done.name, %digest, "serving this host's copy of the version in force");
+                        self.stage(resource, &done.name, &obj, &spec, bytes, &digest)
+                            .await;
+                    }
+                    _ => self.write_table_status(resource, &done.name).await,
+                }
+            }
+        }
+    }
+
+    /// Starts again the pulls whose backoff is over.
+    async fn retry_pulls(&mut self, resource: &ServedResource) {
+        let due: Vec<String> = self
+            .pulls
+            .iter()
+            .filter(|(_, p)| p.failure.is_some() && p.may_pull())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in due {
+            if let Some(obj) = self.objects.get(&name).cloned() {
+                self.offer(resource, &obj).await;
             }
         }
     }
@@ -238,6 +475,14 @@ impl Follower {
         status_for: impl Fn(&Value) -> Value,
     ) {
         let source = source_name(name);
+        let pull = self.pulls.get(name).map(PullState::view);
+        let status_for = move |current: &Value| {
+            let mut status = status_for(current);
+            if let Some(pull) = &pull {
+                pull.apply(current, &mut status);
+            }
+            status
+        };
         if let Err(e) = write_status(resource, name, status_for).await {
             if !e.is_not_found() {
                 tracing::warn!(source, error = %e, "could not write a strategy module's status");
@@ -287,10 +532,12 @@ fn status_of(obj: &Value, s: &ModuleStatus) -> Value {
     let mut status = json!({
         "phase": phase,
         "observedGeneration": obj.pointer("/metadata/generation").cloned().unwrap_or(json!(0)),
-        "digest": format!("sha256:{}", s.digest),
         "resources": s.resources.iter().map(resource_json).collect::<Vec<_>>(),
         "conditions": [condition(obj, active, reason, &message)],
     });
+    if !s.digest.is_empty() {
+        status["digest"] = json!(format!("sha256:{}", s.digest));
+    }
     if let Some(m) = &s.module {
         status["module"] = json!(m);
     }
