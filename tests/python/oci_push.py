@@ -2,7 +2,10 @@
 an OCI image manifest with the media types given, over the distribution API with urllib only
 (POST an upload, PUT the blob, PUT the manifest), and prints the manifest's digest.
 
-Usage: oci_push.py HOST REPOSITORY TAG FILE LAYER_MEDIA_TYPE CONFIG_MEDIA_TYPE
+Usage: oci_push.py HOST REPOSITORY TAG FILE LAYER_MEDIA_TYPE CONFIG_MEDIA_TYPE [--index]
+
+With --index the tag names an image index whose one entry (platform wasm/wasip1) is the manifest,
+as multi-platform pushers write it.
 """
 
 import hashlib
@@ -45,13 +48,35 @@ def main():
         "layers": [dict(push_blob(base, repository, layer), mediaType=layer_type)],
     }
     body = json.dumps(manifest).encode()
+    manifest_type = "application/vnd.oci.image.manifest.v1+json"
+    if "--index" in sys.argv[7:]:
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        put_manifest(base, repository, digest, body, manifest_type)
+        index = {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": [
+                {
+                    "mediaType": manifest_type,
+                    "digest": digest,
+                    "size": len(body),
+                    "platform": {"architecture": "wasm", "os": "wasip1"},
+                }
+            ],
+        }
+        body = json.dumps(index).encode()
+        manifest_type = index["mediaType"]
+    put_manifest(base, repository, tag, body, manifest_type)
+    print("sha256:" + hashlib.sha256(body).hexdigest())
+
+
+def put_manifest(base, repository, reference, body, media_type):
     request(
         "PUT",
-        f"{base}/v2/{repository}/manifests/{tag}",
+        f"{base}/v2/{repository}/manifests/{reference}",
         body,
-        {"Content-Type": "application/vnd.oci.image.manifest.v1+json"},
+        {"Content-Type": media_type},
     )
-    print("sha256:" + hashlib.sha256(body).hexdigest())
 
 
 if __name__ == "__main__":

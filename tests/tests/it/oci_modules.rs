@@ -59,19 +59,22 @@ fn line<'a>(out: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {name:?} line in {out}"))
 }
 
-/// Pushes `file` with the independent pusher (`tests/python/oci_push.py`); the manifest digest.
+/// Pushes `file` with the independent pusher (`tests/python/oci_push.py`, `extra` its options);
+/// the digest of the manifest (or index) the tag names.
 fn independent_push(
     registry: &OciRegistry,
     repo_tag: &str,
     file: &str,
     layer: &str,
     config: &str,
+    extra: &[&str],
 ) -> String {
     let (repository, tag) = repo_tag.split_once(':').unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/oci_push.py");
     let out = Command::new("python3")
         .arg(script)
         .args([&registry.host, repository, tag, file, layer, config])
+        .args(extra)
         .output()
         .unwrap();
     assert!(
@@ -194,6 +197,7 @@ fn a_module_by_url_is_pulled_pinned_refused_and_kept_through_outages_and_restart
         strict,
         "application/vnd.wasm.content.layer.v1+wasm",
         "application/vnd.wasm.config.v1+json",
+        &[],
     );
     let path = format!("{MODULES}/configmaps");
     merge_patch(
@@ -215,6 +219,7 @@ fn a_module_by_url_is_pulled_pinned_refused_and_kept_through_outages_and_restart
         &readme.display().to_string(),
         "application/vnd.oci.image.layer.v1.tar+gzip",
         "application/vnd.oci.image.config.v1+json",
+        &[],
     );
     merge_patch(
         &host,
@@ -272,14 +277,98 @@ fn a_module_by_url_is_pulled_pinned_refused_and_kept_through_outages_and_restart
     // A restart while the registry is down serves the module in force from this host's copy.
     registry.stop();
     host.terminate().unwrap();
-    let host = HostProcess::start(&["--data-dir", &data_dir]).unwrap();
+    let mut host = HostProcess::start(&["--data-dir", &data_dir]).unwrap();
     eventually("configmaps served after the restart", || {
         get(&host.url(CONFIGMAPS)).is_ok_and(|(c, _)| c == 200)
     });
-    wait_status(&host, "configmaps", "v1 in force after the restart", |s| {
-        s["phase"] == "Active" && s["digest"] == sha256(plain)
+    // The stored status says so already: ask the host what serves.
+    let plain_hex = sha256(plain).trim_start_matches("sha256:").to_owned();
+    eventually("v1 in force on the restarted host", || {
+        digest_in_force(&host, "api:configmaps").as_deref() == Some(plain_hex.as_str())
     });
     assert!(!created_by_strict(&host, "f"));
+    let (_, metrics) = get(&host.url("/metrics")).unwrap();
+    // Served from this host's copy: a cache hit, and no pull succeeded.
+    let hits = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("strategy_module_pull_cache_hits_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert!(hits.is_some_and(|h| h >= 1.0), "{}", host.log_text());
+    assert!(
+        !metrics.contains(r#"strategy_module_pulls_total{result="success"}"#),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn an_image_index_and_a_plain_download_give_modules_too() {
+    let registry = OciRegistry::start(&RegistryOptions::default()).unwrap();
+    let strict = strategy_artifacts::CONFIGMAP_STRICT;
+    let index = independent_push(
+        &registry,
+        "strategies/configmap:multi",
+        strict,
+        "application/wasm",
+        "application/vnd.wasm.config.v0+json",
+        &["--index"],
+    );
+    // A plain download from a loopback web server (plain HTTP is allowed on loopback only).
+    let site = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        strategy_artifacts::CONFIGMAP,
+        site.path().join("configmap.wasm"),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+        ])
+        .current_dir(site.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let host = HostProcess::start(&[]).unwrap();
+    let module = |name: &str, url: &str| {
+        json!({"apiVersion": "strategyhost.io/v1alpha1", "kind": "StrategyModule",
+            "metadata": {"name": name},
+            "spec": {"resource": {"group": "example.com", "kind": "ConfigMap"}, "url": url}})
+    };
+    let (code, body) = send(
+        &host,
+        "POST",
+        MODULES,
+        &module("indexed", &registry.url("strategies/configmap:multi")),
+    );
+    assert_eq!(code, 201, "{body}");
+    let status = wait_status(&host, "indexed", "the index's wasm entry in force", |s| {
+        s["phase"] == "Active" && s["digest"] == sha256(strict)
+    });
+    assert_eq!(status["resolved"]["digest"], index.as_str());
+    let (code, _) = send(&host, "DELETE", &format!("{MODULES}/indexed"), &json!({}));
+    assert_eq!(code, 200);
+    let download = format!("http://127.0.0.1:{port}/configmap.wasm");
+    eventually("the web server to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let (code, body) = send(&host, "POST", MODULES, &module("downloaded", &download));
+    assert_eq!(code, 201, "{body}");
+    let plain = sha256(strategy_artifacts::CONFIGMAP);
+    let status = wait_status(&host, "downloaded", "the download in force", |s| {
+        s["phase"] == "Active" && s["digest"] == plain.as_str()
+    });
+    assert_eq!(status["resolved"]["digest"], plain.as_str());
+    let _ = server.kill();
+    let _ = server.wait();
 }
 
 #[test]
