@@ -6,7 +6,8 @@
 //! serving and is pulled from once back; a host restarted while the registry is down serves the
 //! module in force from its copy; a private registry behind TLS is pulled with a pull Secret;
 //! and a Go module rolls out to two hosts on a three-member etcd with a StrategyModule of a few
-//! hundred bytes, applied with kubectl 1.35.
+//! hundred bytes, applied with kubectl 1.35. An image index, a plain download and a download
+//! past the size limit are tried too.
 
 use std::path::Path;
 use std::process::Command;
@@ -367,6 +368,23 @@ fn an_image_index_and_a_plain_download_give_modules_too() {
         s["phase"] == "Active" && s["digest"] == plain.as_str()
     });
     assert_eq!(status["resolved"]["digest"], plain.as_str());
+    // A download past the module size limit (16 MiB) is cut off and reported, never loaded.
+    let huge = std::fs::File::create(site.path().join("huge.wasm")).unwrap();
+    huge.set_len(17 << 20).unwrap();
+    let url = format!("http://127.0.0.1:{port}/huge.wasm");
+    let (code, body) = send(&host, "POST", MODULES, &module("huge", &url));
+    assert_eq!(code, 201, "{body}");
+    let status = wait_status(&host, "huge", "the oversized download reported", |s| {
+        condition(s, "Pulled")["reason"] == "PullFailed"
+    });
+    assert!(
+        status["reason"]
+            .as_str()
+            .unwrap()
+            .contains("over the limit of 16777216 bytes"),
+        "{status:#}"
+    );
+    assert_eq!(status["phase"], "Pending");
     let _ = server.kill();
     let _ = server.wait();
 }

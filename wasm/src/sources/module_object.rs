@@ -252,6 +252,15 @@ fn module_source(obj: &Value, errors: &mut Vec<FieldError>) -> Option<ModuleSour
                     return None;
                 }
             };
+            if let Some(e) = crate::registry::names::dns1123_subdomain_error(pull_secret)
+                .filter(|_| !pull_secret.is_empty())
+            {
+                errors.push(error(
+                    FieldErrorKind::Invalid,
+                    "spec.imagePullSecret",
+                    format!("{pull_secret:?}: {e}"),
+                ));
+            }
             let pull_secret = (!pull_secret.is_empty()).then(|| pull_secret.to_owned());
             Some(ModuleSource::Url {
                 url,
@@ -421,6 +430,12 @@ mod tests {
         assert_eq!(
             field_errors(json!({"resource": thing, "url": "ftp://r/m.wasm"})),
             [("spec.url".into(), FieldErrorKind::Invalid)]
+        );
+        assert_eq!(
+            field_errors(
+                json!({"resource": thing, "url": "oci://r/m:v1", "imagePullSecret": "Reg_Cred"})
+            ),
+            [("spec.imagePullSecret".into(), FieldErrorKind::Invalid)]
         );
         assert_eq!(
             field_errors(json!({"resource": thing, "module": b64, "imagePullSecret": "x"})),
