@@ -95,8 +95,11 @@ async fn run(
     res.audit = AuditContext::of(&parts.extensions);
     // A deprecated version warns on every answer, errors included, as Kubernetes does.
     let deprecation = res.def().deprecation_warning(&res.path.version);
+    let strategy_modules =
+        res.path.group == "strategyhost.io" && res.path.plural == "strategymodules";
     let mut resp = match serve(state, parts, incoming, res, verb, query).await {
         Ok(resp) => resp,
+        Err(status) if strategy_modules => response::status(&with_module_size_hint(status)),
         Err(status) => response::status(&status),
     };
     if let Some(warning) = deprecation {
@@ -106,6 +109,20 @@ async fn run(
         }
     }
     Ok(resp)
+}
+
+/// A `StrategyModule` too large for the request body limit (413) or for etcd's request limit
+/// gets the way out in its message: the module by URL, or the flag.
+fn with_module_size_hint(mut status: Status) -> Status {
+    if status.code == 413 || status.message.contains("request is too large") {
+        status.message.push_str(
+            "; a StrategyModule can name its module by spec.url (oci:// or https://, pulled by \
+             every replica) instead of carrying it in spec.module, or the server's \
+             --max-request-body-bytes can be raised (etcd's own limit, --max-request-bytes, is \
+             1.5 MiB by default)",
+        );
+    }
+    status
 }
 
 /// Serves a request for a resolved resource.

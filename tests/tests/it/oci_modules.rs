@@ -512,3 +512,30 @@ fn a_go_module_rolls_out_by_url_to_two_hosts_on_a_three_member_etcd() {
         "{body}"
     );
 }
+
+#[test]
+fn a_module_too_large_to_carry_answers_413_naming_spec_url() {
+    let host = HostProcess::start(&[]).unwrap();
+    let module = base64::engine::general_purpose::STANDARD.encode(vec![0u8; 3 << 20]);
+    let object = json!({"apiVersion": "strategyhost.io/v1alpha1", "kind": "StrategyModule",
+        "metadata": {"name": "big"},
+        "spec": {"resource": {"group": "example.com", "kind": "ConfigMap"}, "module": module}});
+    let (code, body) = send(&host, "POST", MODULES, &object);
+    assert_eq!(code, 413, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("the request body is larger than the limit of 3145728 bytes; "),
+        "{message}"
+    );
+    assert!(message.contains("spec.url"), "{message}");
+    assert!(message.contains("--max-request-body-bytes"), "{message}");
+    // Any other resource's 413 is Kubernetes' alone.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+        "data": {"x": "y".repeat(3 << 20)}});
+    let (code, body) = send(&host, "POST", "/api/v1/namespaces/default/configmaps", &cm);
+    assert_eq!(code, 413, "{body}");
+    assert!(
+        !body["message"].as_str().unwrap().contains("spec.url"),
+        "{body}"
+    );
+}
