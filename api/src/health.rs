@@ -60,20 +60,27 @@ pub(crate) async fn ready(
     }
 }
 
-/// The `/version` document, in the shape `kubectl version` reads.
+/// The Kubernetes API version this server serves: what `/version` reports, so kubectl 1.33-1.35
+/// see no version skew. (The kinds and behaviours it follows are 1.33's and later: IPAddress
+/// allocation, v1 ValidatingAdmissionPolicy, aggregated discovery v2.)
+pub(crate) const KUBERNETES_VERSION: (u32, u32, u32) = (1, 34, 0);
+
+/// The `/version` document, in the shape `kubectl version` reads: the Kubernetes version served,
+/// with this server's own in `gitVersion`'s build metadata (as k3s writes `v1.35.1+k3s1`) and
+/// in `strategyHost`.
 pub(crate) fn version() -> Value {
     let v = env!("CARGO_PKG_VERSION");
-    let mut parts = v.split('.');
+    let (major, minor, patch) = KUBERNETES_VERSION;
     json!({
-        "major": "1",
-        "minor": "31",
-        "gitVersion": format!("v{v}-strategy-host"),
+        "major": major.to_string(),
+        "minor": minor.to_string(),
+        "gitVersion": format!("v{major}.{minor}.{patch}+strategyhost.{v}"),
         "gitCommit": "",
         "gitTreeState": "clean",
         "buildDate": "",
         "goVersion": "",
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
-        "strategyHost": {"major": parts.next(), "minor": parts.next()},
+        "strategyHost": {"version": v},
     })
 }

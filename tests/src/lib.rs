@@ -46,6 +46,43 @@ pub fn shared_module_cache() -> PathBuf {
     dir
 }
 
+/// Compiles the Go example modules into [`shared_module_cache`] once per test run, so hosts
+/// that load them start in seconds (a server loads its strategy directory before it listens, and
+/// Cranelift takes ~20 s on a Go module).
+///
+/// # Panics
+/// When `strategy-host module test` fails on them.
+pub fn warm_go_modules() {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let tenant = dir.path().join("tenant.yaml");
+        std::fs::write(
+            &tenant,
+            "apiVersion: example.com/v1\nkind: Tenant\nmetadata: {name: t}\n",
+        )
+        .unwrap();
+        let deployment = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data/module-cli/deployment.yaml");
+        for (module, object) in [
+            (strategy_artifacts::GO_DEPLOYMENT, deployment),
+            (strategy_artifacts::GO_TENANT, tenant),
+        ] {
+            let out = Command::new(host_binary().unwrap())
+                .args(["module", "test", module])
+                .arg(&object)
+                .env("STRATEGY_HOST_MODULE_CACHE_DIR", shared_module_cache())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    });
+}
+
 /// The `strategy-host` binary cargo built beside this test (`cargo test --workspace` builds it).
 pub fn host_binary() -> anyhow::Result<PathBuf> {
     if let Ok(path) = std::env::var("STRATEGY_HOST_BIN") {

@@ -10,47 +10,14 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use strategy_host_e2e::{
-    call, digest_in_force, eventually, get, host_binary, kubectl, shared_module_cache, HostProcess,
+    call, digest_in_force, eventually, get, kubectl, shared_module_cache, HostProcess,
 };
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Compiles the Go modules into the shared cache once, so the hosts below start in seconds
-/// (a server loads its strategy directory before it listens).
-fn warm_module_cache() {
-    static WARM: std::sync::Once = std::sync::Once::new();
-    WARM.call_once(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let tenant = dir.path().join("tenant.yaml");
-        std::fs::write(
-            &tenant,
-            "apiVersion: example.com/v1\nkind: Tenant\nmetadata: {name: t}\n",
-        )
-        .unwrap();
-        let deployment =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("data/module-cli/deployment.yaml");
-        for (module, object) in [
-            (strategy_artifacts::GO_DEPLOYMENT, deployment),
-            (strategy_artifacts::GO_TENANT, tenant),
-        ] {
-            let out = std::process::Command::new(host_binary().unwrap())
-                .args(["module", "test", module])
-                .arg(&object)
-                .env("STRATEGY_HOST_MODULE_CACHE_DIR", shared_module_cache())
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    });
-}
-
 /// A host on the embedded store whose strategy directory holds `modules` (file name, path).
 fn host_with(modules: &[(&str, &str)]) -> (HostProcess, tempfile::TempDir) {
-    warm_module_cache();
+    strategy_host_e2e::warm_go_modules();
     let dir = tempfile::tempdir().unwrap();
     let strategies = dir.path().join("strategies");
     std::fs::create_dir(&strategies).unwrap();

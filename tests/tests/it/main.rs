@@ -47,3 +47,4 @@ mod services;
 mod slow_connections;
 mod store_snapshots;
 mod strategies;
+mod walkthrough;

@@ -24,7 +24,26 @@ fn embedded_server_serves_health_and_stops_on_sigterm() {
     let (code, body) = get(&host.url("/version")).unwrap();
     assert_eq!(code, 200);
     let version: Value = serde_json::from_str(&body).unwrap();
-    assert!(version["gitVersion"].as_str().unwrap().starts_with('v'));
+    // The Kubernetes version served, this server's own as build metadata.
+    assert_eq!(
+        (version["major"].as_str(), version["minor"].as_str()),
+        (Some("1"), Some("34"))
+    );
+    let git_version = version["gitVersion"].as_str().unwrap();
+    assert!(
+        git_version.starts_with("v1.34.0+strategyhost."),
+        "{git_version}"
+    );
+    // kubectl 1.35 sees no version skew.
+    let kubectl_dir = tempfile::tempdir().unwrap();
+    let kubectl = strategy_host_e2e::LatestKubectl::in_dir(kubectl_dir.path());
+    let (ok, out, err) = kubectl.run(&host, &["version"], None);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("Server Version: v1.34.0+strategyhost."),
+        "{out}"
+    );
+    assert!(!err.contains("WARNING"), "{err}");
 
     let (code, body) = get(&host.url("/apis/nothing.example.com/v1/widgets")).unwrap();
     assert_eq!(code, 404);
