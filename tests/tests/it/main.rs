@@ -26,6 +26,7 @@ mod encryption_at_rest;
 mod encryption_kms;
 mod flow_control;
 mod front_proxy;
+mod go_author_path;
 mod go_strategies;
 mod impersonation;
 mod issuer_discovery;
