@@ -32,13 +32,21 @@ pub(crate) fn live() -> Reply {
 }
 
 /// `/readyz`: the store answers within the probe timeout, the served definitions are synced
-/// (`definitions_synced`) and the KMS plugins of encryption at rest are healthy (`kms_failure`
-/// says why one is not).
+/// (`definitions_synced`), the KMS plugins of encryption at rest are healthy (`kms_failure`
+/// says why one is not), and the strategy directory's first load is done (`modules_loading`
+/// says what it is still compiling).
 pub(crate) async fn ready(
     storage: &Arc<dyn Storage>,
     definitions_synced: bool,
     kms_failure: Option<String>,
+    modules_loading: Option<String>,
 ) -> Reply {
+    if let Some(loading) = modules_loading {
+        return Reply::Text(
+            503,
+            format!("[-]strategy-modules failed: {loading}\nreadyz check failed"),
+        );
+    }
     let probe = tokio::time::timeout(READY_PROBE_TIMEOUT, storage.current_revision());
     match probe.await {
         Ok(Ok(_)) if !definitions_synced => Reply::Text(

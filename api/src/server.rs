@@ -427,11 +427,20 @@ async fn dispatch(
             return super::aggregator::proxy(aggregation, &apiservice, req, &user).await;
         }
     }
+    if matches!(
+        route,
+        Route::Resource(..) | Route::ResourceMethodNotAllowed(..)
+    ) {
+        if let Some(starting) = modules::starting_gate(state) {
+            return response::status(&starting);
+        }
+    }
     match route {
         Route::Live => reply(health::live()),
         Route::Ready => {
             let kms = state.encryption.as_ref().and_then(|e| e.kms_failure());
-            reply(health::ready(&state.storage, registry.is_synced(), kms).await)
+            let loading = modules::still_loading(state);
+            reply(health::ready(&state.storage, registry.is_synced(), kms, loading).await)
         }
         Route::Version => response::json(200, &health::version(), &[]),
         Route::Metrics => response::open_metrics(state.metrics.encode()),

@@ -143,6 +143,14 @@ impl Status {
         }
     }
 
+    /// 503 ServiceUnavailable, to be retried after a second.
+    pub fn service_unavailable(message: impl Into<String>) -> Self {
+        Self {
+            retry_after_seconds: Some(1),
+            ..Self::new(503, "ServiceUnavailable", message)
+        }
+    }
+
     /// 500 InternalError (the message is the error's text, never a backtrace).
     pub fn internal(message: impl std::fmt::Display) -> Self {
         Self::new(
@@ -227,10 +235,7 @@ impl From<&StorageError> for Status {
             StorageError::BadRequest(m) => Self::new(400, "BadRequest", m.clone()),
             StorageError::Expired { .. } => Self::new(410, "Expired", message),
             StorageError::TooLargeResourceVersion { .. } => Self::timeout(message),
-            StorageError::Unavailable(_) => Self {
-                retry_after_seconds: Some(1),
-                ..Self::new(503, "ServiceUnavailable", message)
-            },
+            StorageError::Unavailable(_) => Self::service_unavailable(message),
             StorageError::Aborted(_) => Self::internal(message),
             // Kubernetes' words: "Internal error occurred: <what broke>", no storage prefix.
             StorageError::Internal(detail) => Self::internal(detail),

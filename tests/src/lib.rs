@@ -47,7 +47,7 @@ pub fn shared_module_cache() -> PathBuf {
 }
 
 /// Compiles the Go example modules into [`shared_module_cache`] once per test run, so hosts
-/// that load them start in seconds (a server loads its strategy directory before it listens, and
+/// that load them start in seconds (a server serves resources once its strategy directory loaded, and
 /// Cranelift takes ~20 s on a Go module).
 ///
 /// # Panics
@@ -196,6 +196,9 @@ impl HostProcess {
                 host.log_lines.push(line);
                 if let (true, Some(address)) = (listening, address) {
                     host.base_url = format!("{scheme}://{address}");
+                    if args.contains(&"--strategy-dir") {
+                        host.wait_for_strategy_directory()?;
+                    }
                     return Ok(host);
                 }
             }
@@ -204,6 +207,34 @@ impl HostProcess {
         bail!(
             "strategy-host did not start listening within 30s:\n{}",
             host.log_text()
+        )
+    }
+
+    /// Waits (up to 2 minutes: a Go module compiles in seconds) until the strategy directory's
+    /// first load is done, which a server does while it listens.
+    fn wait_for_strategy_directory(&mut self) -> anyhow::Result<()> {
+        const LOADED: &str = "strategy directory loaded";
+        if self.log_lines.iter().any(|l| l.contains(LOADED)) {
+            return Ok(()); // It loaded before the server listened.
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait()? {
+                self.drain_log();
+                bail!("strategy-host exited with {status}:\n{}", self.log_text());
+            }
+            if let Ok(line) = self.log.recv_timeout(Duration::from_millis(100)) {
+                let loaded = line.contains(LOADED);
+                self.log_lines.push(line);
+                if loaded {
+                    return Ok(());
+                }
+            }
+        }
+        self.drain_log();
+        bail!(
+            "strategy-host did not load its strategy directory within 2 minutes:\n{}",
+            self.log_text()
         )
     }
 

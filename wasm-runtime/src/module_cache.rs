@@ -53,8 +53,16 @@ impl ModuleCache {
                 }
             }
         }
+        // Compiling a large module (Go's) takes seconds: say so, so a waiting start is explained.
+        let started = std::time::Instant::now();
+        tracing::info!(digest, bytes = bytes.len(), "compiling a strategy module");
         let module = Module::new(engine, bytes)
             .map_err(|e| Error::Compile(super::error::one_line(format_args!("{e:#}"))))?;
+        tracing::info!(
+            digest,
+            seconds = format_args!("{:.1}", started.elapsed().as_secs_f64()),
+            "compiled a strategy module"
+        );
         if let Some(path) = &path {
             if let Err(e) = store(&module, path) {
                 tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled module");

@@ -25,8 +25,8 @@ mod wasm_strategy;
 
 pub use host_api::RegistryHostApi;
 pub use module_table::{
-    ConversionFailure, ConversionSample, ConversionSamples, ModuleState, ModuleStatus, ModuleTable,
-    PolicyInForce, PolicyReplay, Refusal, ReplayError, ResourceCheck,
+    Compiling, ConversionFailure, ConversionSample, ConversionSamples, ModuleState, ModuleStatus,
+    ModuleTable, PolicyInForce, PolicyReplay, Refusal, ReplayError, ResourceCheck,
 };
 pub use object_answer::{apply_object_answer, AnswerError, OperationError};
 pub use runtime::{Runtime, RuntimeConfig};

@@ -128,15 +128,25 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     tokio::task::spawn_blocking(move || builtin_modules::load(&table))
         .await?
         .context("loading the built-in kinds' module")?;
+    // The strategy directory loads while the server listens (a Go module takes seconds to
+    // compile): until it has, /readyz says what is compiling and resource requests answer 503.
+    // The handle holds the watcher until the server stops.
     let _strategy_watcher = match &config.strategy_dir {
         Some(dir) => {
+            std::fs::read_dir(dir)
+                .with_context(|| format!("reading the strategy directory {}", dir.display()))?;
+            modules.set_starting(true);
             let (table, dir) = (modules.clone(), dir.clone());
-            let watcher = tokio::task::spawn_blocking(move || {
-                DirectoryWatcher::start(table, dir.clone())
-                    .with_context(|| format!("watching the strategy directory {}", dir.display()))
-            })
-            .await??;
-            Some(watcher)
+            Some(tokio::task::spawn_blocking(move || {
+                let watcher = DirectoryWatcher::start(table.clone(), dir.clone());
+                table.set_starting(false);
+                tracing::info!(dir = %dir.display(), "strategy directory loaded: resource requests are served");
+                watcher
+                    .inspect_err(|e| {
+                        tracing::error!(dir = %dir.display(), "cannot watch the strategy directory: {e}")
+                    })
+                    .ok()
+            }))
         }
         None => None,
     };

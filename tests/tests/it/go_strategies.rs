@@ -304,3 +304,52 @@ fn the_go_port_shadowing_the_rust_strategy_differs_on_nothing() {
     assert!(all_zero(&counted["requests"]["differences"]), "{counted:#}");
     assert_eq!(counted["requests"]["skipped"], 0, "{counted:#}");
 }
+
+#[test]
+fn a_first_start_compiling_a_go_module_listens_and_says_what_it_compiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let strategies = dir.path().join("strategies");
+    std::fs::create_dir(&strategies).unwrap();
+    std::fs::copy(
+        strategy_artifacts::GO_DEPLOYMENT,
+        strategies.join("deployments-go.wasm"),
+    )
+    .unwrap();
+    // A cache of its own: the module is compiled now, which takes seconds.
+    let cache = dir.path().join("cache").display().to_string();
+    let host = HostProcess::start_with_env(
+        &["--module-cache-dir", &cache],
+        &[(
+            "STRATEGY_HOST_STRATEGY_DIR",
+            &strategies.display().to_string(),
+        )],
+    )
+    .unwrap();
+    let deployments = "/apis/apps.example.com/v1/namespaces/default/deployments";
+    let (code, body) = get(&host.url("/readyz")).unwrap();
+    assert_eq!(code, 503, "{body}");
+    assert!(body.starts_with("[-]strategy-modules failed: "), "{body}");
+    // Served before its module, a Deployment would skip its defaults and validation: it waits.
+    let (code, body) = get(&host.url(deployments)).unwrap();
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body.contains("the server is starting: strategy modules are loading"),
+        "{body}"
+    );
+    eventually("/readyz to name the module compiling", WAIT, || {
+        let (_, body) = get(&host.url("/readyz")).unwrap();
+        body.contains("compiling dir:deployments-go.wasm (") || !body.contains("[-]")
+    });
+    eventually(
+        "ready once the module compiled",
+        Duration::from_secs(180),
+        || get(&host.url("/readyz")).unwrap() == (200, "ok".to_string()),
+    );
+    eventually("deployments served", WAIT, || {
+        get(&host.url(deployments)).unwrap().0 == 200
+    });
+    let mut host = host;
+    let log = host.log_text();
+    assert!(log.contains("compiling a strategy module"), "{log}");
+    assert!(log.contains("compiled a strategy module"), "{log}");
+}

@@ -13,12 +13,14 @@ use tokio::sync::broadcast;
 
 mod authorizers;
 mod conversion_check;
+mod loading;
 mod policies;
 mod refusal;
 mod staging;
 
 use authorizers::{authorizer_key, AUTHORIZER_KEY_PREFIX};
 pub use conversion_check::{ConversionSample, ConversionSamples};
+pub use loading::Compiling;
 use policies::{policy_key, POLICY_KEY_PREFIX};
 pub use policies::{PolicyInForce, PolicyReplay, ReplayError};
 pub use refusal::{ConversionFailure, Refusal};
@@ -122,6 +124,7 @@ pub struct ModuleTable {
     conversion_samples: RwLock<Option<ConversionSamples>>,
     policy_replay: Arc<RwLock<Option<std::sync::Weak<dyn PolicyReplay>>>>,
     events: broadcast::Sender<ModuleStatus>,
+    loading: loading::Loading,
 }
 
 impl std::fmt::Debug for ModuleTable {
@@ -153,7 +156,24 @@ impl ModuleTable {
             conversion_samples: RwLock::default(),
             policy_replay: Arc::default(),
             events: broadcast::channel(64).0,
+            loading: loading::Loading::default(),
         }
+    }
+
+    /// The versions being compiled now (for `/readyz` and `/debug/strategies`).
+    pub fn compiling(&self) -> Vec<Compiling> {
+        self.loading.compiling()
+    }
+
+    /// Marks the server's first load of modules (its strategy directory) as running or done;
+    /// while it runs, the server is not ready and resource requests wait for it.
+    pub fn set_starting(&self, starting: bool) {
+        self.loading.set_starting(starting);
+    }
+
+    /// Whether the server's first load of modules is still running.
+    pub fn starting(&self) -> bool {
+        self.loading.starting()
     }
 
     /// The Prometheus series of staged versions (registered beside the runtime's).
@@ -255,7 +275,7 @@ impl ModuleTable {
         if let Some(current) = self.keep_in_force(source, &offered) {
             return Ok(current);
         }
-        let loaded = self.compile(bytes, check);
+        let loaded = self.compile(source, bytes, check);
         let mut guard = self.sources.lock().expect("sources");
         let module = self.admit(&mut guard, source, &offered, loaded)?;
         let Sources {
@@ -320,9 +340,11 @@ impl ModuleTable {
     /// Compiles and checks a version (outside the table's lock: compiling takes a while).
     fn compile(
         &self,
+        source: &str,
         bytes: &[u8],
         check: &dyn Fn(&StrategyModule) -> std::result::Result<(), Refusal>,
     ) -> Result<Arc<StrategyModule>> {
+        let _compiling = self.loading.begin(source, bytes.len());
         StrategyModule::load(&self.runtime, bytes)
             .and_then(|m| check(&m).map(|()| m).map_err(refused))
             .and_then(|m| self.check_round_trips(&m).map(|()| m).map_err(refused))

@@ -50,7 +50,7 @@ impl ModuleTable {
                 return Ok(s.module().clone());
             }
         }
-        let loaded = self.compile(bytes, check);
+        let loaded = self.compile(source, bytes, check);
         let mut guard = self.sources.lock().expect("sources");
         let module = self.admit(&mut guard, source, &offered, loaded)?;
         let Sources {
