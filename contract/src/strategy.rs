@@ -30,6 +30,8 @@ pub enum FieldErrorKind {
     TooLong,
     /// `FieldValueTooMany`.
     TooMany,
+    /// `FieldValueTypeInvalid`: a member of the wrong type for the resource's schema.
+    TypeInvalid,
 }
 
 impl FieldErrorKind {
@@ -43,6 +45,7 @@ impl FieldErrorKind {
             Self::NotSupported => "FieldValueNotSupported",
             Self::TooLong => "FieldValueTooLong",
             Self::TooMany => "FieldValueTooMany",
+            Self::TypeInvalid => "FieldValueTypeInvalid",
         }
     }
 }
@@ -115,7 +118,7 @@ impl FieldError {
     pub fn message(&self) -> String {
         let head = match self.kind {
             FieldErrorKind::Required => "Required value",
-            FieldErrorKind::Invalid => "Invalid value",
+            FieldErrorKind::Invalid | FieldErrorKind::TypeInvalid => "Invalid value",
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::Duplicate => "Duplicate value",
             FieldErrorKind::NotSupported => "Unsupported value",

@@ -139,15 +139,20 @@ impl RegistryStore {
             }
         }
         self.check_metadata_shape(obj)?;
-        let admission = self.strategy.before_create(&self.ctx(scope), obj).await?;
+        let admission = match self.strategy.before_create(&self.ctx(scope), obj).await {
+            Ok(admission) => admission,
+            Err(e) => return Err(self.ill_typed(scope, obj, None).unwrap_or(e.into())),
+        };
         self.check_strategy_output(obj)?;
         warnings.extend(admission.warnings);
         let name = meta_str(obj, "name").unwrap_or("").to_string();
         if let Some(refusal) = admission.refusal {
             return Err(Error::refused(&self.target(&name), refusal));
         }
-        let mut causes = admission.field_errors;
-        causes.extend(self.validate_common(scope, obj, None));
+        let causes = Self::write_causes(
+            admission.field_errors,
+            self.validate_common(scope, obj, None),
+        );
         if !causes.is_empty() {
             return Err(Error::Invalid {
                 target: self.target(&name).into(),

@@ -470,6 +470,43 @@ impl RegistryStore {
         errors
     }
 
+    /// The causes a write is refused with: the strategy's and the common validation's — unless
+    /// the schema found members of the wrong type. Then only the schema's: Kubernetes validates a
+    /// custom resource's schema before any other validation could read it, so one field gets one
+    /// cause (not the schema's `must be of type integer` and the strategy's own).
+    pub(super) fn write_causes(
+        strategy: Vec<FieldError>,
+        common: Vec<FieldError>,
+    ) -> Vec<FieldError> {
+        if common.iter().any(|e| e.kind == FieldErrorKind::TypeInvalid) {
+            return common;
+        }
+        let mut causes = strategy;
+        causes.extend(common);
+        causes
+    }
+
+    /// When the strategy failed on an object: the schema's type errors instead, if it has any
+    /// (a strategy decoding its typed object fails on a member of the wrong type, which the
+    /// schema names better).
+    pub(super) fn ill_typed(
+        &self,
+        scope: &RequestScope,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Option<Error> {
+        let schema = self.def.version(&scope.version)?.schema.as_ref()?;
+        let causes: Vec<FieldError> = super::schema::validate_update(obj, old, schema, "")
+            .into_iter()
+            .filter(|e| e.kind == FieldErrorKind::TypeInvalid)
+            .collect();
+        let name = super::system_fields::meta_str(obj, "name").unwrap_or("");
+        (!causes.is_empty()).then(|| Error::Invalid {
+            target: self.target(name).into(),
+            causes,
+        })
+    }
+
     /// Runs an After hook and waits for it, so its failure reaches the client as a warning
     /// (the write stands, as Kubernetes' AfterCreate/AfterUpdate/AfterDelete never undo one).
     /// The hook runs in its own task: a client that goes away mid-hook does not cancel it.

@@ -236,17 +236,23 @@ impl RegistryStore {
         }
         super::system_fields::prepare_for_update(&mut new, &old, self.def.tracks_generation());
         self.check_metadata_shape(&new)?;
-        let admission = self
+        let admission = match self
             .strategy
             .before_update(&self.ctx(scope), &mut new, &old)
-            .await?;
+            .await
+        {
+            Ok(admission) => admission,
+            Err(e) => return Err(self.ill_typed(scope, &new, Some(&old)).unwrap_or(e.into())),
+        };
         self.check_strategy_output(&new)?;
         warnings.extend(admission.warnings);
         if let Some(refusal) = admission.refusal {
             return Err(Error::refused(&target, refusal));
         }
-        causes.extend(admission.field_errors);
-        causes.extend(self.validate_common(scope, &new, Some(&old)));
+        causes.extend(Self::write_causes(
+            admission.field_errors,
+            self.validate_common(scope, &new, Some(&old)),
+        ));
         if !causes.is_empty() {
             return Err(Error::Invalid {
                 target: target.into(),

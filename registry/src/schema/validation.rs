@@ -94,6 +94,16 @@ fn invalid(path: &str, value: &Value, detail: String) -> FieldError {
     }
 }
 
+/// A member of the wrong type (Kubernetes' `field.TypeInvalid`, whose value is the type found,
+/// as kube-openapi reports it: `Invalid value: "string": spec.replicas in body must be of type
+/// integer: "string"`).
+fn type_invalid(path: &str, found: &str, detail: String) -> FieldError {
+    FieldError {
+        kind: FieldErrorKind::TypeInvalid,
+        ..invalid(path, &Value::String(found.to_owned()), detail)
+    }
+}
+
 fn validate_at(
     value: &Value,
     old: Option<&Value>,
@@ -108,9 +118,9 @@ fn validate_at(
     let shown = if path.is_empty() { "body" } else { path };
     if value.is_null() {
         if s.get("nullable") != Some(&Value::Bool(true)) && s.contains_key("type") {
-            errors.push(invalid(
+            errors.push(type_invalid(
                 path,
-                value,
+                "null",
                 format!(
                     "{shown} in body must be of type {}: \"null\"",
                     s["type"].as_str().unwrap_or("object")
@@ -126,9 +136,9 @@ fn validate_at(
             || (t == "number" && actual == "integer")
             || (int_or_string && matches!(actual, "integer" | "string"));
         if !ok {
-            errors.push(invalid(
+            errors.push(type_invalid(
                 path,
-                value,
+                actual,
                 format!("{shown} in body must be of type {t}: \"{actual}\""),
             ));
             return;

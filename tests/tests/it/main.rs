@@ -41,6 +41,7 @@ mod oidc;
 mod protobuf;
 mod python_client;
 mod rollout;
+mod schema_first;
 mod security;
 mod server_lifecycle;
 mod server_side_apply;
