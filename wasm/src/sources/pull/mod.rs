@@ -1,5 +1,5 @@
-//! Modules by URL: a `StrategyModule`'s `spec.url` fetched from an OCI registry ([`oci`]) or by
-//! a plain download ([`download`]), checked against the digests that pin it, and kept on this
+//! Modules by URL: a `StrategyModule`'s `spec.url` fetched from an OCI registry (`oci.rs`) or by
+//! a plain download (`download.rs`), checked against the digests that pin it, and kept on this
 //! host by digest ([`ModuleStore`]) so the module in force survives a registry outage.
 
 pub mod credentials;
