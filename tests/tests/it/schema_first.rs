@@ -27,14 +27,31 @@ fn ill_typed_replicas(module: (&str, &str)) -> Value {
         .unwrap(),
     )
     .unwrap();
-    let url = host.url(
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/deployments.apps.example.com",
+    // The module defines the resource on its own a moment after it loads: replace that
+    // definition with the example's, or create the example's first.
+    let crds = host.url("/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    let url = format!("{crds}/deployments.apps.example.com");
+    let mut defined = false;
+    for _ in 0..100 {
+        let current = call("GET", &url, None).unwrap();
+        let r = if current.code == 200 {
+            let mut replaced = crd.clone();
+            replaced["metadata"]["resourceVersion"] =
+                current.json()["metadata"]["resourceVersion"].clone();
+            call("PUT", &url, Some(&replaced)).unwrap()
+        } else {
+            call("POST", &crds, Some(&crd)).unwrap()
+        };
+        if matches!(r.code, 200 | 201) {
+            defined = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        defined,
+        "the example's Deployment definition could not be applied"
     );
-    let current = call("GET", &url, None).unwrap().json();
-    let mut replaced = crd;
-    replaced["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-    let r = call("PUT", &url, Some(&replaced)).unwrap();
-    assert_eq!(r.code, 200, "{}", r.body);
     let deployment = json!({"apiVersion": "apps.example.com/v1", "kind": "Deployment",
         "metadata": {"name": "web", "namespace": "default"},
         "spec": {"replicas": "three", "selector": {"matchLabels": {"app": "web"}},

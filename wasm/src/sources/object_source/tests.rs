@@ -1,6 +1,9 @@
 //! Tests of the StrategyModule object source.
 
-use super::*;
+use serde_json::{json, Value};
+
+use super::replica_id;
+use super::status::merge_replicas;
 
 fn entry(rejects: u64, replay: &str) -> Value {
     json!({"requests": {"evaluated": rejects * 2, "differences": {"rejects": rejects}},
