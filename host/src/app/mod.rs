@@ -136,9 +136,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
             std::fs::read_dir(dir)
                 .with_context(|| format!("reading the strategy directory {}", dir.display()))?;
             modules.set_starting(true);
-            let (table, dir) = (modules.clone(), dir.clone());
+            let (table, dir, served) = (modules.clone(), dir.clone(), registry.clone());
             Some(tokio::task::spawn_blocking(move || {
                 let watcher = DirectoryWatcher::start(table.clone(), dir.clone());
+                wait_for_declared_resources(&table, &served, DECLARED_RESOURCES_WAIT);
                 table.set_starting(false);
                 tracing::info!(dir = %dir.display(), "strategy directory loaded: resource requests are served");
                 watcher
@@ -325,6 +326,30 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
             _ = int.recv() => tracing::info!("SIGINT received"),
         }
     })
+}
+
+/// How long the end of startup waits for the resources the strategy directory's modules declare
+/// to be served.
+const DECLARED_RESOURCES_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits (at most `limit`) until every resource the active modules serve is served by the
+/// registry: a module's declared definition is created a moment after the module loads, and a
+/// request in between would find no such resource.
+fn wait_for_declared_resources(table: &ModuleTable, registry: &Registry, limit: Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    let declared: Vec<_> = table
+        .statuses()
+        .into_iter()
+        .filter(|s| s.state == crate::wasm::ModuleState::Active)
+        .flat_map(|s| s.resources)
+        .collect();
+    while std::time::Instant::now() < deadline
+        && !declared
+            .iter()
+            .all(|r| registry.resolve(&r.group, &r.version, &r.plural).is_some())
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// How `StrategyModule` URLs are pulled: `--insecure-registry`, `--registry-ca` (read now), the
