@@ -168,7 +168,7 @@ pub async fn fetch(
         .pull(&request)
         .await
         .map_err(|e| Error::Registry(e.to_string()))?;
-    Ok(pulled.bytes)
+    Ok(pulled.bytes.to_vec())
 }
 
 /// `deployment.wasm` for `oci://host/strategies/deployment:v1` or `https://h/x/deployment.wasm`.

@@ -10,7 +10,7 @@ use futures::StreamExt as _;
 use serde_json::Value;
 
 use super::module_object::{source_name, ModuleSource, ModuleSpec, PLURAL, VERSION};
-use super::pull::{PullError, PullRequest, Pulled, Puller};
+use super::pull::{PullError, PullRequest, Pulled, Puller, RegistryAuth};
 use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, RequestScope, ServedResource};
 use crate::storage::informer::InformerEvent;
@@ -218,7 +218,7 @@ impl Follower {
             Ok(spec) => match spec.source.clone() {
                 ModuleSource::Inline { bytes, digest } => {
                     self.pulls.remove(&name);
-                    self.stage(resource, &name, obj, &spec, bytes, &digest)
+                    self.stage(resource, &name, obj, &spec, bytes.into(), &digest)
                         .await;
                 }
                 ModuleSource::Url { .. } => self.offer_url(resource, &name, obj, &spec).await,
@@ -234,7 +234,7 @@ impl Follower {
         name: &str,
         obj: &Value,
         spec: &ModuleSpec,
-        bytes: Vec<u8>,
+        bytes: Arc<[u8]>,
         digest: &str,
     ) {
         let source = source_name(name);
@@ -322,7 +322,7 @@ impl Follower {
             url: url.clone(),
             pinned: pinned.clone(),
             resolved,
-            auth: oci_client::secrets::RegistryAuth::Anonymous,
+            auth: RegistryAuth::Anonymous,
         };
         let held = state.pulled.clone().or_else(|| self.puller.held(&request));
         if let Some(held) = held {
@@ -429,7 +429,7 @@ impl Follower {
                 match held {
                     Some((bytes, digest)) if !in_force => {
                         tracing::info!(object = %done.name, %digest, "serving this host's copy of the version in force");
-                        self.stage(resource, &done.name, &obj, &spec, bytes, &digest)
+                        self.stage(resource, &done.name, &obj, &spec, bytes.into(), &digest)
                             .await;
                     }
                     _ => self.write_table_status(resource, &done.name).await,

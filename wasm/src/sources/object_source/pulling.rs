@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use super::super::module_object::PULL_SECRET_NAMESPACE;
 use super::super::pull::credentials::registry_auth;
 use super::super::pull::Pulled;
+use super::super::pull::RegistryAuth;
 use crate::registry::system_fields::now_rfc3339;
 use crate::registry::{Registry, RequestScope};
-use oci_client::secrets::RegistryAuth;
 
 /// The longest wait between two pulls of a version that failed.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);

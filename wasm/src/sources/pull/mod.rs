@@ -11,7 +11,7 @@ mod url;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
@@ -144,8 +144,9 @@ pub struct PullRequest {
 /// A pulled (or held) module.
 #[derive(Debug, Clone)]
 pub struct Pulled {
-    /// The module's bytes.
-    pub bytes: Vec<u8>,
+    /// The module's bytes (shared: the follower keeps them for as long as the version is
+    /// offered, and a watch event must not copy megabytes).
+    pub bytes: Arc<[u8]>,
     /// Their SHA-256, in hex.
     pub digest: String,
     /// What the URL resolved to (`sha256:…`), when known.
@@ -196,12 +197,12 @@ impl Puller {
                 .store
                 .pulled_from(&request.url.to_string(), pinned)
                 .map(|bytes| Pulled {
-                    bytes,
+                    bytes: bytes.into(),
                     digest: pinned.clone(),
                     resolved: resolved.clone(),
                 }),
             (None, Some(resolved)) => self.store.resolved(resolved).map(|(digest, bytes)| Pulled {
-                bytes,
+                bytes: bytes.into(),
                 digest,
                 resolved: Some(resolved.clone()),
             }),
@@ -274,7 +275,7 @@ impl Puller {
             tracing::warn!(%url, error = %e, "could not keep a pulled module on disk");
         }
         Ok(Pulled {
-            bytes,
+            bytes: bytes.into(),
             digest,
             resolved: Some(resolved),
         })
