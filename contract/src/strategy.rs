@@ -114,6 +114,25 @@ impl FieldError {
         }
     }
 
+    /// `Too long: may not be more than <max> bytes`, Kubernetes' `field.TooLong` (the value is
+    /// not shown).
+    pub fn too_long(field: impl Into<String>, max: u64) -> Self {
+        Self {
+            kind: FieldErrorKind::TooLong,
+            field: field.into(),
+            detail: format!("may not be more than {max} {}", plural(max, "byte")),
+        }
+    }
+
+    /// `Too many: <actual>: must have at most <max> items`, Kubernetes' `field.TooMany`.
+    pub fn too_many(field: impl Into<String>, actual: u64, max: u64) -> Self {
+        Self {
+            kind: FieldErrorKind::TooMany,
+            field: field.into(),
+            detail: format!("{actual}: must have at most {max} {}", plural(max, "item")),
+        }
+    }
+
     /// Kubernetes' message for the error, without the field (`Invalid value: 3: must be ...`).
     pub fn message(&self) -> String {
         let head = match self.kind {
@@ -129,6 +148,14 @@ impl FieldError {
             true => head.to_string(),
             false => format!("{head}: {}", self.detail),
         }
+    }
+}
+
+/// `unit` or its plural, as Kubernetes words a limit of one (`1 byte`, `2 bytes`).
+fn plural(n: u64, unit: &str) -> String {
+    match n {
+        1 => unit.to_string(),
+        _ => format!("{unit}s"),
     }
 }
 

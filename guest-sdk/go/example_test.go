@@ -39,14 +39,14 @@ func Example() {
 	fmt.Println(sdktest.Shown(errs))
 	// Output:
 	// map[size:1] 0
-	// Required spec: spec is required
+	// spec: Required value: spec is required
 }
 
 func ExampleFieldPath() {
 	p := sdk.NewFieldPath("spec").Child("x").Index(0).Key("app")
 	fmt.Println(p)
-	fmt.Println(sdk.Invalid(p.Child("name"), "must be short").Field)
+	fmt.Println(sdk.Invalid(p.Child("name"), "a-very-long-name", "must be short"))
 	// Output:
 	// spec.x[0][app]
-	// spec.x[0][app].name
+	// spec.x[0][app].name: Invalid value: "a-very-long-name": must be short
 }

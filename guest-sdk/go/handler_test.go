@@ -31,7 +31,7 @@ func (r *recording) PrepareForCreate(_ *sdk.Context, o *object) {
 func (r *recording) Validate(_ *sdk.Context, o *object) []sdk.FieldError {
 	r.note("validate")
 	if r.invalid {
-		return []sdk.FieldError{sdk.Invalid(sdk.NewFieldPath("spec"), "bad")}
+		return []sdk.FieldError{sdk.Invalid(sdk.NewFieldPath("spec"), (*o)["spec"], "bad")}
 	}
 	return nil
 }
@@ -206,7 +206,7 @@ func TestTheCreatePhaseRunsWarningsAndCanonicalizeOnlyWhenValid(t *testing.T) {
 
 	r = &recording{invalid: true}
 	obj, errs, warnings, err = harness(r).Create(`{"a":1}`)
-	if err != nil || sdktest.Shown(errs) != "Invalid spec: bad" || warnings != nil {
+	if err != nil || sdktest.Shown(errs) != "spec: Invalid value: null: bad" || warnings != nil {
 		t.Fatalf("%v %v %v", errs, warnings, err)
 	}
 	if want := (object{"a": jsonNumber("1"), "prepared": true}); !reflect.DeepEqual(obj, want) {
@@ -228,7 +228,7 @@ func TestTheUpdatePhaseSeesTheOldObject(t *testing.T) {
 	}
 	r = &recording{invalid: true}
 	obj, errs, _, _ = harness(r).Update(`{"v":2}`, `{"v":1}`)
-	if sdktest.Shown(errs) != "Forbidden spec: no" || obj["canonical"] != nil {
+	if sdktest.Shown(errs) != "spec: Forbidden: no" || obj["canonical"] != nil {
 		t.Errorf("%v %v", obj, errs)
 	}
 	if want := "prepareUpdate validateUpdate"; strings.Join(r.calls, " ") != want {
@@ -244,13 +244,13 @@ func TestSingleOperations(t *testing.T) {
 		want string
 	}{
 		{abi.ArmPrepareForCreate, nil, `object map[a:1 prepared:true]`},
-		{abi.ArmValidate, nil, `errors Invalid spec: bad`},
+		{abi.ArmValidate, nil, `errors spec: Invalid value: null: bad`},
 		{abi.ArmWarningsOnCreate, nil, `warnings [w]`},
 		{abi.ArmCanonicalize, nil, `object map[a:1 canonical:true]`},
 		{abi.ArmPrepareForUpdate, `{"v":0}`, `object map[a:1 old:0]`},
-		{abi.ArmValidateUpdate, `{}`, `errors Forbidden spec: no`},
+		{abi.ArmValidateUpdate, `{}`, `errors spec: Forbidden: no`},
 		{abi.ArmWarningsOnUpdate, `{}`, `warnings [u]`},
-		{abi.ArmBeforeDelete, nil, `errors Forbidden metadata: keep`},
+		{abi.ArmBeforeDelete, nil, `errors metadata: Forbidden: keep`},
 		{abi.ArmAllowCreateOnUpdate, nil, `allowed true`},
 		{abi.ArmAllowUnconditionalUpdate, nil, `allowed false`},
 	} {

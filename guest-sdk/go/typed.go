@@ -252,7 +252,7 @@ func describe(raw []byte) string {
 	case '"':
 		var s string
 		_ = json.Unmarshal(raw, &s)
-		return "string " + QuoteRust(s)
+		return "string " + quoteRust(s)
 	case '[':
 		return "sequence"
 	case '{':
@@ -271,13 +271,13 @@ func describe(raw []byte) string {
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return text
 	}
-	return "floating point `" + FormatFloat(f) + "`"
+	return "floating point `" + formatFloat(f) + "`"
 }
 
-// FormatFloat writes a float as serde_json does (its zmij formatter): the shortest digits that
+// formatFloat writes a float as serde_json does (its zmij formatter): the shortest digits that
 // read back as f, in fixed notation with at least one decimal (100.0, 0.00012) when the decimal
 // exponent is from -5 to 15, else as 1.5e+20 or 1e-7.
-func FormatFloat(f float64) string {
+func formatFloat(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -314,10 +314,10 @@ func FormatFloat(f float64) string {
 	}
 }
 
-// QuoteRust quotes a string as Rust's {:?} does (\0 \t \r \n \\ \" escaped, and characters that
+// quoteRust quotes a string as Rust's {:?} does (\0 \t \r \n \\ \" escaped, and characters that
 // are not printable or extend a grapheme as \u{hex}), for messages that must read exactly as a
 // Rust strategy's.
-func QuoteRust(s string) string {
+func quoteRust(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {

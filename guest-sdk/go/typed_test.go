@@ -74,17 +74,3 @@ func TestTypeErrorDescribesLikeSerde(t *testing.T) {
 		}
 	}
 }
-
-func TestFormatFloatIsSerdeJSONs(t *testing.T) {
-	for f, want := range map[float64]string{
-		0: "0.0", 1: "1.0", -1.5: "-1.5", 100: "100.0", 0.1: "0.1", 1e15: "1000000000000000.0",
-		1.5e15: "1500000000000000.0", 1e16: "1e+16", 1.25e16: "1.25e+16", 1e-5: "0.00001",
-		1.5e-5: "0.000015", 1e-6: "1e-6", 1.5e-7: "1.5e-7", 1e300: "1e+300", 5e-324: "5e-324",
-		123456.789: "123456.789", 9007199254740993: "9007199254740992.0",
-		1.7976931348623157e308: "1.7976931348623157e+308",
-	} {
-		if got := sdk.FormatFloat(f); got != want {
-			t.Errorf("%v: %s, want %s", f, got, want)
-		}
-	}
-}

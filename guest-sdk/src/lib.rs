@@ -42,7 +42,7 @@
 //!         let size = FieldPath::new("spec").child("size");
 //!         match obj["spec"]["size"].as_i64() {
 //!             Some(n) if n >= 0 => vec![],
-//!             _ => vec![FieldError::invalid(&size, "must be a non-negative integer")],
+//!             _ => vec![FieldError::invalid(&size, &obj["spec"]["size"], "must be a non-negative integer")],
 //!         }
 //!     }
 //! }
@@ -97,7 +97,7 @@ pub use authorizer::{
 pub use authorizer_dispatch::{authorizer_manifest, handle_authorizer};
 pub use context::{Context, ResourceInfo, UserInfo};
 pub use dispatch::{answer_object, handle, manifest};
-pub use field::{FieldError, FieldErrorKind, FieldPath};
+pub use field::{FieldError, FieldErrorKind, FieldPath, FieldValue};
 pub use lazy::{LazyObject, MemberError};
 pub use policy::{
     AdmissionOperation, AdmissionPolicy, AdmissionRequest, FailurePolicy, LabelRequirement,

@@ -335,7 +335,7 @@ pub struct AdmissionRequest<T> {
 ///         let image = request.object.as_ref().and_then(|o| o["spec"]["image"].as_str());
 ///         match image {
 ///             Some(i) if i.ends_with(":latest") => {
-///                 vec![FieldError::invalid(&FieldPath::new("spec").child("image"), "must not use :latest")]
+///                 vec![FieldError::invalid(&FieldPath::new("spec").child("image"), i, "must not use :latest")]
 ///             }
 ///             _ => vec![],
 ///         }

@@ -84,7 +84,7 @@ pub fn policy_manifest<P: AdmissionPolicy>() -> Vec<u8> {
 ///     fn validate(&self, _: &Context, r: &AdmissionRequest<Value>) -> Vec<FieldError> {
 ///         match r.name.starts_with("team-") {
 ///             true => vec![],
-///             false => vec![FieldError::invalid(&FieldPath::new("metadata").child("name"), "must start with team-")],
+///             false => vec![FieldError::invalid(&FieldPath::new("metadata").child("name"), r.name.as_str(), "must start with team-")],
 ///         }
 ///     }
 /// }

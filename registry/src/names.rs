@@ -242,11 +242,10 @@ pub fn validate_labels_and_annotations(obj: &Value) -> Vec<FieldError> {
             }
         }
         if total > ANNOTATIONS_MAX_BYTES {
-            errors.push(FieldError {
-                kind: FieldErrorKind::TooLong,
-                field: "metadata.annotations".into(),
-                detail: format!("may not have more than {ANNOTATIONS_MAX_BYTES} bytes"),
-            });
+            errors.push(FieldError::too_long(
+                "metadata.annotations",
+                ANNOTATIONS_MAX_BYTES as u64,
+            ));
         }
     }
     match obj.pointer("/metadata/finalizers") {

@@ -327,12 +327,13 @@ func jsonOf(obj any) ([]byte, error) {
 	return sdk.EncodeJSON(obj)
 }
 
-// Shown renders field errors one per line as "Kind field: detail", for test failure messages
-// and comparisons.
+// Shown renders field errors one per line as kube-apiserver lists them ("spec.replicas:
+// Invalid value: -1: must be greater than or equal to 0"), for test failure messages and
+// comparisons.
 func Shown(errs []sdk.FieldError) string {
 	var lines []string
 	for _, e := range errs {
-		lines = append(lines, fmt.Sprintf("%v %s: %s", e.Kind, e.Field, e.Detail))
+		lines = append(lines, e.Error())
 	}
 	return strings.Join(lines, "\n")
 }

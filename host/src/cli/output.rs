@@ -51,7 +51,7 @@ impl PhaseRow {
                 None,
                 a.field_errors
                     .iter()
-                    .map(|e| json!({"type": e.kind.cause_type(), "field": e.field, "message": e.detail}))
+                    .map(|e| json!({"type": e.kind.cause_type(), "field": e.field, "message": e.message()}))
                     .collect(),
             ),
         };

@@ -66,12 +66,12 @@ async fn the_go_deployment_strategy_defaults_and_validates() {
             (
                 FieldErrorKind::Invalid,
                 "spec.replicas",
-                "must be greater than or equal to 0"
+                "-1: must be greater than or equal to 0"
             ),
             (
                 FieldErrorKind::Invalid,
                 "spec.template.metadata.labels",
-                "`selector` does not match template `labels`"
+                "map[string]string{\"app\":\"web\"}: `selector` does not match template `labels`"
             ),
         ]
     );
@@ -85,7 +85,10 @@ async fn the_go_deployment_strategy_defaults_and_validates() {
         .await
         .unwrap();
     assert_eq!(adm.field_errors.len(), 1, "{adm:?}");
-    assert_eq!(adm.field_errors[0].detail, "field is immutable");
+    assert_eq!(
+        adm.field_errors[0].to_string(),
+        r#"spec.selector: Invalid value: {"matchLabels":{"app":"web","tier":"fe"}}: field is immutable"#
+    );
 }
 
 #[tokio::test]

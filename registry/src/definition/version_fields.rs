@@ -70,14 +70,11 @@ pub(super) fn selectable_fields(
         .unwrap_or_default();
     let at = format!("{field}.selectableFields");
     if declared.len() > MAX_SELECTABLE_FIELDS {
-        errors.push(FieldError {
-            kind: FieldErrorKind::TooMany,
-            field: at.clone(),
-            detail: format!(
-                "{}: must have at most {MAX_SELECTABLE_FIELDS} items",
-                declared.len()
-            ),
-        });
+        errors.push(FieldError::too_many(
+            at.clone(),
+            declared.len() as u64,
+            MAX_SELECTABLE_FIELDS as u64,
+        ));
     }
     let mut fields: Vec<String> = Vec::new();
     for (j, f) in declared.iter().enumerate() {

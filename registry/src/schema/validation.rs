@@ -251,11 +251,7 @@ fn validate_string(
     }
     if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
         if len > max {
-            errors.push(FieldError {
-                kind: FieldErrorKind::TooLong,
-                field: path.into(),
-                detail: format!("may not be more than {max} bytes"),
-            });
+            errors.push(FieldError::too_long(path, max));
         }
     }
     if let Some(pattern) = s.get("pattern").and_then(Value::as_str) {
@@ -362,11 +358,7 @@ fn too_many(
 ) {
     if let Some(max) = s.get(key).and_then(Value::as_u64) {
         if len as u64 > max {
-            errors.push(FieldError {
-                kind: FieldErrorKind::TooMany,
-                field: path.into(),
-                detail: format!("{len}: must have at most {max} items"),
-            });
+            errors.push(FieldError::too_many(path, len as u64, max));
         }
     }
 }

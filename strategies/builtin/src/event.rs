@@ -81,14 +81,16 @@ impl KindStrategy for Events {
         if mismatch {
             errs.push(FieldError::invalid(
                 &FieldPath::new("involvedObject").child("namespace"),
-                format!("{involved:?}: does not match event.namespace"),
+                involved,
+                "does not match event.namespace",
             ));
         }
         let type_ = text(obj, "type");
         if !type_.is_empty() && type_ != "Normal" && type_ != "Warning" {
             errs.push(FieldError::invalid(
                 &FieldPath::new("type"),
-                format!("{type_:?}: has invalid value: {type_}"),
+                type_,
+                format!("has invalid value: {type_}"),
             ));
         }
         let new_style = obj.get("eventTime").is_some_and(|t| !t.is_null());
@@ -103,17 +105,11 @@ impl KindStrategy for Events {
                 if value.is_empty() {
                     errs.push(FieldError::required(&FieldPath::new(field), ""));
                 } else if field != "reportingComponent" && value.len() > NAME_LIMIT {
-                    errs.push(FieldError::too_long(
-                        &FieldPath::new(field),
-                        format!("may not be more than {NAME_LIMIT} bytes"),
-                    ));
+                    errs.push(FieldError::too_long(&FieldPath::new(field), NAME_LIMIT));
                 }
             }
             if text(obj, "message").len() > NOTE_LIMIT {
-                errs.push(FieldError::too_long(
-                    &FieldPath::new("message"),
-                    format!("may not be more than {NOTE_LIMIT} bytes"),
-                ));
+                errs.push(FieldError::too_long(&FieldPath::new("message"), NOTE_LIMIT));
             }
         }
         errs

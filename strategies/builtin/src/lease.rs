@@ -22,20 +22,23 @@ impl KindStrategy for Leases {
         if let Some(d) = int("leaseDurationSeconds").filter(|d| *d <= 0) {
             errs.push(FieldError::invalid(
                 &spec_path.child("leaseDurationSeconds"),
-                format!("{d}: must be greater than 0"),
+                d,
+                "must be greater than 0",
             ));
         }
         if let Some(t) = int("leaseTransitions").filter(|t| *t < 0) {
             errs.push(FieldError::invalid(
                 &spec_path.child("leaseTransitions"),
-                format!("{t}: must be greater than or equal to 0"),
+                t,
+                "must be greater than or equal to 0",
             ));
         }
         let strategy = spec.get("strategy").and_then(Value::as_str);
         if let Some(s) = strategy.filter(|s| !STRATEGIES.contains(s)) {
             errs.push(FieldError::not_supported(
                 &spec_path.child("strategy"),
-                format!("{s:?}: supported values: \"OldestEmulationVersion\""),
+                s,
+                STRATEGIES,
             ));
         }
         let preferred = spec.get("preferredHolder").and_then(Value::as_str);

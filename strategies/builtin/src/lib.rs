@@ -32,6 +32,7 @@ impl ConfigMaps {
         serde_json::from_value(obj.clone()).map_err(|e| {
             vec![FieldError::invalid(
                 &strategy_guest_sdk::FieldPath::new("data"),
+                &obj["data"],
                 format!("not a ConfigMap: {e}"),
             )]
         })

@@ -14,6 +14,8 @@ use super::KindStrategy;
 /// The largest total size of a Secret's data, as in Kubernetes.
 pub(crate) const MAX_SECRET_SIZE: usize = 1 << 20;
 
+/// What a field error shows in place of a Secret's data, as kube-apiserver does.
+const REDACTED: &str = "<secret contents redacted>";
 const IMMUTABLE: &str = "field is immutable when `immutable` is set";
 
 pub(crate) struct Secrets;
@@ -75,21 +77,19 @@ impl KindStrategy for Secrets {
         let mut total = 0;
         for (key, value) in &entries {
             for msg in config_map_key_errors(key) {
-                errs.push(FieldError::invalid(&data_path.key(key), msg));
+                errs.push(FieldError::invalid(&data_path.key(key), key, msg));
             }
             match value.as_str().map(|v| STANDARD.decode(v)) {
                 Some(Ok(bytes)) => total += key.len() + bytes.len(),
                 _ => errs.push(FieldError::invalid(
                     &data_path.key(key),
+                    REDACTED,
                     "must be a base64-encoded string",
                 )),
             }
         }
         if total > MAX_SECRET_SIZE {
-            errs.push(FieldError::too_long(
-                &data_path,
-                format!("may not be more than {MAX_SECRET_SIZE} bytes"),
-            ));
+            errs.push(FieldError::too_long(&data_path, MAX_SECRET_SIZE));
         }
         let type_ = secret_type(obj);
         if type_ == "kubernetes.io/service-account-token" {
@@ -130,6 +130,7 @@ impl KindStrategy for Secrets {
             if parsed == Some(false) {
                 errs.push(FieldError::invalid(
                     &data_path.key(key),
+                    REDACTED,
                     "invalid character in the JSON: the value must be valid JSON",
                 ));
             }
@@ -140,9 +141,9 @@ impl KindStrategy for Secrets {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
         if secret_type(new) != secret_type(old) {
-            errs.push(FieldError::invalid(
+            errs.push(FieldError::immutable(
                 &FieldPath::new("type"),
-                "field is immutable",
+                secret_type(new),
             ));
         }
         if old.get("immutable") == Some(&Value::Bool(true)) {

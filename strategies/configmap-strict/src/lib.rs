@@ -35,7 +35,7 @@ impl StrictConfigMaps {
         obj.data
             .keys()
             .filter(|k| k.starts_with("legacy-"))
-            .map(|k| FieldError::invalid(&data.key(k), "legacy- keys are no longer accepted"))
+            .map(|k| FieldError::invalid(&data.key(k), k, "legacy- keys are no longer accepted"))
             .collect()
     }
 
@@ -102,7 +102,8 @@ mod tests {
             StrictConfigMaps.validate(&ctx, &cm(json!({"data": {"legacy-x": "1", "a/b": "2"}})));
         assert!(errs.iter().any(|e| e.field == "data[legacy-x]"
             && e.kind == FieldErrorKind::Invalid
-            && e.detail == "legacy- keys are no longer accepted"));
+            && e.to_string()
+                == r#"data[legacy-x]: Invalid value: "legacy-x": legacy- keys are no longer accepted"#));
         assert!(
             errs.iter().any(|e| e.field == "data[a/b]"),
             "the example's rule"

@@ -70,26 +70,24 @@ impl Strategy for ConfigMaps {
         let binary = FieldPath::new("binaryData");
         for key in obj.data.keys() {
             for msg in config_map_key_errors(key) {
-                errs.push(FieldError::invalid(&data.key(key), msg));
+                errs.push(FieldError::invalid(&data.key(key), key, msg));
+            }
+            if obj.binary_data.contains_key(key) {
+                errs.push(FieldError::invalid(
+                    &data.key(key),
+                    key,
+                    "duplicate of key present in binaryData",
+                ));
             }
         }
         for key in obj.binary_data.keys() {
             for msg in config_map_key_errors(key) {
-                errs.push(FieldError::invalid(&binary.key(key), msg));
-            }
-            if obj.data.contains_key(key) {
-                errs.push(FieldError::duplicate(
-                    &binary.key(key),
-                    "a key may be in data or binaryData, not both",
-                ));
+                errs.push(FieldError::invalid(&binary.key(key), key, msg));
             }
         }
-        let size = obj.total_size();
-        if size > MAX_TOTAL_SIZE {
-            errs.push(FieldError::too_long(
-                &data,
-                format!("the total size of data and binaryData is {size} bytes, over the limit of {MAX_TOTAL_SIZE}"),
-            ));
+        if obj.total_size() > MAX_TOTAL_SIZE {
+            // As kube-apiserver, on no field: the limit is the whole object's.
+            errs.push(FieldError::too_long(&FieldPath::new(""), MAX_TOTAL_SIZE));
         }
         errs
     }
@@ -143,9 +141,14 @@ mod tests {
             .iter()
             .any(|e| e.field == "data[a/b]" && e.kind == FieldErrorKind::Invalid));
         assert!(errs.iter().any(|e| e.field == "data[..]"));
-        assert!(errs
-            .iter()
-            .any(|e| e.field == "binaryData[a/b]" && e.kind == FieldErrorKind::Duplicate));
+        let shown: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        assert!(
+            shown.contains(
+                &r#"data[a/b]: Invalid value: "a/b": duplicate of key present in binaryData"#
+                    .to_string()
+            ),
+            "{shown:?}"
+        );
     }
 
     #[test]
@@ -156,7 +159,11 @@ mod tests {
         let over = cm(json!({"data": {"k": "x".repeat(MAX_TOTAL_SIZE)}}));
         let errs = ConfigMaps.validate(&ctx, &over);
         assert_eq!(errs.len(), 1);
-        assert_eq!(errs[0].kind, FieldErrorKind::TooLong);
+        assert_eq!(
+            errs[0].to_string(),
+            "Too long: may not be more than 1048576 bytes",
+            "on no field, as kube-apiserver"
+        );
     }
 
     #[test]

@@ -8,19 +8,22 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use strategy_guest_sdk::{Context, FieldError, FieldPath, LazyObject, Resource, Scope, Strategy};
+use strategy_guest_sdk::{
+    Context, FieldError, FieldPath, FieldValue, LazyObject, Resource, Scope, Strategy,
+};
 
-/// `spec.selector`, read whole to compare it with the template's labels and with the old one.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// `spec.selector`, read whole to compare it with the template's labels and with the old one
+/// (and shown in field errors without its empty members).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelSelector {
     /// Labels a pod must carry.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub match_labels: BTreeMap<String, String>,
     /// Set-based requirements.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<Value>,
 }
 
@@ -68,19 +71,24 @@ impl Strategy for Deployments {
         let spec = FieldPath::new("spec");
         let mut errs = Vec::new();
         match obj.get::<Value>(&["spec", "replicas"]) {
-            Err(_) => return vec![FieldError::invalid(&spec, "must be an object")],
+            Err(_) => {
+                let value = obj.get::<Value>(&["spec"]).ok().flatten();
+                return vec![FieldError::invalid(&spec, value, "must be an object")];
+            }
             Ok(None) => errs.push(FieldError::required(
                 &spec.child("replicas"),
                 "replicas is required",
             )),
             Ok(Some(v)) => match v.as_i64() {
                 Some(n) if n >= 0 => {}
-                Some(_) => errs.push(FieldError::invalid(
+                Some(n) => errs.push(FieldError::invalid(
                     &spec.child("replicas"),
+                    n,
                     "must be greater than or equal to 0",
                 )),
                 None => errs.push(FieldError::invalid(
                     &spec.child("replicas"),
+                    &v,
                     "must be an integer",
                 )),
             },
@@ -89,12 +97,11 @@ impl Strategy for Deployments {
         let template_labels = obj
             .get::<BTreeMap<String, String>>(&["spec", "template", "metadata", "labels"])
             .unwrap_or_else(|e| {
-                errs.push(FieldError::invalid(&labels_path, e.reason()));
+                errs.push(malformed(&labels_path, &e));
                 None
-            })
-            .unwrap_or_default();
+            });
         match obj.get::<LabelSelector>(SELECTOR) {
-            Err(e) => errs.push(FieldError::invalid(&spec.child("selector"), e.reason())),
+            Err(e) => errs.push(malformed(&spec.child("selector"), &e)),
             Ok(None) => errs.push(FieldError::required(
                 &spec.child("selector"),
                 "selector is required",
@@ -102,17 +109,20 @@ impl Strategy for Deployments {
             Ok(Some(sel)) if sel.match_labels.is_empty() && sel.match_expressions.is_empty() => {
                 errs.push(FieldError::invalid(
                     &spec.child("selector"),
+                    FieldValue::json(&sel),
                     "empty selector is invalid for deployment",
                 ))
             }
             Ok(Some(sel)) => {
+                let labels = template_labels.as_ref();
                 let matches = sel
                     .match_labels
                     .iter()
-                    .all(|(k, v)| template_labels.get(k) == Some(v));
+                    .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
                 if !matches {
                     errs.push(FieldError::invalid(
                         &labels_path,
+                        labels,
                         "`selector` does not match template `labels`",
                     ));
                 }
@@ -120,7 +130,7 @@ impl Strategy for Deployments {
         }
         let path = spec.child("strategy");
         match obj.get::<String>(&["spec", "strategy", "type"]) {
-            Err(e) => errs.push(FieldError::invalid(&path.child("type"), e.reason())),
+            Err(e) => errs.push(malformed(&path.child("type"), &e)),
             Ok(None) => {}
             Ok(Some(kind)) if kind == ROLLING => {}
             Ok(Some(kind)) if kind == RECREATE => {
@@ -133,7 +143,8 @@ impl Strategy for Deployments {
             }
             Ok(Some(other)) => errs.push(FieldError::not_supported(
                 &path.child("type"),
-                format!("{other:?}: supported values: \"Recreate\", \"RollingUpdate\""),
+                other,
+                &[RECREATE, ROLLING],
             )),
         }
         errs
@@ -152,14 +163,25 @@ impl Strategy for Deployments {
     ) -> Vec<FieldError> {
         let mut errs = self.validate(ctx, new);
         let selector = |obj: &LazyObject| obj.get::<LabelSelector>(SELECTOR).ok().flatten();
-        if selector(new) != selector(old) {
-            errs.push(FieldError::invalid(
+        let new_selector = selector(new);
+        if new_selector != selector(old) {
+            errs.push(FieldError::immutable(
                 &FieldPath::new("spec").child("selector"),
-                "field is immutable",
+                new_selector.as_ref().map(FieldValue::json),
             ));
         }
         errs
     }
+}
+
+/// A member of the wrong type: the reason the read gives, with no value to show (the member
+/// did not decode).
+fn malformed(path: &FieldPath, e: &strategy_guest_sdk::MemberError) -> FieldError {
+    FieldError::new(
+        strategy_guest_sdk::FieldErrorKind::Invalid,
+        path,
+        e.reason(),
+    )
 }
 
 #[cfg(test)]

@@ -64,6 +64,15 @@ fn negative_replicas_and_mismatched_selector_are_invalid() {
             (FieldErrorKind::Invalid, "spec.template.metadata.labels"),
         ]
     );
+    // Worded as kube-apiserver words a Deployment's errors, values and all.
+    let shown: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+            r#"spec.template.metadata.labels: Invalid value: map[string]string{"app":"web", "tier":"fe"}: `selector` does not match template `labels`"#,
+        ]
+    );
 }
 
 #[test]
@@ -102,8 +111,10 @@ fn selector_is_immutable_and_status_kept_on_update() {
         .insert("tier", "fe");
     let errs = Deployments.validate_update(&ctx, &new, &old);
     assert_eq!(errs.len(), 1);
-    assert_eq!(errs[0].field, "spec.selector");
-    assert_eq!(errs[0].detail, "field is immutable");
+    assert_eq!(
+        errs[0].to_string(),
+        r#"spec.selector: Invalid value: {"matchLabels":{"app":"web","tier":"fe"}}: field is immutable"#
+    );
 }
 
 /// A create through the ABI, as the host calls the module: the field errors and the answer's
@@ -157,7 +168,7 @@ fn a_create_answers_only_its_defaults() {
 #[test]
 fn members_of_the_wrong_type_are_field_errors_not_decode_failures() {
     let (errs, patch) = create_through_abi(&json!({"spec": "web"}));
-    assert_eq!(errs, ["spec must be an object"]);
+    assert_eq!(errs, [r#"spec "web": must be an object"#]);
     assert_eq!(patch, json!([]));
 
     let mut v = valid();
@@ -168,7 +179,7 @@ fn members_of_the_wrong_type_are_field_errors_not_decode_failures() {
         errs,
         [
             "spec.template.metadata.labels invalid type: sequence, expected a map",
-            "spec.template.metadata.labels `selector` does not match template `labels`",
+            "spec.template.metadata.labels null: `selector` does not match template `labels`",
             "spec.strategy.type invalid type: integer `7`, expected a string",
         ]
     );

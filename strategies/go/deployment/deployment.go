@@ -108,16 +108,16 @@ func (Deployments) Validate(_ *sdk.Context, d *Deployment) []sdk.FieldError {
 	if d.Spec.Replicas == nil {
 		errs = append(errs, sdk.Required(spec.Child("replicas"), "replicas is required"))
 	} else if n, ok := asI64(d.Spec.Replicas); !ok {
-		errs = append(errs, sdk.Invalid(spec.Child("replicas"), "must be an integer"))
+		errs = append(errs, sdk.Invalid(spec.Child("replicas"), d.Spec.Replicas, "must be an integer"))
 	} else if n < 0 {
-		errs = append(errs, sdk.Invalid(spec.Child("replicas"), "must be greater than or equal to 0"))
+		errs = append(errs, sdk.Invalid(spec.Child("replicas"), n, "must be greater than or equal to 0"))
 	}
 	templateLabels := d.Spec.Template.Metadata.Labels
 	switch sel := d.Spec.Selector; {
 	case sel == nil:
 		errs = append(errs, sdk.Required(spec.Child("selector"), "selector is required"))
 	case len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0:
-		errs = append(errs, sdk.Invalid(spec.Child("selector"), "empty selector is invalid for deployment"))
+		errs = append(errs, sdk.Invalid(spec.Child("selector"), sel, "empty selector is invalid for deployment"))
 	default:
 		matches := true
 		for k, v := range sel.MatchLabels {
@@ -127,7 +127,7 @@ func (Deployments) Validate(_ *sdk.Context, d *Deployment) []sdk.FieldError {
 		}
 		if !matches {
 			errs = append(errs, sdk.Invalid(spec.Child("template").Child("metadata").Child("labels"),
-				"`selector` does not match template `labels`"))
+				templateLabels, "`selector` does not match template `labels`"))
 		}
 	}
 	if strategy := d.Spec.Strategy; strategy != nil {
@@ -139,8 +139,7 @@ func (Deployments) Validate(_ *sdk.Context, d *Deployment) []sdk.FieldError {
 				"may not be specified when strategy `type` is 'Recreate'"))
 		case *strategy.Type == recreate:
 		default:
-			errs = append(errs, sdk.NotSupported(path.Child("type"),
-				sdk.QuoteRust(*strategy.Type)+`: supported values: "Recreate", "RollingUpdate"`))
+			errs = append(errs, sdk.NotSupported(path.Child("type"), *strategy.Type, []string{recreate, rolling}))
 		}
 	}
 	return errs
@@ -156,7 +155,7 @@ func (Deployments) PrepareForUpdate(_ *sdk.Context, newObj, old *Deployment) {
 func (d Deployments) ValidateUpdate(ctx *sdk.Context, newObj, old *Deployment) []sdk.FieldError {
 	errs := d.Validate(ctx, newObj)
 	if !selectorsEqual(newObj.Spec.Selector, old.Spec.Selector) {
-		errs = append(errs, sdk.Invalid(sdk.NewFieldPath("spec").Child("selector"), "field is immutable"))
+		errs = append(errs, sdk.Immutable(sdk.NewFieldPath("spec").Child("selector"), newObj.Spec.Selector))
 	}
 	return errs
 }

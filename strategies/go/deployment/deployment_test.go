@@ -96,8 +96,8 @@ func TestNegativeReplicasAndMismatchedSelectorAreInvalid(t *testing.T) {
 	d.Spec.Replicas = json.Number("-1")
 	d.Spec.Selector.MatchLabels["app"] = "api"
 	errs := Deployments{}.Validate(ctx, &d)
-	want := "Invalid spec.replicas: must be greater than or equal to 0\n" +
-		"Invalid spec.template.metadata.labels: `selector` does not match template `labels`"
+	want := "spec.replicas: Invalid value: -1: must be greater than or equal to 0\n" +
+		"spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"web\", \"tier\":\"fe\"}: `selector` does not match template `labels`"
 	if got := sdktest.Shown(errs); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
@@ -133,7 +133,7 @@ func TestSelectorIsImmutableAndStatusKeptOnUpdate(t *testing.T) {
 
 	newObj.Spec.Selector.MatchLabels["tier"] = "fe"
 	errs := Deployments{}.ValidateUpdate(ctx, &newObj, &old)
-	if len(errs) != 1 || errs[0].Field != "spec.selector" || errs[0].Detail != "field is immutable" {
+	if got := sdktest.Shown(errs); got != `spec.selector: Invalid value: {"matchLabels":{"app":"web","tier":"fe"}}: field is immutable` {
 		t.Errorf("got %v", errs)
 	}
 }
@@ -193,40 +193,40 @@ func TestCreateAnswers(t *testing.T) {
 		{"valid", valid, answer{object: `{"metadata":{"name":"web","namespace":"default"},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web","tier":"fe"}},"spec":{"containers":[]}},` + defaults + `},"apiVersion":"apps.example.com/v1","kind":"Deployment"}`}},
 		{"empty", `{}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"template":{"metadata":{}},` + defaults + `}}`,
-			errs:   "Required spec.selector: selector is required"}},
+			errs:   "spec.selector: Required value: selector is required"}},
 		{"nulls are absent", `{"spec":{"replicas":null,"selector":null,"strategy":null,"revisionHistoryLimit":null,"progressDeadlineSeconds":null},"status":null}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"template":{"metadata":{}},` + defaults + `}}`,
-			errs:   "Required spec.selector: selector is required"}},
+			errs:   "spec.selector: Required value: selector is required"}},
 		{"empty names and maps are dropped, case matters", `{"metadata":{"name":"","labels":{},"annotations":{},"uid":"u"},"Spec":{"replicas":3},"spec":{"selector":{"matchLabels":{},"matchExpressions":[]},"template":{"metadata":{"namespace":""},"x":1},"strategy":{"type":"RollingUpdate","foo":1,"rollingUpdate":{"maxSurge":null}},"paused":true}}`, answer{
 			object: `{"metadata":{"uid":"u"},"spec":{"replicas":1,"selector":{},"template":{"metadata":{},"x":1},"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":null,"maxUnavailable":"25%"}},"revisionHistoryLimit":10,"progressDeadlineSeconds":600,"paused":true},"Spec":{"replicas":3}}`,
-			errs:   "Invalid spec.selector: empty selector is invalid for deployment"}},
+			errs:   "spec.selector: Invalid value: {}: empty selector is invalid for deployment"}},
 		{"match expressions only, extra selector members dropped", `{"spec":{"selector":{"matchExpressions":[{"key":"a","operator":"Exists"}],"extra":1},"revisionHistoryLimit":3,"progressDeadlineSeconds":-5}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"selector":{"matchExpressions":[{"key":"a","operator":"Exists"}]},"template":{"metadata":{}},"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"}},"revisionHistoryLimit":3,"progressDeadlineSeconds":-5}}`}},
 		{"selectors as arrays", `{"spec":{"selector":[{"app":"web"}],"template":{"metadata":{"labels":{"app":"web"}}},"strategy":["Recreate"]}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}}},"strategy":{"type":"Recreate"},"revisionHistoryLimit":10,"progressDeadlineSeconds":600}}`}},
 		{"replicas of the wrong type", `{"spec":{"replicas":"3","selector":{"matchLabels":{"a":"b"}}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":"3","selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{}},` + defaults + `}}`,
-			errs: "Invalid spec.replicas: must be an integer\n" +
-				"Invalid spec.template.metadata.labels: `selector` does not match template `labels`"}},
+			errs: `spec.replicas: Invalid value: "3": must be an integer` + "\n" +
+				"spec.template.metadata.labels: Invalid value: null: `selector` does not match template `labels`"}},
 		{"replicas as a float", `{"spec":{"replicas":1.0,"selector":{"matchExpressions":[1]}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1.0,"selector":{"matchExpressions":[1]},"template":{"metadata":{}},` + defaults + `}}`,
-			errs:   "Invalid spec.replicas: must be an integer"}},
+			errs:   "spec.replicas: Invalid value: 1: must be an integer"}},
 		{"replicas beyond i64", `{"spec":{"replicas":9223372036854775808,"selector":{"matchExpressions":[1]}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":9223372036854775808,"selector":{"matchExpressions":[1]},"template":{"metadata":{}},` + defaults + `}}`,
-			errs:   "Invalid spec.replicas: must be an integer"}},
+			errs:   "spec.replicas: Invalid value: 9223372036854775808: must be an integer"}},
 		{"largest replicas", `{"spec":{"replicas":9223372036854775807,"selector":{"matchExpressions":[1]}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":9223372036854775807,"selector":{"matchExpressions":[1]},"template":{"metadata":{}},` + defaults + `}}`}},
 		{"negative replicas", `{"spec":{"replicas":-9223372036854775808,"selector":{"matchExpressions":[1]}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":-9223372036854775808,"selector":{"matchExpressions":[1]},"template":{"metadata":{}},` + defaults + `}}`,
-			errs:   "Invalid spec.replicas: must be greater than or equal to 0"}},
+			errs:   "spec.replicas: Invalid value: -9223372036854775808: must be greater than or equal to 0"}},
 		{"recreate with rolling update", `{"spec":{"selector":{"matchExpressions":[1]},"strategy":{"type":"Recreate","rollingUpdate":{}}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"selector":{"matchExpressions":[1]},"template":{"metadata":{}},"strategy":{"type":"Recreate","rollingUpdate":{}},"revisionHistoryLimit":10,"progressDeadlineSeconds":600}}`,
-			errs:   "Forbidden spec.strategy.rollingUpdate: may not be specified when strategy `type` is 'Recreate'"}},
+			errs:   "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"}},
 		{"recreate with null rolling update", `{"spec":{"selector":{"matchExpressions":[1]},"strategy":{"type":"Recreate","rollingUpdate":null}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"selector":{"matchExpressions":[1]},"template":{"metadata":{}},"strategy":{"type":"Recreate"},"revisionHistoryLimit":10,"progressDeadlineSeconds":600}}`}},
-		{"unknown strategy type, quoted as Rust does", `{"spec":{"selector":{"matchExpressions":[1]},"strategy":{"type":"Blue\"Green\n\u0001é\u0301\u00a0<>"}}}`, answer{
+		{"unknown strategy type, quoted as Go does", `{"spec":{"selector":{"matchExpressions":[1]},"strategy":{"type":"Blue\"Green\n\u0001é\u0301\u00a0<>"}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"selector":{"matchExpressions":[1]},"template":{"metadata":{}},"strategy":{"type":"Blue\"Green\n\u0001é` + "\u0301\u00a0" + `<>"},"revisionHistoryLimit":10,"progressDeadlineSeconds":600}}`,
-			errs:   `NotSupported spec.strategy.type: "Blue\"Green\n\u{1}é\u{301}\u{a0}<>": supported values: "Recreate", "RollingUpdate"`}},
+			errs:   `spec.strategy.type: Unsupported value: "Blue\"Green\n\x01é` + "\u0301" + `\u00a0<>": supported values: "Recreate", "RollingUpdate"`}},
 	} {
 		if got := call(t, abi.ArmBeforeCreate, c.in, ""); got != c.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
@@ -282,13 +282,13 @@ func TestUpdateAnswers(t *testing.T) {
 			object: `{"metadata":{"name":"web"},"spec":{"replicas":5,"selector":{"matchLabels":{"app":"web"},"matchExpressions":[1.0]},"template":{"metadata":{"labels":{"app":"web"}}}},"status":{"readyReplicas":1}}`}},
 		{"no defaults on update, no status", `{"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}}}}}`, `{"spec":{"selector":{"matchLabels":{"app":"web"}}},"status":null}`, answer{
 			object: `{"metadata":{},"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}}}}}`,
-			errs:   "Required spec.replicas: replicas is required"}},
+			errs:   "spec.replicas: Required value: replicas is required"}},
 		{"selector immutable, 1 is not 1.0", `{"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"},"matchExpressions":[1]},"template":{"metadata":{"labels":{"app":"web"}}}}}`, old, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"},"matchExpressions":[1]},"template":{"metadata":{"labels":{"app":"web"}}}},"status":{"readyReplicas":1}}`,
-			errs:   "Invalid spec.selector: field is immutable"}},
+			errs:   `spec.selector: Invalid value: {"matchLabels":{"app":"web"},"matchExpressions":[1]}: field is immutable`}},
 		{"selector removed", `{"spec":{"replicas":1}}`, old, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"template":{"metadata":{}}},"status":{"readyReplicas":1}}`,
-			errs:   "Required spec.selector: selector is required\nInvalid spec.selector: field is immutable"}},
+			errs:   "spec.selector: Required value: selector is required\nspec.selector: Invalid value: null: field is immutable"}},
 		{"empty equals absent", `{"spec":{"replicas":1,"selector":{"matchLabels":{},"matchExpressions":[1]}}}`, `{"spec":{"selector":{"matchExpressions":[1]}}}`, answer{
 			object: `{"metadata":{},"spec":{"replicas":1,"selector":{"matchExpressions":[1]},"template":{"metadata":{}}}}`}},
 		{"old does not decode", `{}`, `{"spec":null}`, answer{err: "the old object did not decode: invalid type: null, expected struct DeploymentSpec at line 1 column 12"}},
@@ -341,7 +341,7 @@ func TestTheDefaultsAnswerTheRest(t *testing.T) {
 	if got := call(t, abi.ArmCanonicalize, `{"status":{"a":1}}`, ""); got.object != `{"metadata":{},"spec":{"template":{"metadata":{}}},"status":{"a":1}}` {
 		t.Errorf("canonicalize %+v", got)
 	}
-	if got := call(t, abi.ArmValidate, `{"spec":{"replicas":-1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}}}}}`, ""); got != (answer{errs: "Invalid spec.replicas: must be greater than or equal to 0"}) {
+	if got := call(t, abi.ArmValidate, `{"spec":{"replicas":-1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}}}}}`, ""); got != (answer{errs: "spec.replicas: Invalid value: -1: must be greater than or equal to 0"}) {
 		t.Errorf("validate %+v", got)
 	}
 }

@@ -40,7 +40,7 @@ func (Tenants) Validate(_ *sdk.Context, obj *map[string]any) []sdk.FieldError {
 	}
 	var errs []sdk.FieldError
 	for _, msg := range sdk.DNS1123LabelErrors(name) {
-		errs = append(errs, sdk.Invalid(path, msg))
+		errs = append(errs, sdk.Invalid(path, name, msg))
 	}
 	return errs
 }

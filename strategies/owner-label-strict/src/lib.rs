@@ -32,7 +32,8 @@ impl AdmissionPolicy for StrictOwnerLabel {
         if let Some(o) = owner(request).filter(|o| !o.is_empty() && !dns_label(o)) {
             errors.push(FieldError::invalid(
                 &owner_path(),
-                format!("{o:?}: an owner is a DNS label (lower-case letters, digits and '-')"),
+                o,
+                "an owner is a DNS label (lower-case letters, digits and '-')",
             ));
         }
         errors

@@ -90,7 +90,7 @@ impl Strategy for Projects {
             // The name becomes the project's namespace.
             Some(n) => dns1123_label_errors(n)
                 .into_iter()
-                .map(|m| FieldError::invalid(&path, m))
+                .map(|m| FieldError::invalid(&path, n, m))
                 .collect(),
         }
     }

@@ -94,8 +94,8 @@ fn go_strategies_serve_their_resources_through_kubectl() {
     assert!(!ok);
     assert!(
         err.contains(r#"Deployment "bad" is invalid"#)
-            && err.contains("spec.replicas: Invalid value: must be greater than or equal to 0")
-            && err.contains("spec.template.metadata.labels: Invalid value"),
+            && err.contains("spec.replicas: Invalid value: -3: must be greater than or equal to 0")
+            && err.contains(r#"spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`"#),
         "{err}"
     );
 
@@ -215,7 +215,7 @@ fn go_and_rust_modules_hot_reload_each_other_as_strategy_module_objects() {
     assert_eq!(create("api"), from_go);
     assert_eq!(
         from_go,
-        json!([{"reason": "FieldValueInvalid", "message": "Invalid value: must be greater than or equal to 0", "field": "spec.replicas"}])
+        json!([{"reason": "FieldValueInvalid", "message": "Invalid value: -1: must be greater than or equal to 0", "field": "spec.replicas"}])
     );
 }
 

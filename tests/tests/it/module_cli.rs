@@ -76,11 +76,13 @@ fn test_reports_rejections_defaults_warnings_and_traps_as_json() {
     assert_eq!(legacy["source"], "configmaps.yaml#2");
     assert_eq!(
         legacy["causes"],
-        json!(["data[legacy-x]: legacy- keys are no longer accepted"])
+        json!([
+            r#"data[legacy-x]: Invalid value: "legacy-x": legacy- keys are no longer accepted"#
+        ])
     );
     assert_eq!(
         legacy["fieldErrors"],
-        json!([{"type": "FieldValueInvalid", "field": "data[legacy-x]", "message": "legacy- keys are no longer accepted"}])
+        json!([{"type": "FieldValueInvalid", "field": "data[legacy-x]", "message": "Invalid value: \"legacy-x\": legacy- keys are no longer accepted"}])
     );
 
     let plain = result(&report, "ConfigMap/default/plain", "create");
@@ -129,7 +131,7 @@ fn test_reports_rejections_defaults_warnings_and_traps_as_json() {
     );
     assert_eq!(
         frozen["causes"],
-        json!(["data: field is immutable when `immutable` is set"])
+        json!(["data: Forbidden: field is immutable when `immutable` is set"])
     );
     // The module's own panic message reaches the author on stderr.
     assert!(
@@ -152,8 +154,8 @@ fn test_prints_a_table_by_default() {
         r#"ConfigMap/default/plain create admitted add /metadata/labels = {"example.com/policy":"strict"}"#,
         "ConfigMap/default/plain update admitted",
         "ConfigMap/default/plain delete admitted",
-        "ConfigMap/default/legacy create rejected data[legacy-x]: legacy- keys are no longer accepted",
-        "ConfigMap/default/legacy update rejected data[legacy-x]: legacy- keys are no longer accepted",
+        r#"ConfigMap/default/legacy create rejected data[legacy-x]: Invalid value: "legacy-x": legacy- keys are no longer accepted"#,
+        r#"ConfigMap/default/legacy update rejected data[legacy-x]: Invalid value: "legacy-x": legacy- keys are no longer accepted"#,
         "ConfigMap/default/labelled create admitted",
         "ConfigMap/default/boom create failed failure: call trapped: wasm trap: wasm `unreachable` instruction executed",
         "12 phases: 8 admitted, 2 rejected, 2 failed",
@@ -220,7 +222,7 @@ fn diff_lists_where_the_new_version_differs_and_exits_1() {
     );
     assert_eq!(
         differences[1]["detail"],
-        json!({"causes": ["data[legacy-x]: legacy- keys are no longer accepted"]})
+        json!({"causes": [r#"data[legacy-x]: Invalid value: "legacy-x": legacy- keys are no longer accepted"#]})
     );
 
     // The table says the same for people.
@@ -228,7 +230,7 @@ fn diff_lists_where_the_new_version_differs_and_exits_1() {
     assert_eq!(table.code, Some(1), "{}", table.stderr);
     assert!(
         table.stdout.lines().any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")
-            == "ConfigMap/default/legacy create rejects new: data[legacy-x]: legacy- keys are no longer accepted"),
+            == r#"ConfigMap/default/legacy create rejects new: data[legacy-x]: Invalid value: "legacy-x": legacy- keys are no longer accepted"#),
         "{}",
         table.stdout
     );
@@ -321,7 +323,7 @@ fn test_and_diff_judge_objects_with_an_admission_policy_module() {
     assert_eq!(
         plain["fieldErrors"],
         json!([{"type": "FieldValueRequired", "field": "metadata.labels[owner]",
-                "message": "every namespaced object outside kube-system names its owner"}])
+                "message": "Required value: every namespaced object outside kube-system names its owner"}])
     );
     // The policy is not asked about deletes.
     assert_eq!(
@@ -360,9 +362,9 @@ fn the_go_port_of_the_deployment_strategy_answers_as_the_rust_one() {
         "deployments-old.yaml",
         "deployments-new.yaml",
     ]);
-    // 15 objects (create, update, delete each) and 3 updates.
+    // 17 objects (create, update, delete each) and 3 updates.
     assert!(
-        table.stdout.contains("agree on all 48 phases"),
+        table.stdout.contains("agree on all 54 phases"),
         "{}",
         table.stdout
     );
@@ -381,10 +383,27 @@ fn the_go_port_of_the_deployment_strategy_answers_as_the_rust_one() {
     assert_eq!(negative["outcome"], "rejected", "{report:#}");
     assert_eq!(
         negative["causes"],
-        json!(["spec.replicas: must be greater than or equal to 0"])
+        json!(["spec.replicas: Invalid value: -2: must be greater than or equal to 0"])
     );
     assert_eq!(
         result(&report, "Deployment/default/minimal", "create")["outcome"],
         "admitted"
+    );
+    // Bad values shown as kube-apiserver shows them, objects as JSON and nothing as null.
+    assert_eq!(
+        result(&report, "Deployment/default/object-replicas", "create")["causes"],
+        json!([
+            r#"spec.replicas: Invalid value: {"big":1000000.0,"l":[true,null],"n":1.5,"s":"<&>"}: must be an integer"#
+        ])
+    );
+    assert_eq!(
+        result(&report, "Deployment/default/mismatched-unlabelled", "create")["causes"],
+        json!(["spec.template.metadata.labels: Invalid value: null: `selector` does not match template `labels`"])
+    );
+    assert_eq!(
+        result(&report, "Deployment/default/unknown-strategy", "create")["causes"],
+        json!([
+            r#"spec.strategy.type: Unsupported value: "BlueGreen": supported values: "Recreate", "RollingUpdate""#
+        ])
     );
 }

@@ -54,11 +54,7 @@ impl Outcome {
         let Ok(a) = &self.result else {
             return Vec::new();
         };
-        let mut causes: Vec<String> = a
-            .field_errors
-            .iter()
-            .map(|e| format!("{}: {}", e.field, e.detail))
-            .collect();
+        let mut causes: Vec<String> = a.field_errors.iter().map(ToString::to_string).collect();
         match &a.refusal {
             Some(Refusal::Forbidden(m)) => causes.push(format!("forbidden: {m}")),
             Some(Refusal::NotFound {
@@ -274,7 +270,10 @@ mod tests {
         let ok = admitted(json!({}), &[]);
         let d = differences(&ok, &rejected("spec.x"));
         assert_eq!(kinds(&d), [DifferenceKind::Rejects]);
-        assert_eq!(d[0].detail, json!({"causes": ["spec.x: no"]}));
+        assert_eq!(
+            d[0].detail,
+            json!({"causes": ["spec.x: Invalid value: no"]})
+        );
         assert_eq!(
             kinds(&differences(&rejected("a"), &ok)),
             [DifferenceKind::Admits]

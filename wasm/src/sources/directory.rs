@@ -118,10 +118,7 @@ fn rollout_of(module: &Path) -> Result<RolloutSpec, SidecarError> {
     };
     RolloutSpec::from_json(Some(&value), "rollout").map_err(|errors| SidecarError::Invalid {
         path: sidecar,
-        causes: errors
-            .iter()
-            .map(|e| format!("{}: {}", e.field, e.detail))
-            .collect(),
+        causes: errors.iter().map(ToString::to_string).collect(),
     })
 }
 

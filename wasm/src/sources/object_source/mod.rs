@@ -209,7 +209,7 @@ impl Follower {
                 // Admission refuses such specs; one stored before that rule is reported, not loaded.
                 let reason = errors
                     .iter()
-                    .map(|e| format!("{}: {}", e.field, e.detail))
+                    .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; ");
                 self.write(resource, &name, |current| rejected_status(current, &reason))
