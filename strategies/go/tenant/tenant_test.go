@@ -31,12 +31,12 @@ func TestTheNameMustBeALabel(t *testing.T) {
 	long := strings.Repeat("a", 64)
 	const label = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
 	for in, want := range map[string]string{
-		`{"metadata":{"name":"team-a"}}`:                           "",
-		`{"metadata":{"name":"Team_A"}}`:                           `metadata.name: Invalid value: "Team_A": ` + label,
-		`{"metadata":{"name":"` + long + `"}}`:                     `metadata.name: Invalid value: "` + long + `": must be no more than 63 characters`,
-		`{"metadata":{"name":"-` + long + `"}}`:                    `metadata.name: Invalid value: "-` + long + `": must be no more than 63 characters` + "\n" + `metadata.name: Invalid value: "-` + long + `": ` + label,
-		`{"metadata":{}}`:         "metadata.name: Required value: a tenant needs a name",
-		`{"metadata":{"name":7}}`: "metadata.name: Required value: a tenant needs a name",
+		`{"metadata":{"name":"team-a"}}`:        "",
+		`{"metadata":{"name":"Team_A"}}`:        `metadata.name: Invalid value: "Team_A": ` + label,
+		`{"metadata":{"name":"` + long + `"}}`:  `metadata.name: Invalid value: "` + long + `": must be no more than 63 characters`,
+		`{"metadata":{"name":"-` + long + `"}}`: `metadata.name: Invalid value: "-` + long + `": must be no more than 63 characters` + "\n" + `metadata.name: Invalid value: "-` + long + `": ` + label,
+		`{"metadata":{}}`:                       "metadata.name: Required value: a tenant needs a name",
+		`{"metadata":{"name":7}}`:               "metadata.name: Required value: a tenant needs a name",
 	} {
 		obj, errs, warnings, err := sdktest.Create(in)
 		if err != nil || warnings != nil {
