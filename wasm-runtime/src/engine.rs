@@ -1,21 +1,24 @@
-//! The one wasmtime `Engine` (pooling allocator with kept-resident memories, epoch interruption,
-//! fiber stacks for async entry points) with its epoch ticker, and the `Runtime` handle
-//! everything else shares.
+//! The wasmtime engines (pooling allocator with kept-resident memories, epoch interruption,
+//! fiber stacks for async entry points): Cranelift's, which every module ends up running, and
+//! Winch's baseline one a new module first runs while Cranelift compiles it; their epoch ticker,
+//! and the `Runtime` handle everything else shares.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, Linker, PoolingAllocationConfig,
+    Config, Enabled, Engine, InstanceAllocationStrategy, Linker, PoolingAllocationConfig, Strategy,
 };
 
 use super::epoch::EpochTicker;
 use super::host_functions::{self, CallState, HostApi, NoHostApi};
 use super::instance_pool::InstanceReuse;
 use super::metrics::Metrics;
+use super::module::Compiled;
 use super::module_cache::ModuleCache;
 
 /// Stack the guest's wasm frames may use.
@@ -51,6 +54,11 @@ pub struct RuntimeConfig {
     /// monotonic clocks instead of a virtual clock starting at the epoch. Sleeps still return at
     /// once, moving the module's clocks forward.
     pub real_clock: bool,
+    /// Tiered compilation: a module with no optimized code in the cache serves first from
+    /// Winch's baseline code (a second for Go's largest, where Cranelift takes several), while
+    /// Cranelift compiles it in the background; its optimized code then takes over. Off: every
+    /// load waits for Cranelift.
+    pub tiered_compilation: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -67,6 +75,7 @@ impl Default for RuntimeConfig {
             max_log_lines_per_call: 100,
             instance_reuse: InstanceReuse::default(),
             real_clock: false,
+            tiered_compilation: true,
         }
     }
 }
@@ -79,8 +88,15 @@ pub struct Runtime {
 }
 
 pub(crate) struct RuntimeInner {
+    /// Cranelift's engine: the optimized code every module ends up running.
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<CallState>,
+    /// Winch's engine and linker, for a module's first, quickly compiled code (`None`: tiered
+    /// compilation is off).
+    pub(crate) baseline: Option<(Engine, Linker<CallState>)>,
+    /// Modules whose optimized code is being compiled, by digest: the code cells of every
+    /// loaded copy waiting for it (one compilation serves them all).
+    pub(crate) optimizing: Mutex<HashMap<String, Vec<Weak<ArcSwap<Compiled>>>>>,
     pub(crate) config: RuntimeConfig,
     pub(crate) cache: ModuleCache,
     /// Shared with every call's state, so host functions can count what they refuse.
@@ -116,53 +132,29 @@ impl Runtime {
     /// The engine configuration is refused (e.g. the pool cannot be reserved), or the cache
     /// directory cannot be created.
     pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_core_instances(config.max_instances)
-            .total_memories(config.max_instances)
-            .total_tables(config.max_instances)
-            // Every session runs on a fiber stack (async entry points, see `placement`), one per
-            // live instance.
-            .total_stacks(config.max_instances)
-            .max_memories_per_module(1)
-            .max_tables_per_module(4)
-            // Go modules have thousands of functions (a VMContext past the default 1 MiB) and
-            // function tables of tens of thousands of entries (the default allows 20,000); both
-            // are upper bounds, reserved but only touched as used. 100,000 matches the limiter's
-            // cap on table growth.
-            .max_core_instance_size(8 << 20)
-            .table_elements(100_000)
-            .max_memory_size(config.memory_limit)
-            // Reset only the pages a call dirtied (PAGEMAP_SCAN, Linux 6.7+) with memset, and keep
-            // them resident: the next instance in the slot takes no page faults.
-            .linear_memory_keep_resident(config.keep_resident)
-            .table_keep_resident(1 << 16)
-            .pagemap_scan(Enabled::Auto);
-        let mut wasm = Config::new();
-        wasm.epoch_interruption(true)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
-            // Strategy modules have small data segments: copying them into a fresh instance is
-            // cheaper than mapping a copy-on-write image and taking a write fault per page
-            // (strategy_call bench: create-phase p50 68 µs → 39 µs, with the 4 MiB initial
-            // memory; the SDK's arena allocator then took it to ~22 µs). Tables stay lazily
-            // initialised (a call touches few of their entries) and resident (no refault).
-            .memory_init_cow(false)
-            .table_lazy_init(true)
-            .max_wasm_stack(MAX_WASM_STACK)
-            // Host functions run on the fiber's stack beyond the guest's share: give them what a
-            // tokio blocking thread has (an `apply` nests a whole registry write in there).
-            .async_stack_size(MAX_WASM_STACK + HOST_STACK)
-            .parallel_compilation(true);
-        let engine = Engine::new(&wasm).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let engine = engine_of(&config, Strategy::Cranelift)?;
         let linker = host_functions::linker(&engine).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let baseline = match config.tiered_compilation {
+            true => {
+                let engine = engine_of(&config, Strategy::Winch)?;
+                let linker =
+                    host_functions::linker(&engine).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+                Some((engine, linker))
+            }
+            false => None,
+        };
         let cache = ModuleCache::new(config.cache_dir.clone(), &engine)?;
-
-        let ticker = EpochTicker::start(engine.clone())?;
+        let mut engines = vec![engine.clone()];
+        engines.extend(baseline.iter().map(|(engine, _)| engine.clone()));
+        let ticker = EpochTicker::start(engines)?;
 
         let no_host: Arc<dyn HostApi> = Arc::new(NoHostApi);
         Ok(Self {
             inner: Arc::new(RuntimeInner {
                 engine,
                 linker,
+                baseline,
+                optimizing: Mutex::default(),
                 config,
                 cache,
                 metrics: Arc::default(),
@@ -204,4 +196,46 @@ impl Runtime {
     pub fn host_api(&self) -> Arc<dyn HostApi> {
         self.inner.host_api.load_full().as_ref().clone()
     }
+}
+
+/// An engine compiling with `compiler`, with the runtime's pool, limits and interruption.
+fn engine_of(config: &RuntimeConfig, compiler: Strategy) -> anyhow::Result<Engine> {
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_core_instances(config.max_instances)
+        .total_memories(config.max_instances)
+        .total_tables(config.max_instances)
+        // Every session runs on a fiber stack (async entry points, see `placement`), one per
+        // live instance.
+        .total_stacks(config.max_instances)
+        .max_memories_per_module(1)
+        .max_tables_per_module(4)
+        // Go modules have thousands of functions (a VMContext past the default 1 MiB) and
+        // function tables of tens of thousands of entries (the default allows 20,000); both
+        // are upper bounds, reserved but only touched as used. 100,000 matches the limiter's
+        // cap on table growth.
+        .max_core_instance_size(8 << 20)
+        .table_elements(100_000)
+        .max_memory_size(config.memory_limit)
+        // Reset only the pages a call dirtied (PAGEMAP_SCAN, Linux 6.7+) with memset, and keep
+        // them resident: the next instance in the slot takes no page faults.
+        .linear_memory_keep_resident(config.keep_resident)
+        .table_keep_resident(1 << 16)
+        .pagemap_scan(Enabled::Auto);
+    let mut wasm = Config::new();
+    wasm.strategy(compiler)
+        .epoch_interruption(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+        // Strategy modules have small data segments: copying them into a fresh instance is
+        // cheaper than mapping a copy-on-write image and taking a write fault per page
+        // (strategy_call bench: create-phase p50 68 µs → 39 µs, with the 4 MiB initial
+        // memory; the SDK's arena allocator then took it to ~22 µs). Tables stay lazily
+        // initialised (a call touches few of their entries) and resident (no refault).
+        .memory_init_cow(false)
+        .table_lazy_init(true)
+        .max_wasm_stack(MAX_WASM_STACK)
+        // Host functions run on the fiber's stack beyond the guest's share: give them what a
+        // tokio blocking thread has (an `apply` nests a whole registry write in there).
+        .async_stack_size(MAX_WASM_STACK + HOST_STACK)
+        .parallel_compilation(true);
+    Engine::new(&wasm).map_err(|e| anyhow::anyhow!("{e:#}"))
 }

@@ -41,13 +41,13 @@ impl Drop for Ticking {
 }
 
 impl EpochTicker {
-    /// Starts the ticker thread for `engine`.
-    pub(crate) fn start(engine: Engine) -> std::io::Result<Arc<Self>> {
+    /// Starts the ticker thread for `engines` (each compiler tier's).
+    pub(crate) fn start(engines: Vec<Engine>) -> std::io::Result<Arc<Self>> {
         let ticker = Arc::new(Self::default());
         let state = ticker.clone();
         let thread = thread::Builder::new()
             .name("wasm-epoch".into())
-            .spawn(move || state.run(&engine))?;
+            .spawn(move || state.run(&engines))?;
         let _ = ticker.thread.set(thread.thread().clone());
         Ok(ticker)
     }
@@ -81,11 +81,11 @@ impl EpochTicker {
         }
     }
 
-    fn run(&self, engine: &Engine) {
+    fn run(&self, engines: &[Engine]) {
         let mut idle = 0;
         while !self.stop.load(SeqCst) {
             thread::sleep(EPOCH_TICK);
-            engine.increment_epoch();
+            engines.iter().for_each(Engine::increment_epoch);
             #[cfg(test)]
             self.ticks.fetch_add(1, SeqCst);
             if self.running.load(SeqCst) > 0 {
@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn ticks_while_held_and_sleeps_when_idle() {
-        let ticker = EpochTicker::start(Engine::default()).unwrap();
+        let ticker = EpochTicker::start(vec![Engine::default()]).unwrap();
         // Idle from the start: it falls asleep after its idle ticks and stops advancing.
         assert!(eventually(|| ticker.asleep.load(SeqCst)));
         let asleep_at = ticker.ticks();
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn a_sleeping_ticker_wakes_for_every_hold() {
-        let ticker = EpochTicker::start(Engine::default()).unwrap();
+        let ticker = EpochTicker::start(vec![Engine::default()]).unwrap();
         for _ in 0..20 {
             assert!(eventually(|| ticker.asleep.load(SeqCst)));
             let held = ticker.hold();

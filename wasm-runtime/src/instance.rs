@@ -91,7 +91,8 @@ impl Session {
             metrics: rt.metrics.clone(),
             wasi: WasiState::new(rt.config.real_clock),
         };
-        let mut store = Store::new(&rt.engine, state);
+        // The engine of the tier that compiled `pre`.
+        let mut store = Store::new(pre.module().engine(), state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(on_epoch_deadline);
         set_epoch_deadline(&mut store);

@@ -29,5 +29,5 @@ pub use instance_pool::InstanceReuse;
 pub use limits::EPOCH_TICK;
 pub use manifest::{AuthorizerDeclaration, GroupKind, ModuleManifest};
 pub use metrics::{ApplyRefusal, Metrics, ModuleCounters};
-pub use module::{digest, StrategyModule};
+pub use module::{digest, CompilerTier, StrategyModule};
 pub use policy_declaration::{PolicyDeclaration, ValidationAction};

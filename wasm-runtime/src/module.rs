@@ -1,11 +1,14 @@
 //! A strategy module ready to serve: compiled (or taken from the cache), shape-checked,
-//! pre-linked as an `InstancePre`, and proven by one instantiation that reads its manifest.
+//! pre-linked as an `InstancePre`, and proven by one instantiation that reads its manifest. A
+//! module first compiled by the baseline tier has its optimized code swapped in once Cranelift is
+//! done with it.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
+use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
-use wasmtime::InstancePre;
+use wasmtime::{InstancePre, Linker};
 
 use super::abi::{self, request::Operation as Op, Operation};
 use super::engine::Runtime;
@@ -15,17 +18,70 @@ use super::instance::{Session, SessionOptions};
 use super::instance_pool::InstancePool;
 use super::manifest::{self, ModuleManifest};
 use super::metrics::ModuleCounters;
+use super::module_cache;
 use super::placement;
 use super::wasi;
 use strategy_host_contract::strategy::ResourceInfo;
+
+/// Which compiler made the code a module runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompilerTier {
+    /// Winch's single-pass code: compiled in a fraction of Cranelift's time, slower to run.
+    Baseline,
+    /// Cranelift's optimized code.
+    Optimized,
+}
+
+impl CompilerTier {
+    /// The tier's name in logs and status (`baseline`, `optimized`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Baseline => "baseline",
+            Self::Optimized => "optimized",
+        }
+    }
+}
+
+/// The module's code from one tier, pre-linked, with a reactor's kept instances of it.
+pub(crate) struct Compiled {
+    pre: InstancePre<CallState>,
+    /// A reactor's kept instances (`None`: a fresh instance per session).
+    pool: Option<InstancePool>,
+    tier: CompilerTier,
+}
+
+impl Compiled {
+    /// Checks `module`'s shape and links it (compiled by `linker`'s engine) with the host
+    /// functions and the WASI refusals it needs.
+    fn link(
+        runtime: &Runtime,
+        linker: &Linker<CallState>,
+        module: &wasmtime::Module,
+        tier: CompilerTier,
+    ) -> Result<Self> {
+        let link_error =
+            |e: wasmtime::Error| Error::Compile(super::error::one_line(format_args!("{e:#}")));
+        // WASI calls the shim does not implement answer an errno (defined per module, with the
+        // module's own signatures).
+        manifest::check_shape(module)?;
+        let mut linker = linker.clone();
+        wasi::define_refusals(&mut linker, module).map_err(link_error)?;
+        let pre = linker.instantiate_pre(module).map_err(link_error)?;
+        let reactor = module.get_export("_initialize").is_some();
+        Ok(Self {
+            pre,
+            pool: reactor.then(|| InstancePool::new(runtime)),
+            tier,
+        })
+    }
+}
 
 /// A loaded, checked strategy module.
 pub struct StrategyModule {
     digest: String,
     manifest: ModuleManifest,
-    pre: InstancePre<CallState>,
-    /// A reactor's kept instances (`None`: a fresh instance per session).
-    pool: Option<InstancePool>,
+    /// The code in force: the baseline tier's until the optimized code replaces it.
+    compiled: Arc<ArcSwap<Compiled>>,
     /// The module's counters (`None` while loading, before its name is known).
     counters: Option<Arc<ModuleCounters>>,
     allow_create_on_update: bool,
@@ -67,23 +123,21 @@ impl StrategyModule {
             });
         }
         let digest = digest(bytes);
-        let module = rt.cache.get_or_compile(&rt.engine, &digest, bytes)?;
-        manifest::check_shape(&module)?;
-        let link_error =
-            |e: wasmtime::Error| Error::Compile(super::error::one_line(format_args!("{e:#}")));
-        // WASI calls the shim does not implement answer an errno (defined per module, with the
-        // module's own signatures).
-        let mut linker = rt.linker.clone();
-        wasi::define_refusals(&mut linker, &module).map_err(link_error)?;
-        let pre = linker.instantiate_pre(&module).map_err(link_error)?;
-        let reactor = module.get_export("_initialize").is_some();
+        let (module, compiled) = match rt.cache.cached(&rt.engine, &digest) {
+            Some(module) => {
+                let compiled =
+                    Compiled::link(runtime, &rt.linker, &module, CompilerTier::Optimized)?;
+                (module, compiled)
+            }
+            None => first_code(runtime, &digest, bytes)?,
+        };
+        let baseline = compiled.tier == CompilerTier::Baseline;
 
         // Instantiate once: read the manifest and the constant answers, before anyone relies on it.
         let mut loaded = Self {
             digest,
             manifest: ModuleManifest::placeholder(),
-            pre,
-            pool: reactor.then(|| InstancePool::new(runtime)),
+            compiled: Arc::new(ArcSwap::from_pointee(compiled)),
             counters: None,
             allow_create_on_update: false,
             allow_unconditional_update: true,
@@ -106,7 +160,7 @@ impl StrategyModule {
             depth: 0,
         };
         let session = placement::block_here(loaded.session(runtime, opts, false));
-        let mut session = session.map_err(Error::LoadCall)?;
+        let (code, mut session) = session.map_err(Error::LoadCall)?;
         let raw = placement::block_here(session.manifest()).map_err(Error::LoadCall)?;
         let decoded = <abi::Manifest as prost::Message>::decode(raw.as_slice())
             .map_err(|e| Error::Manifest(format!("did not decode: {e}")))?;
@@ -138,8 +192,16 @@ impl StrategyModule {
         loaded.counters = Some(counters);
         loaded.manifest = manifest;
         // A reactor's first instance, initialised already, serves the first calls.
-        loaded.end(runtime, session);
+        loaded.end(runtime, &code, session);
+        if baseline {
+            optimize_later(runtime, &loaded.compiled, &loaded.digest, bytes);
+        }
         Ok(loaded)
+    }
+
+    /// Which compiler made the code the module runs now.
+    pub fn tier(&self) -> CompilerTier {
+        self.compiled.load().tier
     }
 
     /// The module's name (from its manifest).
@@ -194,9 +256,9 @@ impl StrategyModule {
             depth: 0,
         };
         placement::block_here(async {
-            let mut session = self.session(runtime, opts, false).await?;
+            let (code, mut session) = self.session(runtime, opts, false).await?;
             let response = session.call(request).await;
-            self.end(runtime, session);
+            self.end(runtime, &code, session);
             response
         })
     }
@@ -215,9 +277,9 @@ impl StrategyModule {
         let may_block = grants.get || grants.list || grants.apply;
         let (module, runtime) = (self.clone(), runtime.clone());
         let session = Box::pin(async move {
-            let mut session = module.session(&runtime, opts, !may_block).await?;
+            let (code, mut session) = module.session(&runtime, opts, !may_block).await?;
             let response = session.call(&request).await;
-            module.end(&runtime, session);
+            module.end(&runtime, &code, session);
             response
         });
         match may_block {
@@ -226,30 +288,35 @@ impl StrategyModule {
         }
     }
 
-    /// An instance of the module with `runtime`'s limits, serving every step of one registry
-    /// phase: a kept one of a reactor's, or a fresh one; `on_worker` as for `Session::new`.
+    /// An instance of the module's code in force with `runtime`'s limits, serving every step of
+    /// one registry phase: a kept one of a reactor's, or a fresh one; `on_worker` as for
+    /// `Session::new`. The code comes along, so the instance goes back to its own pool.
     async fn session(
         &self,
         runtime: &Runtime,
         opts: SessionOptions,
         on_worker: bool,
-    ) -> std::result::Result<Session, super::CallFailure> {
-        if let Some(mut kept) = self.pool.as_ref().and_then(InstancePool::take) {
+    ) -> std::result::Result<(Arc<Compiled>, Session), super::CallFailure> {
+        let code = self.compiled.load_full();
+        if let Some(mut kept) = code.pool.as_ref().and_then(InstancePool::take) {
             kept.begin(runtime, &self.manifest.grants, opts, on_worker);
-            return Ok(kept);
+            return Ok((code, kept));
         }
         let grants = self.manifest.grants.clone();
-        let session = Session::new(runtime, &self.pre, grants, opts, on_worker).await;
+        let session = Session::new(runtime, &code.pre, grants, opts, on_worker).await;
         if let Some(counters) = &self.counters {
             counters.record_instance_started();
         }
-        session
+        session.map(|session| (code, session))
     }
 
     /// Ends a session: a reactor's instance goes back to its pool (which may recycle it); any
-    /// other is dropped.
-    fn end(&self, runtime: &Runtime, session: Session) {
-        if let (Some(pool), Some(counters)) = (&self.pool, &self.counters) {
+    /// other, or one of code since replaced, is dropped.
+    fn end(&self, runtime: &Runtime, code: &Arc<Compiled>, session: Session) {
+        if !Arc::ptr_eq(code, &self.compiled.load()) {
+            return;
+        }
+        if let (Some(pool), Some(counters)) = (&code.pool, &self.counters) {
             pool.give_back(runtime, counters, session);
         }
     }
@@ -257,7 +324,9 @@ impl StrategyModule {
     /// The linear memory of each of a reactor's idle instances, in bytes (empty for other
     /// modules, whose instances live for one call).
     pub fn idle_instance_memory(&self) -> Vec<usize> {
-        self.pool
+        self.compiled
+            .load()
+            .pool
             .as_ref()
             .map(InstancePool::idle_memory)
             .unwrap_or_default()
@@ -266,6 +335,85 @@ impl StrategyModule {
     /// Whether the module is a reactor (exports `_initialize`), whose instances are kept across
     /// calls.
     pub fn is_reactor(&self) -> bool {
-        self.pool.is_some()
+        self.compiled.load().pool.is_some()
+    }
+}
+
+/// A module's first code, when the cache has none: the baseline tier's, which compiles in a
+/// fraction of Cranelift's time, or (tiering off, or a module the baseline compiler cannot
+/// take) Cranelift's, stored in the cache.
+fn first_code(
+    runtime: &Runtime,
+    digest: &str,
+    bytes: &[u8],
+) -> Result<(wasmtime::Module, Compiled)> {
+    let rt = &runtime.inner;
+    if let Some((engine, linker)) = &rt.baseline {
+        let tier = CompilerTier::Baseline;
+        match module_cache::compile(engine, digest, bytes, tier.as_str()) {
+            Ok(module) => {
+                let compiled = Compiled::link(runtime, linker, &module, tier)?;
+                return Ok((module, compiled));
+            }
+            Err(e) => {
+                tracing::warn!(digest, error = %e, "the baseline compiler refused a module; compiling it optimized")
+            }
+        }
+    }
+    let module = rt.cache.compile(&rt.engine, digest, bytes)?;
+    let compiled = Compiled::link(runtime, &rt.linker, &module, CompilerTier::Optimized)?;
+    Ok((module, compiled))
+}
+
+/// Compiles the module optimized on a thread of its own (storing the code in the cache) and
+/// swaps it in for the baseline code: calls in flight finish on the baseline code, later ones
+/// start on the optimized code, and a reactor's kept baseline instances are dropped as they
+/// come back. A failure leaves the baseline code serving.
+fn optimize_later(
+    runtime: &Runtime,
+    compiled: &Arc<ArcSwap<Compiled>>,
+    digest: &str,
+    bytes: &[u8],
+) {
+    // One compilation per digest serves every loaded copy of the module.
+    {
+        let mut optimizing = runtime.inner.optimizing.lock().expect("optimizing lock");
+        if let Some(waiting) = optimizing.get_mut(digest) {
+            waiting.push(Arc::downgrade(compiled));
+            return;
+        }
+        optimizing.insert(digest.to_string(), vec![Arc::downgrade(compiled)]);
+    }
+    let runtime = runtime.clone();
+    let (digest, bytes) = (digest.to_string(), bytes.to_vec());
+    let spawned = std::thread::Builder::new()
+        .name("wasm-optimize".into())
+        .spawn(move || {
+            let rt = &runtime.inner;
+            let module = rt.cache.compile(&rt.engine, &digest, &bytes);
+            let waiting = rt
+                .optimizing
+                .lock()
+                .expect("optimizing lock")
+                .remove(&digest)
+                .unwrap_or_default();
+            let linked = |module: &wasmtime::Module| {
+                Compiled::link(&runtime, &rt.linker, module, CompilerTier::Optimized)
+            };
+            let failed = |e: &super::Error| tracing::warn!(digest, error = %e, "optimizing a strategy module failed; its baseline code keeps serving");
+            let module = match module {
+                Ok(module) => module,
+                Err(e) => return failed(&e),
+            };
+            for cell in waiting.iter().filter_map(Weak::upgrade) {
+                match linked(&module) {
+                    Ok(code) => cell.store(Arc::new(code)),
+                    Err(e) => return failed(&e),
+                }
+            }
+            tracing::info!(digest, "a strategy module now runs its optimized code");
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "could not start optimizing a strategy module; its baseline code keeps serving");
     }
 }

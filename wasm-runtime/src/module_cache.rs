@@ -34,35 +34,25 @@ impl ModuleCache {
         Some(dir.join(format!("{digest}-{}.cwasm", self.engine_hash)))
     }
 
-    /// The compiled module for `bytes` (whose SHA-256 is `digest`): from the cache when present
-    /// and loadable, else compiled now and stored.
-    pub(crate) fn get_or_compile(
-        &self,
-        engine: &Engine,
-        digest: &str,
-        bytes: &[u8],
-    ) -> Result<Module> {
-        let path = self.path(digest);
-        if let Some(path) = &path {
-            if let Ok(artifact) = std::fs::read(path) {
-                match deserialize(engine, &artifact) {
-                    Ok(module) => return Ok(module),
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), error = %e, "ignoring unusable cached module")
-                    }
-                }
+    /// The compiled module whose SHA-256 is `digest`, when the cache holds it and it loads
+    /// (`engine` must be the one the cache was made for).
+    pub(crate) fn cached(&self, engine: &Engine, digest: &str) -> Option<Module> {
+        let path = self.path(digest)?;
+        let artifact = std::fs::read(&path).ok()?;
+        match deserialize(engine, &artifact) {
+            Ok(module) => Some(module),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring unusable cached module");
+                None
             }
         }
-        // Compiling a large module (Go's) takes seconds: say so, so a waiting start is explained.
-        let started = std::time::Instant::now();
-        tracing::info!(digest, bytes = bytes.len(), "compiling a strategy module");
-        let module = Module::new(engine, bytes)
-            .map_err(|e| Error::Compile(super::error::one_line(format_args!("{e:#}"))))?;
-        tracing::info!(
-            digest,
-            seconds = format_args!("{:.1}", started.elapsed().as_secs_f64()),
-            "compiled a strategy module"
-        );
+    }
+
+    /// Compiles `bytes` (whose SHA-256 is `digest`) with the cache's engine and stores the
+    /// result.
+    pub(crate) fn compile(&self, engine: &Engine, digest: &str, bytes: &[u8]) -> Result<Module> {
+        let module = compile(engine, digest, bytes, "optimized")?;
+        let path = self.path(digest);
         if let Some(path) = &path {
             if let Err(e) = store(&module, path) {
                 tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled module");
@@ -70,6 +60,27 @@ impl ModuleCache {
         }
         Ok(module)
     }
+}
+
+/// Compiles a module, saying so: a large module (Go's) takes seconds, and a waiting start is
+/// explained. `tier` names the code it makes (baseline or optimized).
+pub(crate) fn compile(engine: &Engine, digest: &str, bytes: &[u8], tier: &str) -> Result<Module> {
+    let started = std::time::Instant::now();
+    tracing::info!(
+        digest,
+        bytes = bytes.len(),
+        tier,
+        "compiling a strategy module"
+    );
+    let module = Module::new(engine, bytes)
+        .map_err(|e| Error::Compile(super::error::one_line(format_args!("{e:#}"))))?;
+    tracing::info!(
+        digest,
+        tier,
+        seconds = format_args!("{:.1}", started.elapsed().as_secs_f64()),
+        "compiled a strategy module"
+    );
+    Ok(module)
 }
 
 /// Loads a compiled artifact this cache wrote.

@@ -12,3 +12,4 @@ mod wasm_hostile;
 mod wasm_instances;
 mod wasm_reload;
 mod wasm_strategies;
+mod wasm_tiers;

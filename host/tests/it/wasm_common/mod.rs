@@ -15,6 +15,9 @@ pub(crate) fn config() -> RuntimeConfig {
     RuntimeConfig {
         cache_dir: Some(concat!(env!("CARGO_TARGET_TMPDIR"), "/strategy-module-cache").into()),
         max_instances: 64,
+        // Each test sees one tier's code throughout (no swap mid-test); `wasm_tiers` tests the
+        // swap.
+        tiered_compilation: false,
         ..RuntimeConfig::default()
     }
 }
