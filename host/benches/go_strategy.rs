@@ -1,8 +1,10 @@
 //! The Go port of the Deployment strategy beside the Rust one, in one run: module size, load
-//! time (compiling, then from the compilation cache), a kept instance's memory, and the
+//! time from an empty cache with tiered compilation (serving from baseline code) and without
+//! (waiting for Cranelift), then from the compilation cache, a kept instance's memory, and the
 //! create phase on a 1 KiB Deployment as the registry calls it (`Strategy::before_create` from
-//! an async task), p50/p99; then the Go module under recycle policies that replace its instance
-//! every N calls, to show what recycling costs at p99.
+//! an async task), p50/p99, on optimized code and on baseline code; then the Go module under
+//! recycle policies that replace its instance every N calls, to show what recycling costs at
+//! p99.
 //!
 //! `cargo bench -p strategy-host --bench go_strategy`
 
@@ -10,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strategy_host::strategy::Strategy;
-use strategy_host::wasm::runtime::{InstanceReuse, Runtime, RuntimeConfig, StrategyModule};
+use strategy_host::wasm::runtime::{
+    CompilerTier, InstanceReuse, Runtime, RuntimeConfig, StrategyModule,
+};
 use strategy_host::wasm::WasmStrategy;
 
 #[path = "common/deployment.rs"]
@@ -21,22 +25,51 @@ const SAMPLES: usize = 20_000;
 
 /// A runtime with `reuse`, caching compiled modules in `cache`.
 fn runtime(reuse: InstanceReuse, cache: &std::path::Path) -> Runtime {
+    tiered(reuse, cache, true)
+}
+
+/// A runtime with `reuse`, caching compiled modules in `cache`, with tiered compilation on or
+/// off.
+fn tiered(reuse: InstanceReuse, cache: &std::path::Path, tiered_compilation: bool) -> Runtime {
     Runtime::new(RuntimeConfig {
         max_instances: 64,
         instance_reuse: reuse,
         cache_dir: Some(cache.to_owned()),
+        tiered_compilation,
         ..RuntimeConfig::default()
     })
     .unwrap()
 }
 
-/// Loads `path` on `rt` and prints its size and load times (the first load compiles, unless
-/// an earlier runtime cached it; the second reads the cache).
+/// Waits for `module`'s optimized code (Cranelift compiling in the background).
+fn optimized(module: &StrategyModule) -> Duration {
+    let t = Instant::now();
+    while module.tier() != CompilerTier::Optimized {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    t.elapsed()
+}
+
+/// Loads `path` on `rt` and prints its size and load times: the first load from an empty cache
+/// with tiered compilation (ready on baseline code; then how long its optimized code took) and
+/// without it (ready when Cranelift is done), then from the cache.
 fn load(label: &str, rt: &Runtime, path: &str) -> Arc<StrategyModule> {
     let bytes = std::fs::read(path).unwrap();
+    let cold = std::env::temp_dir().join(format!("{label}-cold-{}", std::process::id()));
+    let untiered = tiered(InstanceReuse::default(), &cold, false);
+    let t = Instant::now();
+    let _ = StrategyModule::load(&untiered, &bytes).unwrap();
+    let cranelift = t.elapsed();
+    let _ = std::fs::remove_dir_all(&cold);
     let t = Instant::now();
     let module = StrategyModule::load(rt, &bytes).unwrap();
     let first = t.elapsed();
+    let tier = module.tier().as_str();
+    let later = optimized(&module);
+    println!(
+        "{label}: cold load {first:?} ({tier} code, optimized code {later:?} later); \
+         without tiering {cranelift:?}",
+    );
     let t = Instant::now();
     let _again = StrategyModule::load(rt, &bytes).unwrap();
     let again = t.elapsed();
@@ -91,6 +124,15 @@ fn main() {
     let go = load("go", &rt, strategy_artifacts::GO_DEPLOYMENT);
     time_creates("rust", &tokio, WasmStrategy::new(rt.clone(), rust));
     time_creates("go", &tokio, WasmStrategy::new(rt.clone(), go.clone()));
+    for (label, path) in [
+        ("rust, baseline code", strategy_artifacts::DEPLOYMENT),
+        ("go, baseline code", strategy_artifacts::GO_DEPLOYMENT),
+    ] {
+        let bytes = std::fs::read(path).unwrap();
+        let module = Arc::new(StrategyModule::load_baseline(&rt, &bytes).unwrap());
+        assert_eq!(module.tier(), CompilerTier::Baseline);
+        time_creates(label, &tokio, WasmStrategy::new(rt.clone(), module));
+    }
     println!(
         "go: kept instance memory {:?} KiB after {SAMPLES} calls",
         go.idle_instance_memory()

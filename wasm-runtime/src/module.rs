@@ -114,6 +114,18 @@ impl StrategyModule {
     ///
     /// [`Error`] names the check the module failed.
     pub fn load(runtime: &Runtime, bytes: &[u8]) -> Result<Self> {
+        Self::load_tiered(runtime, bytes, false)
+    }
+
+    /// As [`StrategyModule::load`], but the module runs its baseline code for good (never
+    /// optimized, whatever the cache holds): for benchmarks comparing the tiers' call costs.
+    /// Falls back to optimized code when tiered compilation is off.
+    #[doc(hidden)]
+    pub fn load_baseline(runtime: &Runtime, bytes: &[u8]) -> Result<Self> {
+        Self::load_tiered(runtime, bytes, true)
+    }
+
+    fn load_tiered(runtime: &Runtime, bytes: &[u8], baseline_only: bool) -> Result<Self> {
         let rt = &runtime.inner;
         let limit = rt.config.module_size_limit;
         if bytes.len() > limit {
@@ -123,7 +135,11 @@ impl StrategyModule {
             });
         }
         let digest = digest(bytes);
-        let (module, compiled) = match rt.cache.cached(&rt.engine, &digest) {
+        let cached = match baseline_only {
+            true => None,
+            false => rt.cache.cached(&rt.engine, &digest),
+        };
+        let (module, compiled) = match cached {
             Some(module) => {
                 let compiled =
                     Compiled::link(runtime, &rt.linker, &module, CompilerTier::Optimized)?;
@@ -131,7 +147,7 @@ impl StrategyModule {
             }
             None => first_code(runtime, &digest, bytes)?,
         };
-        let baseline = compiled.tier == CompilerTier::Baseline;
+        let optimize = compiled.tier == CompilerTier::Baseline && !baseline_only;
 
         // Instantiate once: read the manifest and the constant answers, before anyone relies on it.
         let mut loaded = Self {
@@ -193,7 +209,7 @@ impl StrategyModule {
         loaded.manifest = manifest;
         // A reactor's first instance, initialised already, serves the first calls.
         loaded.end(runtime, &code, session);
-        if baseline {
+        if optimize {
             optimize_later(runtime, &loaded.compiled, &loaded.digest, bytes);
         }
         Ok(loaded)

@@ -94,6 +94,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: config.module_cache(),
         real_clock: config.wasm_real_clock,
+        tiered_compilation: config.tiered_compilation,
         ..RuntimeConfig::default()
     })
     .context("starting the wasm runtime")?;
