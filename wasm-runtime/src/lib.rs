@@ -6,6 +6,7 @@
 //! (`strategy-host-contract`) but knows nothing of the registry, the API or where modules come from.
 
 pub mod abi;
+mod data_segments;
 mod engine;
 mod epoch;
 mod error;
