@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"strategyhost.dev/sdk/abi"
 )
@@ -107,14 +106,11 @@ func (h *hooks[T]) operations() []Operation {
 	return append(append([]Operation{}, BeforeWrite...), h.implemented...)
 }
 
-// checkSignatures panics when impl has a method named after a hook that is not the hook: the
-// wrong object type, a missing return value, or a pointer receiver on a value passed as Impl.
+// checkSignatures panics when impl has a method named after a strategy hook that is not the
+// hook: the wrong object type, a missing return value, or a pointer receiver on a value passed
+// as Impl.
 func checkSignatures[T any](impl any) {
-	if impl == nil {
-		return
-	}
-	t := reflect.TypeOf(impl)
-	for _, hook := range []reflect.Type{
+	checkHooks(impl, []reflect.Type{
 		reflect.TypeFor[PrepareForCreator[T]](), reflect.TypeFor[Validator[T]](),
 		reflect.TypeFor[CreateWarner[T]](), reflect.TypeFor[Canonicalizer[T]](),
 		reflect.TypeFor[PrepareForUpdater[T]](), reflect.TypeFor[UpdateValidator[T]](),
@@ -122,17 +118,15 @@ func checkSignatures[T any](impl any) {
 		reflect.TypeFor[UnconditionalUpdateAllower](), reflect.TypeFor[BeforeDeleter[T]](),
 		reflect.TypeFor[AfterCreator[T]](), reflect.TypeFor[AfterUpdater[T]](),
 		reflect.TypeFor[AfterDeleter[T]](), reflect.TypeFor[Converter](),
-	} {
-		want := hook.Method(0)
-		signature := want.Name + strings.TrimPrefix(want.Type.String(), "func")
-		if m, ok := t.MethodByName(want.Name); ok {
-			if !t.Implements(hook) {
-				panic(fmt.Sprintf("sdk: %v has %s of type %v, which is not the hook %s", t, want.Name, m.Type, signature))
-			}
-		} else if _, ok := reflect.PointerTo(t).MethodByName(want.Name); ok && t.Kind() != reflect.Pointer {
-			panic(fmt.Sprintf("sdk: %v's %s has a pointer receiver: pass a pointer as Impl", t, want.Name))
-		}
-	}
+	})
+}
+
+// checkPolicySignatures is checkSignatures for an admission policy's hooks.
+func checkPolicySignatures[T any](impl any) {
+	checkHooks(impl, []reflect.Type{
+		reflect.TypeFor[AdmissionMutator[T]](), reflect.TypeFor[AdmissionValidator[T]](),
+		reflect.TypeFor[AdmissionWarner[T]](),
+	})
 }
 
 // run answers one request as the Rust SDK's dispatch does.

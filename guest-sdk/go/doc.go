@@ -1,7 +1,8 @@
 // Package sdk is the Go guest SDK for Strategy Host: write a resource's strategy in Go, build it
 // as a WebAssembly reactor module for wasip1, and drop the .wasm file into the host's strategy
-// directory. It speaks ABI 1.3 (../proto/strategy.proto), as the Rust SDK does, and answers
-// every request as the Rust SDK would.
+// directory. It speaks ABI 1.5 (../proto/strategy.proto), as the Rust SDK does, and answers
+// every request as the Rust SDK would. Besides strategies, a module may be an admission policy
+// across resources (Policy, RegisterPolicy) or an authorizer (Authorizer, RegisterAuthorizer).
 //
 // A strategy is a Strategy value: the manifest's description (name, resources, host functions,
 // the resources its After hooks may apply) and Impl, a value whose methods are the hooks it

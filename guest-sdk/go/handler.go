@@ -18,8 +18,9 @@ type Handler struct {
 
 // NewHandler checks a strategy and builds its handler. It panics when the description cannot
 // load (no name, no resources, Applies without HostApply) or when Impl has a method named
-// after a hook with another signature than the hook's, so such mistakes fail `go test` (and
-// the module's _initialize) instead of being silently ignored.
+// after a hook with another signature than the hook's, so such mistakes fail `go test`
+// instead of being silently ignored. (The module itself skips the signature check: see
+// hookcheck.go.)
 func NewHandler[T any](s Strategy[T]) *Handler {
 	if s.Name == "" {
 		panic("sdk: the strategy has no Name")
@@ -107,10 +108,15 @@ var registered *Handler
 // Register makes a strategy the module's: the one its exports (manifest, call) and Handle and
 // ManifestBytes answer for. Call it once, from an init function of the module's main package.
 func Register[T any](s Strategy[T]) {
+	register(NewHandler(s))
+}
+
+// register makes h the module's handler, once.
+func register(h *Handler) {
 	if registered != nil {
-		panic("sdk: Register called twice; a module exports one strategy")
+		panic("sdk: Register called twice; a module exports one strategy, policy or authorizer")
 	}
-	registered = NewHandler(s)
+	registered = h
 }
 
 // Registered is the handler Register made, or nil.

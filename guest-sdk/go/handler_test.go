@@ -100,7 +100,7 @@ func TestTheManifestListsBeforeWriteAndWhatIsImplemented(t *testing.T) {
 	if want := []abi.HostFunction{sdk.HostLog, sdk.HostGet, sdk.HostApply}; !reflect.DeepEqual(m.HostFunctions, want) {
 		t.Errorf("host functions %v, want %v", m.HostFunctions, want)
 	}
-	if m.ABIVersion != 1 || m.ABIMinorVersion != 3 || m.Name != "gadgets" {
+	if m.ABIVersion != 1 || m.ABIMinorVersion != sdk.ABIMinorVersion || m.Name != "gadgets" {
 		t.Errorf("got %+v", m)
 	}
 	if want := []abi.Resource{{Group: "example.com", Version: "v1", Kind: "Gadget", Plural: "gadgets", Scope: abi.ScopeCluster}}; !reflect.DeepEqual(m.Resources, want) {

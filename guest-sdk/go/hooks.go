@@ -2,9 +2,9 @@ package sdk
 
 // The hooks: Strategy.Impl opts into each by having its method. A hook Impl lacks answers as
 // Kubernetes does for custom resources (nothing changed, no errors, no warnings, create on
-// update refused, unconditional update allowed, no conversion). NewHandler panics when Impl has
-// a method of a hook's name with another signature, so a typo in a type is not silently a
-// missing hook.
+// update refused, unconditional update allowed, no conversion). NewHandler panics, when run
+// natively (the strategy's go test), if Impl has a method of a hook's name with another
+// signature, so a typo in a type is not silently a missing hook.
 
 // PrepareForCreator clears what clients may not set and fills defaults on a new object.
 type PrepareForCreator[T any] interface {

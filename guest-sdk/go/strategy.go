@@ -6,9 +6,11 @@ import "strategyhost.dev/sdk/abi"
 // manifest names another.
 const ABIVersion = 1
 
-// ABIMinorVersion is the ABI's minor version this SDK builds modules for: 3 (1.1 added
-// Context.User, 1.2 admission policies, 1.3 version conversion).
-const ABIMinorVersion = 3
+// ABIMinorVersion is the ABI's minor version this SDK builds modules for, the Rust SDK's: 5
+// (1.1 added Context.User, 1.2 admission policies, 1.3 version conversion, 1.4 changed objects
+// answered as a JSON Patch, which this SDK does not send, 1.5 authorizers). A host loads a
+// module whose minor version is at most its own.
+const ABIMinorVersion = 5
 
 // Strategy describes a module: what its manifest says, and the value whose methods are its
 // hooks. T is the object type the hooks see: map[string]any (numbers as json.Number), any, or a

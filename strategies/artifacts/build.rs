@@ -43,8 +43,14 @@ const TEST_PROGRAMS: &[(&str, &str)] = &[
 ];
 
 /// (package under `strategies/go`, constant name) of the Go examples, built with the Go
-/// toolchain.
-const GO_EXAMPLES: &[(&str, &str)] = &[("deployment", "GO_DEPLOYMENT"), ("tenant", "GO_TENANT")];
+/// toolchain: two strategies, the owner-label admission policy and the MachineDeployment
+/// conversion (ports of the Rust examples).
+const GO_EXAMPLES: &[(&str, &str)] = &[
+    ("deployment", "GO_DEPLOYMENT"),
+    ("tenant", "GO_TENANT"),
+    ("owner-label", "GO_OWNER_LABEL"),
+    ("machinedeployment-conversion", "GO_MACHINEDEPLOYMENT_CONVERSION"),
+];
 
 /// The hostile Go fixtures (`strategies/go/hostile/<name>`), each misbehaving in one way
 /// (`HOSTILE_GO` lists them with their files).

@@ -1,8 +1,7 @@
 package abi
 
 // Manifest describes a module: which ABI it speaks, which resources it serves, what it
-// implements. (The admission_policy field, which only admission policies send, is not
-// modelled; decoding skips it.)
+// implements.
 type Manifest struct {
 	ABIVersion      uint32
 	Name            string
@@ -11,6 +10,33 @@ type Manifest struct {
 	HostFunctions   []HostFunction
 	Applies         []GroupKind
 	ABIMinorVersion uint32
+	// AdmissionPolicy is set when the module is an admission policy (since 1.2; Resources is
+	// then empty).
+	AdmissionPolicy *AdmissionPolicy
+	// Authorizer is set when the module is an authorizer (since 1.5).
+	Authorizer *Authorizer
+}
+
+// AdmissionPolicy is an admission policy's declaration: which writes it is asked about and what
+// its verdicts do.
+type AdmissionPolicy struct {
+	// MatchResources is the JSON of Kubernetes' MatchResources.
+	MatchResources    []byte
+	MatchConditions   []MatchCondition
+	ValidationActions []string
+	FailurePolicy     string
+}
+
+// MatchCondition is a CEL expression that must hold for a policy to be asked, named for
+// messages.
+type MatchCondition struct {
+	Name, Expression string
+}
+
+// Authorizer is an authorizer's declaration.
+type Authorizer struct {
+	// FailurePolicy is NoOpinion (the default, when empty) or Deny.
+	FailurePolicy string
 }
 
 // Resource is a resource a module binds to.
@@ -39,6 +65,12 @@ func (m *Manifest) encode(e *encoder) {
 		e.message(manifestApplies, &m.Applies[i])
 	}
 	e.uint(manifestABIMinorVersion, uint64(m.ABIMinorVersion))
+	if m.AdmissionPolicy != nil {
+		e.message(manifestAdmissionPolicy, m.AdmissionPolicy)
+	}
+	if m.Authorizer != nil {
+		e.message(manifestAuthorizer, m.Authorizer)
+	}
 }
 
 // Unmarshal decodes a manifest.
@@ -64,6 +96,74 @@ func (m *Manifest) Unmarshal(b []byte) error {
 			m.Applies = append(m.Applies, gk)
 		case manifestABIMinorVersion:
 			m.ABIMinorVersion = uint32(f.uint())
+		case manifestAdmissionPolicy:
+			m.AdmissionPolicy = &AdmissionPolicy{}
+			f.message(m.AdmissionPolicy)
+		case manifestAuthorizer:
+			m.Authorizer = &Authorizer{}
+			f.message(m.Authorizer)
+		}
+	})
+}
+
+func (p *AdmissionPolicy) encode(e *encoder) {
+	e.bytes(admissionPolicyMatchResources, p.MatchResources)
+	for i := range p.MatchConditions {
+		e.message(admissionPolicyMatchConditions, &p.MatchConditions[i])
+	}
+	for _, a := range p.ValidationActions {
+		e.stringElement(admissionPolicyValidationActions, a)
+	}
+	e.string(admissionPolicyFailurePolicy, p.FailurePolicy)
+}
+
+// Unmarshal decodes an admission policy's declaration.
+func (p *AdmissionPolicy) Unmarshal(b []byte) error {
+	*p = AdmissionPolicy{}
+	return eachField(b, func(f *field) {
+		switch f.num {
+		case admissionPolicyMatchResources:
+			p.MatchResources = f.bytes()
+		case admissionPolicyMatchConditions:
+			var c MatchCondition
+			f.message(&c)
+			p.MatchConditions = append(p.MatchConditions, c)
+		case admissionPolicyValidationActions:
+			p.ValidationActions = append(p.ValidationActions, f.string())
+		case admissionPolicyFailurePolicy:
+			p.FailurePolicy = f.string()
+		}
+	})
+}
+
+func (c *MatchCondition) encode(e *encoder) {
+	e.string(matchConditionName, c.Name)
+	e.string(matchConditionExpression, c.Expression)
+}
+
+// Unmarshal decodes a match condition.
+func (c *MatchCondition) Unmarshal(b []byte) error {
+	*c = MatchCondition{}
+	return eachField(b, func(f *field) {
+		switch f.num {
+		case matchConditionName:
+			c.Name = f.string()
+		case matchConditionExpression:
+			c.Expression = f.string()
+		}
+	})
+}
+
+func (a *Authorizer) encode(e *encoder) {
+	e.string(authorizerFailurePolicy, a.FailurePolicy)
+}
+
+// Unmarshal decodes an authorizer's declaration.
+func (a *Authorizer) Unmarshal(b []byte) error {
+	*a = Authorizer{}
+	return eachField(b, func(f *field) {
+		if f.num == authorizerFailurePolicy {
+			a.FailurePolicy = f.string()
 		}
 	})
 }

@@ -10,6 +10,18 @@ const (
 	manifestHostFunctions   = 5
 	manifestApplies         = 6
 	manifestABIMinorVersion = 7
+	manifestAdmissionPolicy = 8
+	manifestAuthorizer      = 9
+
+	admissionPolicyMatchResources    = 1
+	admissionPolicyMatchConditions   = 2
+	admissionPolicyValidationActions = 3
+	admissionPolicyFailurePolicy     = 4
+
+	matchConditionName       = 1
+	matchConditionExpression = 2
+
+	authorizerFailurePolicy = 1
 
 	groupKindGroup = 1
 	groupKindKind  = 2

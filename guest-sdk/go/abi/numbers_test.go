@@ -35,12 +35,7 @@ var perOperationMessages = map[string]bool{ // message -> has old_object
 var emptyMessages = []string{"AllowCreateOnUpdateRequest", "AllowUnconditionalUpdateRequest"}
 
 // notModelled are proto fields this package deliberately does not read or write.
-var notModelled = map[string]bool{
-	// Only admission policies declare one; a strategy's manifest never has it.
-	"Manifest.admission_policy": true,
-	// Only authorizers (ABI 1.5, Rust SDK) declare one; likewise.
-	"Manifest.authorizer": true,
-}
+var notModelled = map[string]bool{}
 
 func numbers() []number {
 	n := []number{
@@ -51,6 +46,15 @@ func numbers() []number {
 		{"manifestHostFunctions", manifestHostFunctions, "Manifest", "host_functions"},
 		{"manifestApplies", manifestApplies, "Manifest", "applies"},
 		{"manifestABIMinorVersion", manifestABIMinorVersion, "Manifest", "abi_minor_version"},
+		{"manifestAdmissionPolicy", manifestAdmissionPolicy, "Manifest", "admission_policy"},
+		{"manifestAuthorizer", manifestAuthorizer, "Manifest", "authorizer"},
+		{"admissionPolicyMatchResources", admissionPolicyMatchResources, "AdmissionPolicy", "match_resources"},
+		{"admissionPolicyMatchConditions", admissionPolicyMatchConditions, "AdmissionPolicy", "match_conditions"},
+		{"admissionPolicyValidationActions", admissionPolicyValidationActions, "AdmissionPolicy", "validation_actions"},
+		{"admissionPolicyFailurePolicy", admissionPolicyFailurePolicy, "AdmissionPolicy", "failure_policy"},
+		{"matchConditionName", matchConditionName, "MatchCondition", "name"},
+		{"matchConditionExpression", matchConditionExpression, "MatchCondition", "expression"},
+		{"authorizerFailurePolicy", authorizerFailurePolicy, "Authorizer", "failure_policy"},
 		{"groupKindGroup", groupKindGroup, "GroupKind", "group"},
 		{"groupKindKind", groupKindKind, "GroupKind", "kind"},
 		{"resourceGroup", resourceGroup, "Resource", "group"},

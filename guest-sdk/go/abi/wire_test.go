@@ -50,6 +50,19 @@ func TestMessagesRoundTrip(t *testing.T) {
 	}
 	var m Manifest
 	roundTrip(t, &manifest, &m)
+	policy := Manifest{
+		ABIVersion: 1, ABIMinorVersion: 5, Name: "owner-label",
+		Operations: []Operation{OperationAdmitValidate},
+		AdmissionPolicy: &AdmissionPolicy{
+			MatchResources:    []byte(`{"resourceRules":[]}`),
+			MatchConditions:   []MatchCondition{{"not-dry", "!request.dryRun"}, {Name: "n"}},
+			ValidationActions: []string{"Deny", "Warn"}, FailurePolicy: "Ignore",
+		},
+	}
+	roundTrip(t, &policy, &m)
+	authorizer := Manifest{ABIVersion: 1, ABIMinorVersion: 5, Name: "a",
+		Operations: []Operation{OperationAuthorize}, Authorizer: &Authorizer{}}
+	roundTrip(t, &authorizer, &m)
 
 	ctx := &Context{
 		Resource: &Resource{Group: "g", Kind: "K", Scope: ScopeCluster}, DryRun: true, RequestID: "r1",

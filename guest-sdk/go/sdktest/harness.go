@@ -193,6 +193,68 @@ func (h *Harness) AllowUnconditionalUpdate() (bool, error) {
 	return r.Allowed, nil
 }
 
+// Write is one write as an admission policy is asked about it: what the host sends in an admit
+// request. The object and old object are any JSON-encodable values (nil when absent).
+type Write struct {
+	Operation         sdk.AdmissionOperation
+	Namespace, Name   string
+	Subresource       string
+	Object, OldObject any
+}
+
+// Mutate runs a policy's mutating phase on w: the object after the policy's Mutate.
+func (h *Harness) Mutate(w Write) (map[string]any, error) {
+	r, err := h.admit(abi.AdmissionPhaseMutate, w)
+	if err != nil {
+		return nil, err
+	}
+	return r.Object, nil
+}
+
+// Admit runs a policy's validating phase on w: its field errors (a refusal) and, when it
+// admits, its warnings.
+func (h *Harness) Admit(w Write) ([]sdk.FieldError, []string, error) {
+	r, err := h.admit(abi.AdmissionPhaseValidate, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.FieldErrors, r.Warnings, nil
+}
+
+func (h *Harness) admit(phase abi.AdmissionPhase, w Write) (*Result, error) {
+	a := &abi.AdmitRequest{Phase: phase, Operation: string(w.Operation), Namespace: w.Namespace,
+		Name: w.Name, Subresource: w.Subresource}
+	var err error
+	if w.Object != nil {
+		if a.Object, err = jsonOf(w.Object); err != nil {
+			return nil, err
+		}
+	}
+	if w.OldObject != nil {
+		if a.OldObject, err = jsonOf(w.OldObject); err != nil {
+			return nil, err
+		}
+	}
+	return h.result(&abi.Request{Arm: abi.ArmAdmit, Admit: a})
+}
+
+// Authorize asks an authorizer about spec (a SubjectAccessReview's spec, as JSON or a value
+// that encodes to it): whether it allowed or denied the request (neither: no opinion), and why.
+func (h *Harness) Authorize(spec any) (allowed, denied bool, reason string, err error) {
+	data, err := jsonOf(spec)
+	if err != nil {
+		return false, false, "", err
+	}
+	resp, err := h.Call(&abi.Request{Arm: abi.ArmAuthorize, Authorize: &abi.AuthorizeRequest{Spec: data}})
+	if err != nil {
+		return false, false, "", err
+	}
+	if resp.Error != "" {
+		return false, false, "", errors.New(resp.Error)
+	}
+	return resp.Allowed, resp.Denied, resp.Reason, nil
+}
+
 // Convert converts objects to desiredAPIVersion.
 func (h *Harness) Convert(desiredAPIVersion string, objs ...any) ([]map[string]any, error) {
 	req := &abi.Request{Arm: abi.ArmConvert, Convert: &abi.ConvertRequest{DesiredAPIVersion: desiredAPIVersion}}

@@ -31,6 +31,12 @@ func Convert(desiredAPIVersion string, objs ...any) ([]map[string]any, error) {
 	return Registered().Convert(desiredAPIVersion, objs...)
 }
 
+// Mutate runs the registered policy's mutating phase (see Harness.Mutate).
+func Mutate(w Write) (map[string]any, error) { return Registered().Mutate(w) }
+
+// Admit runs the registered policy's validating phase (see Harness.Admit).
+func Admit(w Write) ([]sdk.FieldError, []string, error) { return Registered().Admit(w) }
+
 // RoundTrip checks obj converts to via and back unchanged (see Harness.RoundTrip).
 func RoundTrip(obj any, via string) error { return Registered().RoundTrip(obj, via) }
 

@@ -386,6 +386,39 @@ fn a_wasm_module_takes_over_conversion_mid_watch_and_a_lossy_version_is_refused(
     );
 }
 
+/// The Go port of the conversion module converts as the Rust one does: both versions served
+/// from one stored object once the webhook is gone.
+#[test]
+fn the_go_conversion_module_serves_both_versions() {
+    let mut f = Fixture::start();
+    let module = conversion_module(strategy_artifacts::GO_MACHINEDEPLOYMENT_CONVERSION);
+    assert_eq!(
+        call("POST", &f.url(MODULES), Some(&module)).unwrap().code,
+        201
+    );
+    eventually(
+        "the Go conversion module active",
+        Duration::from_secs(60),
+        || f.kube.get(&format!("{MODULES}/md-conversion"))["status"]["phase"] == "Active",
+    );
+    f.webhook.kill();
+    let mut md = md_v1beta1("go");
+    md["spec"]["minReadySeconds"] = json!(7);
+    let created = call("POST", &f.url(&mds("v1beta1")), Some(&md)).unwrap();
+    assert_eq!(created.code, 201, "{}", created.body);
+    let v2 = f.get("v1beta2", "go").json();
+    assert_eq!(v2["apiVersion"], format!("{GROUP}/v1beta2"));
+    assert_eq!(v2["spec"]["template"]["spec"]["minReadySeconds"], 7, "{v2}");
+    assert!(v2["spec"].get("minReadySeconds").is_none(), "{v2}");
+    assert_eq!(
+        v2["spec"]["template"]["spec"]["infrastructureRef"]["apiGroup"],
+        "infrastructure.cluster.x-k8s.io"
+    );
+    let back = f.get("v1beta1", "go").json();
+    assert_eq!(back["spec"]["template"], md["spec"]["template"]);
+    assert_eq!(back["spec"]["minReadySeconds"], 7);
+}
+
 #[test]
 fn a_conversion_module_that_traps_answers_500_and_loses_nothing() {
     let f = Fixture::start();

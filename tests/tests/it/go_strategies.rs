@@ -1,8 +1,9 @@
 //! End-to-end with strategies written in Go (`strategies/go/`, built by the standard Go
 //! toolchain into WASI reactors): the real binary serves the Deployment port and the Tenant
 //! strategy from its strategy directory, driven with kubectl (defaults, 422 with Kubernetes'
-//! wording, the immutable selector, the Tenant's After hook applying a Namespace), and a Go
-//! module rolled out through a `StrategyModule` object takes over from the Rust one.
+//! wording, the immutable selector, the Tenant's After hook applying a Namespace), the Go
+//! owner-label admission policy guards every namespaced resource as the Rust one does, and a
+//! Go module rolled out through a `StrategyModule` object takes over from the Rust one.
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,7 +11,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use strategy_host_e2e::{
-    call, digest_in_force, eventually, get, kubectl, shared_module_cache, HostProcess,
+    call, digest_in_force, eventually, get, kubectl, kubectl_with, latest_kubectl_path,
+    shared_module_cache, HostProcess,
 };
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -140,6 +142,41 @@ fn go_strategies_serve_their_resources_through_kubectl() {
     eventually("the AfterDelete log line", WAIT, || {
         host.log_text().contains("acme") && host.log_text().contains("tenants-go")
     });
+}
+
+/// The Go port of the owner-label policy, dropped into a strategy directory, refuses what the
+/// Rust policy refuses with the same cause (kubectl 1.35 prints the server's message), across
+/// resources, and admits an owned object or one in kube-system.
+#[test]
+fn the_go_owner_label_policy_refuses_an_unlabelled_config_map() {
+    let (host, dir) = host_with(&[("owner-label-go.wasm", strategy_artifacts::GO_OWNER_LABEL)]);
+    let dir = dir.path();
+    let kubectl = latest_kubectl_path().unwrap();
+    let run = |args: &[&str], stdin: Option<&str>| {
+        kubectl_with(&kubectl, &host.base_url, dir, args, stdin).unwrap()
+    };
+    let denied = "admission policy module 'owner-label-go' denied request: metadata.labels[owner]: Required value: every namespaced object outside kube-system names its owner";
+    let mut attempt = 0;
+    let mut refusal = String::new();
+    eventually("the Go policy to refuse a ConfigMap", WAIT, || {
+        attempt += 1;
+        let (ok, _, err) = run(&["create", "configmap", &format!("probe-{attempt}")], None);
+        refusal = err;
+        !ok
+    });
+    assert!(refusal.contains(denied), "{refusal}");
+    let (ok, _, err) = run(
+        &["create", "secret", "generic", "s1", "--from-literal=a=b"],
+        None,
+    );
+    assert!(!ok && err.contains(denied), "{err}");
+    for yaml in [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owned, namespace: default, labels: {owner: team-a}}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: system, namespace: kube-system}\n",
+    ] {
+        let (ok, out, err) = run(&["create", "-f", "-"], Some(yaml));
+        assert!(ok, "{yaml}\n{out}{err}");
+    }
 }
 
 fn strategy_module(module: &[u8], resource_version: Option<&str>) -> Value {
