@@ -147,7 +147,7 @@ func (h *hooks[T]) run(ctx *Context, req *abi.Request) (*abi.Response, error) {
 		var o *T
 		if o, err = obj(); err == nil {
 			h.prepareForCreate(ctx, o)
-			resp.Object, err = encodeObject(o)
+			err = answerObject(resp, o)
 		}
 	case abi.ArmValidate:
 		var o *T
@@ -163,13 +163,13 @@ func (h *hooks[T]) run(ctx *Context, req *abi.Request) (*abi.Response, error) {
 		var o *T
 		if o, err = obj(); err == nil {
 			h.canonicalize(ctx, o)
-			resp.Object, err = encodeObject(o)
+			err = answerObject(resp, o)
 		}
 	case abi.ArmPrepareForUpdate:
 		var n, o *T
 		if n, o, err = both(); err == nil {
 			h.prepareForUpdate(ctx, n, o)
-			resp.Object, err = encodeObject(n)
+			err = answerObject(resp, n)
 		}
 	case abi.ArmValidateUpdate:
 		var n, o *T
@@ -216,7 +216,7 @@ func (h *hooks[T]) run(ctx *Context, req *abi.Request) (*abi.Response, error) {
 				resp.Warnings = h.warningsOnCreate(ctx, o)
 				h.canonicalize(ctx, o)
 			}
-			resp.Object, err = encodeObject(o)
+			err = answerObject(resp, o)
 		}
 	case abi.ArmBeforeUpdate:
 		var n, o *T
@@ -227,7 +227,7 @@ func (h *hooks[T]) run(ctx *Context, req *abi.Request) (*abi.Response, error) {
 				resp.Warnings = h.warningsOnUpdate(ctx, n, o)
 				h.canonicalize(ctx, n)
 			}
-			resp.Object, err = encodeObject(n)
+			err = answerObject(resp, n)
 		}
 	case abi.ArmAdmit:
 		err = errors.New("a strategy is not an admission policy")
@@ -270,7 +270,13 @@ func (h *hooks[T]) convertAll(ctx *Context, req *abi.ConvertRequest, resp *abi.R
 func decodeObject[T any](what string, data []byte) (*T, error) {
 	obj := new(T)
 	var err error
-	if u, ok := any(obj).(json.Unmarshaler); ok && json.Valid(data) {
+	if lazy, ok := any(obj).(*LazyObject); ok {
+		// Its own parser checks the syntax and the depth in one pass.
+		var parsed *LazyObject
+		if parsed, err = ParseLazyObject(data); err == nil {
+			*lazy = *parsed
+		}
+	} else if u, ok := any(obj).(json.Unmarshaler); ok && json.Valid(data) {
 		if err = checkDepth(data); err == nil {
 			err = u.UnmarshalJSON(bytes.TrimSpace(data))
 		}
@@ -285,6 +291,19 @@ func decodeObject[T any](what string, data []byte) (*T, error) {
 		return nil, fmt.Errorf("the %s did not decode: %s", what, msg)
 	}
 	return obj, nil
+}
+
+// answerObject puts a changed object in resp as a module answers it: a LazyObject as its JSON
+// Patch in ObjectPatch (ABI 1.4), any other type whole in Object.
+func answerObject[T any](resp *abi.Response, obj *T) (err error) {
+	if lazy, ok := any(obj).(*LazyObject); ok {
+		if resp.ObjectPatch, err = lazy.JSONPatch(); err != nil {
+			return fmt.Errorf("the object's changes did not encode: %v", err)
+		}
+		return nil
+	}
+	resp.Object, err = encodeObject(obj)
+	return err
 }
 
 func encodeObject[T any](obj *T) ([]byte, error) {

@@ -246,7 +246,7 @@ func admit[T any](ctx *Context, a *abi.AdmitRequest, mutator AdmissionMutator[T]
 			mutator.Mutate(ctx, &request)
 		}
 		if request.Object != nil {
-			if resp.Object, err = encodeObject(request.Object); err != nil {
+			if err = answerObject(resp, request.Object); err != nil {
 				return nil, err
 			}
 		}

@@ -119,6 +119,20 @@ func (h *Harness) result(req *abi.Request) (*Result, error) {
 			return nil, fmt.Errorf("the answer's object did not decode: %w", err)
 		}
 	}
+	if len(resp.ObjectPatch) > 0 {
+		// A LazyObject's changes (ABI 1.4): the object is the request's with them applied, as
+		// the host applies them.
+		sent := req.Object
+		if req.Admit != nil {
+			sent = req.Admit.Object
+		}
+		if err := sdk.DecodeJSON(sent, &r.Object); err != nil {
+			return nil, fmt.Errorf("the request's object did not decode: %w", err)
+		}
+		if err := applyPatch(r.Object, resp.ObjectPatch); err != nil {
+			return nil, fmt.Errorf("the answer's patch %s does not apply: %w", resp.ObjectPatch, err)
+		}
+	}
 	for _, c := range resp.ConvertedObjects {
 		var obj map[string]any
 		if err := sdk.DecodeJSON(c, &obj); err != nil {

@@ -1,0 +1,460 @@
+package sdk
+
+// LazyObject: a JSON object whose members stay unparsed until a strategy reads or changes them,
+// as the Rust SDK's LazyObject. Decoding a whole object into structs or maps and encoding it
+// back is most of a call when a strategy looks at a handful of fields; a LazyObject keeps each
+// member as the text it arrived as, a read parses only the path it names, a change opens only
+// the objects on its path, and the answer is the changes alone, as a JSON Patch (ABI 1.4).
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// LazyObject is a JSON object whose members are parsed on demand. Use *LazyObject hooks
+// (Strategy[LazyObject]) when a strategy reads or defaults a few fields of large objects. A
+// member that is null reads as absent. The zero value is an empty object.
+type LazyObject struct {
+	members []member
+	// removed are names of the input's members the strategy removed.
+	removed []string
+}
+
+type memberKind uint8
+
+const (
+	// rawMember is the input's text, untouched.
+	rawMember memberKind = iota
+	// openedMember is the input's object, opened for a change below it.
+	openedMember
+	// valueMember is a value the strategy set.
+	valueMember
+	// newMember is an object the strategy made (from an absent or null member, or a value).
+	newMember
+	// copiedMember is text taken from another object (CopyMember).
+	copiedMember
+)
+
+type member struct {
+	name  string
+	kind  memberKind
+	raw   []byte
+	obj   *LazyObject
+	value any
+}
+
+// MemberError is a read that met a value of the wrong type on its path.
+type MemberError struct {
+	// Path is the member's path, its names joined by dots (spec.replicas).
+	Path string
+	// Reason is what was wrong, e.g. "expected an object, found a string".
+	Reason string
+}
+
+func (e *MemberError) Error() string { return e.Path + ": " + e.Reason }
+
+// ParseLazyObject parses a JSON object, checking its syntax but parsing no member's value.
+func ParseLazyObject(data []byte) (*LazyObject, error) {
+	o := &LazyObject{}
+	s := scanner{data: data}
+	i := s.space(0)
+	if i >= len(data) || data[i] != '{' {
+		if i < len(data) {
+			return nil, fmt.Errorf("invalid type: %s, expected a JSON object", describe(bytes.TrimSpace(data)))
+		}
+		return nil, s.fail(i, "")
+	}
+	end, err := s.object(i, func(name string, start, end int) {
+		o.members = append(o.members, member{name: name, raw: data[start:end]})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.space(end) != len(data) {
+		return nil, s.fail(s.space(end), "after top-level value")
+	}
+	return o, nil
+}
+
+// UnmarshalJSON parses data as ParseLazyObject does (keeping a copy of it).
+func (o *LazyObject) UnmarshalJSON(data []byte) error {
+	parsed, err := ParseLazyObject(bytes.Clone(data))
+	if err != nil {
+		return err
+	}
+	*o = *parsed
+	return nil
+}
+
+// MarshalJSON writes the object: untouched members as the text they arrived as.
+func (o *LazyObject) MarshalJSON() ([]byte, error) {
+	return o.appendJSON(make([]byte, 0, 256))
+}
+
+func (o *LazyObject) appendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, '{')
+	for i := range o.members {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(appendQuoted(buf, o.members[i].name), ':')
+		var err error
+		if buf, err = o.members[i].appendJSON(buf); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+func (m *member) appendJSON(buf []byte) ([]byte, error) {
+	switch m.kind {
+	case rawMember, copiedMember:
+		return append(buf, m.raw...), nil
+	case openedMember, newMember:
+		return m.obj.appendJSON(buf)
+	}
+	text, err := EncodeJSON(m.value)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	return append(buf, text...), nil
+}
+
+// position is where member name is (the last one, as a parser keeps the last of duplicates).
+func (o *LazyObject) position(name string) int {
+	for i := len(o.members) - 1; i >= 0; i-- {
+		if o.members[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// node is a value on a read's path: raw text, a LazyObject, or a value the strategy set.
+type node struct {
+	raw   []byte
+	obj   *LazyObject
+	value any
+}
+
+func (m *member) node() node {
+	switch m.kind {
+	case rawMember, copiedMember:
+		return node{raw: m.raw}
+	case openedMember, newMember:
+		return node{obj: m.obj}
+	}
+	return node{value: m.value}
+}
+
+func (n node) isNull() bool {
+	switch {
+	case n.obj != nil:
+		return false
+	case n.raw != nil:
+		return string(n.raw) == "null"
+	}
+	return n.value == nil
+}
+
+// child is member name of n: found false when n is null or lacks it, an error when n is not an
+// object.
+func (n node) child(name string) (node, bool, error) {
+	switch {
+	case n.obj != nil:
+		if at := n.obj.position(name); at >= 0 {
+			return n.obj.members[at].node(), true, nil
+		}
+		return node{}, false, nil
+	case n.raw != nil:
+		switch n.raw[0] {
+		case '{':
+			var found []byte
+			s := scanner{data: n.raw}
+			_, err := s.object(0, func(member string, start, end int) {
+				if member == name {
+					found = n.raw[start:end]
+				}
+			})
+			return node{raw: found}, found != nil && err == nil, err
+		case 'n':
+			return node{}, false, nil
+		}
+		return node{}, false, fmt.Errorf("expected an object, found %s", kindOf(n.raw[0]))
+	}
+	switch v := n.value.(type) {
+	case nil:
+		return node{}, false, nil
+	case map[string]any:
+		value, ok := v[name]
+		return node{value: value}, ok, nil
+	}
+	return node{}, false, fmt.Errorf("expected an object, found %s", kindOfValue(n.value))
+}
+
+// kindOf names a JSON value by its first byte, as serde_json names value types.
+func kindOf(first byte) string {
+	switch first {
+	case '"':
+		return "a string"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func kindOfValue(v any) string {
+	text, err := EncodeJSON(v)
+	if err != nil || len(text) == 0 {
+		return "a value"
+	}
+	return kindOf(text[0])
+}
+
+// Raw is the JSON text of the value at path; nil when a member on the path is absent or null,
+// a *MemberError when a member on the path is not an object. The text is the input's own for
+// an untouched member: a decoder such as DecodeString or DecodeStringMap reads it with serde's
+// errors, DecodeJSON with encoding/json's.
+func (o *LazyObject) Raw(path ...string) ([]byte, error) {
+	n := node{obj: o}
+	for depth, name := range path {
+		child, found, err := n.child(name)
+		if err != nil {
+			return nil, &MemberError{Path: strings.Join(path[:depth], "."), Reason: err.Error()}
+		}
+		if !found {
+			return nil, nil
+		}
+		n = child
+	}
+	if n.isNull() {
+		return nil, nil
+	}
+	switch {
+	case n.raw != nil:
+		return n.raw, nil
+	case n.obj != nil:
+		return n.obj.MarshalJSON()
+	}
+	return EncodeJSON(n.value)
+}
+
+// Get decodes the value at path into v (with DecodeJSON): found false, v untouched, when a
+// member on the path is absent or null; a *MemberError when the path or the value does not
+// decode.
+func (o *LazyObject) Get(v any, path ...string) (found bool, err error) {
+	raw, err := o.Raw(path...)
+	if err != nil || raw == nil {
+		return false, err
+	}
+	if err := DecodeJSON(raw, v); err != nil {
+		return false, &MemberError{Path: strings.Join(path, "."), Reason: err.Error()}
+	}
+	return true, nil
+}
+
+// Has tells whether the value at path is present and not null.
+func (o *LazyObject) Has(path ...string) bool {
+	raw, err := o.Raw(path...)
+	return err == nil && raw != nil
+}
+
+// Object is the object at path, opened for changes; absent or null members on the path become
+// empty objects. nil when a member on the path holds something other than an object.
+func (o *LazyObject) Object(path ...string) *LazyObject {
+	object := o
+	for _, name := range path {
+		at := object.position(name)
+		if at < 0 {
+			object.members = append(object.members, member{name: name, kind: newMember, obj: &LazyObject{}})
+			at = len(object.members) - 1
+		}
+		m := &object.members[at]
+		if !m.open() {
+			return nil
+		}
+		object = m.obj
+	}
+	return object
+}
+
+// open makes m an object to change (opened or new); false, leaving it as it is, when it is
+// neither an object nor null.
+func (m *member) open() bool {
+	switch m.kind {
+	case openedMember, newMember:
+		return true
+	case rawMember, copiedMember:
+		switch m.raw[0] {
+		case '{':
+			inner, err := ParseLazyObject(m.raw)
+			if err != nil {
+				return false
+			}
+			m.obj = inner
+			if m.kind == rawMember {
+				m.kind = openedMember
+			} else {
+				m.kind = newMember
+			}
+		case 'n':
+			m.kind, m.obj = newMember, &LazyObject{}
+		default:
+			return false
+		}
+		m.raw = nil
+		return true
+	}
+	switch v := m.value.(type) {
+	case nil:
+		m.obj = &LazyObject{}
+	case map[string]any:
+		// In key order, as encoding/json writes a map.
+		m.obj = &LazyObject{}
+		for _, name := range slices.Sorted(maps.Keys(v)) {
+			m.obj.members = append(m.obj.members, member{name: name, kind: valueMember, value: v[name]})
+		}
+	default:
+		return false
+	}
+	m.kind, m.value = newMember, nil
+	return true
+}
+
+// Set sets member name to value, in place when present, else after the others.
+func (o *LazyObject) Set(name string, value any) {
+	m := member{name: name, kind: valueMember, value: value}
+	if at := o.position(name); at >= 0 {
+		o.members[at] = m
+	} else {
+		o.members = append(o.members, m)
+	}
+}
+
+// SetIfAbsent sets member name to value only when it is absent or null (a default); true when
+// it did.
+func (o *LazyObject) SetIfAbsent(name string, value any) bool {
+	if at := o.position(name); at >= 0 && !o.members[at].node().isNull() {
+		return false
+	}
+	o.Set(name, value)
+	return true
+}
+
+// Remove removes member name; true when it was there.
+func (o *LazyObject) Remove(name string) bool {
+	kept, input := o.members[:0], false
+	for _, m := range o.members {
+		if m.name == name {
+			input = input || m.kind == rawMember || m.kind == openedMember
+			continue
+		}
+		kept = append(kept, m)
+	}
+	removed := len(kept) != len(o.members)
+	clear(o.members[len(kept):])
+	o.members = kept
+	if input && !slices.Contains(o.removed, name) {
+		o.removed = append(o.removed, name)
+	}
+	return removed
+}
+
+// CopyMember makes member name what it is in other (absent when it is absent there), copying
+// its text without parsing it: e.g. keeping the old object's status on an update.
+func (o *LazyObject) CopyMember(other *LazyObject, name string) {
+	at := other.position(name)
+	if at < 0 {
+		o.Remove(name)
+		return
+	}
+	src := other.members[at]
+	m := member{name: name, kind: copiedMember, raw: src.raw}
+	switch src.kind {
+	case openedMember, newMember:
+		text, err := src.obj.MarshalJSON()
+		if err != nil {
+			m = member{name: name, kind: valueMember, value: nil}
+		} else {
+			m.raw = text
+		}
+	case valueMember:
+		m = member{name: name, kind: valueMember, value: src.value}
+	}
+	if mine := o.position(name); mine >= 0 {
+		o.members[mine] = m
+	} else {
+		o.members = append(o.members, m)
+	}
+}
+
+// Names are the members' names, in order.
+func (o *LazyObject) Names() []string {
+	names := make([]string, len(o.members))
+	for i := range o.members {
+		names[i] = o.members[i].name
+	}
+	return names
+}
+
+// Len is the number of members.
+func (o *LazyObject) Len() int { return len(o.members) }
+
+// JSONPatch is the changes made since the object was parsed, as a JSON Patch (RFC 6902) of
+// remove and add operations; empty when nothing changed. It is what a module answers instead
+// of the whole object (ABI 1.4).
+func (o *LazyObject) JSONPatch() ([]byte, error) {
+	ops, err := o.appendPatch(nil, "")
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	ops[0] = '['
+	return append(ops, ']'), nil
+}
+
+// appendPatch appends this object's changes as ",{op}" items, their paths below path.
+func (o *LazyObject) appendPatch(ops []byte, path string) ([]byte, error) {
+	for _, name := range o.removed {
+		if o.position(name) < 0 {
+			ops = appendOp(ops, "remove", path+pointerToken(name))
+			ops = append(ops, '}')
+		}
+	}
+	for i := range o.members {
+		m := &o.members[i]
+		var err error
+		switch m.kind {
+		case rawMember:
+		case openedMember:
+			ops, err = m.obj.appendPatch(ops, path+pointerToken(m.name))
+		default:
+			ops = append(appendOp(ops, "add", path+pointerToken(m.name)), `,"value":`...)
+			ops, err = m.appendJSON(ops)
+			ops = append(ops, '}')
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ops, nil
+}
+
+// appendOp appends `,{"op":op,"path":path` (the caller closes it).
+func appendOp(ops []byte, op, path string) []byte {
+	ops = append(append(append(ops, `,{"op":"`...), op...), `","path":`...)
+	return appendQuoted(ops, path)
+}
+
+// pointerToken is "/name" escaped for a JSON Pointer (RFC 6901).
+func pointerToken(name string) string {
+	return "/" + strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+}
