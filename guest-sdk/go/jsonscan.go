@@ -70,9 +70,26 @@ func (s *scanner) nest(i int) error {
 	return nil
 }
 
-// object checks the object at i, calling member (when not nil) with each member's name and the
-// bounds of its value, and returns where the object ends.
-func (s *scanner) object(i int, member func(name string, start, end int)) (int, error) {
+// memberFunc is told of one member of an object: its key's text between the quotes (escaped
+// when it holds escape sequences: keyName decodes it), where the key's opening quote is, and
+// the bounds of its value.
+type memberFunc func(key []byte, escaped bool, keyStart, start, end int)
+
+// keyName is a member's name from its key's text.
+func keyName(key []byte, escaped bool) string {
+	if !escaped {
+		return string(key)
+	}
+	var out string
+	quoted := make([]byte, 0, len(key)+2)
+	quoted = append(append(append(quoted, '"'), key...), '"')
+	_ = json.Unmarshal(quoted, &out)
+	return out
+}
+
+// object checks the object at i, calling member (when not nil) with each member, and returns
+// where the object ends.
+func (s *scanner) object(i int, member memberFunc) (int, error) {
 	if err := s.nest(i); err != nil {
 		return i, err
 	}
@@ -85,7 +102,8 @@ func (s *scanner) object(i int, member func(name string, start, end int)) (int, 
 		if i >= len(s.data) || s.data[i] != '"' {
 			return i, s.fail(i, "looking for beginning of object key string")
 		}
-		end, name, err := s.string(i)
+		keyStart := i
+		end, escaped, err := s.string(i)
 		if err != nil {
 			return i, err
 		}
@@ -98,7 +116,7 @@ func (s *scanner) object(i int, member func(name string, start, end int)) (int, 
 			return i, err
 		}
 		if member != nil {
-			member(name, start, i)
+			member(s.data[keyStart+1:end-1], escaped, keyStart, start, i)
 		}
 		i = s.space(i)
 		if i >= len(s.data) {
@@ -144,29 +162,43 @@ func (s *scanner) array(i int) (int, error) {
 	}
 }
 
-// string checks the string at i and returns where it ends and its value (decoded only when it
-// holds escapes).
-func (s *scanner) string(i int) (int, string, error) {
+// string checks the string at i and returns where it ends and whether it holds escapes.
+func (s *scanner) string(i int) (int, bool, error) {
 	escaped := false
 	for j := i + 1; j < len(s.data); j++ {
 		switch c := s.data[j]; {
 		case c == '"':
-			if !escaped {
-				return j + 1, string(s.data[i+1 : j]), nil
-			}
-			var out string
-			if err := json.Unmarshal(s.data[i:j+1], &out); err != nil {
-				return j, "", err
-			}
-			return j + 1, out, nil
+			return j + 1, escaped, nil
 		case c == '\\':
+			if j+1 >= len(s.data) || !validEscape(s.data[j+1:]) {
+				return j, false, s.fail(j+1, "in string escape code")
+			}
 			escaped = true
 			j++
 		case c < 0x20:
-			return j, "", s.fail(j, "in string literal")
+			return j, false, s.fail(j, "in string literal")
 		}
 	}
-	return len(s.data), "", s.fail(len(s.data), "")
+	return len(s.data), false, s.fail(len(s.data), "")
+}
+
+// validEscape tells whether b (after a backslash) starts a JSON escape sequence.
+func validEscape(b []byte) bool {
+	switch b[0] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return true
+	case 'u':
+		if len(b) < 5 {
+			return false
+		}
+		for _, h := range b[1:5] {
+			if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func (s *scanner) literal(i int, word string) (int, error) {

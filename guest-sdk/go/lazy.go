@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // LazyObject is a JSON object whose members are parsed on demand. Use *LazyObject hooks
@@ -67,8 +69,8 @@ func ParseLazyObject(data []byte) (*LazyObject, error) {
 		}
 		return nil, s.fail(i, "")
 	}
-	end, err := s.object(i, func(name string, start, end int) {
-		o.members = append(o.members, member{name: name, raw: data[start:end]})
+	end, err := s.object(i, func(key []byte, escaped bool, _, start, end int) {
+		o.members = append(o.members, member{name: keyName(key, escaped), raw: data[start:end]})
 	})
 	if err != nil {
 		return nil, err
@@ -115,6 +117,20 @@ func (m *member) appendJSON(buf []byte) ([]byte, error) {
 		return append(buf, m.raw...), nil
 	case openedMember, newMember:
 		return m.obj.appendJSON(buf)
+	}
+	switch v := m.value.(type) {
+	case string:
+		if utf8.ValidString(v) {
+			return appendQuoted(buf, v), nil
+		}
+	case int:
+		return strconv.AppendInt(buf, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(buf, v, 10), nil
+	case bool:
+		return strconv.AppendBool(buf, v), nil
+	case nil:
+		return append(buf, "null"...), nil
 	}
 	text, err := EncodeJSON(m.value)
 	if err != nil {
@@ -174,8 +190,8 @@ func (n node) child(name string) (node, bool, error) {
 		case '{':
 			var found []byte
 			s := scanner{data: n.raw}
-			_, err := s.object(0, func(member string, start, end int) {
-				if member == name {
+			_, err := s.object(0, func(key []byte, escaped bool, _, start, end int) {
+				if (!escaped && string(key) == name) || (escaped && keyName(key, true) == name) {
 					found = n.raw[start:end]
 				}
 			})
@@ -245,7 +261,8 @@ func (o *LazyObject) Raw(path ...string) ([]byte, error) {
 	case n.obj != nil:
 		return n.obj.MarshalJSON()
 	}
-	return EncodeJSON(n.value)
+	m := member{kind: valueMember, value: n.value}
+	return m.appendJSON(nil)
 }
 
 // Get decodes the value at path into v (with DecodeJSON): found false, v untouched, when a

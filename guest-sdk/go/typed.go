@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Helpers for typed objects. encoding/json drops the members a struct does not name (and
@@ -75,29 +76,17 @@ func eachMember(data []byte, expecting string, fn func(keyToken []byte, key stri
 	if len(data) == 0 || data[0] != '{' {
 		return TypeError(data, expecting)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return err
+	var failed error
+	sc := scanner{data: data}
+	_, err := sc.object(0, func(key []byte, escaped bool, keyStart, start, end int) {
+		if failed == nil {
+			failed = fn(data[keyStart:keyStart+len(key)+2], keyName(key, escaped), data[start:end])
+		}
+	})
+	if failed != nil {
+		return failed
 	}
-	for dec.More() {
-		before := int(dec.InputOffset())
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		afterKey := int(dec.InputOffset())
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
-		}
-		end := int(dec.InputOffset())
-		keyToken := bytes.TrimLeft(data[before:afterKey], " \t\r\n,")
-		raw := bytes.TrimLeft(data[afterKey:end], " \t\r\n:")
-		if err := fn(keyToken, tok.(string), raw); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // DecodeObject reads the JSON object in data for a typed struct's UnmarshalJSON as serde reads
@@ -219,9 +208,23 @@ func DecodeString(raw []byte) (string, error) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", TypeError(raw, "a string")
 	}
+	if len(raw) >= 2 && raw[len(raw)-1] == '"' && isPlain(raw[1:len(raw)-1]) {
+		return string(raw[1 : len(raw)-1]), nil
+	}
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err
+}
+
+// isPlain tells whether b is a JSON string's contents that need no decoding: valid UTF-8 with no
+// quote, backslash or control character.
+func isPlain(b []byte) bool {
+	for _, c := range b {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // DecodeStringMap decodes a JSON object of strings, refusing anything else (null, or a member

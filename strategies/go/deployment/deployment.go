@@ -2,65 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 
 	"strategyhost.dev/sdk"
 )
 
-// Deployment is the workload object; members it does not name are kept in Rest.
-type Deployment struct {
-	Metadata sdk.ObjectMeta
-	// Spec is the desired state.
-	Spec DeploymentSpec
-	// Status is the observed state, written only through the status subresource; nil (JSON
-	// null) is left out.
-	Status any
-	// Rest is apiVersion, kind and anything else.
-	Rest map[string]any
-}
-
-// DeploymentSpec is spec of a Deployment.
-type DeploymentSpec struct {
-	// Replicas is the desired pod count, kept as JSON (nil: absent) so a wrong type is a field
-	// error, not a decode failure.
-	Replicas any
-	// Selector says which pods belong to the workload (nil: absent).
-	Selector *LabelSelector
-	// Template is the pod template.
-	Template PodTemplate
-	// Strategy is how pods are replaced (nil: absent).
-	Strategy *RolloutStrategy
-	// RevisionHistoryLimit is how many old revisions are kept (nil: absent).
-	RevisionHistoryLimit *int64
-	// ProgressDeadlineSeconds is how long before a stalled rollout is reported (nil: absent).
-	ProgressDeadlineSeconds *int64
-	// Rest is every other member.
-	Rest map[string]any
-}
-
-// LabelSelector is a label selector. Members it does not name are dropped.
-type LabelSelector struct {
-	// MatchLabels are labels a pod must carry.
-	MatchLabels map[string]string
-	// MatchExpressions are set-based requirements.
-	MatchExpressions []any
-}
-
-// PodTemplate is the pod template.
-type PodTemplate struct {
-	Metadata sdk.ObjectMeta
-	// Rest is spec and anything else.
-	Rest map[string]any
-}
-
-// RolloutStrategy is spec.strategy. Members it does not name are dropped.
-type RolloutStrategy struct {
-	// Type is RollingUpdate or Recreate (nil: absent).
-	Type *string
-	// RollingUpdate holds the parameters of a rolling update (nil: absent; empty: {}).
-	RollingUpdate map[string]any
-}
-
-// Deployments is the strategy.
+// Deployments is the strategy. It works on an sdk.LazyObject, as the Rust module does: a call
+// parses only the members it reads (spec's few fields, the template's labels), never the pod
+// template's containers, and answers the host with its defaults alone (ABI 1.4).
 type Deployments struct{}
 
 const (
@@ -69,32 +18,26 @@ const (
 )
 
 // PrepareForCreate clears the status and fills the defaults.
-func (Deployments) PrepareForCreate(_ *sdk.Context, d *Deployment) {
-	d.Status = nil
-	spec := &d.Spec
-	if spec.Replicas == nil {
-		spec.Replicas = json.Number("1")
+func (Deployments) PrepareForCreate(_ *sdk.Context, obj *sdk.LazyObject) {
+	obj.Remove("status")
+	// A spec that is not an object is left for Validate to refuse.
+	spec := obj.Object("spec")
+	if spec == nil {
+		return
 	}
-	if spec.RevisionHistoryLimit == nil {
-		spec.RevisionHistoryLimit = ptr(int64(10))
+	spec.SetIfAbsent("replicas", 1)
+	spec.SetIfAbsent("revisionHistoryLimit", 10)
+	spec.SetIfAbsent("progressDeadlineSeconds", 600)
+	strategy := spec.Object("strategy")
+	if strategy == nil {
+		return
 	}
-	if spec.ProgressDeadlineSeconds == nil {
-		spec.ProgressDeadlineSeconds = ptr(int64(600))
-	}
-	if spec.Strategy == nil {
-		spec.Strategy = &RolloutStrategy{}
-	}
-	strategy := spec.Strategy
-	if strategy.Type == nil {
-		strategy.Type = ptr(rolling)
-	}
-	if *strategy.Type == rolling {
-		if strategy.RollingUpdate == nil {
-			strategy.RollingUpdate = map[string]any{}
-		}
-		for _, key := range []string{"maxUnavailable", "maxSurge"} {
-			if _, ok := strategy.RollingUpdate[key]; !ok {
-				strategy.RollingUpdate[key] = "25%"
+	strategy.SetIfAbsent("type", rolling)
+	if raw, _ := strategy.Raw("type"); raw != nil {
+		if kind, _ := sdk.DecodeString(raw); kind == rolling {
+			if update := strategy.Object("rollingUpdate"); update != nil {
+				update.SetIfAbsent("maxUnavailable", "25%")
+				update.SetIfAbsent("maxSurge", "25%")
 			}
 		}
 	}
@@ -102,62 +45,125 @@ func (Deployments) PrepareForCreate(_ *sdk.Context, d *Deployment) {
 
 // Validate checks replicas, the selector against the template's labels, and the rollout
 // strategy.
-func (Deployments) Validate(_ *sdk.Context, d *Deployment) []sdk.FieldError {
+func (Deployments) Validate(_ *sdk.Context, obj *sdk.LazyObject) []sdk.FieldError {
 	spec := sdk.NewFieldPath("spec")
 	var errs []sdk.FieldError
-	if d.Spec.Replicas == nil {
+	replicas, err := obj.Raw("spec", "replicas")
+	switch {
+	case err != nil:
+		value, _ := obj.Raw("spec")
+		return []sdk.FieldError{sdk.Invalid(spec, decoded(value), "must be an object")}
+	case replicas == nil:
 		errs = append(errs, sdk.Required(spec.Child("replicas"), "replicas is required"))
-	} else if n, ok := asI64(d.Spec.Replicas); !ok {
-		errs = append(errs, sdk.Invalid(spec.Child("replicas"), d.Spec.Replicas, "must be an integer"))
-	} else if n < 0 {
-		errs = append(errs, sdk.Invalid(spec.Child("replicas"), n, "must be greater than or equal to 0"))
+	default:
+		value := decoded(replicas)
+		if n, ok := asI64(value); !ok {
+			errs = append(errs, sdk.Invalid(spec.Child("replicas"), value, "must be an integer"))
+		} else if n < 0 {
+			errs = append(errs, sdk.Invalid(spec.Child("replicas"), n, "must be greater than or equal to 0"))
+		}
 	}
-	templateLabels := d.Spec.Template.Metadata.Labels
-	switch sel := d.Spec.Selector; {
+	labelsPath := spec.Child("template").Child("metadata").Child("labels")
+	labels, err := read(obj, sdk.DecodeStringMap, "spec", "template", "metadata", "labels")
+	if err != nil {
+		errs = append(errs, malformed(labelsPath, err))
+	}
+	switch sel, err := selector(obj); {
+	case err != nil:
+		errs = append(errs, malformed(spec.Child("selector"), err))
 	case sel == nil:
 		errs = append(errs, sdk.Required(spec.Child("selector"), "selector is required"))
 	case len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0:
 		errs = append(errs, sdk.Invalid(spec.Child("selector"), sel, "empty selector is invalid for deployment"))
 	default:
-		matches := true
 		for k, v := range sel.MatchLabels {
-			if got, ok := templateLabels[k]; !ok || got != v {
-				matches = false
+			if got, ok := labels[k]; !ok || got != v {
+				// A nil map is shown as null, as the Rust module shows an absent one.
+				var shown any
+				if labels != nil {
+					shown = labels
+				}
+				errs = append(errs, sdk.Invalid(labelsPath, shown, "`selector` does not match template `labels`"))
+				break
 			}
 		}
-		if !matches {
-			errs = append(errs, sdk.Invalid(spec.Child("template").Child("metadata").Child("labels"),
-				templateLabels, "`selector` does not match template `labels`"))
-		}
 	}
-	if strategy := d.Spec.Strategy; strategy != nil {
-		path := spec.Child("strategy")
-		switch {
-		case strategy.Type == nil || *strategy.Type == rolling:
-		case *strategy.Type == recreate && strategy.RollingUpdate != nil:
+	path := spec.Child("strategy")
+	kind, err := read(obj, sdk.DecodeString, "spec", "strategy", "type")
+	switch {
+	case err != nil:
+		errs = append(errs, malformed(path.Child("type"), err))
+	case kind == "" || kind == rolling:
+	case kind == recreate:
+		if obj.Has("spec", "strategy", "rollingUpdate") {
 			errs = append(errs, sdk.Forbidden(path.Child("rollingUpdate"),
 				"may not be specified when strategy `type` is 'Recreate'"))
-		case *strategy.Type == recreate:
-		default:
-			errs = append(errs, sdk.NotSupported(path.Child("type"), *strategy.Type, []string{recreate, rolling}))
 		}
+	default:
+		errs = append(errs, sdk.NotSupported(path.Child("type"), kind, []string{recreate, rolling}))
 	}
 	return errs
 }
 
 // PrepareForUpdate keeps the status: a main-resource update never changes it (the status
 // subresource does).
-func (Deployments) PrepareForUpdate(_ *sdk.Context, newObj, old *Deployment) {
-	newObj.Status = old.Status
+func (Deployments) PrepareForUpdate(_ *sdk.Context, newObj, old *sdk.LazyObject) {
+	newObj.CopyMember(old, "status")
 }
 
 // ValidateUpdate validates the new object and keeps the selector immutable.
-func (d Deployments) ValidateUpdate(ctx *sdk.Context, newObj, old *Deployment) []sdk.FieldError {
+func (d Deployments) ValidateUpdate(ctx *sdk.Context, newObj, old *sdk.LazyObject) []sdk.FieldError {
 	errs := d.Validate(ctx, newObj)
-	if !selectorsEqual(newObj.Spec.Selector, old.Spec.Selector) {
-		errs = append(errs, sdk.Immutable(sdk.NewFieldPath("spec").Child("selector"), newObj.Spec.Selector))
+	newSelector, _ := selector(newObj)
+	oldSelector, _ := selector(old)
+	if !selectorsEqual(newSelector, oldSelector) {
+		var shown any
+		if newSelector != nil {
+			shown = newSelector
+		}
+		errs = append(errs, sdk.Immutable(sdk.NewFieldPath("spec").Child("selector"), shown))
 	}
 	return errs
 }
 
-func ptr[T any](v T) *T { return &v }
+// read decodes the value at path with decode; the zero value when it is absent or null.
+func read[T any](obj *sdk.LazyObject, decode func([]byte) (T, error), path ...string) (T, error) {
+	var zero T
+	raw, err := obj.Raw(path...)
+	if err != nil || raw == nil {
+		return zero, err
+	}
+	return decode(raw)
+}
+
+// selector is spec.selector, nil when absent.
+func selector(obj *sdk.LazyObject) (*LabelSelector, error) {
+	return read(obj, func(raw []byte) (*LabelSelector, error) {
+		sel := &LabelSelector{}
+		return sel, sel.UnmarshalJSON(raw)
+	}, "spec", "selector")
+}
+
+// decoded is a member's JSON as a value to show in a field error (nil when absent); a number
+// as its text, which is all replicas usually is.
+func decoded(raw []byte) any {
+	var v any
+	switch {
+	case raw == nil:
+	case raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9':
+		v = json.Number(raw)
+	default:
+		_ = sdk.DecodeJSON(raw, &v)
+	}
+	return v
+}
+
+// malformed is a member of the wrong type: the reason the read gives, with no value to show
+// (the member did not decode).
+func malformed(path sdk.FieldPath, err error) sdk.FieldError {
+	var member *sdk.MemberError
+	if errors.As(err, &member) {
+		return sdk.NewFieldError(sdk.KindInvalid, path, member.Reason)
+	}
+	return sdk.NewFieldError(sdk.KindInvalid, path, err.Error())
+}

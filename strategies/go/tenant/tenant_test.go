@@ -16,7 +16,7 @@ func TestTheManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &abi.Manifest{
-		ABIVersion: 1, ABIMinorVersion: 3, Name: "tenants-go",
+		ABIVersion: 1, ABIMinorVersion: sdk.ABIMinorVersion, Name: "tenants-go",
 		Resources:     []abi.Resource{{Group: "example.com", Version: "v1", Kind: "Tenant", Plural: "tenants", Scope: abi.ScopeCluster}},
 		Operations:    append(append([]abi.Operation{}, sdk.BeforeWrite...), abi.OperationAfterCreate, abi.OperationAfterDelete),
 		HostFunctions: []abi.HostFunction{abi.HostFunctionLog, abi.HostFunctionGet, abi.HostFunctionApply},
