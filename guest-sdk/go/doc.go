@@ -7,10 +7,12 @@
 // A strategy is a Strategy value: the manifest's description (name, resources, host functions,
 // the resources its After hooks may apply) and Impl, a value whose methods are the hooks it
 // implements, one small interface per hook (PrepareForCreator, Validator, AfterCreator, ...).
-// T is the object type the hooks see: map[string]any (numbers decode as json.Number, so
-// integers survive exactly), or a struct decoded with encoding/json (which must keep the members
-// it does not name: see DecodeObject, JoinObject and ObjectMeta). Register it from an init of the
-// module's main package, which also needs an empty main:
+// T is the object type the hooks see: LazyObject (members parsed only when read or changed, the
+// answer sent as a JSON Patch of the changes: the fastest, as the Rust SDK's LazyObject),
+// map[string]any (numbers decode as json.Number, so integers survive exactly), or a struct
+// decoded with encoding/json (which must keep the members it does not name: see DecodeObject,
+// JoinObject and ObjectMeta). Register it from an init of the module's main package, which also
+// needs an empty main:
 //
 //	package main
 //

@@ -6,6 +6,7 @@ package sdk
 // scanner over the text twice and allocates per member.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,9 @@ import (
 type scanner struct {
 	data  []byte
 	depth int
+	// trusted is set for text this scanner already checked (a LazyObject's members, read
+	// again): strings are skipped to their closing quote and numbers to their end unchecked.
+	trusted bool
 }
 
 func (s *scanner) fail(at int, what string) error {
@@ -164,6 +168,26 @@ func (s *scanner) array(i int) (int, error) {
 
 // string checks the string at i and returns where it ends and whether it holds escapes.
 func (s *scanner) string(i int) (int, bool, error) {
+	if s.trusted {
+		escaped := false
+		for j := i + 1; ; {
+			k := bytes.IndexByte(s.data[j:], '"')
+			if k < 0 {
+				return len(s.data), false, s.fail(len(s.data), "")
+			}
+			end := j + k
+			// The quote is escaped when an odd number of backslashes precede it.
+			backslashes := 0
+			for end-1-backslashes > i && s.data[end-1-backslashes] == '\\' {
+				backslashes++
+			}
+			escaped = escaped || bytes.IndexByte(s.data[j:end], '\\') >= 0
+			if backslashes%2 == 0 {
+				return end + 1, escaped, nil
+			}
+			j = end + 1
+		}
+	}
 	escaped := false
 	for j := i + 1; j < len(s.data); j++ {
 		switch c := s.data[j]; {
@@ -212,6 +236,13 @@ func (s *scanner) literal(i int, word string) (int, error) {
 
 func (s *scanner) number(i int) (int, error) {
 	j := i
+	if s.trusted {
+		for j < len(s.data) && (s.data[j] >= '0' && s.data[j] <= '9' || s.data[j] == '-' ||
+			s.data[j] == '+' || s.data[j] == '.' || s.data[j] == 'e' || s.data[j] == 'E') {
+			j++
+		}
+		return j, nil
+	}
 	if s.data[j] == '-' {
 		j++
 	}
@@ -245,9 +276,25 @@ func (s *scanner) number(i int) (int, error) {
 	return j, nil
 }
 
+// needsEscape are the bytes a JSON string escapes.
+var needsEscape = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // appendQuoted appends s as a JSON string, escaping what JSON requires (as serde_json writes
 // strings: other characters as they are).
 func appendQuoted(buf []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = !needsEscape[s[i]]
+	}
+	if plain {
+		return append(append(append(buf, '"'), s...), '"')
+	}
 	buf = append(buf, '"')
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {

@@ -60,8 +60,17 @@ func (e *MemberError) Error() string { return e.Path + ": " + e.Reason }
 
 // ParseLazyObject parses a JSON object, checking its syntax but parsing no member's value.
 func ParseLazyObject(data []byte) (*LazyObject, error) {
-	o := &LazyObject{}
-	s := scanner{data: data}
+	return parse(scanner{data: data})
+}
+
+// parseTrusted parses an object within text already checked.
+func parseTrusted(data []byte) (*LazyObject, error) {
+	return parse(scanner{data: data, trusted: true})
+}
+
+func parse(s scanner) (*LazyObject, error) {
+	data := s.data
+	o := &LazyObject{members: make([]member, 0, 8)}
 	i := s.space(0)
 	if i >= len(data) || data[i] != '{' {
 		if i < len(data) {
@@ -189,7 +198,7 @@ func (n node) child(name string) (node, bool, error) {
 		switch n.raw[0] {
 		case '{':
 			var found []byte
-			s := scanner{data: n.raw}
+			s := scanner{data: n.raw, trusted: true}
 			_, err := s.object(0, func(key []byte, escaped bool, _, start, end int) {
 				if (!escaped && string(key) == name) || (escaped && keyName(key, true) == name) {
 					found = n.raw[start:end]
@@ -313,7 +322,7 @@ func (m *member) open() bool {
 	case rawMember, copiedMember:
 		switch m.raw[0] {
 		case '{':
-			inner, err := ParseLazyObject(m.raw)
+			inner, err := parseTrusted(m.raw)
 			if err != nil {
 				return false
 			}
@@ -430,7 +439,7 @@ func (o *LazyObject) Len() int { return len(o.members) }
 // remove and add operations; empty when nothing changed. It is what a module answers instead
 // of the whole object (ABI 1.4).
 func (o *LazyObject) JSONPatch() ([]byte, error) {
-	ops, err := o.appendPatch(nil, "")
+	ops, err := o.appendPatch(make([]byte, 0, 512), "")
 	if err != nil || len(ops) == 0 {
 		return nil, err
 	}

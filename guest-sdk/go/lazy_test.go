@@ -148,3 +148,22 @@ func TestAStrategyOnALazyObjectAnswersAPatch(t *testing.T) {
 		t.Errorf("bad JSON: %v", err)
 	}
 }
+
+// Reads scan a member's text again without checking it: escaped quotes and backslashes still
+// end strings where they end.
+func TestReadsFindMembersPastEscapes(t *testing.T) {
+	o := parse(t, `{"a":{"k\"x":"v\\","b":"q\"}\\\"","c":[1.5e-3,{"d":"}"}],"é\u0301":-2}}`)
+	for path, want := range map[string]string{
+		"b": `"q\"}\\\""`, "k\"x": `"v\\"`, "c": `[1.5e-3,{"d":"}"}]`, "é\u0301": `-2`,
+	} {
+		raw, err := o.Raw("a", path)
+		if err != nil || string(raw) != want {
+			t.Errorf("a.%s = %s (%v), want %s", path, raw, err, want)
+		}
+	}
+	o.Object("a").Set("z", "\u2028<>")
+	out, _ := o.MarshalJSON()
+	if !json.Valid(out) || !strings.HasSuffix(string(out), `"z":"`+"\u2028"+`<>"}}`) {
+		t.Errorf("%s", out)
+	}
+}
