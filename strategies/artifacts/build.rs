@@ -49,7 +49,10 @@ const GO_EXAMPLES: &[(&str, &str)] = &[
     ("deployment", "GO_DEPLOYMENT"),
     ("tenant", "GO_TENANT"),
     ("owner-label", "GO_OWNER_LABEL"),
-    ("machinedeployment-conversion", "GO_MACHINEDEPLOYMENT_CONVERSION"),
+    (
+        "machinedeployment-conversion",
+        "GO_MACHINEDEPLOYMENT_CONVERSION",
+    ),
 ];
 
 /// The hostile Go fixtures (`strategies/go/hostile/<name>`), each misbehaving in one way

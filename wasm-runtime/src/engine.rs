@@ -56,8 +56,8 @@ pub struct RuntimeConfig {
     pub real_clock: bool,
     /// Tiered compilation: a module with no optimized code in the cache serves first from
     /// Winch's baseline code (a second for Go's largest, where Cranelift takes several), while
-    /// Cranelift compiles it in the background; its optimized code then takes over. Off: every
-    /// load waits for Cranelift (the default, while the baseline tier is experimental).
+    /// Cranelift compiles it in the background; its optimized code then takes over (the
+    /// default). Off: every load waits for Cranelift.
     pub tiered_compilation: bool,
 }
 
@@ -75,7 +75,7 @@ impl Default for RuntimeConfig {
             max_log_lines_per_call: 100,
             instance_reuse: InstanceReuse::default(),
             real_clock: false,
-            tiered_compilation: false,
+            tiered_compilation: true,
         }
     }
 }

@@ -47,7 +47,12 @@ struct Fixture {
 
 impl Fixture {
     fn start() -> Self {
-        let kube = KubeFixture::start(latest_kubectl_path().unwrap());
+        Self::start_with(&[])
+    }
+
+    /// [`Self::start`] with more server flags.
+    fn start_with(args: &[&str]) -> Self {
+        let kube = KubeFixture::start_with(latest_kubectl_path().unwrap(), args);
         let ca = certificates(kube.dir.path());
         let webhook = WebhookServer::start(kube.dir.path());
         let crd = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -390,7 +395,8 @@ fn a_wasm_module_takes_over_conversion_mid_watch_and_a_lossy_version_is_refused(
 /// from one stored object once the webhook is gone.
 #[test]
 fn the_go_conversion_module_serves_both_versions() {
-    let mut f = Fixture::start();
+    // A Go module is ~6 MB, ~8 MB as base64 in a StrategyModule object.
+    let mut f = Fixture::start_with(&["--max-request-body-bytes", "16777216"]);
     let module = conversion_module(strategy_artifacts::GO_MACHINEDEPLOYMENT_CONVERSION);
     assert_eq!(
         call("POST", &f.url(MODULES), Some(&module)).unwrap().code,

@@ -352,10 +352,11 @@ fn a_first_start_compiling_a_go_module_listens_and_says_what_it_compiles() {
         strategies.join("deployments-go.wasm"),
     )
     .unwrap();
-    // A cache of its own: the module is compiled now, which takes seconds.
+    // A cache of its own: the module is compiled now, which takes seconds (Cranelift's: the
+    // baseline tier would serve before the first look at /readyz).
     let cache = dir.path().join("cache").display().to_string();
     let host = HostProcess::start_with_env(
-        &["--module-cache-dir", &cache],
+        &["--module-cache-dir", &cache, "--tiered-compilation=false"],
         &[(
             "STRATEGY_HOST_STRATEGY_DIR",
             &strategies.display().to_string(),
