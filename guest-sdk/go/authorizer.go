@@ -93,14 +93,8 @@ func NewAuthorizerHandler(a Authorizer) *Handler {
 	if failurePolicy == "" {
 		failurePolicy = AuthorizerNoOpinion
 	}
-	m := abi.Manifest{
-		ABIVersion:      ABIVersion,
-		ABIMinorVersion: ABIMinorVersion,
-		Name:            a.Name,
-		Operations:      []Operation{abi.OperationAuthorize},
-		HostFunctions:   []HostFunction{HostLog},
-		Authorizer:      &abi.Authorizer{FailurePolicy: string(failurePolicy)},
-	}
+	m := newManifest(a.Name, []Operation{abi.OperationAuthorize})
+	m.Authorizer = &abi.Authorizer{FailurePolicy: string(failurePolicy)}
 	run := func(ctx *Context, req *abi.Request) (*abi.Response, error) {
 		if req.Arm != abi.ArmAuthorize || req.Authorize == nil {
 			return nil, errors.New("an authorizer is only asked to authorize")

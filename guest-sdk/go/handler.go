@@ -36,13 +36,7 @@ func NewHandler[T any](s Strategy[T]) *Handler {
 	if ops == nil {
 		ops = h.operations()
 	}
-	m := abi.Manifest{
-		ABIVersion:      ABIVersion,
-		ABIMinorVersion: ABIMinorVersion,
-		Name:            s.Name,
-		Operations:      ops,
-		HostFunctions:   []HostFunction{HostLog},
-	}
+	m := newManifest(s.Name, ops)
 	for _, r := range s.Resources {
 		m.Resources = append(m.Resources, abi.Resource{
 			Group: r.Group, Version: r.Version, Kind: r.Kind, Plural: r.Plural, Scope: r.Scope,
@@ -57,6 +51,18 @@ func NewHandler[T any](s Strategy[T]) *Handler {
 		m.Applies = append(m.Applies, abi.GroupKind{Group: gk.Group, Kind: gk.Kind})
 	}
 	return &Handler{manifest: m.Marshal(), run: h.run}
+}
+
+// newManifest is the manifest every module kind starts from: this SDK's ABI version, the
+// module's name and operations, and the log host function.
+func newManifest(name string, ops []Operation) abi.Manifest {
+	return abi.Manifest{
+		ABIVersion:      ABIVersion,
+		ABIMinorVersion: ABIMinorVersion,
+		Name:            name,
+		Operations:      ops,
+		HostFunctions:   []HostFunction{HostLog},
+	}
 }
 
 // Manifest is the encoded abi.Manifest: what the module's `manifest` export returns. The

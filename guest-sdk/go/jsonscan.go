@@ -190,6 +190,13 @@ func (s *scanner) string(i int) (int, bool, error) {
 	}
 	escaped := false
 	for j := i + 1; j < len(s.data); j++ {
+		// Most of a string is plain bytes: skip them with one table lookup each.
+		for j < len(s.data) && !needsEscape[s.data[j]] {
+			j++
+		}
+		if j == len(s.data) {
+			break
+		}
 		switch c := s.data[j]; {
 		case c == '"':
 			return j + 1, escaped, nil

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // LazyObject is a JSON object whose members are parsed on demand. Use *LazyObject hooks
@@ -58,7 +59,8 @@ type MemberError struct {
 
 func (e *MemberError) Error() string { return e.Path + ": " + e.Reason }
 
-// ParseLazyObject parses a JSON object, checking its syntax but parsing no member's value.
+// ParseLazyObject parses a JSON object, checking its syntax but parsing no member's value. The
+// object keeps data (it holds its members' text): data must not change afterwards.
 func ParseLazyObject(data []byte) (*LazyObject, error) {
 	return parse(scanner{data: data})
 }
@@ -79,7 +81,7 @@ func parse(s scanner) (*LazyObject, error) {
 		return nil, s.fail(i, "")
 	}
 	end, err := s.object(i, func(key []byte, escaped bool, _, start, end int) {
-		o.members = append(o.members, member{name: keyName(key, escaped), raw: data[start:end]})
+		o.members = append(o.members, member{name: memberName(key, escaped), raw: data[start:end]})
 	})
 	if err != nil {
 		return nil, err
@@ -88,6 +90,16 @@ func parse(s scanner) (*LazyObject, error) {
 		return nil, s.fail(s.space(end), "after top-level value")
 	}
 	return o, nil
+}
+
+// memberName is a member's name, sharing the parsed text's bytes when it holds no escapes: a
+// LazyObject never changes the text it parsed (ParseLazyObject's caller must not either), and
+// the name keeps that text alive as its members' values do.
+func memberName(key []byte, escaped bool) string {
+	if escaped || len(key) == 0 {
+		return keyName(key, escaped)
+	}
+	return unsafe.String(&key[0], len(key))
 }
 
 // UnmarshalJSON parses data as ParseLazyObject does (keeping a copy of it).

@@ -191,14 +191,8 @@ func NewPolicyHandler[T any](p Policy[T]) *Handler {
 	for _, a := range actions {
 		declaration.ValidationActions = append(declaration.ValidationActions, string(a))
 	}
-	m := abi.Manifest{
-		ABIVersion:      ABIVersion,
-		ABIMinorVersion: ABIMinorVersion,
-		Name:            p.Name,
-		Operations:      ops,
-		HostFunctions:   []HostFunction{HostLog},
-		AdmissionPolicy: declaration,
-	}
+	m := newManifest(p.Name, ops)
+	m.AdmissionPolicy = declaration
 	validator, _ := p.Impl.(AdmissionValidator[T])
 	warner, _ := p.Impl.(AdmissionWarner[T])
 	run := func(ctx *Context, req *abi.Request) (*abi.Response, error) {

@@ -120,6 +120,15 @@ fn main() {
     let tokio = tokio::runtime::Runtime::new().unwrap();
     let cache = std::env::temp_dir().join(format!("go-strategy-bench-{}", std::process::id()));
     let rt = runtime(InstanceReuse::default(), &cache);
+    // `GO_STRATEGY_PROFILE=1 STRATEGY_HOST_WASM_PERFMAP=1 perf record -g cargo bench ...`: only
+    // the Go module's create phase, ten times over, for a profile of the guest.
+    if std::env::var_os("GO_STRATEGY_PROFILE").is_some() {
+        let go = load("go", &rt, strategy_artifacts::GO_DEPLOYMENT);
+        for _ in 0..10 {
+            time_creates("go", &tokio, WasmStrategy::new(rt.clone(), go.clone()));
+        }
+        return;
+    }
     let rust = load("rust", &rt, strategy_artifacts::DEPLOYMENT);
     let go = load("go", &rt, strategy_artifacts::GO_DEPLOYMENT);
     time_creates("rust", &tokio, WasmStrategy::new(rt.clone(), rust));

@@ -237,5 +237,9 @@ fn engine_of(config: &RuntimeConfig, compiler: Strategy) -> anyhow::Result<Engin
         // tokio blocking thread has (an `apply` nests a whole registry write in there).
         .async_stack_size(MAX_WASM_STACK + HOST_STACK)
         .parallel_compilation(true);
+    // For profiling guests with `perf`: compiled functions named in /tmp/perf-<pid>.map.
+    if std::env::var_os("STRATEGY_HOST_WASM_PERFMAP").is_some() {
+        wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     Engine::new(&wasm).map_err(|e| anyhow::anyhow!("{e:#}"))
 }
