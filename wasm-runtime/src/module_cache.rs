@@ -72,7 +72,7 @@ pub(crate) fn compile(engine: &Engine, digest: &str, bytes: &[u8], tier: &str) -
         tier,
         "compiling a strategy module"
     );
-    let module = Module::new(engine, &super::data_segments::merge(bytes))
+    let module = Module::new(engine, super::data_segments::merge(bytes))
         .map_err(|e| Error::Compile(super::error::one_line(format_args!("{e:#}"))))?;
     tracing::info!(
         digest,
