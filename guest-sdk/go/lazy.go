@@ -451,7 +451,7 @@ func (o *LazyObject) Len() int { return len(o.members) }
 // remove and add operations; empty when nothing changed. It is what a module answers instead
 // of the whole object (ABI 1.4).
 func (o *LazyObject) JSONPatch() ([]byte, error) {
-	ops, err := o.appendPatch(make([]byte, 0, 512), "")
+	ops, err := o.appendPatch(make([]byte, 0, 512), make([]byte, 0, 64))
 	if err != nil || len(ops) == 0 {
 		return nil, err
 	}
@@ -459,23 +459,27 @@ func (o *LazyObject) JSONPatch() ([]byte, error) {
 	return append(ops, ']'), nil
 }
 
-// appendPatch appends this object's changes as ",{op}" items, their paths below path.
-func (o *LazyObject) appendPatch(ops []byte, path string) ([]byte, error) {
+// appendPatch appends this object's changes as ",{op}" items, their paths below path (a JSON
+// Pointer, whose buffer it extends and restores).
+func (o *LazyObject) appendPatch(ops, path []byte) ([]byte, error) {
+	base := len(path)
 	for _, name := range o.removed {
 		if o.position(name) < 0 {
-			ops = appendOp(ops, "remove", path+pointerToken(name))
-			ops = append(ops, '}')
+			path = appendToken(path[:base], name)
+			ops = append(appendOp(ops, "remove", path), '}')
 		}
 	}
 	for i := range o.members {
 		m := &o.members[i]
+		if m.kind == rawMember {
+			continue
+		}
+		path = appendToken(path[:base], m.name)
 		var err error
-		switch m.kind {
-		case rawMember:
-		case openedMember:
-			ops, err = m.obj.appendPatch(ops, path+pointerToken(m.name))
-		default:
-			ops = append(appendOp(ops, "add", path+pointerToken(m.name)), `,"value":`...)
+		if m.kind == openedMember {
+			ops, err = m.obj.appendPatch(ops, path)
+		} else {
+			ops = append(appendOp(ops, "add", path), `,"value":`...)
 			ops, err = m.appendJSON(ops)
 			ops = append(ops, '}')
 		}
@@ -487,12 +491,23 @@ func (o *LazyObject) appendPatch(ops []byte, path string) ([]byte, error) {
 }
 
 // appendOp appends `,{"op":op,"path":path` (the caller closes it).
-func appendOp(ops []byte, op, path string) []byte {
+func appendOp(ops []byte, op string, path []byte) []byte {
 	ops = append(append(append(ops, `,{"op":"`...), op...), `","path":`...)
-	return appendQuoted(ops, path)
+	return appendQuoted(ops, unsafe.String(unsafe.SliceData(path), len(path)))
 }
 
-// pointerToken is "/name" escaped for a JSON Pointer (RFC 6901).
-func pointerToken(name string) string {
-	return "/" + strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+// appendToken appends "/name" to a JSON Pointer, escaped (RFC 6901).
+func appendToken(path []byte, name string) []byte {
+	path = append(path, '/')
+	for i := 0; i < len(name); i++ {
+		switch name[i] {
+		case '~':
+			path = append(path, '~', '0')
+		case '/':
+			path = append(path, '~', '1')
+		default:
+			path = append(path, name[i])
+		}
+	}
+	return path
 }
