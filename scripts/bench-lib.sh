@@ -59,6 +59,7 @@ summary() {
     else
         local s
         s="$(field ops/s "$line")/s p50 $(field p50 "$line") p99 $(field p99 "$line")"
+        [ "$(field errors "$line")" != 0 ] && s+=", $(field errors "$line") errors"
         [[ $line == *bytes/op=* ]] && s+=", $(field bytes/op "$line") B"
         [[ $line == *cpu_us/op=* ]] && s+=", CPU µs/op $(field cpu_us/op "$line")"
         echo "$s"

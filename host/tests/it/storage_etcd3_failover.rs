@@ -303,8 +303,8 @@ async fn one_member_down_fails_no_request() {
     wait_for_added(&mut watch, "marker").await;
 }
 
-/// A single etcd killed under load and started again: the writes that waited get through, and
-/// writes, cached reads and the cache's watch serve again as soon as etcd does (issue figure:
+/// A single etcd killed under load and started again: writes meanwhile fail fast, and writes,
+/// cached reads and the cache's watch serve again as soon as etcd does (issue figure:
 /// 11 s; measured here: tens of milliseconds, printed). The bound is loose on purpose: it
 /// catches a store that waits out a backoff or a budget, not a slow machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,6 +33,11 @@ const WRITE_ATTEMPTS_PER_BUDGET: u32 = 4;
 /// a member that holds requests without failing them (paused, or waiting on a leader that
 /// died, which etcd gives up on only after its own 7 s) costs a read this long, not its budget.
 const HEDGE_AFTER: Duration = Duration::from_secs(1);
+/// How long a request goes on retrying once a whole round of members refused the connection
+/// (or failed its TLS handshake): long enough to ride out a member's restart on the same
+/// address, short enough that a client learns of an outage in well under a second. Each retry
+/// connects afresh, so the first request after etcd is back succeeds.
+const UNREACHABLE_GRACE: Duration = Duration::from_millis(500);
 /// Copies of one read in flight at most.
 const READ_COPIES: usize = 3;
 
@@ -155,9 +160,34 @@ where
     F: FnMut(Arc<Client>) -> Fut,
     Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
 {
-    attempt(endpoints, retry, budget, op)
+    attempt(endpoints, retry, budget, Patience::FailFast, op)
         .await
         .map_err(|failure| failure.error)
+}
+
+/// [`run`] for the startup checks: it goes on retrying for all of `budget` even while no member
+/// can be connected to, since etcd may still be starting beside the host.
+pub(super) async fn run_patiently<T, F, Fut>(
+    endpoints: &Endpoints,
+    budget: Duration,
+    op: F,
+) -> Result<T>
+where
+    F: FnMut(Arc<Client>) -> Fut,
+    Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+{
+    attempt(endpoints, Retry::Always, budget, Patience::WholeBudget, op)
+        .await
+        .map_err(|failure| failure.error)
+}
+
+/// Whether a request gives up early when no member can be connected to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Patience {
+    /// After [`UNREACHABLE_GRACE`]: serving requests.
+    FailFast,
+    /// Only at the end of the budget: waiting for etcd at startup.
+    WholeBudget,
 }
 
 /// [`run`], telling whether the last attempt may have been applied.
@@ -165,22 +195,29 @@ async fn attempt<T, F, Fut>(
     endpoints: &Endpoints,
     retry: Retry,
     budget: Duration,
+    patience: Patience,
     mut op: F,
 ) -> std::result::Result<T, WriteFailure>
 where
     F: FnMut(Arc<Client>) -> Fut,
     Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
 {
-    let began = Instant::now();
+    let mut give_up_at = Instant::now() + budget;
     let per_attempt = match retry {
         Retry::Always => budget,
         Retry::IfNotApplied => budget / WRITE_ATTEMPTS_PER_BUDGET,
     };
     let mut tried = Vec::new();
     let mut pause = FIRST_ROUND_PAUSE;
+    // Whether every member tried this round refused the connection.
+    let mut round_unreachable = true;
     loop {
         let Some(member) = endpoints.pick(&tried) else {
             // Every member failed this round (all down, or an election): pause, go round again.
+            if round_unreachable && patience == Patience::FailFast {
+                give_up_at = give_up_at.min(Instant::now() + UNREACHABLE_GRACE);
+            }
+            round_unreachable = true;
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(MAX_ROUND_PAUSE);
             tried.clear();
@@ -208,7 +245,8 @@ where
         if failure.member_is_down() {
             endpoints.mark_down(index, &error.to_string());
         }
-        let out_of_time = began.elapsed() + pause >= budget;
+        round_unreachable &= failure == Failure::NotSent;
+        let out_of_time = Instant::now() + pause >= give_up_at;
         if !failure.may_retry(retry) || out_of_time {
             let may_have_applied = matches!(failure, Failure::Lost | Failure::Busy);
             return Err(WriteFailure {
@@ -331,6 +369,7 @@ impl Etcd3Store {
             &self.inner.endpoints,
             Retry::IfNotApplied,
             self.request_timeout(),
+            Patience::FailFast,
             op,
         )
         .await

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::endpoints::Endpoints;
 use super::errors::unreachable_error;
-use super::failover::{self, Retry};
+use super::failover;
 use super::Etcd3Config;
 use crate::error::Result;
 
@@ -18,7 +18,7 @@ pub(super) async fn verify_reachable(endpoints: &Endpoints, config: &Etcd3Config
             client.kv_client().get(key, Some(options)).await
         }
     };
-    failover::run(endpoints, Retry::Always, config.dial_timeout, probe)
+    failover::run_patiently(endpoints, config.dial_timeout, probe)
         .await
         .map(drop)
         .map_err(|e| unreachable_error(&config.endpoints, &e))
@@ -27,7 +27,7 @@ pub(super) async fn verify_reachable(endpoints: &Endpoints, config: &Etcd3Config
 /// The etcd server's version (e.g. `3.4.23`), if some member answers the status call.
 pub(super) async fn server_version(endpoints: &Endpoints, config: &Etcd3Config) -> Option<String> {
     let status = |client: Arc<Client>| async move { client.maintenance_client().status().await };
-    let status = failover::run(endpoints, Retry::Always, config.dial_timeout, status)
+    let status = failover::run_patiently(endpoints, config.dial_timeout, status)
         .await
         .ok()?;
     Some(status.version().to_string())

@@ -271,10 +271,11 @@ fn define(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<()> {
             );
         }
     }
-    // A new definition is served once the registry's watch sees it.
+    // A new definition is served once the registry's watch sees it. Asked of the cache
+    // (resourceVersion=0), so a run against a server whose etcd is down still starts.
     let ready = Instant::now() + Duration::from_secs(10);
     loop {
-        match call("GET", &format!("{base}?limit=1"), None)?.code {
+        match call("GET", &format!("{base}?limit=1&resourceVersion=0"), None)?.code {
             200 => break,
             code @ (401 | 403) => {
                 bail!("{base} answered {code}: is STRATEGY_HOST_TOKEN set and allowed?")
