@@ -320,14 +320,16 @@ pub trait Strategy: Send + Sync + 'static {
         String::new()
     }
 
-    /// `objects` (each at the version its `apiVersion` names) converted to
-    /// `desired_api_version`, in order.
+    /// `objects` (each a JSON object at the version its `apiVersion` names) converted to
+    /// `desired_api_version`, in order, as JSON. Bytes in and out: a list's objects go from the
+    /// watch cache to the converter and back into it without being parsed by the host, unless
+    /// the checks of what came back need to look closer.
     async fn convert(
         &self,
         _resource: &ResourceInfo,
-        objects: Vec<Value>,
+        objects: Vec<Vec<u8>>,
         _desired_api_version: &str,
-    ) -> Result<Vec<Value>, StrategyError> {
+    ) -> Result<Vec<Vec<u8>>, StrategyError> {
         Ok(objects)
     }
 }

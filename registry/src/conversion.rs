@@ -94,13 +94,46 @@ impl RegistryStore {
                 .collect());
         }
         let pending: Vec<usize> = (0..objects.len()).filter(|&i| !at(&objects[i])).collect();
+        let mut objects = objects;
+        if self.strategy.converts() {
+            let sent = pending
+                .iter()
+                .map(|&i| objects[i].json().to_vec())
+                .collect();
+            let got = self.module_convert(sent, version, &api_version).await?;
+            let by = Checks::new(
+                self,
+                "module",
+                objects[pending[0]].api_version(),
+                &api_version,
+            );
+            by.count(pending.len(), got.len())?;
+            for (n, (i, after)) in pending.into_iter().zip(got).enumerate() {
+                objects[i] = Arc::new(by.shared(n, &objects[i], after)?);
+            }
+            return Ok(objects);
+        }
         let values = pending.iter().map(|&i| objects[i].to_value()).collect();
         let converted = self.convert(values, version).await?;
-        let mut objects = objects;
         for (i, value) in pending.into_iter().zip(converted) {
             objects[i] = Arc::new(SharedObject::new(value));
         }
         Ok(objects)
+    }
+
+    /// `sent` (JSON objects) converted to `version` (`desired` as an `apiVersion`) by the
+    /// strategy's module.
+    async fn module_convert(
+        &self,
+        sent: Vec<Vec<u8>>,
+        version: &str,
+        desired: &str,
+    ) -> Result<Vec<Vec<u8>>> {
+        let info = self.def.info(version);
+        self.strategy
+            .convert(&info, sent, desired)
+            .await
+            .map_err(|e| Error::Internal(format!("conversion failed: {e}")))
     }
 
     /// `objects` at `version`, in order.
@@ -118,12 +151,10 @@ impl RegistryStore {
         if !pending.is_empty() {
             let sent: Vec<Value> = pending.iter().map(|&i| objects[i].take()).collect();
             let converted = if self.strategy.converts() {
-                let info = self.def.info(version);
-                self.strategy
-                    .convert(&info, sent.clone(), &desired)
-                    .await
-                    .map_err(|e| Error::Internal(format!("conversion failed: {e}")))
-                    .and_then(|got| self.checked(&sent, got, &desired, "module"))?
+                let json = sent.iter().map(to_json).collect();
+                let got = self.module_convert(json, version, &desired).await?;
+                let got = got.iter().map(|o| from_json(o)).collect::<Result<_>>()?;
+                self.checked(&sent, got, &desired, "module")?
             } else {
                 self.webhook_convert(&sent, &desired).await?
             };
@@ -208,51 +239,109 @@ impl RegistryStore {
         desired: &str,
         by: &str,
     ) -> Result<Vec<Value>> {
-        let gvk = self.gvk_of(&sent[0]);
-        let invalid =
-            |why: String| Error::Internal(format!("conversion {by} for {gvk} returned {why}"));
-        if got.len() != sent.len() {
-            return Err(invalid(format!(
-                "{} objects, expected {}",
-                got.len(),
-                sent.len()
-            )));
-        }
+        let checks = Checks::new(self, by, Some(api_version_of(&sent[0])), desired);
+        checks.count(sent.len(), got.len())?;
         sent.iter()
             .zip(got)
             .enumerate()
-            .map(|(i, (before, mut after))| {
-                if api_version_of(&after) != desired {
-                    return Err(invalid(format!(
-                        "invalid converted object at index {i}: invalid apiVersion {:?}, expected {desired:?}",
-                        api_version_of(&after)
-                    )));
-                }
-                if after.get("kind") != before.get("kind") {
-                    return Err(invalid(format!(
-                        "invalid converted object at index {i}: invalid kind {}, expected {}",
-                        after["kind"], before["kind"]
-                    )));
-                }
-                let mut metadata = before.get("metadata").cloned().unwrap_or(json!({}));
-                for key in ["labels", "annotations"] {
-                    match after.pointer(&format!("/metadata/{key}")).filter(|v| !v.is_null()) {
-                        Some(v) if v.is_object() => metadata[key] = v.clone(),
-                        Some(_) => {
-                            return Err(invalid(format!(
-                                "invalid metadata in object at index {i}: metadata.{key} must be a map"
-                            )))
-                        }
-                        None => {
-                            if let Some(m) = metadata.as_object_mut() {
-                                m.remove(key);
-                            }
-                        }
-                    }
-                }
-                after["metadata"] = metadata;
-                Ok(after)
-            })
+            .map(|(i, (before, after))| checks.one(i, before, after))
             .collect()
     }
+}
+
+/// What Kubernetes checks of a converter's answer: the count, the `apiVersion` asked for, the
+/// kind; and only labels and annotations of the metadata may change (the rest is restored).
+struct Checks<'a> {
+    /// `module` or `webhook`, for the messages.
+    by: &'a str,
+    /// The `group/version, Kind=Kind` converted from, for the messages.
+    gvk: String,
+    desired: &'a str,
+}
+
+impl<'a> Checks<'a> {
+    fn new(store: &RegistryStore, by: &'a str, from: Option<&str>, desired: &'a str) -> Self {
+        Self {
+            by,
+            gvk: format!("{}, Kind={}", from.unwrap_or(""), store.def.kind),
+            desired,
+        }
+    }
+
+    fn invalid(&self, why: String) -> Error {
+        Error::Internal(format!(
+            "conversion {} for {} returned {why}",
+            self.by, self.gvk
+        ))
+    }
+
+    /// As many objects came back as were sent.
+    fn count(&self, sent: usize, got: usize) -> Result<()> {
+        if got != sent {
+            return Err(self.invalid(format!("{got} objects, expected {sent}")));
+        }
+        Ok(())
+    }
+
+    /// The `i`-th answer for a shared object: taken as it is when it kept the kind and the
+    /// metadata (no tree built), else checked and restored as a tree.
+    fn shared(&self, i: usize, before: &SharedObject, after: Vec<u8>) -> Result<SharedObject> {
+        let after = match before.converted(after, self.desired) {
+            Ok(taken) => return Ok(taken),
+            Err(after) => from_json(&after)?,
+        };
+        Ok(SharedObject::new(self.one(i, &before.to_value(), after)?))
+    }
+
+    /// The `i`-th answer, checked, with the metadata of `before` restored but for labels and
+    /// annotations.
+    fn one(&self, i: usize, before: &Value, mut after: Value) -> Result<Value> {
+        let desired = self.desired;
+        if api_version_of(&after) != desired {
+            return Err(self.invalid(format!(
+                "invalid converted object at index {i}: invalid apiVersion {:?}, expected {desired:?}",
+                api_version_of(&after)
+            )));
+        }
+        if after.get("kind") != before.get("kind") {
+            return Err(self.invalid(format!(
+                "invalid converted object at index {i}: invalid kind {}, expected {}",
+                after["kind"], before["kind"]
+            )));
+        }
+        let mut metadata = before.get("metadata").cloned().unwrap_or(json!({}));
+        for key in ["labels", "annotations"] {
+            match after
+                .pointer(&format!("/metadata/{key}"))
+                .filter(|v| !v.is_null())
+            {
+                Some(v) if v.is_object() => metadata[key] = v.clone(),
+                Some(_) => {
+                    return Err(self.invalid(format!(
+                        "invalid metadata in object at index {i}: metadata.{key} must be a map"
+                    )))
+                }
+                None => {
+                    if let Some(m) = metadata.as_object_mut() {
+                        m.remove(key);
+                    }
+                }
+            }
+        }
+        after["metadata"] = metadata;
+        Ok(after)
+    }
+}
+
+fn to_json(obj: &Value) -> Vec<u8> {
+    serde_json::to_vec(obj).expect("a JSON value serializes")
+}
+
+/// A converted object the module answered (the module's side checked it is JSON).
+fn from_json(json: &[u8]) -> Result<Value> {
+    serde_json::from_slice(json).map_err(|e| {
+        Error::Internal(format!(
+            "conversion failed: a converted object is not valid JSON: {e}"
+        ))
+    })
 }

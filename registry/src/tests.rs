@@ -23,6 +23,8 @@ struct TestStrategy {
     after_creates: AtomicUsize,
     /// Converts between v1 (`spec.size`) and v2 (`spec.count`) when set, counting objects.
     converting: bool,
+    /// Also renames what it converts and labels it; answers `test.io/v9` for `spec.size` 9.
+    tampering: bool,
     converted: AtomicUsize,
     convert_calls: AtomicUsize,
 }
@@ -82,9 +84,9 @@ impl Strategy for TestStrategy {
     async fn convert(
         &self,
         _: &crate::strategy::ResourceInfo,
-        objects: Vec<Value>,
+        objects: Vec<Vec<u8>>,
         desired: &str,
-    ) -> Result<Vec<Value>, StrategyError> {
+    ) -> Result<Vec<Vec<u8>>, StrategyError> {
         self.converted.fetch_add(objects.len(), Ordering::SeqCst);
         self.convert_calls.fetch_add(1, Ordering::SeqCst);
         let (from, to) = match desired {
@@ -93,12 +95,20 @@ impl Strategy for TestStrategy {
         };
         Ok(objects
             .into_iter()
-            .map(|mut o| {
+            .map(|o| {
+                let mut o: Value = serde_json::from_slice(&o).expect("JSON");
                 if let Some(n) = o["spec"].as_object_mut().and_then(|s| s.remove(from)) {
                     o["spec"][to] = n;
                 }
                 o["apiVersion"] = desired.into();
-                o
+                if self.tampering {
+                    o["metadata"]["name"] = "renamed".into();
+                    o["metadata"]["labels"] = json!({"converted": "yes"});
+                    if o["spec"][to] == 9 {
+                        o["apiVersion"] = "test.io/v9".into();
+                    }
+                }
+                serde_json::to_vec(&o).expect("serializes")
             })
             .collect())
     }
@@ -437,4 +447,42 @@ async fn a_watchs_initial_events_are_converted_together() {
     }
     let used = strategy.convert_calls.load(Ordering::SeqCst) - calls;
     assert!(used <= 2, "50 initial events took {used} conversion calls");
+}
+
+#[tokio::test]
+async fn a_module_may_change_only_labels_and_annotations_of_the_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let strategy = Arc::new(TestStrategy {
+        converting: true,
+        tampering: true,
+        ..Default::default()
+    });
+    let (_registry, things) = serve_things(dir.path(), crd(), strategy.clone()).await;
+    for (name, size) in [("a", 1), ("b", 2)] {
+        let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing",
+                         "metadata": {"name": name}, "spec": {"size": size}});
+        things.store.create(&scope("v1"), obj).await.unwrap();
+    }
+    let opts = crate::storage::ListOptions::default();
+    let list = things.store.list(&scope("v2"), opts.clone()).await.unwrap();
+    let items: Vec<Value> = list.items.iter().map(|o| o.to_value()).collect();
+    assert_eq!(items.len(), 2);
+    for (item, (name, count)) in items.iter().zip([("a", 1), ("b", 2)]) {
+        assert_eq!(item["apiVersion"], "test.io/v2");
+        assert_eq!(
+            item["metadata"]["name"], name,
+            "the name is restored: {item}"
+        );
+        assert_eq!(item["metadata"]["labels"], json!({"converted": "yes"}));
+        assert_eq!(item["spec"]["count"], count);
+    }
+    let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing",
+                     "metadata": {"name": "c"}, "spec": {"size": 9}});
+    things.store.create(&scope("v1"), obj).await.unwrap();
+    let err = things.store.list(&scope("v2"), opts).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "conversion module for test.io/v1, Kind=Thing returned \
+         invalid converted object at index 2: invalid apiVersion \"test.io/v9\", expected \"test.io/v2\""
+    );
 }

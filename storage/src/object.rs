@@ -147,6 +147,48 @@ impl SharedObject {
         }
     }
 
+    /// This object as a converter answered it (`json`, at `api_version`), when the answer kept
+    /// its `kind` and its `metadata` byte for byte — what a conversion that changed only the
+    /// version and the body answers: everything read from the head stays, nothing is parsed
+    /// beyond the answer's top level.
+    ///
+    /// # Errors
+    /// `json` back when anything else changed (or it is not an object), for the caller to
+    /// look closer.
+    pub fn converted(
+        &self,
+        json: Vec<u8>,
+        api_version: &str,
+    ) -> std::result::Result<Self, Vec<u8>> {
+        let text = |members: &Members<'_>, name: &str| {
+            members
+                .get(name)
+                .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
+        };
+        let kept = || -> Option<bool> {
+            let answer: Members<'_> = serde_json::from_slice(&json).ok()?;
+            let mine: Members<'_> = serde_json::from_slice(&self.json).ok()?;
+            Some(
+                text(&answer, "apiVersion").as_deref() == Some(api_version)
+                    && text(&answer, "kind").as_deref() == Some(self.kind()?)
+                    && answer.get("metadata").map(|raw| raw.get())
+                        == mine.get("metadata").map(|raw| raw.get()),
+            )
+        };
+        if kept() != Some(true) {
+            return Err(json);
+        }
+        Ok(Self {
+            json: held(json),
+            revision: self.revision,
+            head: Head {
+                api_version: Some(api_version.into()),
+                ..self.head.clone()
+            },
+            protobuf: OnceLock::new(),
+        })
+    }
+
     /// The object as compact JSON, shared (no copy).
     pub fn json(&self) -> Bytes {
         self.json.clone()
@@ -342,6 +384,32 @@ mod tests {
             json!({"apiVersion": "g/v2", "kind": "K",
                    "metadata": {"name": "a", "resourceVersion": "9", "labels": {"x": "y"}}, "spec": {"n": 1}})
         );
+    }
+
+    #[test]
+    fn a_conversion_that_kept_the_metadata_is_taken_as_it_is() {
+        let obj = SharedObject::new(json!({"apiVersion": "g/v2", "kind": "K",
+            "metadata": {"name": "a", "resourceVersion": "9", "labels": {"x": "y"}}, "spec": {"n": 1}}));
+        let answer = |v: Value| serde_json::to_vec(&v).unwrap();
+        let metadata = json!({"name": "a", "resourceVersion": "9", "labels": {"x": "y"}});
+        let good =
+            json!({"apiVersion": "g/v1", "kind": "K", "metadata": metadata, "spec": {"m": 1}});
+        let v1 = obj.converted(answer(good.clone()), "g/v1").expect("taken");
+        assert_eq!(v1.to_value(), good);
+        assert_eq!(
+            (v1.api_version(), v1.revision(), v1.name(), v1.label("x")),
+            (Some("g/v1"), 9, Some("a"), Some("y"))
+        );
+        let mut relabelled = good.clone();
+        relabelled["metadata"]["labels"]["x"] = json!("z");
+        let mut retyped = good.clone();
+        retyped["kind"] = json!("Other");
+        for looked_at in [relabelled, retyped, json!([1])] {
+            let given = answer(looked_at.clone());
+            assert_eq!(obj.converted(given.clone(), "g/v1").unwrap_err(), given);
+        }
+        assert!(obj.converted(answer(good), "g/v3").is_err());
+        assert!(obj.converted(b"{".to_vec(), "g/v1").is_err());
     }
 
     #[test]

@@ -185,9 +185,9 @@ impl Strategy for SlotStrategy {
     async fn convert(
         &self,
         resource: &ResourceInfo,
-        objects: Vec<Value>,
+        objects: Vec<Vec<u8>>,
         desired_api_version: &str,
-    ) -> Result<Vec<Value>, StrategyError> {
+    ) -> Result<Vec<Vec<u8>>, StrategyError> {
         in_force!(self.slot, convert(resource, objects, desired_api_version))
     }
 }

@@ -336,13 +336,15 @@ impl Strategy for WasmStrategy {
     }
 
     /// Converts in calls of at most 64 objects (`CONVERSION_BATCH`), each in its own session within
-    /// the usual limits (a long list is many calls, not one that outgrows the memory cap).
+    /// the usual limits (a long list is many calls, not one that outgrows the memory cap). The
+    /// objects' bytes go to the module as they are; what it answers is only checked to be JSON
+    /// objects here (the registry checks what they hold).
     async fn convert(
         &self,
         resource: &ResourceInfo,
-        objects: Vec<Value>,
+        objects: Vec<Vec<u8>>,
         desired_api_version: &str,
-    ) -> Result<Vec<Value>, StrategyError> {
+    ) -> Result<Vec<Vec<u8>>, StrategyError> {
         let ctx = StrategyContext {
             resource: resource.clone(),
             dry_run: false,
@@ -351,23 +353,26 @@ impl Strategy for WasmStrategy {
             user: Arc::new(UserInfo::server()),
         };
         let mut converted = Vec::with_capacity(objects.len());
-        for batch in objects.chunks(CONVERSION_BATCH) {
+        let mut objects = objects.into_iter().peekable();
+        while objects.peek().is_some() {
+            let batch: Vec<Vec<u8>> = objects.by_ref().take(CONVERSION_BATCH).collect();
+            let sent = batch.len();
             let op = Op::Convert(abi::ConvertRequest {
-                objects: batch.iter().map(json).collect(),
+                objects: batch,
                 desired_api_version: desired_api_version.to_owned(),
             });
             let resp = self.run(&ctx, op, false).await?;
-            if resp.converted_objects.len() != batch.len() {
+            if resp.converted_objects.len() != sent {
                 return Err(self.error(format!(
-                    "converted {} objects, expected {}",
+                    "converted {} objects, expected {sent}",
                     resp.converted_objects.len(),
-                    batch.len()
                 )));
             }
-            for bytes in &resp.converted_objects {
-                converted.push(serde_json::from_slice(bytes).map_err(|e| {
+            for bytes in resp.converted_objects {
+                serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| {
                     self.error(format!("a converted object is not valid JSON: {e}"))
-                })?);
+                })?;
+                converted.push(bytes);
             }
         }
         Ok(converted)
