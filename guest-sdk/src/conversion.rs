@@ -41,8 +41,7 @@ pub fn round_trip<S: Strategy>(strategy: &S, obj: &Value, via: &str) -> Result<(
     let ctx = Context::default();
     let from = obj["apiVersion"].as_str().unwrap_or_default().to_string();
     let step = |obj: Value, to: &str| -> Result<Value, String> {
-        let converted = strategy
-            .convert(&ctx, obj, to)
+        let converted = convert(strategy, &ctx, obj, to)
             .map_err(|e| format!("converting to {to} failed: {e}"))?;
         match converted["apiVersion"].as_str() {
             Some(v) if v == to => Ok(converted),
@@ -56,6 +55,27 @@ pub fn round_trip<S: Strategy>(strategy: &S, obj: &Value, via: &str) -> Result<(
             "{from} → {via} → {from} changed {path}: {before} became {after}"
         )),
     }
+}
+
+/// `obj` converted to `desired` the way the module converts: through
+/// [`Strategy::convert_lazily`] when [`Strategy::CONVERTS_LAZILY`], else [`Strategy::convert`].
+///
+/// # Errors
+/// The conversion's own error, or an answer that is not a JSON object.
+pub fn convert<S: Strategy>(
+    strategy: &S,
+    ctx: &Context,
+    obj: Value,
+    desired: &str,
+) -> Result<Value, String> {
+    if !S::CONVERTS_LAZILY {
+        return strategy.convert(ctx, obj, desired);
+    }
+    let lazy = serde_json::to_vec(&obj)
+        .and_then(|json| serde_json::from_slice(&json))
+        .map_err(|e| format!("the object is not a JSON object: {e}"))?;
+    let converted = strategy.convert_lazily(ctx, lazy, desired)?;
+    serde_json::to_value(&converted).map_err(|e| e.to_string())
 }
 
 /// The first path where `a` and `b` differ, with both values (`absent` for a missing one).

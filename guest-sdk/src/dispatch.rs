@@ -230,9 +230,12 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
         Op::Authorize(_) => return Err("a strategy is not an authorizer".into()),
         Op::Convert(r) => {
             for object in &r.objects {
-                let obj = decode("object", object)?;
-                let converted = s.convert(ctx, obj, &r.desired_api_version)?;
-                resp.converted_objects.push(encode(&converted)?);
+                let desired = &r.desired_api_version;
+                let converted = match S::CONVERTS_LAZILY {
+                    true => encode(&s.convert_lazily(ctx, decode("object", object)?, desired)?),
+                    false => encode(&s.convert(ctx, decode("object", object)?, desired)?),
+                };
+                resp.converted_objects.push(converted?);
             }
         }
         Op::BeforeUpdate(r) => {

@@ -5,6 +5,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::abi;
 use crate::context::Context;
 use crate::field::FieldError;
+use crate::lazy::LazyObject;
 
 /// Where objects of a resource live.
 ///
@@ -308,6 +309,11 @@ pub trait Strategy {
     /// operations, and any hook must be listed here by hand.
     const OPERATIONS: &'static [Operation] = Operation::BEFORE_WRITE;
 
+    /// Whether conversions go through [`Strategy::convert_lazily`] rather than
+    /// [`Strategy::convert`]. Derived by [`crate::strategy`] (true when the block implements
+    /// `convert_lazily`); without it, set it by hand with that method.
+    const CONVERTS_LAZILY: bool = false;
+
     /// Host functions the module calls besides `log`.
     const HOST_FUNCTIONS: &'static [HostFunction] = &[];
 
@@ -471,5 +477,59 @@ pub trait Strategy {
         _desired_api_version: &str,
     ) -> Result<serde_json::Value, String> {
         Err("this module does not convert objects".into())
+    }
+
+    /// [`Strategy::convert`] on a [`LazyObject`]: implement this one instead when a conversion
+    /// moves a few fields of large objects. Only the members it reads or changes are parsed,
+    /// and every other member (`metadata` among them) goes back as the text it came as, which
+    /// the host then takes without parsing it either. Called when
+    /// [`Strategy::CONVERTS_LAZILY`]; the default converts through [`Strategy::convert`].
+    ///
+    /// # Errors
+    /// As [`Strategy::convert`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use strategy_guest_sdk::{conversion, strategy, Context, LazyObject, Resource, Scope, Strategy};
+    ///
+    /// struct Widgets;
+    ///
+    /// #[strategy]
+    /// impl Strategy for Widgets {
+    ///     type Object = Value;
+    ///     const NAME: &'static str = "widgets";
+    ///     const RESOURCES: &'static [Resource] =
+    ///         &[Resource::new("example.com", "v2", "Widget", "widgets", Scope::Namespaced)];
+    ///
+    ///     // v1 calls it `size`, v2 `replicas`.
+    ///     fn convert_lazily(&self, _: &Context, mut obj: LazyObject, desired: &str) -> Result<LazyObject, String> {
+    ///         let (from, to) = if desired.ends_with("/v2") { ("size", "replicas") } else { ("replicas", "size") };
+    ///         if let Some(spec) = obj.object_mut(&["spec"]) {
+    ///             if let Some(n) = spec.get::<Value>(&[from]).map_err(|e| e.to_string())? {
+    ///                 spec.remove(from);
+    ///                 spec.insert(to, n);
+    ///             }
+    ///         }
+    ///         obj.insert("apiVersion", desired);
+    ///         Ok(obj)
+    ///     }
+    /// }
+    ///
+    /// assert!(Widgets::CONVERTS_LAZILY);
+    /// let v1 = json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"size": 3}});
+    /// conversion::round_trip(&Widgets, &v1, "example.com/v2").unwrap();
+    /// ```
+    fn convert_lazily(
+        &self,
+        ctx: &Context,
+        obj: LazyObject,
+        desired_api_version: &str,
+    ) -> Result<LazyObject, String> {
+        let value = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
+        let converted = self.convert(ctx, value, desired_api_version)?;
+        let json = serde_json::to_vec(&converted).map_err(|e| e.to_string())?;
+        serde_json::from_slice(&json).map_err(|e| format!("the converted object: {e}"))
     }
 }

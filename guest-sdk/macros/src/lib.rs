@@ -1,5 +1,5 @@
-//! `#[strategy]`: derives a module's `Strategy::OPERATIONS` from the methods its `impl Strategy`
-//! block implements, so an author never declares a hook twice (once as a method, once in a
+//! `#[strategy]`: derives a module's `Strategy::OPERATIONS` (and `CONVERTS_LAZILY`) from the
+//! methods its `impl Strategy` block implements, so an author never declares a hook twice (once as a method, once in a
 //! list) and none is silently left uncalled. Re-exported by `strategy-guest-sdk`; see its docs.
 
 use proc_macro::TokenStream;
@@ -7,7 +7,7 @@ use quote::{format_ident, quote};
 use syn::{parse_macro_input, Error, ImplItem, ItemImpl};
 
 /// The `Strategy` methods that are operations, and the `Operation` variant of each.
-const OPERATIONS: [(&str, &str); 14] = [
+const OPERATIONS: [(&str, &str); 15] = [
     ("prepare_for_create", "PrepareForCreate"),
     ("validate", "Validate"),
     ("warnings_on_create", "WarningsOnCreate"),
@@ -22,6 +22,7 @@ const OPERATIONS: [(&str, &str); 14] = [
     ("after_update", "AfterUpdate"),
     ("after_delete", "AfterDelete"),
     ("convert", "Convert"),
+    ("convert_lazily", "Convert"),
 ];
 
 /// On an `impl Strategy for T` block: adds `const OPERATIONS` listing exactly the operations
@@ -36,6 +37,7 @@ pub fn strategy(attr: TokenStream, item: TokenStream) -> TokenStream {
             .into();
     }
     let mut variants = Vec::new();
+    let mut lazily = false;
     for item in &block.items {
         match item {
             ImplItem::Const(c) if c.ident == "OPERATIONS" => {
@@ -48,8 +50,12 @@ pub fn strategy(attr: TokenStream, item: TokenStream) -> TokenStream {
             }
             ImplItem::Fn(f) => {
                 let name = f.sig.ident.to_string();
+                lazily |= name == "convert_lazily";
                 if let Some((_, variant)) = OPERATIONS.iter().find(|(m, _)| *m == name) {
-                    variants.push(format_ident!("{}", variant));
+                    let variant = format_ident!("{}", variant);
+                    if !variants.contains(&variant) {
+                        variants.push(variant);
+                    }
                 }
             }
             _ => {}
@@ -60,5 +66,10 @@ pub fn strategy(attr: TokenStream, item: TokenStream) -> TokenStream {
             &[#(::strategy_guest_sdk::Operation::#variants),*];
     };
     block.items.push(syn::parse_quote!(#operations));
+    if lazily {
+        block.items.push(syn::parse_quote!(
+            const CONVERTS_LAZILY: bool = true;
+        ));
+    }
     quote!(#block).into()
 }

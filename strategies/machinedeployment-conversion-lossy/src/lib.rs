@@ -3,7 +3,7 @@
 //! must refuse to swap this version in.
 
 use serde_json::Value;
-use strategy_guest_sdk::{strategy, Context, Resource, Strategy};
+use strategy_guest_sdk::{conversion, strategy, Context, Resource, Strategy};
 use strategy_machinedeployment_conversion::MachineDeployments;
 
 /// The lossy conversion.
@@ -17,7 +17,7 @@ impl Strategy for Lossy {
     const RESOURCES: &'static [Resource] = MachineDeployments::RESOURCES;
 
     fn convert(&self, ctx: &Context, obj: Value, desired: &str) -> Result<Value, String> {
-        let mut converted = MachineDeployments.convert(ctx, obj, desired)?;
+        let mut converted = conversion::convert(&MachineDeployments, ctx, obj, desired)?;
         if desired.ends_with("/v1beta1") {
             if let Some(machine) = converted
                 .pointer_mut("/spec/template/spec")

@@ -5,7 +5,7 @@
 //! where `minReadySeconds` lives (v1beta1: the spec; v1beta2: the machine template).
 
 use serde_json::{Map, Value};
-use strategy_guest_sdk::{strategy, Context, Resource, Scope, Strategy};
+use strategy_guest_sdk::{strategy, Context, LazyObject, Resource, Scope, Strategy};
 
 const GROUP: &str = "cluster.x-k8s.io";
 
@@ -43,23 +43,18 @@ fn keep(map: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
         .collect()
 }
 
-impl MachineDeployments {
-    /// The machine template's references converted in place.
-    fn convert_references(machine: &mut Map<String, Value>, to_v1beta2: bool) {
-        let convert = if to_v1beta2 {
-            reference_to_v1beta2
-        } else {
-            reference_to_v1beta1
-        };
-        if let Some(Value::Object(r)) = machine.get_mut("infrastructureRef") {
-            *r = convert(r);
-        }
-        if let Some(Value::Object(r)) = machine
-            .get_mut("bootstrap")
-            .and_then(|b| b.get_mut("configRef"))
-        {
-            *r = convert(r);
-        }
+/// The reference at `path` of `machine` converted by `convert`, when it is an object.
+fn convert_reference(
+    machine: &mut LazyObject,
+    path: &[&str],
+    convert: fn(&Map<String, Value>) -> Map<String, Value>,
+) {
+    let Ok(Some(Value::Object(reference))) = machine.get::<Value>(path) else {
+        return;
+    };
+    let (name, parents) = path.split_last().expect("a path");
+    if let Some(parent) = machine.object_mut(parents) {
+        parent.insert(name, convert(&reference));
     }
 }
 
@@ -75,46 +70,56 @@ impl Strategy for MachineDeployments {
         Scope::Namespaced,
     )];
 
-    fn convert(&self, _ctx: &Context, mut obj: Value, desired: &str) -> Result<Value, String> {
+    /// Lazily: only `apiVersion` and the spec's members on the way to the references are
+    /// parsed; the rest (metadata, status, the template's other fields) goes back untouched.
+    fn convert_lazily(
+        &self,
+        _ctx: &Context,
+        mut obj: LazyObject,
+        desired: &str,
+    ) -> Result<LazyObject, String> {
         let to_v1beta2 = match desired.strip_prefix(GROUP) {
             Some("/v1beta2") => true,
             Some("/v1beta1") => false,
             _ => return Err(format!("cannot convert to {desired}")),
         };
-        let source = obj["apiVersion"].as_str().unwrap_or_default().to_string();
-        obj["apiVersion"] = desired.into();
-        if source == desired {
+        let source: Option<String> = obj.get(&["apiVersion"]).unwrap_or_default();
+        obj.insert("apiVersion", desired);
+        if source.as_deref() == Some(desired) || !obj.contains(&["spec"]) {
             return Ok(obj);
         }
-        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        let Some(spec) = obj.object_mut(&["spec"]) else {
             return Ok(obj);
         };
-        let ready = if to_v1beta2 {
-            spec.remove("minReadySeconds")
-        } else {
-            None
+        // minReadySeconds: v1beta1's spec, v1beta2's machine template.
+        let (from, to): (&[&str], &[&str]) = match to_v1beta2 {
+            true => (&["minReadySeconds"], &["template", "spec"]),
+            false => (&["template", "spec", "minReadySeconds"], &[]),
         };
-        let machine = spec
-            .entry("template")
-            .or_insert_with(|| Value::Object(Map::new()))
-            .as_object_mut()
+        let ready: Option<Value> = spec.get(from).ok().flatten();
+        spec.object_mut(&["template"])
             .ok_or("spec.template is not an object")?
-            .entry("spec")
-            .or_insert_with(|| Value::Object(Map::new()))
-            .as_object_mut()
+            .object_mut(&["spec"])
             .ok_or("spec.template.spec is not an object")?;
-        Self::convert_references(machine, to_v1beta2);
-        match ready {
-            Some(seconds) => {
-                machine.insert("minReadySeconds".into(), seconds);
+        if let Some(seconds) = ready {
+            let (name, parents) = from.split_last().expect("a path");
+            if let Some(parent) = spec.object_mut(parents) {
+                parent.remove(name);
             }
-            None if !to_v1beta2 => {
-                if let Some(seconds) = machine.remove("minReadySeconds") {
-                    spec.insert("minReadySeconds".into(), seconds);
-                }
+            if let Some(target) = spec.object_mut(to) {
+                target.insert("minReadySeconds", seconds);
             }
-            None => {}
         }
+        let machine = spec
+            .object_mut(&["template", "spec"])
+            .ok_or("spec.template.spec is not an object")?;
+        let convert = if to_v1beta2 {
+            reference_to_v1beta2
+        } else {
+            reference_to_v1beta1
+        };
+        convert_reference(machine, &["infrastructureRef"], convert);
+        convert_reference(machine, &["bootstrap", "configRef"], convert);
         Ok(obj)
     }
 }
@@ -123,7 +128,7 @@ impl Strategy for MachineDeployments {
 mod tests {
     use super::*;
     use serde_json::json;
-    use strategy_guest_sdk::conversion::round_trip;
+    use strategy_guest_sdk::conversion::{convert, round_trip};
 
     fn v1beta1() -> Value {
         json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
@@ -136,9 +141,14 @@ mod tests {
 
     #[test]
     fn converts_to_v1beta2_and_round_trips() {
-        let v2 = MachineDeployments
-            .convert(&Context::default(), v1beta1(), "cluster.x-k8s.io/v1beta2")
-            .unwrap();
+        let ctx = Context::default();
+        let v2 = convert(
+            &MachineDeployments,
+            &ctx,
+            v1beta1(),
+            "cluster.x-k8s.io/v1beta2",
+        )
+        .unwrap();
         let machine = &v2["spec"]["template"]["spec"];
         assert_eq!(machine["minReadySeconds"], 5);
         assert_eq!(
@@ -148,8 +158,7 @@ mod tests {
         assert!(v2["spec"].get("minReadySeconds").is_none());
         round_trip(&MachineDeployments, &v1beta1(), "cluster.x-k8s.io/v1beta2").unwrap();
         round_trip(&MachineDeployments, &v2, "cluster.x-k8s.io/v1beta1").unwrap();
-        let other =
-            MachineDeployments.convert(&Context::default(), v1beta1(), "cluster.x-k8s.io/v2");
+        let other = convert(&MachineDeployments, &ctx, v1beta1(), "cluster.x-k8s.io/v2");
         assert!(other.is_err());
     }
 }
