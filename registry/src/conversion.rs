@@ -153,7 +153,11 @@ impl RegistryStore {
             let converted = if self.strategy.converts() {
                 let json = sent.iter().map(to_json).collect();
                 let got = self.module_convert(json, version, &desired).await?;
-                let got = got.iter().map(|o| from_json(o)).collect::<Result<_>>()?;
+                let checks = Checks::new(self, "module", Some(api_version_of(&sent[0])), &desired);
+                checks.count(sent.len(), got.len())?;
+                let got = (got.iter().enumerate())
+                    .map(|(i, o)| checks.parse(i, o))
+                    .collect::<Result<_>>()?;
                 self.checked(&sent, got, &desired, "module")?
             } else {
                 self.webhook_convert(&sent, &desired).await?
@@ -288,9 +292,18 @@ impl<'a> Checks<'a> {
     fn shared(&self, i: usize, before: &SharedObject, after: Vec<u8>) -> Result<SharedObject> {
         let after = match before.converted(after, self.desired) {
             Ok(taken) => return Ok(taken),
-            Err(after) => from_json(&after)?,
+            Err(after) => self.parse(i, &after)?,
         };
         Ok(SharedObject::new(self.one(i, &before.to_value(), after)?))
+    }
+
+    /// The `i`-th answer (a module's, as it answered) as a tree.
+    fn parse(&self, i: usize, json: &[u8]) -> Result<Value> {
+        serde_json::from_slice(json).map_err(|e| {
+            self.invalid(format!(
+                "invalid converted object at index {i}: not a JSON object: {e}"
+            ))
+        })
     }
 
     /// The `i`-th answer, checked, with the metadata of `before` restored but for labels and
@@ -335,13 +348,4 @@ impl<'a> Checks<'a> {
 
 fn to_json(obj: &Value) -> Vec<u8> {
     serde_json::to_vec(obj).expect("a JSON value serializes")
-}
-
-/// A converted object the module answered (the module's side checked it is JSON).
-fn from_json(json: &[u8]) -> Result<Value> {
-    serde_json::from_slice(json).map_err(|e| {
-        Error::Internal(format!(
-            "conversion failed: a converted object is not valid JSON: {e}"
-        ))
-    })
 }

@@ -23,7 +23,8 @@ struct TestStrategy {
     after_creates: AtomicUsize,
     /// Converts between v1 (`spec.size`) and v2 (`spec.count`) when set, counting objects.
     converting: bool,
-    /// Also renames what it converts and labels it; answers `test.io/v9` for `spec.size` 9.
+    /// Also renames what it converts and labels it; answers `test.io/v9` for `spec.size` 9
+    /// and a cut-off object for 8.
     tampering: bool,
     converted: AtomicUsize,
     convert_calls: AtomicUsize,
@@ -106,6 +107,9 @@ impl Strategy for TestStrategy {
                     o["metadata"]["labels"] = json!({"converted": "yes"});
                     if o["spec"][to] == 9 {
                         o["apiVersion"] = "test.io/v9".into();
+                    }
+                    if o["spec"][to] == 8 {
+                        return b"{\"apiVersion\": ".to_vec();
                     }
                 }
                 serde_json::to_vec(&o).expect("serializes")
@@ -479,10 +483,26 @@ async fn a_module_may_change_only_labels_and_annotations_of_the_metadata() {
     let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing",
                      "metadata": {"name": "c"}, "spec": {"size": 9}});
     things.store.create(&scope("v1"), obj).await.unwrap();
-    let err = things.store.list(&scope("v2"), opts).await.unwrap_err();
+    let err = things
+        .store
+        .list(&scope("v2"), opts.clone())
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "conversion module for test.io/v1, Kind=Thing returned \
          invalid converted object at index 2: invalid apiVersion \"test.io/v9\", expected \"test.io/v2\""
+    );
+    let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing",
+                     "metadata": {"name": "bb"}, "spec": {"size": 8}});
+    things.store.create(&scope("v1"), obj).await.unwrap();
+    let opts = crate::storage::ListOptions::default();
+    let err = things.store.list(&scope("v2"), opts).await.unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.starts_with(
+            "conversion module for test.io/v1, Kind=Thing returned invalid converted object at index 2: not a JSON object: EOF"
+        ),
+        "{message}"
     );
 }

@@ -337,8 +337,8 @@ impl Strategy for WasmStrategy {
 
     /// Converts in calls of at most 64 objects (`CONVERSION_BATCH`), each in its own session within
     /// the usual limits (a long list is many calls, not one that outgrows the memory cap). The
-    /// objects' bytes go to the module as they are; what it answers is only checked to be JSON
-    /// objects here (the registry checks what they hold).
+    /// objects' bytes go to the module as they are and its answers come back as it gave them:
+    /// the registry checks them (JSON objects, version, kind, metadata) as it reads them.
     async fn convert(
         &self,
         resource: &ResourceInfo,
@@ -368,12 +368,7 @@ impl Strategy for WasmStrategy {
                     resp.converted_objects.len(),
                 )));
             }
-            for bytes in resp.converted_objects {
-                serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| {
-                    self.error(format!("a converted object is not valid JSON: {e}"))
-                })?;
-                converted.push(bytes);
-            }
+            converted.extend(resp.converted_objects);
         }
         Ok(converted)
     }
