@@ -96,11 +96,12 @@ impl Strategy for MachineDeployments {
             true => (&["minReadySeconds"], &["template", "spec"]),
             false => (&["template", "spec", "minReadySeconds"], &[]),
         };
-        let ready: Option<Value> = spec.get(from).ok().flatten();
+        // Opened first, so what is read below is found among parsed members, not scanned for.
         spec.object_mut(&["template"])
             .ok_or("spec.template is not an object")?
             .object_mut(&["spec"])
             .ok_or("spec.template.spec is not an object")?;
+        let ready: Option<Value> = spec.get(from).ok().flatten();
         if let Some(seconds) = ready {
             let (name, parents) = from.split_last().expect("a path");
             if let Some(parent) = spec.object_mut(parents) {
