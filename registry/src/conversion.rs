@@ -155,10 +155,9 @@ impl RegistryStore {
                 let got = self.module_convert(json, version, &desired).await?;
                 let checks = Checks::new(self, "module", Some(api_version_of(&sent[0])), &desired);
                 checks.count(sent.len(), got.len())?;
-                let got = (got.iter().enumerate())
-                    .map(|(i, o)| checks.parse(i, o))
-                    .collect::<Result<_>>()?;
-                self.checked(&sent, got, &desired, "module")?
+                (sent.iter().zip(&got).enumerate())
+                    .map(|(i, (before, after))| checks.one(i, before, checks.parse(i, after)?))
+                    .collect::<Result<_>>()?
             } else {
                 self.webhook_convert(&sent, &desired).await?
             };
@@ -172,9 +171,9 @@ impl RegistryStore {
             .collect())
     }
 
-    /// The `group/version, Kind=Kind` Kubernetes names a conversion by.
-    fn gvk_of(&self, obj: &Value) -> String {
-        format!("{}, Kind={}", api_version_of(obj), self.def.kind)
+    /// The `group/version, Kind=Kind` Kubernetes names a conversion from `api_version` by.
+    fn gvk_of(&self, api_version: &str) -> String {
+        format!("{api_version}, Kind={}", self.def.kind)
     }
 
     /// `sent` converted to `desired` by the definition's conversion webhook, in reviews of at
@@ -202,7 +201,7 @@ impl RegistryStore {
         else {
             return Ok(sent.to_vec());
         };
-        let gvk = self.gvk_of(&sent[0]);
+        let gvk = self.gvk_of(api_version_of(&sent[0]));
         let uid = super::system_fields::new_uid();
         let review = json!({
             "apiVersion": format!("apiextensions.k8s.io/{review_version}"),
@@ -231,23 +230,9 @@ impl RegistryStore {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        self.checked(sent, got, desired, "webhook")
-    }
-
-    /// What a converter (`by`) returned for `sent`, checked, with each object's metadata
-    /// restored but for labels and annotations.
-    fn checked(
-        &self,
-        sent: &[Value],
-        got: Vec<Value>,
-        desired: &str,
-        by: &str,
-    ) -> Result<Vec<Value>> {
-        let checks = Checks::new(self, by, Some(api_version_of(&sent[0])), desired);
+        let checks = Checks::new(self, "webhook", Some(api_version_of(&sent[0])), desired);
         checks.count(sent.len(), got.len())?;
-        sent.iter()
-            .zip(got)
-            .enumerate()
+        (sent.iter().zip(got).enumerate())
             .map(|(i, (before, after))| checks.one(i, before, after))
             .collect()
     }
@@ -267,7 +252,7 @@ impl<'a> Checks<'a> {
     fn new(store: &RegistryStore, by: &'a str, from: Option<&str>, desired: &'a str) -> Self {
         Self {
             by,
-            gvk: format!("{}, Kind={}", from.unwrap_or(""), store.def.kind),
+            gvk: store.gvk_of(from.unwrap_or("")),
             desired,
         }
     }

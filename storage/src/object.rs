@@ -160,17 +160,12 @@ impl SharedObject {
         json: Vec<u8>,
         api_version: &str,
     ) -> std::result::Result<Self, Vec<u8>> {
-        let text = |members: &Members<'_>, name: &str| {
-            members
-                .get(name)
-                .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
-        };
         let kept = || -> Option<bool> {
             let answer: Members<'_> = serde_json::from_slice(&json).ok()?;
             let mine: Members<'_> = serde_json::from_slice(&self.json).ok()?;
             Some(
-                text(&answer, "apiVersion").as_deref() == Some(api_version)
-                    && text(&answer, "kind").as_deref() == Some(self.kind()?)
+                text_member(Some(&answer), "apiVersion").as_deref() == Some(api_version)
+                    && text_member(Some(&answer), "kind").as_deref() == Some(self.kind()?)
                     && answer.get("metadata").map(|raw| raw.get())
                         == mine.get("metadata").map(|raw| raw.get()),
             )
@@ -295,13 +290,16 @@ fn metadata_of<'a>(members: &Members<'a>) -> serde_json::Result<Option<Members<'
         .transpose()
 }
 
+/// Member `name` of `members` when it is a string.
+fn text_member<'a>(members: Option<&Members<'a>>, name: &str) -> Option<Cow<'a, str>> {
+    members?
+        .get(name)
+        .and_then(|raw| serde_json::from_str::<Cow<'a, str>>(raw.get()).ok())
+}
+
 /// Reads the head and the resourceVersion from an object's members and its metadata's.
 fn read_head(members: &Members<'_>, metadata: Option<&Members<'_>>) -> (Head, Option<u64>) {
-    let text = |members: Option<&Members<'_>>, name: &str| -> Option<Cow<'_, str>> {
-        members?
-            .get(name)
-            .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
-    };
+    let text = text_member;
     let labels: Option<BTreeMap<Cow<'_, str>, Option<Cow<'_, str>>>> = metadata
         .and_then(|m| m.get("labels"))
         .and_then(|raw| serde_json::from_str(raw.get()).ok());
