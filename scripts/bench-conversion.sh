@@ -9,6 +9,7 @@
 #   bash scripts/bench-conversion.sh [OBJECTS] [SECONDS] [WATCHERS]
 #   CONVERTERS="none wasm" WATCHERS=0 bash scripts/bench-conversion.sh   # some servers; no watch phase
 #   PROFILE=1 ...   # also perf-records the wasm server through its converted lists ($work kept)
+#   CLIENTS="1 2" ... # the concurrent listing clients, a row each (default: 1, then 2)
 #
 # Honours CARGO_TARGET_DIR (default ./target).
 set -euo pipefail
@@ -76,13 +77,15 @@ load() {
 for name in "${converters[@]}"; do
     load "$name" machinedeployments --mode list --objects "$objects" --concurrency 1 --seconds 1 >/dev/null
 done
-for name in "${converters[@]}"; do
-    for resource in machinedeployments machinedeployments-v1beta1; do
-        printf '%-8s list   ' "$name"
-        [ -n "${PROFILE:-}" ] && [ "$name$resource" = wasmmachinedeployments-v1beta1 ] &&
-            { perf record -g -o "$work/perf.data" -p "${pid[wasm]}" 2>/dev/null & perf_pid=$!; }
-        load "$name" "$resource" --mode list --objects "$objects" --concurrency 2 --seconds "$seconds"
-        [ -n "${perf_pid:-}" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; perf_pid=; echo "profile: $work/perf.data"; }
+for clients in ${CLIENTS:-1 2}; do
+    for name in "${converters[@]}"; do
+        for resource in machinedeployments machinedeployments-v1beta1; do
+            printf '%-8s list   ' "$name"
+            [ -n "${PROFILE:-}" ] && [ "$name$resource" = wasmmachinedeployments-v1beta1 ] &&
+                { perf record -g -o "$work/perf-$clients.data" -p "${pid[wasm]}" 2>/dev/null & perf_pid=$!; }
+            load "$name" "$resource" --mode list --objects "$objects" --concurrency "$clients" --seconds "$seconds"
+            [ -n "${perf_pid:-}" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; perf_pid=; echo "profile: $work/perf-$clients.data"; }
+        done
     done
 done
 [ "$watchers" = 0 ] && exit 0

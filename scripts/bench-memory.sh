@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Resident memory under list load, per allocator setting, in one run: a fresh embedded server
-# is seeded with 10,000 1 KiB ConfigMaps, then 4 clients list them all (rv=0, from the watch
-# cache) for SECONDS; the figure is the server's resident memory growth over its JSON size, at
-# rest after seeding and after the lists (target: <= 2.5x). Variants: the build's allocator
-# (jemalloc), the server built with glibc's malloc (without the default `jemalloc` feature), and
+# is seeded with OBJECTS (default 10,000) 1 KiB ConfigMaps, then 4 clients list them all (rv=0,
+# from the watch cache) for SECONDS; the figure is the server's resident memory growth over
+# its JSON size, at rest after seeding and after the lists (target: <= 2.5x). Beside it, from
+# the server's /metrics (jemalloc only): the bytes its objects take (heap) and the bytes the
+# allocator keeps resident for them, so what the allocator retains shows apart from objects.
+# Variants: the build (jemalloc, 8 MiB page cache), the embedded store's former 64 MiB page
+# cache, the server built with glibc's malloc (without the default `jemalloc` feature), and
 # glibc's malloc with MALLOC_ARENA_MAX=2 (fewer per-thread arenas holding freed pages).
 #
 #   bash scripts/bench-memory.sh [SECONDS]
@@ -13,14 +16,15 @@ seconds=${1:-8}
 objects=${OBJECTS:-10000}
 source scripts/bench-lib.sh
 table="$work/memory.tsv"
-printf 'allocator\tJSON bytes\tRSS before -> seeded -> after lists (kB)\tgrowth/JSON seeded\tafter lists\tlists/s\n' >"$table"
+printf 'variant\tJSON bytes\tRSS before -> seeded -> after lists (kB)\tgrowth/JSON seeded\tafter lists\theap -> allocator resident, seeded (kB)\tlists/s\n' >"$table"
 port=18190
 variant() {
-    local name=$1 seed lists before seeded after bytes
+    local name=$1 seed lists before seeded after bytes heap
     shift
     port=$((port + 1))
+    # shellcheck disable=SC2086 # $extra holds flags, split on purpose
     env "$@" RUST_LOG=warn "${server_bin:-$bin/strategy-host}" --dev-mode --listen "127.0.0.1:$port" \
-        --data-dir "$work/$name" >>"$work/server-$name.log" 2>&1 &
+        --data-dir "$work/$name" ${extra:-} >>"$work/server-$name.log" 2>&1 &
     pid[$name]=$!
     server[$name]=http://127.0.0.1:$port
     for _ in $(seq 100); do curl -sf "${server[$name]}/readyz" >/dev/null && break; sleep 0.1; done
@@ -35,14 +39,16 @@ variant() {
     seeded=$(field rss_after_kb "$seed")
     after=$(field server_rss_kb "$lists")
     bytes=$(field list_bytes "$seed")
-    printf '%s\t%s\t%s -> %s -> %s\t%s\t%s\t%s\n' "$name" "$bytes" "$before" "$seeded" "$after" \
+    heap=$(field heap_kb "$seed")
+    printf '%s\t%s\t%s -> %s -> %s\t%s\t%s\t%s\t%s\n' "$name" "$bytes" "$before" "$seeded" "$after" \
         "$(awk -v a="$seeded" -v b="$before" -v j="$bytes" 'BEGIN{printf "%.2f", (a-b)*1024/j}')" \
         "$(awk -v a="$after" -v b="$before" -v j="$bytes" 'BEGIN{printf "%.2f", (a-b)*1024/j}')" \
-        "$(field ops/s "$lists")" >>"$table"
+        "${heap:--} -> $(field allocator_resident_kb "$seed")" "$(field ops/s "$lists")" >>"$table"
     stop_server "$name"
 }
 build_glibc
 variant jemalloc
+extra="--embedded-cache-mib 64" variant jemalloc-page-cache-64MiB
 server_bin=$glibc_bin variant glibc
 server_bin=$glibc_bin variant glibc-arena-max-2 MALLOC_ARENA_MAX=2
 echo

@@ -43,12 +43,7 @@ pub use strategy_host_registry::{pki, webhook};
 pub use strategy_host_storage as storage;
 pub use strategy_host_wasm as wasm;
 
-/// With the `jemalloc` feature (the default) every program built on this crate (the server, the
-/// load tools, the tests) allocates with jemalloc: glibc's malloc spent ~19% of a Lease
-/// renewal's CPU (docs/benchmarks.md, "Allocator").
-#[cfg(feature = "jemalloc")]
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+pub mod allocator;
 
 /// What benchmarks measure of the private `api` layer (the `testing` feature).
 #[cfg(feature = "testing")]

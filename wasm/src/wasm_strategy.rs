@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::StreamExt as _;
 use serde_json::Value;
 
 use super::object_answer::apply_object_answer;
@@ -336,8 +337,10 @@ impl Strategy for WasmStrategy {
     }
 
     /// Converts in calls of at most 64 objects (`CONVERSION_BATCH`), each in its own session within
-    /// the usual limits (a long list is many calls, not one that outgrows the memory cap). The
-    /// objects' bytes go to the module as they are and its answers come back as it gave them:
+    /// the usual limits (a long list is many calls, not one that outgrows the memory cap), as
+    /// many at once as the machine has cores: a long list's conversion is the CPU work of one
+    /// request, which would otherwise keep one core busy while the others idle. The objects'
+    /// bytes go to the module as they are and its answers come back as it gave them, in order:
     /// the registry checks them (JSON objects, version, kind, metadata) as it reads them.
     async fn convert(
         &self,
@@ -345,33 +348,64 @@ impl Strategy for WasmStrategy {
         objects: Vec<Vec<u8>>,
         desired_api_version: &str,
     ) -> Result<Vec<Vec<u8>>, StrategyError> {
-        let ctx = StrategyContext {
+        let ctx = Arc::new(StrategyContext {
             resource: resource.clone(),
             dry_run: false,
             request_id: "conversion".into(),
             hook_depth: 0,
             user: Arc::new(UserInfo::server()),
-        };
-        let mut converted = Vec::with_capacity(objects.len());
+        });
+        let total = objects.len();
         let mut objects = objects.into_iter().peekable();
-        while objects.peek().is_some() {
-            let batch: Vec<Vec<u8>> = objects.by_ref().take(CONVERSION_BATCH).collect();
-            let sent = batch.len();
-            let op = Op::Convert(abi::ConvertRequest {
-                objects: batch,
-                desired_api_version: desired_api_version.to_owned(),
-            });
-            let resp = self.run(&ctx, op, false).await?;
-            if resp.converted_objects.len() != sent {
-                return Err(self.error(format!(
-                    "converted {} objects, expected {sent}",
-                    resp.converted_objects.len(),
-                )));
-            }
-            converted.extend(resp.converted_objects);
+        let batches = std::iter::from_fn(|| {
+            objects.peek()?;
+            Some(objects.by_ref().take(CONVERSION_BATCH).collect::<Vec<_>>())
+        });
+        // Each batch is a task of its own, so the runtime's workers share them; `buffered`
+        // starts the next one as one ends and keeps the answers in the batches' order.
+        let calls = batches.map(|batch| {
+            let (strategy, ctx) = (self.clone(), ctx.clone());
+            let desired = desired_api_version.to_owned();
+            tokio::spawn(async move { strategy.convert_batch(&ctx, batch, desired).await })
+        });
+        let mut answers = futures::stream::iter(calls).buffered(conversion_workers());
+        let mut converted = Vec::with_capacity(total);
+        while let Some(answer) = answers.next().await {
+            let batch = answer
+                .map_err(|e| self.error(format!("the conversion's worker failed: {e}")))??;
+            converted.extend(batch);
         }
         Ok(converted)
     }
+}
+
+impl WasmStrategy {
+    /// One conversion call: `batch` converted to `desired`, one answer per object.
+    async fn convert_batch(
+        &self,
+        ctx: &StrategyContext,
+        batch: Vec<Vec<u8>>,
+        desired: String,
+    ) -> Result<Vec<Vec<u8>>, StrategyError> {
+        let sent = batch.len();
+        let op = Op::Convert(abi::ConvertRequest {
+            objects: batch,
+            desired_api_version: desired,
+        });
+        let resp = self.run(ctx, op, false).await?;
+        if resp.converted_objects.len() != sent {
+            return Err(self.error(format!(
+                "converted {} objects, expected {sent}",
+                resp.converted_objects.len(),
+            )));
+        }
+        Ok(resp.converted_objects)
+    }
+}
+
+/// How many conversion calls of one request run at once: the machine's cores.
+fn conversion_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The most objects one conversion call carries.

@@ -253,6 +253,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         webhook_metrics.register(m);
         policy_modules.register(m);
         puller.metrics().register(m);
+        crate::allocator::register(m);
     });
     let state = AppState::new(
         storage,

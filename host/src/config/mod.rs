@@ -45,6 +45,11 @@ pub struct Config {
     )]
     pub compaction_interval_seconds: u64,
 
+    /// The most memory the embedded store's page cache may hold, in MiB. The watch cache
+    /// already holds every current object, so this cache serves only the pages writes touch.
+    #[arg(long, env = "STRATEGY_HOST_EMBEDDED_CACHE_MIB", default_value_t = 8)]
+    pub embedded_cache_mib: usize,
+
     /// Comma-separated etcd v3 endpoints; when set, etcd is the store instead of the embedded one.
     #[arg(long, env = "STRATEGY_HOST_ETCD_SERVERS", value_delimiter = ',')]
     pub etcd_servers: Vec<String>,
@@ -390,6 +395,7 @@ impl Config {
             let mut c = EmbeddedConfig::new(self.data_dir.clone());
             c.compaction_interval = (self.compaction_interval_seconds > 0)
                 .then(|| Duration::from_secs(self.compaction_interval_seconds));
+            c.page_cache_bytes = self.embedded_cache_mib << 20;
             return StoreChoice::Embedded(c);
         }
         let mut c = Etcd3Config::new(self.etcd_servers.clone());

@@ -7,6 +7,7 @@ mod storage_etcd3_failover;
 mod wasm_abi_versions;
 mod wasm_admission_policies;
 mod wasm_common;
+mod wasm_conversion;
 mod wasm_go;
 mod wasm_hostile;
 mod wasm_instances;

@@ -44,7 +44,7 @@ use serde::de::IgnoredAny;
 use strategy_host_e2e::load::cascade;
 use strategy_host_e2e::load::cpu::CpuMeter;
 use strategy_host_e2e::load::etcd::{EtcdBaseline, EtcdOp};
-use strategy_host_e2e::load::figures::{ratio_line, rss_kb, Throughput};
+use strategy_host_e2e::load::figures::{allocator_kb, ratio_line, rss_kb, Throughput};
 use strategy_host_e2e::load::h2::H2Client;
 use strategy_host_e2e::load::protobuf;
 use strategy_host_e2e::load::resources::{change, lease, merge, Resource};
@@ -221,7 +221,12 @@ fn main() -> anyhow::Result<()> {
     let rss = args
         .server_pid
         .and_then(rss_kb)
-        .map_or(String::new(), |kb| format!(" server_rss_kb={kb}"));
+        .map_or(String::new(), |kb| {
+            let allocator = allocator_kb(&args.server).map_or(String::new(), |(heap, resident)| {
+                format!(" heap_kb={heap} allocator_resident_kb={resident}")
+            });
+            format!(" server_rss_kb={kb}{allocator}")
+        });
     println!("{head} {}{rss}{api_cpu}", api.fields());
     if let Some(url) = &args.baseline_etcd {
         let op = match args.mode.as_str() {
@@ -363,7 +368,11 @@ fn list_summary(url: &str) -> anyhow::Result<ListSummary> {
 
 /// Seeds `--objects` objects and prints the server's resident memory beside their JSON size.
 fn seed_figure(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<()> {
+    // A server just ready is still settling (its first requests, its controllers' first
+    // lists): memory is read once that is over, as it is after seeding.
+    std::thread::sleep(Duration::from_secs(2));
     let before = args.server_pid.and_then(rss_kb);
+    let heap_before = allocator_kb(&args.server);
     let began = Instant::now();
     seed(args, resource, base, args.objects, false)?;
     let seeding = began.elapsed();
@@ -386,6 +395,10 @@ fn seed_figure(args: &Args, resource: &Resource, base: &str) -> anyhow::Result<(
             " rss_before_kb={before} rss_after_kb={after} growth_over_json={:.2}",
             (after.saturating_sub(before) * 1024) as f64 / list_bytes.max(1) as f64
         );
+    }
+    if let (Some((before, _)), Some((heap, resident))) = (heap_before, allocator_kb(&args.server)) {
+        line +=
+            &format!(" heap_before_kb={before} heap_kb={heap} allocator_resident_kb={resident}");
     }
     println!("{line}");
     Ok(())

@@ -141,6 +141,24 @@ pub fn rss_kb(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The server's allocator figures from its `/metrics`, in kB: the bytes its objects take (the
+/// heap) and the bytes the allocator keeps resident for them; `None` when the server does not
+/// export them (built without jemalloc).
+pub fn allocator_kb(server: &str) -> Option<(u64, u64)> {
+    let reply = crate::call("GET", &format!("{server}/metrics"), None).ok()?;
+    let gauge = |name: &str| {
+        reply
+            .body
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+            .map(|bytes| bytes as u64 / 1024)
+    };
+    Some((
+        gauge("strategy_host_allocator_allocated_bytes")?,
+        gauge("strategy_host_allocator_resident_bytes")?,
+    ))
+}
+
 /// Wall-clock nanoseconds since the Unix epoch: the clock a write's timestamp and its delivery
 /// are both read from, so the two can be compared across tasks (and processes on one machine).
 pub fn unix_nanos() -> u64 {

@@ -66,5 +66,9 @@ fn metrics_count_requests_storage_caches_and_modules() {
         text.contains("# TYPE strategy_module_state gauge"),
         "{text}"
     );
+    // The allocator's figures: what objects take, within what it keeps resident.
+    let allocated = sample(&text, "strategy_host_allocator_allocated_bytes ").unwrap_or(0.0);
+    let resident = sample(&text, "strategy_host_allocator_resident_bytes ").unwrap_or(0.0);
+    assert!(allocated > 1e6 && resident >= allocated, "{text}");
     assert!(text.trim_end().ends_with("# EOF"), "OpenMetrics: {text}");
 }
