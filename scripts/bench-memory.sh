@@ -10,13 +10,14 @@
 # glibc's malloc with MALLOC_ARENA_MAX=2 (fewer per-thread arenas holding freed pages).
 #
 #   bash scripts/bench-memory.sh [SECONDS]
+#   OBJECTS=100000 NO_GLIBC=1 bash scripts/bench-memory.sh   # 100,000 objects; jemalloc rows only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-8}
 objects=${OBJECTS:-10000}
 source scripts/bench-lib.sh
 table="$work/memory.tsv"
-printf 'variant\tJSON bytes\tRSS before -> seeded -> after lists (kB)\tgrowth/JSON seeded\tafter lists\theap -> allocator resident, seeded (kB)\tlists/s\n' >"$table"
+printf 'variant\tJSON bytes\tRSS before -> seeded -> after lists (kB)\tgrowth/JSON seeded\tafter lists\theap before -> seeded -> allocator resident (kB)\tlists/s\n' >"$table"
 port=18190
 variant() {
     local name=$1 seed lists before seeded after bytes heap
@@ -39,18 +40,20 @@ variant() {
     seeded=$(field rss_after_kb "$seed")
     after=$(field server_rss_kb "$lists")
     bytes=$(field list_bytes "$seed")
-    heap=$(field heap_kb "$seed")
+    heap="$(field heap_before_kb "$seed") -> $(field heap_kb "$seed")"
     printf '%s\t%s\t%s -> %s -> %s\t%s\t%s\t%s\t%s\n' "$name" "$bytes" "$before" "$seeded" "$after" \
         "$(awk -v a="$seeded" -v b="$before" -v j="$bytes" 'BEGIN{printf "%.2f", (a-b)*1024/j}')" \
         "$(awk -v a="$after" -v b="$before" -v j="$bytes" 'BEGIN{printf "%.2f", (a-b)*1024/j}')" \
-        "${heap:--} -> $(field allocator_resident_kb "$seed")" "$(field ops/s "$lists")" >>"$table"
+        "$heap -> $(field allocator_resident_kb "$seed")" "$(field ops/s "$lists")" >>"$table"
     stop_server "$name"
 }
-build_glibc
 variant jemalloc
 extra="--embedded-cache-mib 64" variant jemalloc-page-cache-64MiB
-server_bin=$glibc_bin variant glibc
-server_bin=$glibc_bin variant glibc-arena-max-2 MALLOC_ARENA_MAX=2
+if [ -z "${NO_GLIBC:-}" ]; then
+    build_glibc
+    server_bin=$glibc_bin variant glibc
+    server_bin=$glibc_bin variant glibc-arena-max-2 MALLOC_ARENA_MAX=2
+fi
 echo
 echo "Summary (api-load on a fresh embedded server per row):"
 column -t -s $'\t' "$table"
