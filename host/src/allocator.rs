@@ -14,10 +14,11 @@ use prometheus_client::registry::Registry as MetricsRegistry;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// Registers the allocator's figures, read at scrape time: the bytes the server's objects take
-/// (`strategy_host_allocator_allocated_bytes`) and the bytes the allocator keeps resident for
-/// them (`strategy_host_allocator_resident_bytes`). Their difference is what the allocator
-/// retains (free pages not yet returned, metadata), which resident memory alone cannot show.
+/// Registers the allocator's figures, read at scrape time: the bytes the server has allocated
+/// and not yet freed (`strategy_host_allocator_allocated_bytes`) and the bytes the allocator
+/// keeps resident for them (`strategy_host_allocator_resident_bytes`). Their difference is what
+/// the allocator retains (free pages not yet returned, metadata), which resident memory alone
+/// cannot show.
 /// Without jemalloc there is nothing to register.
 pub fn register(metrics: &mut MetricsRegistry) {
     if cfg!(feature = "jemalloc") {
@@ -36,7 +37,7 @@ impl Collector for AllocatorStats {
         for (name, help, value) in [
             (
                 "strategy_host_allocator_allocated_bytes",
-                "Bytes of memory the server's objects take",
+                "Bytes the server has allocated and not yet freed",
                 allocated,
             ),
             (

@@ -110,6 +110,28 @@ impl WasmStrategy {
         }
     }
 
+    /// One conversion call: `batch` converted to `desired`, one answer per object.
+    async fn convert_batch(
+        &self,
+        ctx: &StrategyContext,
+        batch: Vec<Vec<u8>>,
+        desired: String,
+    ) -> Result<Vec<Vec<u8>>, StrategyError> {
+        let sent = batch.len();
+        let op = Op::Convert(abi::ConvertRequest {
+            objects: batch,
+            desired_api_version: desired,
+        });
+        let resp = self.run(ctx, op, false).await?;
+        if resp.converted_objects.len() != sent {
+            return Err(self.error(format!(
+                "converted {} objects, expected {sent}",
+                resp.converted_objects.len(),
+            )));
+        }
+        Ok(resp.converted_objects)
+    }
+
     fn admission(&self, resp: abi::Response, obj: Option<&mut Value>) -> Answer {
         if let Some(obj) = obj {
             apply_object_answer(obj, &resp.object, &resp.object_patch).map_err(|reason| {
@@ -379,33 +401,11 @@ impl Strategy for WasmStrategy {
     }
 }
 
-impl WasmStrategy {
-    /// One conversion call: `batch` converted to `desired`, one answer per object.
-    async fn convert_batch(
-        &self,
-        ctx: &StrategyContext,
-        batch: Vec<Vec<u8>>,
-        desired: String,
-    ) -> Result<Vec<Vec<u8>>, StrategyError> {
-        let sent = batch.len();
-        let op = Op::Convert(abi::ConvertRequest {
-            objects: batch,
-            desired_api_version: desired,
-        });
-        let resp = self.run(ctx, op, false).await?;
-        if resp.converted_objects.len() != sent {
-            return Err(self.error(format!(
-                "converted {} objects, expected {sent}",
-                resp.converted_objects.len(),
-            )));
-        }
-        Ok(resp.converted_objects)
-    }
-}
-
-/// How many conversion calls of one request run at once: the machine's cores.
+/// How many conversion calls of one request run at once: the machine's cores, asked once (the
+/// standard library reads the cgroup's CPU quota from files on every call).
 fn conversion_workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WORKERS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The most objects one conversion call carries.

@@ -395,7 +395,7 @@ impl Config {
             let mut c = EmbeddedConfig::new(self.data_dir.clone());
             c.compaction_interval = (self.compaction_interval_seconds > 0)
                 .then(|| Duration::from_secs(self.compaction_interval_seconds));
-            c.page_cache_bytes = self.embedded_cache_mib << 20;
+            c.page_cache_bytes = self.embedded_cache_mib.saturating_mul(1 << 20);
             return StoreChoice::Embedded(c);
         }
         let mut c = Etcd3Config::new(self.etcd_servers.clone());
