@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // scanner walks one JSON text.
@@ -40,36 +41,173 @@ func (s *scanner) space(i int) int {
 	return i
 }
 
-// value checks the value starting at i (after any space) and returns where it ends.
+// value checks the value starting at i (after any space) and returns where it ends. It keeps
+// the objects and arrays it is inside on a stack of its own rather than calling itself for each:
+// a call costs far more in Go's WebAssembly than in native code, and an object's members are
+// mostly small values.
 func (s *scanner) value(i int) (int, error) {
-	i = s.space(i)
-	if i >= len(s.data) {
-		return i, s.fail(i, "")
+	data := s.data
+	// open are the containers entered, '{' or '[', innermost last.
+	var open [maxDepth]byte
+	n := 0
+	var err error
+next:
+	for {
+		// A value is expected at i.
+		i = s.space(i)
+		if i >= len(data) {
+			return i, s.fail(i, "")
+		}
+		switch c := data[i]; {
+		case (c == '{' || c == '[') && s.trusted:
+			if i, err = s.skipChecked(i); err != nil {
+				return i, err
+			}
+		case c == '{' || c == '[':
+			if s.depth+n+1 > maxDepth {
+				return i, depthError(i)
+			}
+			open[n] = c
+			n++
+			i = s.space(i + 1)
+			if i < len(data) && data[i] == c+2 { // '}' is '{'+2, ']' is '['+2
+				i++
+				n--
+			} else if c == '[' {
+				continue next
+			} else if i, err = s.key(i); err != nil {
+				return i, err
+			} else {
+				continue next
+			}
+		case c == '"':
+			if i, _, err = s.string(i); err != nil {
+				return i, err
+			}
+		case c == 't':
+			if i, err = s.literal(i, "true"); err != nil {
+				return i, err
+			}
+		case c == 'f':
+			if i, err = s.literal(i, "false"); err != nil {
+				return i, err
+			}
+		case c == 'n':
+			if i, err = s.literal(i, "null"); err != nil {
+				return i, err
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			if i, err = s.number(i); err != nil {
+				return i, err
+			}
+		default:
+			return i, s.fail(i, "looking for beginning of value")
+		}
+		// A value ended at i: close what it ends, or go on to the next member or element.
+		for n > 0 {
+			i = s.space(i)
+			if i >= len(data) {
+				return i, s.fail(i, "")
+			}
+			switch c := data[i]; {
+			case c == ',' && open[n-1] == '{':
+				if i, err = s.key(s.space(i + 1)); err != nil {
+					return i, err
+				}
+				continue next
+			case c == ',':
+				i++
+				continue next
+			case c == open[n-1]+2:
+				i++
+				n--
+			case open[n-1] == '{':
+				return i, s.fail(i, "after object key:value pair")
+			default:
+				return i, s.fail(i, "after array element")
+			}
+		}
+		return i, nil
 	}
-	switch c := s.data[i]; {
-	case c == '{':
-		return s.object(i, nil)
-	case c == '[':
-		return s.array(i)
-	case c == '"':
-		end, _, err := s.string(i)
+}
+
+// skipChecked returns where the object or array at i ends, in text already checked: it looks
+// only at brackets and at strings' closing quotes.
+func (s *scanner) skipChecked(i int) (int, error) {
+	data := s.data
+	depth := 0
+	for i < len(data) {
+		switch data[i] {
+		case '"':
+			i = closingQuote(data, i)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1, nil
+			}
+		}
+		i++
+		for i < len(data) && !structural[data[i]] {
+			i++
+		}
+	}
+	return i, s.fail(i, "")
+}
+
+// closingQuote is where the string opened at i ends (its closing quote; len(data) when it does
+// not), in text already checked.
+func closingQuote(data []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return len(data)
+		}
+		end := j + k
+		// The quote is escaped when an odd number of backslashes precede it.
+		backslashes := 0
+		for end-1-backslashes > i && data[end-1-backslashes] == '\\' {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return end
+		}
+		j = end + 1
+	}
+}
+
+// structural are the bytes skipChecked stops at.
+var structural = func() (t [256]bool) {
+	for _, c := range `"{}[]` {
+		t[c] = true
+	}
+	return t
+}()
+
+// key checks an object's key and its colon at i, returning where the member's value may start.
+func (s *scanner) key(i int) (int, error) {
+	if i >= len(s.data) || s.data[i] != '"' {
+		return i, s.fail(i, "looking for beginning of object key string")
+	}
+	end, _, err := s.string(i)
+	if err != nil {
 		return end, err
-	case c == 't':
-		return s.literal(i, "true")
-	case c == 'f':
-		return s.literal(i, "false")
-	case c == 'n':
-		return s.literal(i, "null")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return s.number(i)
 	}
-	return i, s.fail(i, "looking for beginning of value")
+	i = s.space(end)
+	if i >= len(s.data) || s.data[i] != ':' {
+		return i, s.fail(i, "after object key")
+	}
+	return i + 1, nil
+}
+
+func depthError(i int) error {
+	return fmt.Errorf("exceeded max depth of %d at offset %d", maxDepth, i)
 }
 
 func (s *scanner) nest(i int) error {
 	s.depth++
 	if s.depth > maxDepth {
-		return fmt.Errorf("exceeded max depth of %d at offset %d", maxDepth, i)
+		return depthError(i)
 	}
 	return nil
 }
@@ -137,60 +275,19 @@ func (s *scanner) object(i int, member memberFunc) (int, error) {
 	}
 }
 
-func (s *scanner) array(i int) (int, error) {
-	if err := s.nest(i); err != nil {
-		return i, err
-	}
-	defer func() { s.depth-- }()
-	i = s.space(i + 1)
-	if i < len(s.data) && s.data[i] == ']' {
-		return i + 1, nil
-	}
-	for {
-		var err error
-		if i, err = s.value(i); err != nil {
-			return i, err
-		}
-		i = s.space(i)
-		if i >= len(s.data) {
-			return i, s.fail(i, "")
-		}
-		switch s.data[i] {
-		case ',':
-			i++
-		case ']':
-			return i + 1, nil
-		default:
-			return i, s.fail(i, "after array element")
-		}
-	}
-}
-
 // string checks the string at i and returns where it ends and whether it holds escapes.
 func (s *scanner) string(i int) (int, bool, error) {
 	if s.trusted {
-		escaped := false
-		for j := i + 1; ; {
-			k := bytes.IndexByte(s.data[j:], '"')
-			if k < 0 {
-				return len(s.data), false, s.fail(len(s.data), "")
-			}
-			end := j + k
-			// The quote is escaped when an odd number of backslashes precede it.
-			backslashes := 0
-			for end-1-backslashes > i && s.data[end-1-backslashes] == '\\' {
-				backslashes++
-			}
-			escaped = escaped || bytes.IndexByte(s.data[j:end], '\\') >= 0
-			if backslashes%2 == 0 {
-				return end + 1, escaped, nil
-			}
-			j = end + 1
+		end := closingQuote(s.data, i)
+		if end == len(s.data) {
+			return end, false, s.fail(end, "")
 		}
+		return end + 1, bytes.IndexByte(s.data[i+1:end], '\\') >= 0, nil
 	}
 	escaped := false
 	for j := i + 1; j < len(s.data); j++ {
-		// Most of a string is plain bytes: skip them with one table lookup each.
+		// Most of a string is plain bytes: skip them eight at a time, then one by one.
+		j = plainRun(s.data, j)
 		for j < len(s.data) && !needsEscape[s.data[j]] {
 			j++
 		}
@@ -281,6 +378,23 @@ func (s *scanner) number(i int) (int, error) {
 		}
 	}
 	return j, nil
+}
+
+// plainRun is where the first group of eight bytes from i holding one a JSON string escapes
+// starts (or the last whole group ends), testing each group in one word: a loop over bytes
+// costs several WebAssembly instructions per byte in Go's code.
+func plainRun(data []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(data); i += 8 {
+		w := *(*uint64)(unsafe.Pointer(&data[i]))
+		quote, backslash := w^(ones*'"'), w^(ones*'\\')
+		// A byte below 0x20, or one equal to a quote or a backslash (zero after the xor),
+		// sets its high bit in the difference (for bytes below 0x80; above, ^w clears it).
+		if ((w-ones*0x20)|(quote-ones)|(backslash-ones))&^w&highs != 0 {
+			break
+		}
+	}
+	return i
 }
 
 // needsEscape are the bytes a JSON string escapes.

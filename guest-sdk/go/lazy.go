@@ -72,7 +72,7 @@ func parseTrusted(data []byte) (*LazyObject, error) {
 
 func parse(s scanner) (*LazyObject, error) {
 	data := s.data
-	o := &LazyObject{members: make([]member, 0, 8)}
+	o := withRoom()
 	i := s.space(0)
 	if i >= len(data) || data[i] != '{' {
 		if i < len(data) {
@@ -90,6 +90,20 @@ func parse(s scanner) (*LazyObject, error) {
 		return nil, s.fail(s.space(end), "after top-level value")
 	}
 	return o, nil
+}
+
+// roomy is a LazyObject with room for its first members, allocated as one: most objects a
+// strategy opens or makes have a few members, and an allocation costs more than the room.
+type roomy struct {
+	object LazyObject
+	room   [8]member
+}
+
+// withRoom is an empty LazyObject with room for eight members.
+func withRoom() *LazyObject {
+	r := &roomy{}
+	r.object.members = r.room[:0]
+	return &r.object
 }
 
 // memberName is a member's name, sharing the parsed text's bytes when it holds no escapes: a
@@ -262,20 +276,54 @@ func kindOfValue(v any) string {
 // an untouched member: a decoder such as DecodeString or DecodeStringMap reads it with serde's
 // errors, DecodeJSON with encoding/json's.
 func (o *LazyObject) Raw(path ...string) ([]byte, error) {
+	n, err := o.find(path)
+	if err != nil || n.isNull() {
+		return nil, err
+	}
+	return n.json()
+}
+
+// StringAt is the string at path: "" when a member on the path is absent or null; DecodeString's
+// error when the value is not a string, a *MemberError when a member on the path is not an
+// object. A string the strategy set is read as it is, one of the input as its text (no copy
+// when it holds no escapes).
+func (o *LazyObject) StringAt(path ...string) (string, error) {
+	n, err := o.find(path)
+	if err != nil || n.isNull() {
+		return "", err
+	}
+	if s, ok := n.value.(string); ok && n.raw == nil && n.obj == nil && utf8.ValidString(s) {
+		return s, nil
+	}
+	raw, err := n.json()
+	if err != nil {
+		return "", err
+	}
+	if len(raw) >= 2 && raw[0] == '"' && isPlain(raw[1:len(raw)-1]) {
+		// A LazyObject's text never changes (see ParseLazyObject): the string may share it.
+		return unsafe.String(&raw[1], len(raw)-2), nil
+	}
+	return DecodeString(raw)
+}
+
+// find is the node at path (the zero node when a member on it is absent).
+func (o *LazyObject) find(path []string) (node, error) {
 	n := node{obj: o}
 	for depth, name := range path {
 		child, found, err := n.child(name)
 		if err != nil {
-			return nil, &MemberError{Path: strings.Join(path[:depth], "."), Reason: err.Error()}
+			return node{}, &MemberError{Path: strings.Join(path[:depth], "."), Reason: err.Error()}
 		}
 		if !found {
-			return nil, nil
+			return node{}, nil
 		}
 		n = child
 	}
-	if n.isNull() {
-		return nil, nil
-	}
+	return n, nil
+}
+
+// json is n's JSON text: the input's own when it is untouched.
+func (n node) json() ([]byte, error) {
 	switch {
 	case n.raw != nil:
 		return n.raw, nil
@@ -313,7 +361,7 @@ func (o *LazyObject) Object(path ...string) *LazyObject {
 	for _, name := range path {
 		at := object.position(name)
 		if at < 0 {
-			object.members = append(object.members, member{name: name, kind: newMember, obj: &LazyObject{}})
+			object.members = append(object.members, member{name: name, kind: newMember, obj: withRoom()})
 			at = len(object.members) - 1
 		}
 		m := &object.members[at]
@@ -345,7 +393,7 @@ func (m *member) open() bool {
 				m.kind = newMember
 			}
 		case 'n':
-			m.kind, m.obj = newMember, &LazyObject{}
+			m.kind, m.obj = newMember, withRoom()
 		default:
 			return false
 		}
@@ -354,7 +402,7 @@ func (m *member) open() bool {
 	}
 	switch v := m.value.(type) {
 	case nil:
-		m.obj = &LazyObject{}
+		m.obj = withRoom()
 	case map[string]any:
 		// In key order, as encoding/json writes a map.
 		m.obj = &LazyObject{}

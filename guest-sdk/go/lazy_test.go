@@ -48,6 +48,32 @@ func TestALazyObjectReadsOnlyWhatItIsAsked(t *testing.T) {
 	}
 }
 
+func TestStringAtReadsStringsTheInputHoldsOrTheStrategySet(t *testing.T) {
+	o := parse(t, `{"a":"plain","b":"esc\u00e9\"q","c":null,"d":5,"e":{"f":"g"},"h":"x"}`)
+	o.Set("h", "set")
+	o.Set("i", "new\n")
+	for _, c := range []struct {
+		path      []string
+		want, err string
+	}{
+		{[]string{"a"}, "plain", ""},
+		{[]string{"b"}, "escé\"q", ""},
+		{[]string{"c"}, "", ""},
+		{[]string{"absent"}, "", ""},
+		{[]string{"e", "f"}, "g", ""},
+		{[]string{"h"}, "set", ""},
+		{[]string{"i"}, "new\n", ""},
+		{[]string{"d"}, "", "invalid type: integer `5`, expected a string"},
+		{[]string{"e"}, "", "invalid type: map, expected a string"},
+		{[]string{"a", "x"}, "", "a: expected an object, found a string"},
+	} {
+		got, err := o.StringAt(c.path...)
+		if got != c.want || errString(err) != c.err {
+			t.Errorf("%v: %q, %v; want %q, %q", c.path, got, err, c.want, c.err)
+		}
+	}
+}
+
 func TestALazyObjectAnswersItsChangesAsAPatch(t *testing.T) {
 	text := `{"apiVersion":"v1","spec":{"template":{"x":1},"replicas":null},"status":{"a":1},"a/b~c":1}`
 	o := parse(t, text)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,9 +99,11 @@ func eachMember(data []byte, expecting string, fn func(keyToken []byte, key stri
 // ObjectMeta". Of members not named given twice, the last wins.
 func DecodeObject(data []byte, expecting string, names []string, decode func(name string, raw []byte) error) (rest map[string]any, err error) {
 	rest = map[string]any{}
-	seen := map[string]bool{}
+	// seen holds, for each name, whether its member came already.
+	seen := make([]bool, len(names))
 	err = eachMember(data, expecting, func(keyToken []byte, key string, raw []byte) error {
-		if !contains(names, key) {
+		at := slices.Index(names, key)
+		if at < 0 {
 			var v any
 			if err := DecodeJSON(raw, &v); err != nil {
 				return err
@@ -108,10 +111,10 @@ func DecodeObject(data []byte, expecting string, names []string, decode func(nam
 			rest[key] = v
 			return nil
 		}
-		if seen[key] {
+		if seen[at] {
 			return &DecodeError{Msg: fmt.Sprintf("duplicate field `%s`", key), At: keyToken, Pos: len(keyToken)}
 		}
-		seen[key] = true
+		seen[at] = true
 		return decode(key, raw)
 	})
 	if err != nil {
@@ -148,15 +151,6 @@ func DecodeArray(data []byte, expecting string, maxLen int, decode func(i int, r
 		}
 	}
 	return nil
-}
-
-func contains(names []string, key string) bool {
-	for _, n := range names {
-		if n == key {
-			return true
-		}
-	}
-	return false
 }
 
 // Member is one member of an object JoinObject writes.

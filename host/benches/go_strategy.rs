@@ -2,7 +2,8 @@
 //! time from an empty cache with tiered compilation (serving from baseline code) and without
 //! (waiting for Cranelift), then from the compilation cache, a kept instance's memory, and the
 //! create phase on a 1 KiB Deployment as the registry calls it (`Strategy::before_create` from
-//! an async task), p50/p99, on optimized code and on baseline code; then the Go module under
+//! an async task), p50/p99 over a hundred alternating batches of each, on optimized code and on
+//! baseline code; then the Go module under
 //! recycle policies that replace its instance every N calls, to show what recycling costs at
 //! p99.
 //!
@@ -80,25 +81,63 @@ fn load(label: &str, rt: &Runtime, path: &str) -> Arc<StrategyModule> {
     Arc::new(module)
 }
 
-/// Times `SAMPLES` create phases from an async task and prints p50/p99/max.
-fn time_creates(label: &str, tokio: &tokio::runtime::Runtime, strategy: WasmStrategy) {
+/// Times `samples` create phases from an async task, after `warm_up` more.
+fn time_creates(
+    tokio: &tokio::runtime::Runtime,
+    strategy: &WasmStrategy,
+    warm_up: usize,
+    samples: usize,
+) -> Vec<Duration> {
     let obj = object();
-    let samples = tokio.block_on(async move {
+    tokio.block_on(async move {
         let ctx = ctx();
-        let mut samples = Vec::with_capacity(SAMPLES);
-        for i in 0..SAMPLES + 1000 {
+        let mut times = Vec::with_capacity(samples);
+        for i in 0..warm_up + samples {
             let mut o = obj.clone();
             let t = Instant::now();
             let adm = strategy.before_create(&ctx, &mut o).await.unwrap();
-            // The first thousand warm up.
-            if i >= 1000 {
-                samples.push(t.elapsed());
+            if i >= warm_up {
+                times.push(t.elapsed());
             }
             assert!(adm.field_errors.is_empty());
         }
-        samples
-    });
-    report(label, samples);
+        times
+    })
+}
+
+/// Times `SAMPLES` create phases of each strategy in `ROUNDS` alternating batches and prints
+/// each one's p50/p99 over all its batches, and the last side's p50 over the first's per round:
+/// this machine's speed drifts by up to 2× from one second to the next, and alternating lets
+/// the drift fall on both sides alike.
+fn time_side_by_side(tokio: &tokio::runtime::Runtime, sides: &[(&str, WasmStrategy)]) {
+    const ROUNDS: usize = 100;
+    for (_, strategy) in sides {
+        time_creates(tokio, strategy, 1000, 0);
+    }
+    let mut times = vec![Vec::with_capacity(SAMPLES); sides.len()];
+    let mut ratios = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let mut p50s = Vec::with_capacity(sides.len());
+        for (side, (_, strategy)) in sides.iter().enumerate() {
+            let mut batch = time_creates(tokio, strategy, 0, SAMPLES / ROUNDS);
+            batch.sort();
+            p50s.push(batch[batch.len() / 2]);
+            times[side].extend(batch);
+        }
+        ratios.push(p50s[p50s.len() - 1].as_secs_f64() / p50s[0].as_secs_f64());
+    }
+    for ((label, _), samples) in sides.iter().zip(times) {
+        report(label, samples);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "{} / {}: p50 ratio per round min {:.2} median {:.2} max {:.2}",
+        sides[sides.len() - 1].0,
+        sides[0].0,
+        ratios[0],
+        ratios[ROUNDS / 2],
+        ratios[ROUNDS - 1],
+    );
 }
 
 fn report(label: &str, mut samples: Vec<Duration>) {
@@ -124,24 +163,44 @@ fn main() {
     // the Go module's create phase, ten times over, for a profile of the guest.
     if std::env::var_os("GO_STRATEGY_PROFILE").is_some() {
         let go = load("go", &rt, strategy_artifacts::GO_DEPLOYMENT);
+        let strategy = WasmStrategy::new(rt.clone(), go);
         for _ in 0..10 {
-            time_creates("go", &tokio, WasmStrategy::new(rt.clone(), go.clone()));
+            report("go", time_creates(&tokio, &strategy, 1000, SAMPLES));
         }
         return;
     }
     let rust = load("rust", &rt, strategy_artifacts::DEPLOYMENT);
     let go = load("go", &rt, strategy_artifacts::GO_DEPLOYMENT);
-    time_creates("rust", &tokio, WasmStrategy::new(rt.clone(), rust));
-    time_creates("go", &tokio, WasmStrategy::new(rt.clone(), go.clone()));
-    for (label, path) in [
-        ("rust, baseline code", strategy_artifacts::DEPLOYMENT),
-        ("go, baseline code", strategy_artifacts::GO_DEPLOYMENT),
-    ] {
+    time_side_by_side(
+        &tokio,
+        &[
+            ("rust", WasmStrategy::new(rt.clone(), rust)),
+            ("go", WasmStrategy::new(rt.clone(), go.clone())),
+        ],
+    );
+    // `GO_STRATEGY_CALLS_ONLY=1`: the two create phases on optimized code, and nothing after.
+    if std::env::var_os("GO_STRATEGY_CALLS_ONLY").is_some() {
+        return;
+    }
+    let baseline = |path: &str| {
         let bytes = std::fs::read(path).unwrap();
         let module = Arc::new(StrategyModule::load_baseline(&rt, &bytes).unwrap());
         assert_eq!(module.tier(), CompilerTier::Baseline);
-        time_creates(label, &tokio, WasmStrategy::new(rt.clone(), module));
-    }
+        WasmStrategy::new(rt.clone(), module)
+    };
+    time_side_by_side(
+        &tokio,
+        &[
+            (
+                "rust, baseline code",
+                baseline(strategy_artifacts::DEPLOYMENT),
+            ),
+            (
+                "go, baseline code",
+                baseline(strategy_artifacts::GO_DEPLOYMENT),
+            ),
+        ],
+    );
     println!(
         "go: kept instance memory {:?} KiB after {SAMPLES} calls",
         go.idle_instance_memory()
@@ -162,10 +221,10 @@ fn main() {
             &rt,
             strategy_artifacts::GO_DEPLOYMENT,
         );
-        time_creates(
+        let strategy = WasmStrategy::new(rt.clone(), go);
+        report(
             &format!("go, recycled every {every} calls"),
-            &tokio,
-            WasmStrategy::new(rt.clone(), go),
+            time_creates(&tokio, &strategy, 1000, SAMPLES),
         );
     }
     let _ = std::fs::remove_dir_all(&cache);

@@ -8,7 +8,8 @@
 // Every message has Marshal, which encodes it as proto3 does (fields at their default value are
 // left out, repeated enums are packed, maps are repeated entries), and Unmarshal, which reads any
 // valid encoding of it: fields in any order, packed or unpacked enums, unknown fields skipped.
-// A decoded message's byte fields alias the input.
+// A decoded message's byte fields and strings alias the input, which must not change
+// afterwards.
 //
 // The field numbers and enum values live in numbers.go and enums.go; numbers_test.go checks
 // every one of them against strategy.proto, the one contract both SDKs are checked against.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The protobuf wire types.
@@ -151,7 +152,9 @@ func (f *field) string() string {
 		}
 		return ""
 	}
-	return string(b)
+	// Shared with the message, as bytes fields are: a request's strings live as long as the
+	// objects read from it, and a call allocates nothing for them.
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // message decodes the field as a sub-message into m.
@@ -200,13 +203,16 @@ func readVarint(b []byte) (v uint64, n int, err error) {
 // eachField reads the fields of the message in b in order and calls fn with each; fn ignores
 // the numbers it does not know, which skips unknown fields.
 func eachField(b []byte, fn func(f *field)) error {
+	// One field for the whole message: fn's pointer makes it escape, and a field each would be
+	// an allocation each.
+	var f field
 	for len(b) > 0 {
 		key, n, err := readVarint(b)
 		if err != nil {
 			return err
 		}
 		b = b[n:]
-		f := field{num: int(key >> 3), wire: int(key & 7)}
+		f = field{num: int(key >> 3), wire: int(key & 7)}
 		if key>>3 == 0 || key>>3 > 1<<29-1 {
 			return fmt.Errorf("invalid field number %d", key>>3)
 		}

@@ -33,12 +33,10 @@ func (Deployments) PrepareForCreate(_ *sdk.Context, obj *sdk.LazyObject) {
 		return
 	}
 	strategy.SetIfAbsent("type", rolling)
-	if raw, _ := strategy.Raw("type"); raw != nil {
-		if kind, _ := sdk.DecodeString(raw); kind == rolling {
-			if update := strategy.Object("rollingUpdate"); update != nil {
-				update.SetIfAbsent("maxUnavailable", "25%")
-				update.SetIfAbsent("maxSurge", "25%")
-			}
+	if kind, _ := strategy.StringAt("type"); kind == rolling {
+		if update := strategy.Object("rollingUpdate"); update != nil {
+			update.SetIfAbsent("maxUnavailable", "25%")
+			update.SetIfAbsent("maxSurge", "25%")
 		}
 	}
 }
@@ -56,9 +54,8 @@ func (Deployments) Validate(_ *sdk.Context, obj *sdk.LazyObject) []sdk.FieldErro
 	case replicas == nil:
 		errs = append(errs, sdk.Required(spec.Child("replicas"), "replicas is required"))
 	default:
-		value := decoded(replicas)
-		if n, ok := asI64(value); !ok {
-			errs = append(errs, sdk.Invalid(spec.Child("replicas"), value, "must be an integer"))
+		if n, ok := rawI64(replicas); !ok {
+			errs = append(errs, sdk.Invalid(spec.Child("replicas"), decoded(replicas), "must be an integer"))
 		} else if n < 0 {
 			errs = append(errs, sdk.Invalid(spec.Child("replicas"), n, "must be greater than or equal to 0"))
 		}
@@ -89,7 +86,7 @@ func (Deployments) Validate(_ *sdk.Context, obj *sdk.LazyObject) []sdk.FieldErro
 		}
 	}
 	path := spec.Child("strategy")
-	kind, err := read(obj, sdk.DecodeString, "spec", "strategy", "type")
+	kind, err := obj.StringAt("spec", "strategy", "type")
 	switch {
 	case err != nil:
 		errs = append(errs, malformed(path.Child("type"), err))

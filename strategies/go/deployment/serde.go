@@ -19,19 +19,21 @@ type number struct {
 }
 
 func parseNumber(v any) (number, bool) {
-	var text string
 	switch n := v.(type) {
 	case json.Number:
-		text = string(n)
+		return parseNumberText(string(n))
 	case int:
-		text = strconv.Itoa(n)
+		return parseNumberText(strconv.Itoa(n))
 	case int64:
-		text = strconv.FormatInt(n, 10)
+		return parseNumberText(strconv.FormatInt(n, 10))
 	case float64:
 		return number{kind: 'f', f: n}, true
-	default:
-		return number{}, false
 	}
+	return number{}, false
+}
+
+// parseNumberText reads a JSON number's text.
+func parseNumberText(text string) (number, bool) {
 	if !strings.ContainsAny(text, ".eE") {
 		if u, err := strconv.ParseUint(text, 10, 64); err == nil {
 			return number{kind: 'u', u: u}, true
@@ -47,9 +49,18 @@ func parseNumber(v any) (number, bool) {
 	return number{kind: 'f', f: f}, true
 }
 
-// asI64 is serde_json's Value::as_i64: an integer that fits in an i64.
-func asI64(v any) (int64, bool) {
-	n, ok := parseNumber(v)
+// rawI64 is serde_json's Value::as_i64 (an integer that fits in an i64) of a member's JSON
+// text, read without decoding it to a value first.
+func rawI64(raw []byte) (int64, bool) {
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, false
+	}
+	n, ok := parseNumberText(string(raw))
+	return n.asI64(ok)
+}
+
+// asI64 is the number as an i64, when ok and it is an integer that fits.
+func (n number) asI64(ok bool) (int64, bool) {
 	switch {
 	case !ok:
 		return 0, false
