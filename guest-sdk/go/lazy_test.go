@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -70,6 +71,37 @@ func TestStringAtReadsStringsTheInputHoldsOrTheStrategySet(t *testing.T) {
 		got, err := o.StringAt(c.path...)
 		if got != c.want || errString(err) != c.err {
 			t.Errorf("%v: %q, %v; want %q, %q", c.path, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestStringMapAtReadsAsDecodeStringMapDoes(t *testing.T) {
+	o := parse(t, `{"l":{"app":"web","t\u00efer":"fr\u00f8nt","app":"last"},"e":{},"n":null,"bad":{"a":"b","c":5},"s":"x"}`)
+	o.Set("set", map[string]string{"k": "v"})
+	for _, c := range []struct {
+		path []string
+		want map[string]string
+		err  string
+	}{
+		{[]string{"l"}, map[string]string{"app": "last", "tïer": "frønt"}, ""},
+		{[]string{"e"}, map[string]string{}, ""},
+		{[]string{"n"}, nil, ""},
+		{[]string{"absent", "x"}, nil, ""},
+		{[]string{"set"}, map[string]string{"k": "v"}, ""},
+		{[]string{"bad"}, nil, "invalid type: integer `5`, expected a string"},
+		{[]string{"s"}, nil, "invalid type: string \"x\", expected a map"},
+		{[]string{"s", "x"}, nil, "s: expected an object, found a string"},
+	} {
+		got, err := o.StringMapAt(c.path...)
+		if !maps.Equal(got, c.want) || (got == nil) != (c.want == nil) || errString(err) != c.err {
+			t.Errorf("%v: %v, %v; want %v, %q", c.path, got, err, c.want, c.err)
+		}
+		raw, _ := o.Raw(c.path...)
+		if raw == nil {
+			continue
+		}
+		if decoded, err := sdk.DecodeStringMap(raw); !maps.Equal(got, decoded) || errString(err) != c.err {
+			t.Errorf("%v: DecodeStringMap reads %v, %v", c.path, decoded, err)
 		}
 	}
 }

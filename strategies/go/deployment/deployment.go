@@ -60,10 +60,11 @@ func (Deployments) Validate(_ *sdk.Context, obj *sdk.LazyObject) []sdk.FieldErro
 			errs = append(errs, sdk.Invalid(spec.Child("replicas"), n, "must be greater than or equal to 0"))
 		}
 	}
-	labelsPath := spec.Child("template").Child("metadata").Child("labels")
-	labels, err := read(obj, sdk.DecodeStringMap, "spec", "template", "metadata", "labels")
+	// Field paths are built only for the errors that need them (a string concatenation each).
+	labelsPath := func() sdk.FieldPath { return spec.Child("template").Child("metadata").Child("labels") }
+	labels, err := obj.StringMapAt("spec", "template", "metadata", "labels")
 	if err != nil {
-		errs = append(errs, malformed(labelsPath, err))
+		errs = append(errs, malformed(labelsPath(), err))
 	}
 	switch sel, err := selector(obj); {
 	case err != nil:
@@ -80,24 +81,23 @@ func (Deployments) Validate(_ *sdk.Context, obj *sdk.LazyObject) []sdk.FieldErro
 				if labels != nil {
 					shown = labels
 				}
-				errs = append(errs, sdk.Invalid(labelsPath, shown, "`selector` does not match template `labels`"))
+				errs = append(errs, sdk.Invalid(labelsPath(), shown, "`selector` does not match template `labels`"))
 				break
 			}
 		}
 	}
-	path := spec.Child("strategy")
 	kind, err := obj.StringAt("spec", "strategy", "type")
 	switch {
 	case err != nil:
-		errs = append(errs, malformed(path.Child("type"), err))
+		errs = append(errs, malformed(spec.Child("strategy").Child("type"), err))
 	case kind == "" || kind == rolling:
 	case kind == recreate:
 		if obj.Has("spec", "strategy", "rollingUpdate") {
-			errs = append(errs, sdk.Forbidden(path.Child("rollingUpdate"),
+			errs = append(errs, sdk.Forbidden(spec.Child("strategy").Child("rollingUpdate"),
 				"may not be specified when strategy `type` is 'Recreate'"))
 		}
 	default:
-		errs = append(errs, sdk.NotSupported(path.Child("type"), kind, []string{recreate, rolling}))
+		errs = append(errs, sdk.NotSupported(spec.Child("strategy").Child("type"), kind, []string{recreate, rolling}))
 	}
 	return errs
 }
