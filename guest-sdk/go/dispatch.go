@@ -271,9 +271,8 @@ func decodeObject[T any](what string, data []byte) (*T, error) {
 	obj := new(T)
 	var err error
 	if lazy, ok := any(obj).(*LazyObject); ok {
-		// Its own parser checks the syntax and the depth in one pass.
 		var parsed *LazyObject
-		if parsed, err = ParseLazyObject(data); err == nil {
+		if parsed, err = parseTrusted(data); err == nil {
 			*lazy = *parsed
 		}
 	} else if u, ok := any(obj).(json.Unmarshaler); ok && json.Valid(data) {
