@@ -34,7 +34,9 @@ func (c *Context) encode(e *encoder) {
 // Unmarshal decodes a context.
 func (c *Context) Unmarshal(b []byte) error {
 	*c = Context{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case contextResource:
 			c.Resource = &Resource{}
@@ -47,7 +49,8 @@ func (c *Context) Unmarshal(b []byte) error {
 			c.User = &UserInfo{}
 			f.message(c.User)
 		}
-	})
+	}
+	return fields.err
 }
 
 func (u *UserInfo) encode(e *encoder) {
@@ -75,7 +78,9 @@ func (u *UserInfo) encode(e *encoder) {
 // Unmarshal decodes a user.
 func (u *UserInfo) Unmarshal(b []byte) error {
 	*u = UserInfo{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case userInfoUsername:
 			u.Username = f.string()
@@ -91,7 +96,8 @@ func (u *UserInfo) Unmarshal(b []byte) error {
 			}
 			u.Extra[entry.key] = entry.values
 		}
-	})
+	}
+	return fields.err
 }
 
 // extraEntry is one entry of UserInfo.extra: a key and its ExtraValue's values.
@@ -101,7 +107,9 @@ type extraEntry struct {
 }
 
 func (x *extraEntry) Unmarshal(b []byte) error {
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case mapEntryKey:
 			x.key = f.string()
@@ -109,7 +117,8 @@ func (x *extraEntry) Unmarshal(b []byte) error {
 			x.values = nil
 			f.message(&extraValue{values: &x.values})
 		}
-	})
+	}
+	return fields.err
 }
 
 // extraValue decodes an ExtraValue into the slice it points to.
@@ -118,9 +127,12 @@ type extraValue struct {
 }
 
 func (x *extraValue) Unmarshal(b []byte) error {
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		if f.num == extraValueValues {
 			*x.values = append(*x.values, f.string())
 		}
-	})
+	}
+	return fields.err
 }

@@ -47,7 +47,9 @@ func (r *GetRequest) encode(e *encoder) {
 // Unmarshal decodes the request.
 func (r *GetRequest) Unmarshal(b []byte) error {
 	*r = GetRequest{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case getRequestGroup:
 			r.Group = f.string()
@@ -58,7 +60,8 @@ func (r *GetRequest) Unmarshal(b []byte) error {
 		case getRequestName:
 			r.Name = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 // Marshal encodes the response.
@@ -73,7 +76,9 @@ func (r *GetResponse) encode(e *encoder) {
 // Unmarshal decodes the response.
 func (r *GetResponse) Unmarshal(b []byte) error {
 	*r = GetResponse{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case getResponseFound:
 			r.Found = f.bool()
@@ -82,7 +87,8 @@ func (r *GetResponse) Unmarshal(b []byte) error {
 		case getResponseError:
 			r.Error = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 // Marshal encodes the request.
@@ -98,7 +104,9 @@ func (r *ListRequest) encode(e *encoder) {
 // Unmarshal decodes the request.
 func (r *ListRequest) Unmarshal(b []byte) error {
 	*r = ListRequest{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case listRequestGroup:
 			r.Group = f.string()
@@ -109,7 +117,8 @@ func (r *ListRequest) Unmarshal(b []byte) error {
 		case listRequestLabelSelector:
 			r.LabelSelector = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 // Marshal encodes the response.
@@ -125,14 +134,17 @@ func (r *ListResponse) encode(e *encoder) {
 // Unmarshal decodes the response.
 func (r *ListResponse) Unmarshal(b []byte) error {
 	*r = ListResponse{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case listResponseItems:
 			r.Items = append(r.Items, f.bytes())
 		case listResponseError:
 			r.Error = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 // Marshal encodes the request.
@@ -145,11 +157,14 @@ func (r *ApplyRequest) encode(e *encoder) {
 // Unmarshal decodes the request.
 func (r *ApplyRequest) Unmarshal(b []byte) error {
 	*r = ApplyRequest{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		if f.num == applyRequestObject {
 			r.Object = f.bytes()
 		}
-	})
+	}
+	return fields.err
 }
 
 // Marshal encodes the response.
@@ -163,12 +178,15 @@ func (r *ApplyResponse) encode(e *encoder) {
 // Unmarshal decodes the response.
 func (r *ApplyResponse) Unmarshal(b []byte) error {
 	*r = ApplyResponse{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case applyResponseObject:
 			r.Object = f.bytes()
 		case applyResponseError:
 			r.Error = f.string()
 		}
-	})
+	}
+	return fields.err
 }

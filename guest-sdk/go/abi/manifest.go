@@ -76,7 +76,9 @@ func (m *Manifest) encode(e *encoder) {
 // Unmarshal decodes a manifest.
 func (m *Manifest) Unmarshal(b []byte) error {
 	*m = Manifest{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case manifestABIVersion:
 			m.ABIVersion = uint32(f.uint())
@@ -103,7 +105,8 @@ func (m *Manifest) Unmarshal(b []byte) error {
 			m.Authorizer = &Authorizer{}
 			f.message(m.Authorizer)
 		}
-	})
+	}
+	return fields.err
 }
 
 func (p *AdmissionPolicy) encode(e *encoder) {
@@ -120,7 +123,9 @@ func (p *AdmissionPolicy) encode(e *encoder) {
 // Unmarshal decodes an admission policy's declaration.
 func (p *AdmissionPolicy) Unmarshal(b []byte) error {
 	*p = AdmissionPolicy{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case admissionPolicyMatchResources:
 			p.MatchResources = f.bytes()
@@ -133,7 +138,8 @@ func (p *AdmissionPolicy) Unmarshal(b []byte) error {
 		case admissionPolicyFailurePolicy:
 			p.FailurePolicy = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 func (c *MatchCondition) encode(e *encoder) {
@@ -144,14 +150,17 @@ func (c *MatchCondition) encode(e *encoder) {
 // Unmarshal decodes a match condition.
 func (c *MatchCondition) Unmarshal(b []byte) error {
 	*c = MatchCondition{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case matchConditionName:
 			c.Name = f.string()
 		case matchConditionExpression:
 			c.Expression = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 func (a *Authorizer) encode(e *encoder) {
@@ -161,11 +170,14 @@ func (a *Authorizer) encode(e *encoder) {
 // Unmarshal decodes an authorizer's declaration.
 func (a *Authorizer) Unmarshal(b []byte) error {
 	*a = Authorizer{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		if f.num == authorizerFailurePolicy {
 			a.FailurePolicy = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 func (r *Resource) encode(e *encoder) {
@@ -179,7 +191,9 @@ func (r *Resource) encode(e *encoder) {
 // Unmarshal decodes a resource.
 func (r *Resource) Unmarshal(b []byte) error {
 	*r = Resource{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case resourceGroup:
 			r.Group = f.string()
@@ -192,7 +206,8 @@ func (r *Resource) Unmarshal(b []byte) error {
 		case resourceScope:
 			r.Scope = Scope(f.enum())
 		}
-	})
+	}
+	return fields.err
 }
 
 func (g *GroupKind) encode(e *encoder) {
@@ -203,14 +218,17 @@ func (g *GroupKind) encode(e *encoder) {
 // Unmarshal decodes a group and kind.
 func (g *GroupKind) Unmarshal(b []byte) error {
 	*g = GroupKind{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case groupKindGroup:
 			g.Group = f.string()
 		case groupKindKind:
 			g.Kind = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 // marshal encodes a top-level message.

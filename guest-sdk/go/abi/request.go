@@ -109,7 +109,9 @@ func (r *Request) encode(e *encoder) {
 // semantics say.
 func (r *Request) Unmarshal(b []byte) error {
 	*r = Request{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		arm := Arm(f.num)
 		switch {
 		case f.num == requestContext:
@@ -131,7 +133,8 @@ func (r *Request) Unmarshal(b []byte) error {
 			r.clearArm(arm)
 			f.message(&opRequest{arm: arm, r: r})
 		}
-	})
+	}
+	return fields.err
 }
 
 func (r *Request) clearArm(arm Arm) {
@@ -146,14 +149,17 @@ type opRequest struct {
 }
 
 func (o *opRequest) Unmarshal(b []byte) error {
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch {
 		case f.num == opRequestObject && ArmHasObject(o.arm):
 			o.r.Object = f.bytes()
 		case f.num == opRequestOldObject && ArmHasOldObject(o.arm):
 			o.r.OldObject = f.bytes()
 		}
-	})
+	}
+	return fields.err
 }
 
 func (a *AdmitRequest) encode(e *encoder) {
@@ -169,7 +175,9 @@ func (a *AdmitRequest) encode(e *encoder) {
 // Unmarshal decodes an admission request.
 func (a *AdmitRequest) Unmarshal(b []byte) error {
 	*a = AdmitRequest{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case admitRequestPhase:
 			a.Phase = AdmissionPhase(f.enum())
@@ -186,7 +194,8 @@ func (a *AdmitRequest) Unmarshal(b []byte) error {
 		case admitRequestSubresource:
 			a.Subresource = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 func (c *ConvertRequest) encode(e *encoder) {
@@ -199,14 +208,17 @@ func (c *ConvertRequest) encode(e *encoder) {
 // Unmarshal decodes a conversion request.
 func (c *ConvertRequest) Unmarshal(b []byte) error {
 	*c = ConvertRequest{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case convertRequestObjects:
 			c.Objects = append(c.Objects, f.bytes())
 		case convertRequestDesiredAPIVersion:
 			c.DesiredAPIVersion = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 func (a *AuthorizeRequest) encode(e *encoder) {
@@ -216,9 +228,12 @@ func (a *AuthorizeRequest) encode(e *encoder) {
 // Unmarshal decodes an authorization request.
 func (a *AuthorizeRequest) Unmarshal(b []byte) error {
 	*a = AuthorizeRequest{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		if f.num == authorizeRequestSpec {
 			a.Spec = f.bytes()
 		}
-	})
+	}
+	return fields.err
 }

@@ -54,7 +54,9 @@ func (r *Response) encode(e *encoder) {
 // Unmarshal decodes a response.
 func (r *Response) Unmarshal(b []byte) error {
 	*r = Response{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case responseObject:
 			r.Object = f.bytes()
@@ -77,7 +79,8 @@ func (r *Response) Unmarshal(b []byte) error {
 		case responseReason:
 			r.Reason = f.string()
 		}
-	})
+	}
+	return fields.err
 }
 
 func (fe *FieldError) encode(e *encoder) {
@@ -89,7 +92,9 @@ func (fe *FieldError) encode(e *encoder) {
 // Unmarshal decodes a field error.
 func (fe *FieldError) Unmarshal(b []byte) error {
 	*fe = FieldError{}
-	return eachField(b, func(f *field) {
+	fields := fieldReader{data: b}
+	for fields.next() {
+		f := &fields.f
 		switch f.num {
 		case fieldErrorKind:
 			fe.Kind = FieldErrorKind(f.enum())
@@ -98,5 +103,6 @@ func (fe *FieldError) Unmarshal(b []byte) error {
 		case fieldErrorDetail:
 			fe.Detail = f.string()
 		}
-	})
+	}
+	return fields.err
 }

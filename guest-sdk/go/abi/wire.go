@@ -109,7 +109,7 @@ func packed[E ~int32](e *encoder, field int, values []E) {
 
 // field is one field read from a message: its number and wire type, and its value (varint for
 // varint fields, data for length-delimited ones). The accessors record a wire-type mismatch in
-// err, which eachField returns.
+// err, which fieldReader.next reports.
 type field struct {
 	num    int
 	wire   int
@@ -200,53 +200,68 @@ func readVarint(b []byte) (v uint64, n int, err error) {
 	return 0, 0, errTruncated
 }
 
-// eachField reads the fields of the message in b in order and calls fn with each; fn ignores
-// the numbers it does not know, which skips unknown fields.
-func eachField(b []byte, fn func(f *field)) error {
-	// One field for the whole message: fn's pointer makes it escape, and a field each would be
-	// an allocation each.
-	var f field
-	for len(b) > 0 {
-		key, n, err := readVarint(b)
-		if err != nil {
-			return err
-		}
-		b = b[n:]
-		f = field{num: int(key >> 3), wire: int(key & 7)}
-		if key>>3 == 0 || key>>3 > 1<<29-1 {
-			return fmt.Errorf("invalid field number %d", key>>3)
-		}
-		switch f.wire {
-		case wireVarint:
-			if f.varint, n, err = readVarint(b); err != nil {
-				return err
-			}
-		case wireFixed64, wireFixed32:
-			n = 8
-			if f.wire == wireFixed32 {
-				n = 4
-			}
-			if len(b) < n {
-				return errTruncated
-			}
-		case wireBytes:
-			size, m, err := readVarint(b)
-			if err != nil {
-				return err
-			}
-			if size > uint64(len(b)-m) {
-				return errTruncated
-			}
-			f.data = b[m : m+int(size)]
-			n = m + int(size)
-		default:
-			return fmt.Errorf("field %d: unsupported wire type %d", f.num, f.wire)
-		}
-		b = b[n:]
-		fn(&f)
-		if f.err != nil {
-			return f.err
-		}
+// fieldReader reads the fields of a message in order: for r.next() { use r.f }, then r.err.
+// A decoder ignores the numbers it does not know, which skips unknown fields. (A loop rather
+// than a callback per field: a field handed to a callback escapes to the heap, an allocation
+// per message in every call.)
+type fieldReader struct {
+	data []byte
+	f    field
+	err  error
+}
+
+// next reads the next field into r.f; false at the end of the message or at an error (in
+// r.err, which a decoder's failure on the previous field sets too).
+func (r *fieldReader) next() bool {
+	if r.f.err != nil {
+		r.err = r.f.err
+		return false
 	}
-	return nil
+	if len(r.data) == 0 || r.err != nil {
+		return false
+	}
+	key, n, err := readVarint(r.data)
+	if err != nil {
+		r.err = err
+		return false
+	}
+	b := r.data[n:]
+	r.f = field{num: int(key >> 3), wire: int(key & 7)}
+	if key>>3 == 0 || key>>3 > 1<<29-1 {
+		r.err = fmt.Errorf("invalid field number %d", key>>3)
+		return false
+	}
+	switch r.f.wire {
+	case wireVarint:
+		if r.f.varint, n, err = readVarint(b); err != nil {
+			r.err = err
+			return false
+		}
+	case wireFixed64, wireFixed32:
+		n = 8
+		if r.f.wire == wireFixed32 {
+			n = 4
+		}
+		if len(b) < n {
+			r.err = errTruncated
+			return false
+		}
+	case wireBytes:
+		size, m, err := readVarint(b)
+		if err != nil {
+			r.err = err
+			return false
+		}
+		if size > uint64(len(b)-m) {
+			r.err = errTruncated
+			return false
+		}
+		r.f.data = b[m : m+int(size)]
+		n = m + int(size)
+	default:
+		r.err = fmt.Errorf("field %d: unsupported wire type %d", r.f.num, r.f.wire)
+		return false
+	}
+	r.data = b[n:]
+	return true
 }
