@@ -84,18 +84,32 @@ func parse(s scanner) (*LazyObject, error) {
 	return o, nil
 }
 
-// roomy is a LazyObject with room for its first members, allocated as one: most objects a
-// strategy opens or makes have a few members, and an allocation costs more than the room.
+// roomy is a parsed LazyObject with room for its first members, allocated as one: an object
+// read from the input has a handful of members, and an allocation costs more than the room.
 type roomy struct {
 	object LazyObject
 	room   [8]member
 }
 
-// withRoom is an empty LazyObject with room for eight members.
+// withRoom is an empty LazyObject with room for eight members, for the parser.
 func withRoom() *LazyObject {
 	r := &roomy{}
 	r.object.members = r.room[:0]
 	return &r.object
+}
+
+// made is an object the strategy makes (from an absent or null member), with room for the few
+// members such an object gets.
+type made struct {
+	object LazyObject
+	room   [4]member
+}
+
+// newObject is an empty LazyObject with room for four members, for an object a strategy makes.
+func newObject() *LazyObject {
+	m := &made{}
+	m.object.members = m.room[:0]
+	return &m.object
 }
 
 // memberName is a member's name, sharing the parsed text's bytes when it holds no escapes: a
@@ -183,7 +197,7 @@ func (o *LazyObject) Object(path ...string) *LazyObject {
 	for _, name := range path {
 		at := object.position(name)
 		if at < 0 {
-			object.members = append(object.members, member{name: name, kind: newMember, obj: withRoom()})
+			object.members = append(object.members, member{name: name, kind: newMember, obj: newObject()})
 			at = len(object.members) - 1
 		}
 		m := &object.members[at]
@@ -215,7 +229,7 @@ func (m *member) open() bool {
 				m.kind = newMember
 			}
 		case 'n':
-			m.kind, m.obj = newMember, withRoom()
+			m.kind, m.obj = newMember, newObject()
 		default:
 			return false
 		}
@@ -224,7 +238,7 @@ func (m *member) open() bool {
 	}
 	switch v := m.value.(type) {
 	case nil:
-		m.obj = withRoom()
+		m.obj = newObject()
 	case map[string]any:
 		// In key order, as encoding/json writes a map.
 		m.obj = &LazyObject{}

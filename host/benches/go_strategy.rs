@@ -2,7 +2,7 @@
 //! time from an empty cache with tiered compilation (serving from baseline code) and without
 //! (waiting for Cranelift), then from the compilation cache, a kept instance's memory, and the
 //! create phase on a 1 KiB Deployment as the registry calls it (`Strategy::before_create` from
-//! an async task), p50/p99 over a hundred alternating batches of each, on optimized code and on
+//! an async task), p50/p99 over 2,000 alternating batches of ten calls each, on optimized code and on
 //! baseline code; then the Go module under
 //! recycle policies that replace its instance every N calls, to show what recycling costs at
 //! p99.
@@ -110,7 +110,7 @@ fn time_creates(
 /// this machine's speed drifts by up to 2× from one second to the next, and alternating lets
 /// the drift fall on both sides alike.
 fn time_side_by_side(tokio: &tokio::runtime::Runtime, sides: &[(&str, WasmStrategy)]) {
-    const ROUNDS: usize = 100;
+    const ROUNDS: usize = 2000;
     for (_, strategy) in sides {
         time_creates(tokio, strategy, 1000, 0);
     }
