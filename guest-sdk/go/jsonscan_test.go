@@ -46,3 +46,38 @@ func TestTheScannerAgreesWithEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestClosingQuoteFindsWhereTheCheckingScannerEnds: in checked text, the string's end is found
+// eight bytes at a time; it must be where the checking scanner ends it, with the same verdict
+// on escapes, wherever quotes and backslashes fall.
+func TestClosingQuoteFindsWhereTheCheckingScannerEnds(t *testing.T) {
+	pieces := []string{"a", "é", `\"`, `\\`, `\n`, `\u00e9`, "abcdefgh", `\\\"`}
+	var texts []string
+	var grow func(prefix string, depth int)
+	grow = func(prefix string, depth int) {
+		texts = append(texts, `"`+prefix+`"`)
+		if depth == 0 {
+			return
+		}
+		for _, p := range pieces {
+			grow(prefix+p, depth-1)
+		}
+	}
+	grow("", 3)
+	for _, text := range texts {
+		for _, tail := range []string{"", `,"x":1}`, strings.Repeat(" ", 9)} {
+			data := []byte(text + tail)
+			checked := scanner{data: data}
+			wantEnd, wantEscaped, err := checked.string(0)
+			if err != nil {
+				t.Fatalf("%s: %v", text, err)
+			}
+			if end, escaped := closingQuote(data, 0); end != wantEnd-1 || escaped != wantEscaped {
+				t.Errorf("%s%s: closing quote at %d (escapes %v), want %d (%v)", text, tail, end, escaped, wantEnd-1, wantEscaped)
+			}
+		}
+	}
+	if end, _ := closingQuote([]byte(`"abcdefghij\"`), 0); end != 13 {
+		t.Errorf("an unterminated string ends at %d, want the text's length", end)
+	}
+}
