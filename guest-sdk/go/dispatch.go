@@ -268,20 +268,7 @@ func (h *hooks[T]) convertAll(ctx *Context, req *abi.ConvertRequest, resp *abi.R
 // input itself (once it is known to be valid JSON), so the errors of DecodeObject and the like
 // can say where they arose, as serde_json does (" at line 1 column 42").
 func decodeObject[T any](what string, data []byte) (*T, error) {
-	obj := new(T)
-	var err error
-	if lazy, ok := any(obj).(*LazyObject); ok {
-		var parsed *LazyObject
-		if parsed, err = parseTrusted(data); err == nil {
-			*lazy = *parsed
-		}
-	} else if u, ok := any(obj).(json.Unmarshaler); ok && json.Valid(data) {
-		if err = checkDepth(data); err == nil {
-			err = u.UnmarshalJSON(bytes.TrimSpace(data))
-		}
-	} else {
-		err = DecodeJSON(data, obj)
-	}
+	obj, err := decodeInto[T](data)
 	if err != nil {
 		msg := err.Error()
 		if line, column, ok := locate(data, err); ok {
@@ -290,6 +277,23 @@ func decodeObject[T any](what string, data []byte) (*T, error) {
 		return nil, fmt.Errorf("the %s did not decode: %s", what, msg)
 	}
 	return obj, nil
+}
+
+// decodeInto decodes data as a T: a LazyObject is the parser's own (no copy of it).
+func decodeInto[T any](data []byte) (*T, error) {
+	if _, lazy := any((*T)(nil)).(*LazyObject); lazy {
+		parsed, err := parseTrusted(data)
+		obj, _ := any(parsed).(*T)
+		return obj, err
+	}
+	obj := new(T)
+	if u, ok := any(obj).(json.Unmarshaler); ok && json.Valid(data) {
+		if err := checkDepth(data); err != nil {
+			return nil, err
+		}
+		return obj, u.UnmarshalJSON(bytes.TrimSpace(data))
+	}
+	return obj, DecodeJSON(data, obj)
 }
 
 // answerObject puts a changed object in resp as a module answers it: a LazyObject as its JSON

@@ -131,7 +131,9 @@ func (r *Request) Unmarshal(b []byte) error {
 			f.message(r.Authorize)
 		case ArmHasObject(arm) || ArmIsEmpty(arm):
 			r.clearArm(arm)
-			f.message(&opRequest{arm: arm, r: r})
+			if b := f.bytes(); f.err == nil {
+				f.wrap(r.decodeOp(arm, b))
+			}
 		}
 	}
 	return fields.err
@@ -141,22 +143,18 @@ func (r *Request) clearArm(arm Arm) {
 	r.Arm, r.Object, r.OldObject, r.Admit, r.Convert, r.Authorize = arm, nil, nil, nil, nil, nil
 }
 
-// opRequest decodes a per-operation request message into the Request's Object and OldObject,
-// reading only the fields that arm's message defines.
-type opRequest struct {
-	arm Arm
-	r   *Request
-}
-
-func (o *opRequest) Unmarshal(b []byte) error {
+// decodeOp decodes a per-operation request message into the Request's Object and OldObject,
+// reading only the fields that arm's message defines. (A method rather than a message type:
+// one handed to field.message as an interface would be an allocation in every call.)
+func (r *Request) decodeOp(arm Arm, b []byte) error {
 	fields := fieldReader{data: b}
 	for fields.next() {
 		f := &fields.f
 		switch {
-		case f.num == opRequestObject && ArmHasObject(o.arm):
-			o.r.Object = f.bytes()
-		case f.num == opRequestOldObject && ArmHasOldObject(o.arm):
-			o.r.OldObject = f.bytes()
+		case f.num == opRequestObject && ArmHasObject(arm):
+			r.Object = f.bytes()
+		case f.num == opRequestOldObject && ArmHasOldObject(arm):
+			r.OldObject = f.bytes()
 		}
 	}
 	return fields.err

@@ -159,11 +159,15 @@ func (f *field) string() string {
 
 // message decodes the field as a sub-message into m.
 func (f *field) message(m interface{ Unmarshal([]byte) error }) {
-	b := f.bytes()
-	if f.err == nil {
-		if err := m.Unmarshal(b); err != nil {
-			f.err = fmt.Errorf("field %d: %w", f.num, err)
-		}
+	if b := f.bytes(); f.err == nil {
+		f.wrap(m.Unmarshal(b))
+	}
+}
+
+// wrap records err, the failure of the field's sub-message, as the field's.
+func (f *field) wrap(err error) {
+	if err != nil {
+		f.err = fmt.Errorf("field %d: %w", f.num, err)
 	}
 }
 
