@@ -72,7 +72,7 @@ func locate(data []byte, err error) (line, column int, ok bool) {
 
 // eachMember calls fn with every member of the JSON object in data, in order: the key token (a
 // slice of data, quotes included), the key, and the value (a slice of data).
-func eachMember(data []byte, expecting string, fn func(keyToken []byte, key string, raw []byte) error) error {
+func eachMember(data []byte, expecting string, fn func(keyToken []byte, key memberKey, raw []byte) error) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return TypeError(data, expecting)
@@ -81,13 +81,29 @@ func eachMember(data []byte, expecting string, fn func(keyToken []byte, key stri
 	sc := scanner{data: data}
 	_, err := sc.object(0, func(key []byte, escaped bool, keyStart, start, end int) {
 		if failed == nil {
-			failed = fn(data[keyStart:keyStart+len(key)+2], keyName(key, escaped), data[start:end])
+			failed = fn(data[keyStart:keyStart+len(key)+2], memberKey{key, escaped}, data[start:end])
 		}
 	})
 	if failed != nil {
 		return failed
 	}
 	return err
+}
+
+// memberKey is a member's key as scanned: its text between the quotes, escaped when it holds
+// escape sequences. Comparing it with a name allocates nothing; its String is a copy.
+type memberKey struct {
+	text    []byte
+	escaped bool
+}
+
+func (k memberKey) String() string { return keyName(k.text, k.escaped) }
+
+func (k memberKey) is(name string) bool {
+	if !k.escaped {
+		return string(k.text) == name
+	}
+	return k.String() == name
 }
 
 // DecodeObject reads the JSON object in data for a typed struct's UnmarshalJSON as serde reads
@@ -99,28 +115,48 @@ func eachMember(data []byte, expecting string, fn func(keyToken []byte, key stri
 // ObjectMeta". Of members not named given twice, the last wins.
 func DecodeObject(data []byte, expecting string, names []string, decode func(name string, raw []byte) error) (rest map[string]any, err error) {
 	rest = map[string]any{}
-	// seen holds, for each name, whether its member came already.
-	seen := make([]bool, len(names))
-	err = eachMember(data, expecting, func(keyToken []byte, key string, raw []byte) error {
-		at := slices.Index(names, key)
+	var seen indexSet
+	err = eachMember(data, expecting, func(keyToken []byte, key memberKey, raw []byte) error {
+		at := slices.IndexFunc(names, key.is)
 		if at < 0 {
 			var v any
 			if err := DecodeJSON(raw, &v); err != nil {
 				return err
 			}
-			rest[key] = v
+			rest[key.String()] = v
 			return nil
 		}
-		if seen[at] {
-			return &DecodeError{Msg: fmt.Sprintf("duplicate field `%s`", key), At: keyToken, Pos: len(keyToken)}
+		if !seen.add(at) {
+			return &DecodeError{Msg: fmt.Sprintf("duplicate field `%s`", names[at]), At: keyToken, Pos: len(keyToken)}
 		}
-		seen[at] = true
-		return decode(key, raw)
+		return decode(names[at], raw)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return rest, nil
+}
+
+// indexSet is a set of small non-negative integers: a bit each below 64 (no allocation, as a
+// map would be in every decode), a slice above.
+type indexSet struct {
+	bits uint64
+	more []bool
+}
+
+// add adds i, telling whether it was absent.
+func (s *indexSet) add(i int) bool {
+	if i < 64 {
+		absent := s.bits&(1<<i) == 0
+		s.bits |= 1 << i
+		return absent
+	}
+	if len(s.more) <= i-64 {
+		s.more = append(s.more, make([]bool, i-64+1-len(s.more))...)
+	}
+	absent := !s.more[i-64]
+	s.more[i-64] = true
+	return absent
 }
 
 // DecodeArray reads the JSON array in data as serde reads a struct given as an array of its
@@ -225,9 +261,9 @@ func isPlain(b []byte) bool {
 // that is not a string) as serde does for a map of strings. Of keys given twice, the last wins.
 func DecodeStringMap(raw []byte) (map[string]string, error) {
 	m := map[string]string{}
-	err := eachMember(raw, "a map", func(_ []byte, key string, value []byte) error {
+	err := eachMember(raw, "a map", func(_ []byte, key memberKey, value []byte) error {
 		s, err := DecodeString(value)
-		m[key] = s
+		m[key.String()] = s
 		return err
 	})
 	if err != nil {
