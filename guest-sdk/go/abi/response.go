@@ -30,8 +30,13 @@ type FieldError struct {
 	Detail string
 }
 
-// Marshal encodes the response.
-func (r *Response) Marshal() []byte { return marshal(r) }
+// Marshal encodes the response, into one buffer sized for its largest fields (growing one from
+// nothing would copy the object or patch several times, in every call).
+func (r *Response) Marshal() []byte {
+	e := encoder{buf: make([]byte, 0, len(r.Object)+len(r.ObjectPatch)+len(r.Error)+64)}
+	r.encode(&e)
+	return e.buf
+}
 
 func (r *Response) encode(e *encoder) {
 	e.bytes(responseObject, r.Object)
