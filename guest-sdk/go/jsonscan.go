@@ -138,7 +138,19 @@ func (s *scanner) skipChecked(i int) (int, error) {
 	for i < len(data) {
 		switch data[i] {
 		case '"':
-			i, _ = closingQuote(data, i)
+			// closingQuote's loop, written out: a call per string is most of a skip's cost
+			// in Go's WebAssembly, and the strings skipped are mostly short.
+			for i++; ; i += 2 {
+				for i+8 <= len(data) && !quoteOrBackslash(word(data, i)) {
+					i += 8
+				}
+				for i < len(data) && data[i] != '"' && data[i] != '\\' {
+					i++
+				}
+				if i >= len(data) || data[i] == '"' {
+					break
+				}
+			}
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -158,15 +170,10 @@ func (s *scanner) skipChecked(i int) (int, error) {
 // not) and whether it holds escapes, in text already checked. It skips eight bytes at a time
 // while none is a quote or a backslash.
 func closingQuote(data []byte, i int) (int, bool) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	escaped := false
 	for j := i + 1; ; {
-		for ; j+8 <= len(data); j += 8 {
-			w := *(*uint64)(unsafe.Pointer(&data[j]))
-			quote, backslash := w^(ones*'"'), w^(ones*'\\')
-			if ((quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0 {
-				break
-			}
+		for j+8 <= len(data) && !quoteOrBackslash(word(data, j)) {
+			j += 8
 		}
 		for j < len(data) && data[j] != '"' && data[j] != '\\' {
 			j++
@@ -181,6 +188,19 @@ func closingQuote(data []byte, i int) (int, bool) {
 		escaped = true
 		j += 2
 	}
+}
+
+// word is the eight bytes of data from i, in one load.
+func word(data []byte, i int) uint64 {
+	return *(*uint64)(unsafe.Pointer(&data[i]))
+}
+
+// quoteOrBackslash tells whether a byte of w is a quote or a backslash (a byte equal to one is
+// zero after the xor, and a zero byte sets its high bit in the difference).
+func quoteOrBackslash(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	return ((quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
 }
 
 // structural are the bytes skipChecked stops at.
@@ -393,7 +413,7 @@ func (s *scanner) number(i int) (int, error) {
 func plainRun(data []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(data); i += 8 {
-		w := *(*uint64)(unsafe.Pointer(&data[i]))
+		w := word(data, i)
 		quote, backslash := w^(ones*'"'), w^(ones*'\\')
 		// A byte below 0x20, or one equal to a quote or a backslash (zero after the xor),
 		// sets its high bit in the difference (for bytes below 0x80; above, ^w clears it).

@@ -81,3 +81,25 @@ func TestClosingQuoteFindsWhereTheCheckingScannerEnds(t *testing.T) {
 		t.Errorf("an unterminated string ends at %d, want the text's length", end)
 	}
 }
+
+// TestCheckedTextIsSkippedToWhereTheCheckingScannerEnds: in text already checked, an object or
+// array is skipped by its brackets and its strings' quotes alone; it must end where the checking
+// scanner ends it, whatever its strings hold.
+func TestCheckedTextIsSkippedToWhereTheCheckingScannerEnds(t *testing.T) {
+	for _, in := range []string{
+		`{}`, `[]`, `{"a":[{},[],"",1,-2.5e3,true,false,null]}`, `[[["]"]],"[",{"}":"{"}]`,
+		`{"a":"\"}\\","b":["\\\"]\\\\"],"c":"` + strings.Repeat(`x\"`, 9) + `"}`,
+		`{"k":"` + strings.Repeat("y", 17) + `\\` + `","l":{"m":"` + strings.Repeat(`\\`, 5) + `"}}`,
+		` [ 1 , { "a" : [ "b" , "c\"]" ] } ] `, `{"é":"ü\u00e9","n":[{"o":{"p":[[[]]]}}]}`,
+	} {
+		data := []byte(in)
+		start := (&scanner{data: data}).space(0)
+		want, err := (&scanner{data: data}).value(start)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got, err := (&scanner{data: data, trusted: true}).value(start); got != want || err != nil {
+			t.Errorf("%s: skipped to %d (%v), want %d", in, got, err, want)
+		}
+	}
+}
