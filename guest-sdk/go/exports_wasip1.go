@@ -12,8 +12,9 @@ import "unsafe"
 // The host never frees call's answers, and an instance serves many calls, so each call first
 // drops what the previous one pinned; memory does not grow per call.
 
-// pinned holds the buffers the host may still read or write.
-var pinned = map[uint32][]byte{}
+// pinned holds the buffers the host may still read or write: a handful at most (a request, an
+// answer, a host function's), so a slice searched from the end costs less than a map's hashing.
+var pinned [][]byte
 
 // alloc(len) -> ptr: a buffer the host writes a request (or a host function's answer) into.
 // Zero bytes give pointer 0.
@@ -30,7 +31,7 @@ func alloc(n uint32) uint32 {
 //
 //go:wasmexport dealloc
 func dealloc(ptr, _ uint32) {
-	delete(pinned, ptr)
+	unpin(ptr)
 }
 
 // manifest() -> packed: the registered strategy's encoded manifest.
@@ -45,14 +46,32 @@ func manifest() uint64 {
 //go:wasmexport call
 func call(ptr, n uint32) uint64 {
 	request := takeBuffer(ptr, n)
-	clear(pinned) // the previous call's buffers: the host is done with them
+	// The previous call's buffers: the host is done with them.
+	clear(pinned)
+	pinned = pinned[:0]
 	return hand(Handle(request))
 }
 
 func pin(b []byte) uint32 {
-	ptr := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
-	pinned[ptr] = b
-	return ptr
+	pinned = append(pinned, b)
+	return address(b)
+}
+
+func address(b []byte) uint32 {
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+// unpin forgets the pinned buffer at ptr and returns it (nil when none is there).
+func unpin(ptr uint32) []byte {
+	for i := len(pinned) - 1; i >= 0; i-- {
+		if b := pinned[i]; address(b) == ptr {
+			pinned[i] = pinned[len(pinned)-1]
+			pinned[len(pinned)-1] = nil
+			pinned = pinned[:len(pinned)-1]
+			return b
+		}
+	}
+	return nil
 }
 
 // hand pins an answer and packs it as (ptr << 32) | len.
@@ -66,10 +85,9 @@ func hand(b []byte) uint64 {
 // takeBuffer unpins a buffer from alloc and returns its first n bytes (nil for one this module
 // did not hand out).
 func takeBuffer(ptr, n uint32) []byte {
-	b, ok := pinned[ptr]
-	if !ok || int(n) > len(b) {
+	b := unpin(ptr)
+	if b == nil || int(n) > len(b) {
 		return nil
 	}
-	delete(pinned, ptr)
 	return b[:n]
 }
