@@ -64,7 +64,7 @@ func parseTrusted(data []byte) (*LazyObject, error) {
 
 func parse(s scanner) (*LazyObject, error) {
 	data := s.data
-	o := withRoom()
+	o := withRoom(true)
 	i := s.space(0)
 	if i >= len(data) || data[i] != '{' {
 		if i < len(data) {
@@ -84,32 +84,24 @@ func parse(s scanner) (*LazyObject, error) {
 	return o, nil
 }
 
-// roomy is a parsed LazyObject with room for its first members, allocated as one: an object
-// read from the input has a handful of members, and an allocation costs more than the room.
-type roomy struct {
-	object LazyObject
-	room   [8]member
-}
-
-// withRoom is an empty LazyObject with room for eight members, for the parser.
-func withRoom() *LazyObject {
-	r := &roomy{}
+// withRoom is an empty LazyObject with room for its first members in the same allocation (an
+// allocation costs more than the room): eight for an object the parser fills, four for one a
+// strategy makes (from an absent or null member).
+func withRoom(parsed bool) *LazyObject {
+	if parsed {
+		r := &struct {
+			object LazyObject
+			room   [8]member
+		}{}
+		r.object.members = r.room[:0]
+		return &r.object
+	}
+	r := &struct {
+		object LazyObject
+		room   [4]member
+	}{}
 	r.object.members = r.room[:0]
 	return &r.object
-}
-
-// made is an object the strategy makes (from an absent or null member), with room for the few
-// members such an object gets.
-type made struct {
-	object LazyObject
-	room   [4]member
-}
-
-// newObject is an empty LazyObject with room for four members, for an object a strategy makes.
-func newObject() *LazyObject {
-	m := &made{}
-	m.object.members = m.room[:0]
-	return &m.object
 }
 
 // memberName is a member's name, sharing the parsed text's bytes when it holds no escapes: a
@@ -197,7 +189,7 @@ func (o *LazyObject) Object(path ...string) *LazyObject {
 	for _, name := range path {
 		at := object.position(name)
 		if at < 0 {
-			object.members = append(object.members, member{name: name, kind: newMember, obj: newObject()})
+			object.members = append(object.members, member{name: name, kind: newMember, obj: withRoom(false)})
 			at = len(object.members) - 1
 		}
 		m := &object.members[at]
@@ -229,7 +221,7 @@ func (m *member) open() bool {
 				m.kind = newMember
 			}
 		case 'n':
-			m.kind, m.obj = newMember, newObject()
+			m.kind, m.obj = newMember, withRoom(false)
 		default:
 			return false
 		}
@@ -238,7 +230,7 @@ func (m *member) open() bool {
 	}
 	switch v := m.value.(type) {
 	case nil:
-		m.obj = newObject()
+		m.obj = withRoom(false)
 	case map[string]any:
 		// In key order, as encoding/json writes a map.
 		m.obj = &LazyObject{}
