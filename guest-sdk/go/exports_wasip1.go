@@ -57,6 +57,7 @@ func pin(b []byte) uint32 {
 	return address(b)
 }
 
+// address is where b's bytes start in the module's linear memory: the pointer the host sees.
 func address(b []byte) uint32 {
 	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
 }
