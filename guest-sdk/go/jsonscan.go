@@ -198,10 +198,12 @@ func word(data []byte, i int) uint64 {
 // quoteOrBackslash tells whether a byte of w is a quote or a backslash (a byte equal to one is
 // zero after the xor, and a zero byte sets its high bit in the difference).
 func quoteOrBackslash(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
 	return ((quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
 }
+
+// ones and highs are a word's bytes all 0x01 and all 0x80, for testing its eight bytes at once.
+const ones, highs = 0x0101010101010101, 0x8080808080808080
 
 // structural are the bytes skipChecked stops at.
 var structural = func() (t [256]bool) {
@@ -411,7 +413,6 @@ func (s *scanner) number(i int) (int, error) {
 // starts (or the last whole group ends), testing each group in one word: a loop over bytes
 // costs several WebAssembly instructions per byte in Go's code.
 func plainRun(data []byte, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(data); i += 8 {
 		w := word(data, i)
 		quote, backslash := w^(ones*'"'), w^(ones*'\\')

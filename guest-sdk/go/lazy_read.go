@@ -63,7 +63,7 @@ func (n node) child(name string) (node, bool, error) {
 			var found []byte
 			s := scanner{data: n.raw, trusted: true}
 			_, err := s.object(0, func(key []byte, escaped bool, _, start, end int) {
-				if (!escaped && string(key) == name) || (escaped && keyName(key, true) == name) {
+				if (memberKey{key, escaped}).is(name) {
 					found = n.raw[start:end]
 				}
 			})
@@ -136,8 +136,14 @@ func (o *LazyObject) StringAt(path ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return sharedString(raw)
+}
+
+// sharedString reads a LazyObject's JSON text as DecodeString does, but shares a string without
+// escapes with the text instead of copying it: a LazyObject's text never changes (see
+// ParseLazyObject).
+func sharedString(raw []byte) (string, error) {
 	if len(raw) >= 2 && raw[0] == '"' && isPlain(raw[1:len(raw)-1]) {
-		// A LazyObject's text never changes (see ParseLazyObject): the string may share it.
 		return unsafe.String(&raw[1], len(raw)-2), nil
 	}
 	return DecodeString(raw)
@@ -166,13 +172,8 @@ func (o *LazyObject) StringMapAt(path ...string) (map[string]string, error) {
 		if failed != nil {
 			return
 		}
-		value := n.raw[start:end]
-		if value[0] == '"' && isPlain(value[1:len(value)-1]) {
-			m[memberName(key, escaped)] = unsafe.String(unsafe.SliceData(value[1:]), len(value)-2)
-			return
-		}
-		// The error DecodeStringMap gives, or the string with its escapes decoded.
-		m[memberName(key, escaped)], failed = DecodeString(value)
+		// On failure, the error DecodeStringMap gives.
+		m[memberName(key, escaped)], failed = sharedString(n.raw[start:end])
 	})
 	if failed != nil {
 		return nil, failed

@@ -232,8 +232,11 @@ func (g *GroupKind) Unmarshal(b []byte) error {
 }
 
 // marshal encodes a top-level message.
-func marshal(m interface{ encode(*encoder) }) []byte {
-	var e encoder
+func marshal(m interface{ encode(*encoder) }) []byte { return marshalInto(nil, m) }
+
+// marshalInto encodes a top-level message, appending to buf.
+func marshalInto(buf []byte, m interface{ encode(*encoder) }) []byte {
+	e := encoder{buf: buf}
 	m.encode(&e)
 	return e.buf
 }

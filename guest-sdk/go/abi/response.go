@@ -33,9 +33,7 @@ type FieldError struct {
 // Marshal encodes the response, into one buffer sized for its largest fields (growing one from
 // nothing would copy the object or patch several times, in every call).
 func (r *Response) Marshal() []byte {
-	e := encoder{buf: make([]byte, 0, len(r.Object)+len(r.ObjectPatch)+len(r.Error)+64)}
-	r.encode(&e)
-	return e.buf
+	return marshalInto(make([]byte, 0, len(r.Object)+len(r.ObjectPatch)+len(r.Error)+64), r)
 }
 
 func (r *Response) encode(e *encoder) {

@@ -218,28 +218,24 @@ type fieldReader struct {
 // r.err, which a decoder's failure on the previous field sets too).
 func (r *fieldReader) next() bool {
 	if r.f.err != nil {
-		r.err = r.f.err
-		return false
+		return r.fail(r.f.err)
 	}
 	if len(r.data) == 0 || r.err != nil {
 		return false
 	}
 	key, n, err := readVarint(r.data)
 	if err != nil {
-		r.err = err
-		return false
+		return r.fail(err)
 	}
 	b := r.data[n:]
 	r.f = field{num: int(key >> 3), wire: int(key & 7)}
 	if key>>3 == 0 || key>>3 > 1<<29-1 {
-		r.err = fmt.Errorf("invalid field number %d", key>>3)
-		return false
+		return r.fail(fmt.Errorf("invalid field number %d", key>>3))
 	}
 	switch r.f.wire {
 	case wireVarint:
 		if r.f.varint, n, err = readVarint(b); err != nil {
-			r.err = err
-			return false
+			return r.fail(err)
 		}
 	case wireFixed64, wireFixed32:
 		n = 8
@@ -247,25 +243,27 @@ func (r *fieldReader) next() bool {
 			n = 4
 		}
 		if len(b) < n {
-			r.err = errTruncated
-			return false
+			return r.fail(errTruncated)
 		}
 	case wireBytes:
 		size, m, err := readVarint(b)
 		if err != nil {
-			r.err = err
-			return false
+			return r.fail(err)
 		}
 		if size > uint64(len(b)-m) {
-			r.err = errTruncated
-			return false
+			return r.fail(errTruncated)
 		}
 		r.f.data = b[m : m+int(size)]
 		n = m + int(size)
 	default:
-		r.err = fmt.Errorf("field %d: unsupported wire type %d", r.f.num, r.f.wire)
-		return false
+		return r.fail(fmt.Errorf("field %d: unsupported wire type %d", r.f.num, r.f.wire))
 	}
 	r.data = b[n:]
 	return true
+}
+
+// fail ends the reading with err.
+func (r *fieldReader) fail(err error) bool {
+	r.err = err
+	return false
 }
