@@ -106,41 +106,35 @@ fn time_creates(
 }
 
 /// Times `SAMPLES` create phases of each strategy in `ROUNDS` alternating batches and prints
-/// each one's p50/p99 over all its batches, and the last side's p50 over the first's per round:
-/// this machine's speed drifts by up to 2× from one second to the next, and alternating lets
-/// the drift fall on both sides alike.
+/// each one's p50/p99 over all its batches, and the last side's p50 over the first's: this
+/// machine's speed drifts by up to 2× from one second to the next, and alternating lets the
+/// drift fall on both sides alike.
 fn time_side_by_side(tokio: &tokio::runtime::Runtime, sides: &[(&str, WasmStrategy)]) {
     const ROUNDS: usize = 2000;
     for (_, strategy) in sides {
         time_creates(tokio, strategy, 1000, 0);
     }
     let mut times = vec![Vec::with_capacity(SAMPLES); sides.len()];
-    let mut ratios = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
-        let mut p50s = Vec::with_capacity(sides.len());
         for (side, (_, strategy)) in sides.iter().enumerate() {
-            let mut batch = time_creates(tokio, strategy, 0, SAMPLES / ROUNDS);
-            batch.sort();
-            p50s.push(batch[batch.len() / 2]);
-            times[side].extend(batch);
+            times[side].extend(time_creates(tokio, strategy, 0, SAMPLES / ROUNDS));
         }
-        ratios.push(p50s[p50s.len() - 1].as_secs_f64() / p50s[0].as_secs_f64());
     }
-    for ((label, _), samples) in sides.iter().zip(times) {
-        report(label, samples);
-    }
-    ratios.sort_by(f64::total_cmp);
+    let p50s: Vec<Duration> = sides
+        .iter()
+        .zip(times)
+        .map(|((label, _), samples)| report(label, samples))
+        .collect();
     println!(
-        "{} / {}: p50 ratio per round min {:.2} median {:.2} max {:.2}",
+        "{} / {}: p50 ratio {:.2}",
         sides[sides.len() - 1].0,
         sides[0].0,
-        ratios[0],
-        ratios[ROUNDS / 2],
-        ratios[ROUNDS - 1],
+        p50s[p50s.len() - 1].as_secs_f64() / p50s[0].as_secs_f64(),
     );
 }
 
-fn report(label: &str, mut samples: Vec<Duration>) {
+/// Prints the p50, p99 and max of `samples` and returns the p50.
+fn report(label: &str, mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     let p = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
     println!(
@@ -150,6 +144,7 @@ fn report(label: &str, mut samples: Vec<Duration>) {
         samples[samples.len() - 1],
         samples.len()
     );
+    p(0.50)
 }
 
 fn main() {
