@@ -21,7 +21,50 @@ const RELOAD_EVERY: Duration = Duration::from_secs(1);
 /// Builds what a file's text configures, given what the last good text built (so parts whose
 /// configuration did not change can be kept); the error says why the text is not a valid
 /// configuration.
-type Build<T> = dyn Fn(&str, Option<&T>) -> Result<T, String> + Send + Sync;
+type Build<T> = dyn Fn(&str, Option<&T>) -> Result<T, InvalidConfiguration> + Send + Sync;
+
+/// Why a configuration's text is not a valid configuration, in kube-apiserver's words.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidConfiguration {
+    /// It is not YAML or JSON of the configuration's shape.
+    #[error("decoding the configuration: {0}")]
+    Decoding(#[from] serde_yaml::Error),
+    /// It names a kind or version this server does not read.
+    #[error("no kind \"{kind}\" is registered for version \"{api_version}\": expected {expected}")]
+    Kind {
+        /// The `kind` the text gives.
+        kind: String,
+        /// The `apiVersion` the text gives.
+        api_version: String,
+        /// The version and kind expected (`apiserver.config.k8s.io/v1 EncryptionConfiguration`).
+        expected: &'static str,
+    },
+    /// Fields are invalid: every field error found, one per line.
+    #[error("{}", .0.join("\n"))]
+    Fields(Vec<String>),
+}
+
+impl InvalidConfiguration {
+    /// Decodes `text` (YAML or JSON) as a `T`.
+    ///
+    /// # Errors
+    /// The text is not of `T`'s shape.
+    pub fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Self> {
+        Ok(serde_yaml::from_str(text)?)
+    }
+
+    /// `Ok` when no field error was found.
+    ///
+    /// # Errors
+    /// [`InvalidConfiguration::Fields`] with `errors`.
+    pub fn check(errors: Vec<String>) -> Result<(), Self> {
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Self::Fields(errors))
+        }
+    }
+}
 
 /// Why a configuration file could not be loaded at start.
 #[derive(Debug, thiserror::Error)]
@@ -35,12 +78,12 @@ pub enum LoadError {
         source: std::io::Error,
     },
     /// It is not a valid configuration.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     Invalid {
         /// The file.
         path: PathBuf,
-        /// Every error found.
-        message: String,
+        /// Why.
+        source: InvalidConfiguration,
     },
 }
 
@@ -82,15 +125,15 @@ impl<T: Send + Sync + 'static> ReloadedFile<T> {
     pub fn load(
         path: &Path,
         what: &'static str,
-        build: impl Fn(&str, Option<&T>) -> Result<T, String> + Send + Sync + 'static,
+        build: impl Fn(&str, Option<&T>) -> Result<T, InvalidConfiguration> + Send + Sync + 'static,
     ) -> Result<Arc<Self>, LoadError> {
         let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        let built = build(&text, None).map_err(|message| LoadError::Invalid {
+        let built = build(&text, None).map_err(|source| LoadError::Invalid {
             path: path.to_path_buf(),
-            message,
+            source,
         })?;
         Ok(Arc::new(Self {
             path: path.to_path_buf(),
@@ -181,10 +224,17 @@ impl<T: Send + Sync + 'static> ReloadedFile<T> {
 mod tests {
     use super::*;
 
-    fn numbers(text: &str, _: Option<&Vec<u32>>) -> Result<Vec<u32>, String> {
-        text.split_whitespace()
-            .map(|n| n.parse().map_err(|e| format!("{n:?}: {e}")))
-            .collect()
+    fn numbers(text: &str, _: Option<&Vec<u32>>) -> Result<Vec<u32>, InvalidConfiguration> {
+        let mut numbers = Vec::new();
+        let mut errors = Vec::new();
+        for n in text.split_whitespace() {
+            match n.parse() {
+                Ok(n) => numbers.push(n),
+                Err(e) => errors.push(format!("{n:?}: {e}")),
+            }
+        }
+        InvalidConfiguration::check(errors)?;
+        Ok(numbers)
     }
 
     fn counted(file: &ReloadedFile<Vec<u32>>, status: &'static str) -> u64 {

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::kms::KmsProvider;
 use super::providers::{Key, Provider};
 use super::{Rules, Selector};
+use crate::config_file::InvalidConfiguration;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -68,14 +69,14 @@ struct KeyEntry {
 }
 
 /// The rules `text` configures; KMS providers configured as in `previous` are kept running.
-pub(super) fn rules(text: &str, previous: Option<&Rules>) -> Result<Rules, String> {
-    let file: File =
-        serde_yaml::from_str(text).map_err(|e| format!("decoding the configuration: {e}"))?;
+pub(super) fn rules(text: &str, previous: Option<&Rules>) -> Result<Rules, InvalidConfiguration> {
+    let file: File = InvalidConfiguration::decode(text)?;
     if file.kind != "EncryptionConfiguration" || file.api_version != "apiserver.config.k8s.io/v1" {
-        return Err(format!(
-            "no kind \"{}\" is registered for version \"{}\": expected apiserver.config.k8s.io/v1 EncryptionConfiguration",
-            file.kind, file.api_version
-        ));
+        return Err(InvalidConfiguration::Kind {
+            kind: file.kind,
+            api_version: file.api_version,
+            expected: "apiserver.config.k8s.io/v1 EncryptionConfiguration",
+        });
     }
     let mut errors = Vec::new();
     let mut rules = Vec::new();
@@ -117,11 +118,8 @@ pub(super) fn rules(text: &str, previous: Option<&Rules>) -> Result<Rules, Strin
             }
         }
     }
-    if errors.is_empty() {
-        Ok(Rules(rules))
-    } else {
-        Err(errors.join("\n"))
-    }
+    InvalidConfiguration::check(errors)?;
+    Ok(Rules(rules))
 }
 
 /// The provider one entry names (exactly one of its fields).
@@ -198,24 +196,27 @@ fn provider_of(
     })
 }
 
+/// A resource name with a wildcard elsewhere than where kube-apiserver allows one.
+#[derive(Debug, thiserror::Error)]
+#[error("resource names with wildcards must be '*.<group>', '*.' or '*.*'")]
+struct WildcardMisplaced;
+
 /// A resource's keys, relative to a store's prefix: `secrets` → `secrets/`,
 /// `widgets.example.com` → `example.com/widgets/`, `*.example.com` → `example.com/`, `*.` → the
 /// core group's resources, `*.*` → everything.
-fn selector(resource: &str) -> Result<Selector, String> {
+fn selector(resource: &str) -> Result<Selector, WildcardMisplaced> {
     let prefix = |p: String| Ok(Selector::Prefix(p));
     match resource {
         "*.*" => prefix(String::new()),
         "*." => Ok(Selector::CoreGroup),
         _ => match resource.split_once('.') {
-            None if resource.is_empty() || resource.contains(['*', '/']) => {
-                Err("resource names with wildcards must be '*.<group>', '*.' or '*.*'".into())
-            }
+            None if resource.is_empty() || resource.contains(['*', '/']) => Err(WildcardMisplaced),
             None => prefix(format!("{resource}/")),
             Some(("*", group)) => prefix(format!("{group}/")),
             Some((plural, group)) if !plural.contains('*') && !group.contains('*') => {
                 prefix(format!("{group}/{plural}/"))
             }
-            _ => Err("resource names with wildcards must be '*.<group>', '*.' or '*.*'".into()),
+            _ => Err(WildcardMisplaced),
         },
     }
 }

@@ -6,13 +6,14 @@
 //! stores' files, etcd and snapshots hold ciphertext.
 
 mod config;
+mod error;
 mod kms;
 mod providers;
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::config_file::{LoadError, ReloadedFile};
+use crate::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 use crate::error::{Result, StorageError};
 use providers::{Provider, ENCRYPTED};
 
@@ -120,7 +121,7 @@ impl Default for Encryption {
 ///
 /// # Errors
 /// Not YAML or JSON of this kind, or an invalid field (each named, as kube-apiserver names it).
-pub fn parse(text: &str) -> std::result::Result<EncryptionConfig, String> {
+pub fn parse(text: &str) -> std::result::Result<EncryptionConfig, InvalidConfiguration> {
     Ok(EncryptionConfig {
         source: Source::Fixed(Arc::new(config::rules(text, None)?)),
     })
@@ -213,7 +214,7 @@ impl Encryption {
             None | Some(Provider::Identity) => Ok(plain),
             Some(provider) => provider
                 .seal(full_key, &plain)
-                .map_err(|e| transform_error(full_key, &e)),
+                .map_err(|e| transform_error(full_key, e)),
         }
     }
 
@@ -287,14 +288,14 @@ impl Encryption {
             if let Some(opened) = candidate.open(&key_name, full_key, payload) {
                 return opened
                     .map(|o| (Cow::Owned(o.plain), position > 0 || !o.current))
-                    .map_err(|e| transform_error(full_key, &e));
+                    .map_err(|e| transform_error(full_key, e));
             }
         }
         Err(transform_error(full_key, "no matching prefix found"))
     }
 }
 
-fn transform_error(full_key: &str, reason: &str) -> StorageError {
+fn transform_error(full_key: &str, reason: impl std::fmt::Display) -> StorageError {
     StorageError::Internal(format!("unable to transform key {full_key:?}: {reason}"))
 }
 

@@ -9,6 +9,7 @@ use aes::cipher::{BlockDecryptMut as _, BlockEncryptMut as _, KeyIvInit as _};
 use aes_gcm::aead::{Aead as _, KeyInit as _, Payload};
 use crypto_secretbox::XSalsa20Poly1305;
 
+use super::error::TransformError;
 use super::kms::KmsProvider;
 use std::sync::Arc;
 
@@ -82,9 +83,9 @@ impl Provider {
     }
 
     /// `plain` as this provider stores it at `storage_key`, with its first key.
-    pub(super) fn seal(&self, storage_key: &str, plain: &[u8]) -> Result<Vec<u8>, String> {
+    pub(super) fn seal(&self, storage_key: &str, plain: &[u8]) -> Result<Vec<u8>, TransformError> {
         if let Provider::Kms(kms) = self {
-            return kms.seal(storage_key, plain);
+            return Ok(kms.seal(storage_key, plain)?);
         }
         let Some(key) = self.keys().first() else {
             return Ok(plain.to_vec());
@@ -109,13 +110,11 @@ impl Provider {
             }
             Provider::Secretbox(_) => {
                 let nonce: [u8; 24] = rand::random();
-                let cipher = XSalsa20Poly1305::new_from_slice(&key.secret)
-                    .map_err(|_| "secretbox keys are 32 bytes".to_string())?;
                 let mut sealed = nonce.to_vec();
                 sealed.extend(
-                    cipher
+                    secretbox(&key.secret)?
                         .encrypt(&nonce.into(), plain)
-                        .map_err(|_| "secretbox encryption failed".to_string())?,
+                        .map_err(|_| TransformError::Sealing("secretbox"))?,
                 );
                 sealed
             }
@@ -132,11 +131,12 @@ impl Provider {
         key_name: &str,
         storage_key: &str,
         payload: &[u8],
-    ) -> Option<Result<Opened, String>> {
+    ) -> Option<Result<Opened, TransformError>> {
         if let Provider::Kms(kms) = self {
             return (kms.name() == key_name).then(|| {
                 kms.open(storage_key, payload)
                     .map(|(plain, current)| Opened { plain, current })
+                    .map_err(TransformError::from)
             });
         }
         let key = self.keys().iter().find(|k| k.name == key_name)?;
@@ -144,14 +144,14 @@ impl Provider {
         let plain = match self {
             Provider::AesCbc(_) => {
                 if payload.len() < 16 {
-                    return Some(Err("the data is too short to hold an IV".into()));
+                    return Some(Err(TransformError::TooShort("an IV")));
                 }
                 let (iv, sealed) = payload.split_at(16);
                 aes_cbc_decrypt(&key.secret, iv, sealed)
             }
             Provider::AesGcm(_) => {
                 if payload.len() < 12 {
-                    return Some(Err("the data is too short to hold a nonce".into()));
+                    return Some(Err(TransformError::TooShort("a nonce")));
                 }
                 let (nonce, sealed) = payload.split_at(12);
                 let payload = Payload {
@@ -162,15 +162,13 @@ impl Provider {
             }
             Provider::Secretbox(_) => {
                 if payload.len() < 24 {
-                    return Some(Err("the data is too short to hold a nonce".into()));
+                    return Some(Err(TransformError::TooShort("a nonce")));
                 }
                 let (nonce, sealed) = payload.split_at(24);
-                XSalsa20Poly1305::new_from_slice(&key.secret)
-                    .map_err(|_| "secretbox keys are 32 bytes".to_string())
-                    .and_then(|c| {
-                        c.decrypt(nonce.into(), sealed)
-                            .map_err(|_| "secretbox: the data does not open with the key".into())
-                    })
+                secretbox(&key.secret).and_then(|c| {
+                    c.decrypt(nonce.into(), sealed)
+                        .map_err(|_| TransformError::SecretboxAuthentication)
+                })
             }
             Provider::Identity | Provider::Kms(_) => return None,
         };
@@ -178,7 +176,25 @@ impl Provider {
     }
 }
 
-fn aes_cbc_encrypt(secret: &[u8], iv: &[u8; 16], plain: &[u8]) -> Result<Vec<u8>, String> {
+/// The secretbox cipher of `secret`.
+fn secretbox(secret: &[u8]) -> Result<XSalsa20Poly1305, TransformError> {
+    XSalsa20Poly1305::new_from_slice(secret).map_err(|_| TransformError::KeySize {
+        provider: "secretbox",
+        sizes: "32",
+        len: secret.len(),
+    })
+}
+
+/// The key-size error of AES-CBC.
+fn aes_key_size(len: usize) -> TransformError {
+    TransformError::KeySize {
+        provider: "AES",
+        sizes: "16, 24 or 32",
+        len,
+    }
+}
+
+fn aes_cbc_encrypt(secret: &[u8], iv: &[u8; 16], plain: &[u8]) -> Result<Vec<u8>, TransformError> {
     use aes::cipher::block_padding::Pkcs7;
     let sealed = match secret.len() {
         16 => cbc::Encryptor::<aes::Aes128>::new(secret.into(), iv.into())
@@ -187,14 +203,14 @@ fn aes_cbc_encrypt(secret: &[u8], iv: &[u8; 16], plain: &[u8]) -> Result<Vec<u8>
             .encrypt_padded_vec_mut::<Pkcs7>(plain),
         32 => cbc::Encryptor::<aes::Aes256>::new(secret.into(), iv.into())
             .encrypt_padded_vec_mut::<Pkcs7>(plain),
-        n => return Err(format!("AES keys are 16, 24 or 32 bytes, not {n}")),
+        n => return Err(aes_key_size(n)),
     };
     Ok(sealed)
 }
 
-fn aes_cbc_decrypt(secret: &[u8], iv: &[u8], sealed: &[u8]) -> Result<Vec<u8>, String> {
+fn aes_cbc_decrypt(secret: &[u8], iv: &[u8], sealed: &[u8]) -> Result<Vec<u8>, TransformError> {
     use aes::cipher::block_padding::Pkcs7;
-    let bad = |_| "aescbc: the data does not decrypt with the key (invalid padding)".to_string();
+    let bad = |_| TransformError::AesCbcPadding;
     match secret.len() {
         16 => cbc::Decryptor::<aes::Aes128>::new(secret.into(), iv.into())
             .decrypt_padded_vec_mut::<Pkcs7>(sealed)
@@ -205,21 +221,25 @@ fn aes_cbc_decrypt(secret: &[u8], iv: &[u8], sealed: &[u8]) -> Result<Vec<u8>, S
         32 => cbc::Decryptor::<aes::Aes256>::new(secret.into(), iv.into())
             .decrypt_padded_vec_mut::<Pkcs7>(sealed)
             .map_err(bad),
-        n => Err(format!("AES keys are 16, 24 or 32 bytes, not {n}")),
+        n => Err(aes_key_size(n)),
     }
 }
 
 /// Runs `f` with an AES-GCM cipher of `secret`'s size (128 or 256 bits: 24-byte keys have no
 /// GCM type here and are refused when the configuration is read).
-fn aes_gcm<F>(secret: &[u8], f: F) -> Result<Vec<u8>, String>
+fn aes_gcm<F>(secret: &[u8], f: F) -> Result<Vec<u8>, TransformError>
 where
     F: FnOnce(&dyn GcmCipher) -> Result<Vec<u8>, aes_gcm::Error>,
 {
-    let failed = |_| "aesgcm: the data does not decrypt with the key".to_string();
+    let failed = |_| TransformError::AesGcmAuthentication;
     match secret.len() {
         16 => f(&aes_gcm::Aes128Gcm::new_from_slice(secret).expect("16 bytes")).map_err(failed),
         32 => f(&aes_gcm::Aes256Gcm::new_from_slice(secret).expect("32 bytes")).map_err(failed),
-        n => Err(format!("aesgcm keys are 16 or 32 bytes, not {n}")),
+        n => Err(TransformError::KeySize {
+            provider: "aesgcm",
+            sizes: "16 or 32",
+            len: n,
+        }),
     }
 }
 

@@ -105,7 +105,7 @@ fn rotation_reads_old_keys_and_plain_data_while_listed_and_not_after() {
 #[test]
 fn invalid_configurations_name_their_fields() {
     let bad = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: ['a*b']\n  providers:\n  - aescbc:\n      keys:\n      - {name: k, secret: c2hvcnQ=}\n  - kms: {name: x}\n";
-    let errors = parse(bad).unwrap_err();
+    let errors = parse(bad).unwrap_err().to_string();
     for expected in [
         "resources[0].providers[0].aescbc.keys[0].secret: Invalid value: \"REDACTED\": secret is not of the expected length, got 5",
         "resources[0].providers[1].kms.apiVersion: Invalid value: \"v1\": KMSv1 is deprecated",
@@ -126,7 +126,8 @@ fn kms_providers_are_checked_as_kube_apiserver_checks_them() {
         kms("apiVersion: v2, endpoint: 'unix://'"),
         kms("apiVersion: v2, name: vault, endpoint: unix:///run/kms.sock"),
     ))
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     for expected in [
         "resources[0].providers[0].kms.name: Invalid value: \"a:b\": should not contain ':'",
         "resources[0].providers[0].kms.endpoint: Invalid value: \"tcp://127.0.0.1:9\": unsupported scheme \"tcp\" for KMS provider, only unix is supported",

@@ -6,6 +6,7 @@
 //! only once (then it is cached); a status check every minute notices a new key id and seals a
 //! new seed, so that writes move to the new key and older values read as stale.
 
+mod error;
 mod plugin;
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,6 +17,8 @@ use aes_gcm::aead::{Aead as _, KeyInit as _, Payload};
 use arc_swap::ArcSwapOption;
 use prometheus_client::registry::Registry as MetricsRegistry;
 
+pub(crate) use error::KmsError;
+use error::{InvalidEnvelope, InvalidKeyId};
 use plugin::PluginClient;
 
 /// How often the plugin's status is asked while it is healthy, and while it is not
@@ -169,12 +172,9 @@ impl KmsProvider {
     }
 
     /// `plain` as stored at `storage_key`: `k8s:enc:kms:v2:<name>:` and the `EncryptedObject`.
-    pub(crate) fn seal(&self, storage_key: &str, plain: &[u8]) -> Result<Vec<u8>, String> {
+    pub(crate) fn seal(&self, storage_key: &str, plain: &[u8]) -> Result<Vec<u8>, KmsError> {
         let Some(state) = self.write.load_full() else {
-            return Err(format!(
-                "failed to encrypt with KMS provider {:?}: encryption state is missing: the plugin has not sealed a key yet",
-                self.name
-            ));
+            return Err(KmsError::NotReady(self.name.clone()));
         };
         let info: [u8; INFO_SIZE] = rand::random();
         let nonce: [u8; NONCE_SIZE] = rand::random();
@@ -188,7 +188,7 @@ impl KmsProvider {
                     aad: storage_key.as_bytes(),
                 },
             )
-            .map_err(|_| "AES-GCM encryption failed".to_string())?;
+            .map_err(|_| KmsError::Sealing)?;
         let mut encrypted_data = Vec::with_capacity(INFO_SIZE + NONCE_SIZE + sealed.len());
         encrypted_data.extend_from_slice(&info);
         encrypted_data.extend_from_slice(&nonce);
@@ -212,22 +212,16 @@ impl KmsProvider {
         &self,
         storage_key: &str,
         payload: &[u8],
-    ) -> Result<(Vec<u8>, bool), String> {
-        let object: EncryptedObject = prost::Message::decode(payload)
-            .map_err(|e| format!("invalid encrypted object: {e}"))?;
+    ) -> Result<(Vec<u8>, bool), KmsError> {
+        let object: EncryptedObject = prost::Message::decode(payload)?;
         validate(&object)?;
-        let source_type =
-            DekSourceType::try_from(object.encrypted_dek_source_type).map_err(|_| {
-                format!(
-                    "unknown encryptedDEKSourceType: {}",
-                    object.encrypted_dek_source_type
-                )
-            })?;
+        let source_type = DekSourceType::try_from(object.encrypted_dek_source_type)
+            .map_err(|_| KmsError::UnknownDekSourceType(object.encrypted_dek_source_type))?;
         let source = self.opened_source(&object)?;
         let (key, sealed) = match source_type {
             DekSourceType::HkdfSha256XnonceAesGcmSeed => {
                 if object.encrypted_data.len() < INFO_SIZE {
-                    return Err("the stored data was shorter than the required size".into());
+                    return Err(KmsError::TooShort);
                 }
                 let (info, rest) = object.encrypted_data.split_at(INFO_SIZE);
                 (derive_key(&source, info)?.to_vec(), rest)
@@ -235,7 +229,7 @@ impl KmsProvider {
             DekSourceType::AesGcmKey => (source.to_vec(), object.encrypted_data.as_slice()),
         };
         if sealed.len() < NONCE_SIZE {
-            return Err("the stored data was shorter than the required size".into());
+            return Err(KmsError::TooShort);
         }
         let (nonce, sealed) = sealed.split_at(NONCE_SIZE);
         let payload = Payload {
@@ -249,9 +243,9 @@ impl KmsProvider {
             32 => aes_gcm::Aes256Gcm::new_from_slice(&key)
                 .expect("32 bytes")
                 .decrypt(nonce.into(), payload),
-            n => return Err(format!("invalid DEK length {n}")),
+            n => return Err(KmsError::DekLength(n)),
         }
-        .map_err(|_| "cipher: message authentication failed".to_string())?;
+        .map_err(|_| KmsError::Authentication)?;
         let current = self.write.load().as_ref().is_some_and(|w| {
             w.key_id == object.key_id && source_type == DekSourceType::HkdfSha256XnonceAesGcmSeed
         });
@@ -259,7 +253,7 @@ impl KmsProvider {
     }
 
     /// The opened seed (or key) of `object`: cached, or asked of the plugin once.
-    fn opened_source(&self, object: &EncryptedObject) -> Result<Arc<[u8]>, String> {
+    fn opened_source(&self, object: &EncryptedObject) -> Result<Arc<[u8]>, KmsError> {
         if let Some(source) = self.cached(&object.encrypted_dek_source) {
             return Ok(source);
         }
@@ -274,7 +268,7 @@ impl KmsProvider {
                 object.key_id.clone(),
                 object.annotations.clone(),
             )
-            .map_err(|e| format!("failed to decrypt DEK, error: {e}"))?
+            .map_err(KmsError::DecryptingDek)?
             .into();
         self.remember(object.encrypted_dek_source.clone(), source.clone());
         Ok(source)
@@ -293,18 +287,15 @@ impl KmsProvider {
     }
 
     /// One status check: the plugin's health, and a new seed when its key id changed.
-    async fn check_status(&self) -> Result<(), String> {
+    async fn check_status(&self) -> Result<(), KmsError> {
         let status = self.client.status().await?;
         if status.healthz != "ok" {
-            return Err(format!("got unexpected healthz status: {}", status.healthz));
+            return Err(KmsError::Healthz(status.healthz));
         }
         if status.version != "v2" && status.version != "v2beta1" {
-            return Err(format!(
-                "expected KMSv2 API version v2, got {}",
-                status.version
-            ));
+            return Err(KmsError::Version(status.version));
         }
-        validate_key_id(&status.key_id)?;
+        validate_key_id(&status.key_id).map_err(KmsError::StatusKeyId)?;
         let current = self.write.load();
         if current.as_ref().is_some_and(|w| w.key_id == status.key_id) {
             return Ok(());
@@ -312,7 +303,7 @@ impl KmsProvider {
         let seed: [u8; SEED_SIZE] = rand::random();
         let sealed = self.client.encrypt(seed.to_vec()).await?;
         validate_envelope(&sealed.key_id, &sealed.ciphertext, &sealed.annotations)
-            .map_err(|e| format!("the KMS plugin's Encrypt response is invalid: {e}"))?;
+            .map_err(KmsError::EncryptResponse)?;
         if sealed.key_id != status.key_id {
             tracing::warn!(
                 provider = %self.name,
@@ -348,7 +339,7 @@ async fn check_status_forever(provider: Weak<KmsProvider>, first: std::sync::mps
                 STATUS_RETRY_EVERY
             }
         };
-        *p.health.lock().expect("health lock") = outcome.err();
+        *p.health.lock().expect("health lock") = outcome.err().map(|e| e.to_string());
         drop(p);
         if let Some(first) = first.take() {
             let _ = first.send(());
@@ -358,9 +349,9 @@ async fn check_status_forever(provider: Weak<KmsProvider>, first: std::sync::mps
 }
 
 /// kube-apiserver's checks of a stored (or about to be stored) object.
-fn validate(object: &EncryptedObject) -> Result<(), String> {
+fn validate(object: &EncryptedObject) -> Result<(), InvalidEnvelope> {
     if object.encrypted_data.is_empty() {
-        return Err("encrypted data is empty".into());
+        return Err(InvalidEnvelope::NoData);
     }
     validate_envelope(
         &object.key_id,
@@ -374,45 +365,33 @@ fn validate_envelope(
     key_id: &str,
     source: &[u8],
     annotations: &BTreeMap<String, Vec<u8>>,
-) -> Result<(), String> {
+) -> Result<(), InvalidEnvelope> {
     if source.is_empty() {
-        return Err(
-            "failed to validate encrypted DEK source: encrypted DEK source is empty".into(),
-        );
+        return Err(InvalidEnvelope::NoDekSource);
     }
     if source.len() > ENCRYPTED_DEK_SOURCE_MAX {
-        return Err(format!(
-            "failed to validate encrypted DEK source: encrypted DEK source is {} bytes, which exceeds the max size of {ENCRYPTED_DEK_SOURCE_MAX}",
-            source.len()
-        ));
+        return Err(InvalidEnvelope::DekSourceSize(source.len()));
     }
-    validate_key_id(key_id).map_err(|e| format!("failed to validate key id: {e}"))?;
+    validate_key_id(key_id).map_err(InvalidEnvelope::KeyId)?;
     let mut size = 0;
     for (key, value) in annotations {
         if !is_fully_qualified_domain_name(key) {
-            return Err(format!(
-                "failed to validate annotations: annotations: Invalid value: {key:?}: should be a domain with at least two segments separated by dots"
-            ));
+            return Err(InvalidEnvelope::AnnotationKey(key.clone()));
         }
         size += key.len() + value.len();
     }
     if size > ANNOTATIONS_MAX {
-        return Err(format!(
-            "failed to validate annotations: total size of annotations is {size}, which exceeds the max size of {ANNOTATIONS_MAX}"
-        ));
+        return Err(InvalidEnvelope::AnnotationsSize(size));
     }
     Ok(())
 }
 
-fn validate_key_id(key_id: &str) -> Result<(), String> {
+fn validate_key_id(key_id: &str) -> Result<(), InvalidKeyId> {
     if key_id.is_empty() {
-        return Err("keyID is empty".into());
+        return Err(InvalidKeyId::Empty);
     }
     if key_id.len() > KEY_ID_MAX {
-        return Err(format!(
-            "keyID is {} bytes, which exceeds the max size of {KEY_ID_MAX}",
-            key_id.len()
-        ));
+        return Err(InvalidKeyId::TooLong(key_id.len()));
     }
     Ok(())
 }
@@ -434,12 +413,12 @@ fn is_fully_qualified_domain_name(name: &str) -> bool {
 
 /// The AES-256 key of one value: HKDF-SHA256's expand step alone, with the seed as its
 /// pseudo-random key and the value's random `info`.
-fn derive_key(seed: &[u8], info: &[u8]) -> Result<[u8; 32], String> {
-    let hkdf = hkdf::Hkdf::<sha2::Sha256>::from_prk(seed)
-        .map_err(|_| format!("invalid seed length {} used for key generation", seed.len()))?;
+fn derive_key(seed: &[u8], info: &[u8]) -> Result<[u8; 32], KmsError> {
+    let hkdf =
+        hkdf::Hkdf::<sha2::Sha256>::from_prk(seed).map_err(|_| KmsError::SeedLength(seed.len()))?;
     let mut key = [0u8; 32];
     hkdf.expand(info, &mut key)
-        .map_err(|_| "failed to read a derived key from KDF".to_string())?;
+        .map_err(|_| KmsError::Derivation)?;
     Ok(key)
 }
 

@@ -14,6 +14,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use tonic::transport::{Channel, Endpoint};
 
+use super::error::PluginError;
+
 /// `v2.StatusRequest`.
 #[derive(Clone, PartialEq, prost::Message)]
 struct StatusRequest {}
@@ -148,12 +150,12 @@ impl PluginClient {
     }
 
     /// `Status`.
-    pub(super) async fn status(&self) -> Result<StatusResponse, String> {
+    pub(super) async fn status(&self) -> Result<StatusResponse, PluginError> {
         self.call("Status", StatusRequest {}).await
     }
 
     /// `Encrypt` of `plaintext`.
-    pub(super) async fn encrypt(&self, plaintext: Vec<u8>) -> Result<EncryptResponse, String> {
+    pub(super) async fn encrypt(&self, plaintext: Vec<u8>) -> Result<EncryptResponse, PluginError> {
         let request = EncryptRequest {
             plaintext,
             uid: uid(),
@@ -168,7 +170,7 @@ impl PluginClient {
         ciphertext: Vec<u8>,
         key_id: String,
         annotations: BTreeMap<String, Vec<u8>>,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, PluginError> {
         let request = DecryptRequest {
             ciphertext,
             uid: uid(),
@@ -178,17 +180,17 @@ impl PluginClient {
         let client = self.clone();
         let (answer, answered) = std::sync::mpsc::sync_channel(1);
         runtime().spawn(async move {
-            let reply: Result<DecryptResponse, String> = client.call("Decrypt", request).await;
+            let reply: Result<DecryptResponse, _> = client.call("Decrypt", request).await;
             let _ = answer.send(reply.map(|r| r.plaintext));
         });
         // The call is bounded by the timeout; a little more covers the runtime's scheduling.
         answered
             .recv_timeout(self.timeout + Duration::from_secs(1))
-            .unwrap_or_else(|_| Err("the KMS plugin did not answer in time".into()))
+            .unwrap_or(Err(PluginError::NoAnswer))
     }
 
     /// One unary call of `method`, bounded by the timeout and timed in the latency metric.
-    async fn call<Req, Resp>(&self, method: &'static str, request: Req) -> Result<Resp, String>
+    async fn call<Req, Resp>(&self, method: &'static str, request: Req) -> Result<Resp, PluginError>
     where
         Req: prost::Message + Send + Sync + 'static,
         Resp: prost::Message + Default + Send + Sync + 'static,
@@ -229,11 +231,9 @@ impl PluginClient {
                 grpc_status_code: format!("{code:?}"),
             })
             .observe(started.elapsed().as_secs_f64());
-        outcome.map_err(|status| {
-            format!(
-                "rpc error: code = {code:?} desc = {}",
-                status.message().trim()
-            )
+        outcome.map_err(|status| PluginError::Rpc {
+            code,
+            message: status.message().trim().to_string(),
         })
     }
 }
@@ -277,7 +277,8 @@ mod tests {
         let started = Instant::now();
         let error = client
             .decrypt_blocking(b"x".to_vec(), "k".into(), BTreeMap::new())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("rpc error: code = "), "{error}");
         assert!(started.elapsed() < Duration::from_secs(2));
     }

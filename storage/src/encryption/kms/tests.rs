@@ -65,7 +65,8 @@ fn a_sealed_value_is_an_encrypted_object_that_opens_where_it_was_stored() {
     // Bound to its storage key.
     let moved = p
         .open("/registry/secrets/default/other", payload_of(&stored))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(moved.contains("authentication failed"), "{moved}");
 }
 
@@ -140,10 +141,14 @@ fn objects_kube_apiserver_would_refuse_are_refused() {
         change(&mut object);
         let error = p
             .open(KEY, &prost::Message::encode_to_vec(&object))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains(expected), "{expected}: {error}");
     }
-    let error = p.open(KEY, b"\xff\xff not protobuf").unwrap_err();
+    let error = p
+        .open(KEY, b"\xff\xff not protobuf")
+        .unwrap_err()
+        .to_string();
     assert!(error.starts_with("invalid encrypted object"), "{error}");
 }
 
@@ -155,7 +160,8 @@ fn a_seed_the_plugin_cannot_open_fails_the_read_with_the_plugins_error() {
     object.encrypted_dek_source = b"sealed-elsewhere".to_vec();
     let error = p
         .open(KEY, &prost::Message::encode_to_vec(&object))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         error.starts_with("failed to decrypt DEK, error: rpc error: code = "),
         "{error}"
@@ -166,6 +172,6 @@ fn a_seed_the_plugin_cannot_open_fails_the_read_with_the_plugins_error() {
 fn without_a_sealed_seed_writes_fail_with_the_reason() {
     let p = provider("key-1");
     p.write.store(None);
-    let error = p.seal(KEY, b"x").unwrap_err();
+    let error = p.seal(KEY, b"x").unwrap_err().to_string();
     assert!(error.contains("encryption state is missing"), "{error}");
 }
