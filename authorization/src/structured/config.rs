@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::registry::cel::expression::Expression;
+use crate::registry::config_file::InvalidConfiguration;
 
 /// The file's content.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -119,15 +120,10 @@ pub struct WebhookSettings {
 /// # Errors
 /// The text is not YAML or JSON of this kind, or a field is invalid: every field error, worded
 /// as kube-apiserver words them, one per line.
-pub fn parse(text: &str) -> Result<AuthorizationConfiguration, String> {
-    let config: AuthorizationConfiguration =
-        serde_yaml::from_str(text).map_err(|e| format!("decoding the configuration: {e}"))?;
-    let errors = validate(&config);
-    if errors.is_empty() {
-        Ok(config)
-    } else {
-        Err(errors.join("\n"))
-    }
+pub fn parse(text: &str) -> Result<AuthorizationConfiguration, InvalidConfiguration> {
+    let config: AuthorizationConfiguration = InvalidConfiguration::decode(text)?;
+    InvalidConfiguration::check(validate(&config))?;
+    Ok(config)
 }
 
 /// The types this server builds.
@@ -377,7 +373,7 @@ mod tests {
              - type: Webhook\n  name: Bad_Name\n  webhook:\n    timeout: 31s\n    subjectAccessReviewVersion: v2\n    \
              failurePolicy: Allow\n    connectionInfo:\n      type: KubeConfigFile\n      kubeConfigFile: relative.yaml\n    \
              matchConditions:\n    - expression: 'request.user =='\n";
-        let errors = parse(text).unwrap_err();
+        let errors = parse(text).unwrap_err().to_string();
         let lines: Vec<&str> = errors.lines().collect();
         assert_eq!(lines[0], "authorizers[1].type: Duplicate value: \"RBAC\"");
         assert!(lines[1].starts_with("authorizers[2].type: Unsupported value: \"Node\""));
@@ -395,7 +391,8 @@ mod tests {
         )));
         assert_eq!(
             parse("apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\n")
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "authorizers: Required value: at least one authorization mode must be defined"
         );
     }

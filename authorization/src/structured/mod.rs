@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::authorizer::AuthorizerModules;
 use crate::rbac::authorizer::aggregate;
 use crate::rbac::RbacAuthorizer;
-use crate::registry::config_file::{LoadError, ReloadedFile};
+use crate::registry::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 use crate::strategy::{ResourceInfo, StrategyContext};
 use crate::user::UserInfo;
 use crate::{Attributes, Authorizer, Decision, RuleResolver, UserRules};
@@ -78,7 +78,7 @@ impl Chain {
         rbac: &Arc<RbacAuthorizer>,
         modules: Option<&Arc<dyn AuthorizerModules>>,
         metrics: &AuthorizerMetrics,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, InvalidConfiguration> {
         let mut entries = Vec::new();
         let mut errors = Vec::new();
         for (i, a) in config.authorizers.iter().enumerate() {
@@ -89,7 +89,8 @@ impl Chain {
                 ("Module", _) => Link::Module,
                 (_, Some(w)) => {
                     let at = format!("authorizers[{i}]");
-                    let settings = config::settings(w, &at).map_err(|e| e.join("\n"))?;
+                    let settings =
+                        config::settings(w, &at).map_err(InvalidConfiguration::Fields)?;
                     match kubeconfig::read(Path::new(&settings.kubeconfig)) {
                         Ok(endpoint) => Link::Webhook(Box::new(WebhookAuthorizer::new(
                             &a.name,
@@ -104,7 +105,11 @@ impl Chain {
                         }
                     }
                 }
-                (other, None) => return Err(format!("authorizers[{i}]: type {other} unknown")),
+                (other, None) => {
+                    return Err(InvalidConfiguration::Fields(vec![format!(
+                        "authorizers[{i}]: type {other} unknown"
+                    )]))
+                }
             };
             entries.push(Entry {
                 authorizer_type: a.authorizer_type.clone(),
@@ -112,9 +117,7 @@ impl Chain {
                 link,
             });
         }
-        if !errors.is_empty() {
-            return Err(errors.join("\n"));
-        }
+        InvalidConfiguration::check(errors)?;
         Ok(Self {
             entries,
             rbac: rbac.clone(),

@@ -12,7 +12,7 @@ use super::config::{MatchCondition, WebhookSettings};
 use super::kubeconfig::WebhookEndpoint;
 use super::metrics::AuthorizerMetrics;
 use super::subject_access_review::{decision, review, review_spec};
-use crate::registry::cel::expression::{Activation, Expression};
+use crate::registry::cel::expression::{self, Activation, Expression};
 use crate::registry::expiring_cache::ExpiringCache;
 use crate::registry::webhook::{self, Dial};
 use crate::{Attributes, Decision};
@@ -86,7 +86,7 @@ impl WebhookAuthorizer {
 
     /// Whether the match conditions let the webhook be asked (all true); an error when one
     /// fails to evaluate and none is false.
-    fn matches(&self, attributes: &Attributes) -> Result<bool, String> {
+    fn matches(&self, attributes: &Attributes) -> Result<bool, expression::Error> {
         if self.conditions.is_empty() {
             return Ok(true);
         }
@@ -97,7 +97,7 @@ impl WebhookAuthorizer {
             match activation.truth(condition) {
                 Ok(true) => {}
                 Ok(false) => return Ok(false),
-                Err(e) => error = error.or(Some(e.to_string())),
+                Err(e) => error = error.or(Some(e)),
             }
         }
         error.map_or(Ok(true), Err)

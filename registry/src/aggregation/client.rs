@@ -89,9 +89,28 @@ impl BackendClient {
     /// # Errors
     /// The backend could not be reached or the connection broke; the text is Go's words for
     /// the step that failed (`dial tcp 10.0.0.1:443: connection refused`).
-    pub async fn send(&self, request: Request<ProxyBody>) -> Result<Response<Incoming>, String> {
-        self.client.request(request).await.map_err(|e| cause(&e))
+    pub async fn send(
+        &self,
+        request: Request<ProxyBody>,
+    ) -> Result<Response<Incoming>, BackendUnreachable> {
+        self.client
+            .request(request)
+            .await
+            .map_err(|source| BackendUnreachable {
+                cause: cause(&source),
+                source,
+            })
     }
+}
+
+/// A backend that could not be reached, or whose connection broke; its text is Go's words for
+/// the step that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{cause}")]
+pub struct BackendUnreachable {
+    /// The innermost error's text.
+    cause: String,
+    source: hyper_util::client::legacy::Error,
 }
 
 /// The innermost error's text: the connector's words, not the pool's.

@@ -41,28 +41,46 @@ impl std::fmt::Display for ServiceIpRange {
     }
 }
 
+/// Why a `--service-cluster-ip-range` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceIpRangeError {
+    /// Two CIDRs (dual stack).
+    #[error("{0:?}: dual-stack service ranges are not supported; give one CIDR")]
+    DualStack(String),
+    /// Not a CIDR.
+    #[error("{range:?} is not a CIDR: {source}")]
+    NotACidr {
+        /// The flag's value.
+        range: String,
+        /// Why.
+        source: ipnet::AddrParseError,
+    },
+    /// Fewer than two host bits.
+    #[error("{0:?} is too small: it holds no assignable address")]
+    TooSmall(String),
+}
+
 impl std::str::FromStr for ServiceIpRange {
-    type Err = String;
+    type Err = ServiceIpRangeError;
 
     /// One CIDR, e.g. `10.96.0.0/12` or `fd00:10:96::/108` (this server is single-stack; a
     /// second, dual-stack CIDR is refused).
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ServiceIpRangeError> {
         if s.contains(',') {
-            return Err(format!(
-                "{s:?}: dual-stack service ranges are not supported; give one CIDR"
-            ));
+            return Err(ServiceIpRangeError::DualStack(s.to_string()));
         }
         let net: IpNet = s
             .trim()
             .parse()
-            .map_err(|e| format!("{s:?} is not a CIDR: {e}"))?;
+            .map_err(|source| ServiceIpRangeError::NotACidr {
+                range: s.to_string(),
+                source,
+            })?;
         // Kubernetes refuses ranges too small to hold a Service, and IPv6 ranges above /108
         // bits of hosts (its bitmap's limit; kept so configurations carry over).
         let host_bits = net.max_prefix_len() - net.prefix_len();
         if host_bits < 2 {
-            return Err(format!(
-                "{s:?} is too small: it holds no assignable address"
-            ));
+            return Err(ServiceIpRangeError::TooSmall(s.to_string()));
         }
         Ok(Self { net: net.trunc() })
     }

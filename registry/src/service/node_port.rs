@@ -32,11 +32,16 @@ impl std::fmt::Display for NodePortRange {
     }
 }
 
+/// A `--service-node-port-range` that is not a range of ports.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a port range such as 30000-32767")]
+pub struct NotAPortRange(String);
+
 impl std::str::FromStr for NodePortRange {
-    type Err = String;
+    type Err = NotAPortRange;
 
     /// `low-high`, e.g. `30000-32767` (a single port `N` is the range `N-N`).
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, NotAPortRange> {
         let (low, high) = s.split_once('-').unwrap_or((s, s));
         let port = |p: &str| {
             p.trim()
@@ -46,7 +51,7 @@ impl std::str::FromStr for NodePortRange {
         };
         match (port(low), port(high)) {
             (Some(low), Some(high)) if low <= high => Ok(Self { low, high }),
-            _ => Err(format!("{s:?} is not a port range such as 30000-32767")),
+            _ => Err(NotAPortRange(s.to_string())),
         }
     }
 }

@@ -348,7 +348,7 @@ impl Follower {
                 Err(reason) => {
                     let result = Err(PullError::Unavailable {
                         url: url.to_string(),
-                        detail: reason,
+                        detail: reason.to_string(),
                     });
                     let done = PullDone {
                         name: name.to_owned(),

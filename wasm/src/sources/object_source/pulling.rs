@@ -9,7 +9,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::super::module_object::PULL_SECRET_NAMESPACE;
-use super::super::pull::credentials::registry_auth;
+use super::super::pull::credentials::{registry_auth, CredentialsError};
 use super::super::pull::Pulled;
 use super::super::pull::RegistryAuth;
 use crate::registry::system_fields::now_rfc3339;
@@ -167,17 +167,43 @@ pub(super) fn digest_in_force(obj: &Value) -> Option<String> {
     Some(digest.trim_start_matches("sha256:").to_owned())
 }
 
+/// Why a module's pull secret gives no credentials (`name` is the Secret's name).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PullSecretError {
+    /// This server serves no Secrets.
+    #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name}: secrets are not served")]
+    NotServed { name: String },
+    /// The Secret cannot be read (it may not exist).
+    #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name}: {source}")]
+    Unread {
+        name: String,
+        source: crate::registry::error::Error,
+    },
+    /// The Secret is of another type.
+    #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name} is of type {found}, not kubernetes.io/dockerconfigjson")]
+    WrongType { name: String, found: Value },
+    /// The Secret holds no configuration.
+    #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name} has no .dockerconfigjson")]
+    NoConfig { name: String },
+    /// Its configuration gives no credentials for the registry.
+    #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name}: .dockerconfigjson {source}")]
+    Credentials {
+        name: String,
+        source: CredentialsError,
+    },
+}
+
 /// The credentials for `registry` in the `kubernetes.io/dockerconfigjson` Secret `name` of
 /// [`PULL_SECRET_NAMESPACE`].
 pub(super) async fn pull_secret_auth(
     registry: &Registry,
     name: &str,
     host: &str,
-) -> Result<RegistryAuth, String> {
-    let what = format!("the pull secret {PULL_SECRET_NAMESPACE}/{name}");
+) -> Result<RegistryAuth, PullSecretError> {
+    let owned = || name.to_owned();
     let secrets = registry
         .resolve("", "v1", "secrets")
-        .ok_or_else(|| format!("{what}: secrets are not served"))?;
+        .ok_or_else(|| PullSecretError::NotServed { name: owned() })?;
     let scope = RequestScope {
         version: "v1".into(),
         namespace: Some(PULL_SECRET_NAMESPACE.into()),
@@ -188,19 +214,25 @@ pub(super) async fn pull_secret_auth(
         .store
         .get(&scope, name, crate::storage::GetOptions::default())
         .await
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|source| PullSecretError::Unread {
+            name: owned(),
+            source,
+        })?;
     if secret["type"] != "kubernetes.io/dockerconfigjson" {
-        return Err(format!(
-            "{what} is of type {}, not kubernetes.io/dockerconfigjson",
-            secret["type"]
-        ));
+        return Err(PullSecretError::WrongType {
+            name: owned(),
+            found: secret["type"].clone(),
+        });
     }
     let config = secret
         .pointer("/data/.dockerconfigjson")
         .and_then(Value::as_str)
         .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
-        .ok_or_else(|| format!("{what} has no .dockerconfigjson"))?;
-    registry_auth(&config, host).map_err(|e| format!("{what}: .dockerconfigjson {e}"))
+        .ok_or_else(|| PullSecretError::NoConfig { name: owned() })?;
+    registry_auth(&config, host).map_err(|source| PullSecretError::Credentials {
+        name: owned(),
+        source,
+    })
 }
 
 #[cfg(test)]
