@@ -10,7 +10,9 @@ use super::route::Route;
 use super::status::{Details, Status};
 use super::tls::ConnectionIdentity;
 use crate::authentication::request_header::RequestHeader;
-use crate::authentication::{bearer_token, AuthenticatorChain, Credentials, AUTHENTICATED_GROUP};
+use crate::authentication::{
+    bearer_token, AuthenticatorChain, Credentials, Unauthorized, AUTHENTICATED_GROUP,
+};
 use crate::authorization::{AlwaysAllow, Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
 use crate::user::UserInfo;
 
@@ -29,6 +31,19 @@ pub enum Security {
         /// front proxy's connections.
         request_header: Option<RequestHeader>,
     },
+}
+
+/// Why a `TokenReview`'s token authenticates no one: its `status.error`, worded as
+/// kube-apiserver words it (which does not say why an invalid token is invalid: the source does,
+/// for the log).
+#[derive(Debug, thiserror::Error)]
+pub enum TokenReviewError {
+    /// Development mode reads no tokens.
+    #[error("development mode authenticates no tokens")]
+    DevelopmentMode,
+    /// Every authenticator rejected or ignored the token.
+    #[error("[invalid bearer token]")]
+    Invalid(#[source] Unauthorized),
 }
 
 /// The user every request acts as in development mode.
@@ -101,13 +116,13 @@ impl Security {
             })
     }
 
-    /// The user bearer `token` authenticates (a `TokenReview`); why not, as text.
+    /// The user bearer `token` authenticates (a `TokenReview`).
     ///
     /// # Errors
     /// The token authenticates no one (or this is development mode, which reads no tokens).
-    pub async fn authenticate_token(&self, token: &str) -> Result<UserInfo, String> {
+    pub async fn authenticate_token(&self, token: &str) -> Result<UserInfo, TokenReviewError> {
         let Security::Enforced { authentication, .. } = self else {
-            return Err("development mode authenticates no tokens".into());
+            return Err(TokenReviewError::DevelopmentMode);
         };
         let credentials = Credentials {
             bearer_token: Some(token),
@@ -117,7 +132,7 @@ impl Security {
         authentication
             .authenticate(&credentials)
             .await
-            .map_err(|_| "[invalid bearer token]".to_string())
+            .map_err(TokenReviewError::Invalid)
     }
 
     /// The user `requester` acts as when the request's impersonation headers ask for one

@@ -9,6 +9,7 @@ use jsonwebtoken::jwk::{
 };
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
+use x509_parser::error::{PEMError, X509Error};
 use x509_parser::oid_registry::{OID_EC_P256, OID_NIST_EC_P384};
 use x509_parser::prelude::{FromDer as _, SubjectPublicKeyInfo, X509Certificate};
 use x509_parser::public_key::PublicKey;
@@ -39,16 +40,46 @@ pub enum DiscoveryError {
     #[error("jwksURI requires https scheme, parsed as: {0}")]
     JwksUriNotHttps(String),
     /// A verifying key cannot be published.
-    #[error("error constructing JWK for key #{index}: {reason}")]
+    #[error("error constructing JWK for key #{index}: {source}")]
     Key {
         /// Its position among the verifying keys.
         index: usize,
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        source: PublicKeyError,
     },
     /// No key to publish.
     #[error("no keys provided for validating keyset")]
     NoKeys,
+}
+
+/// Why a PEM block is not a public key this server can read, or publish as a JWK.
+#[derive(Debug, thiserror::Error)]
+pub enum PublicKeyError {
+    /// The text is not PEM.
+    #[error("not a PEM block: {0}")]
+    NotPem(#[source] x509_parser::nom::Err<PEMError>),
+    /// A `CERTIFICATE` block that does not parse.
+    #[error("not a certificate: {0}")]
+    NotCertificate(#[source] x509_parser::nom::Err<X509Error>),
+    /// A block of another kind than `PUBLIC KEY` or `CERTIFICATE`.
+    #[error("a {0:?} PEM block is not a public key or certificate")]
+    Label(String),
+    /// The SubjectPublicKeyInfo does not parse.
+    #[error("not a public key: {0}")]
+    NotPublicKey(#[source] x509_parser::nom::Err<X509Error>),
+    /// The key in it does not parse.
+    #[error(transparent)]
+    Unreadable(#[from] X509Error),
+    /// An EC key on a curve other than P-256 or P-384.
+    #[error("unknown private key curve, must be 256 or 384")]
+    UnknownCurve,
+    /// An EC key whose point is compressed.
+    #[error("the EC point is not uncompressed")]
+    CompressedPoint,
+    /// A key neither RSA nor EC.
+    #[error("unknown public key type, must be RSA or ECDSA")]
+    UnknownKeyType,
 }
 
 /// The two documents, rendered once.
@@ -91,7 +122,7 @@ impl IssuerDiscovery {
         };
         let mut keys: Vec<Jwk> = Vec::new();
         for (index, pem) in public_key_pems.iter().enumerate() {
-            let jwk = jwk_of_pem(pem).map_err(|reason| DiscoveryError::Key { index, reason })?;
+            let jwk = jwk_of_pem(pem).map_err(|source| DiscoveryError::Key { index, source })?;
             // The signing key is usually also among the verifying keys: publish it once.
             if !keys.iter().any(|k| k.common.key_id == jwk.common.key_id) {
                 keys.push(jwk);
@@ -133,30 +164,27 @@ pub fn key_id(spki_der: &[u8]) -> String {
 ///
 /// # Errors
 /// Not PEM, or another kind of PEM block.
-pub fn spki_der_of_pem(pem: &str) -> Result<Vec<u8>, String> {
-    let (_, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes())
-        .map_err(|e| format!("not a PEM block: {e}"))?;
+pub fn spki_der_of_pem(pem: &str) -> Result<Vec<u8>, PublicKeyError> {
+    let (_, block) =
+        x509_parser::pem::parse_x509_pem(pem.as_bytes()).map_err(PublicKeyError::NotPem)?;
     match block.label.as_str() {
         "PUBLIC KEY" => Ok(block.contents),
         "CERTIFICATE" => {
             let (_, cert) = X509Certificate::from_der(&block.contents)
-                .map_err(|e| format!("not a certificate: {e}"))?;
+                .map_err(PublicKeyError::NotCertificate)?;
             Ok(cert.public_key().raw.to_vec())
         }
-        other => Err(format!(
-            "a {other:?} PEM block is not a public key or certificate"
-        )),
+        other => Err(PublicKeyError::Label(other.to_owned())),
     }
 }
 
 /// The JWK of a PEM public key: RS256 for RSA, ES256 or ES384 for EC (the keys this server
 /// signs and verifies with).
-fn jwk_of_pem(pem: &str) -> Result<Jwk, String> {
+fn jwk_of_pem(pem: &str) -> Result<Jwk, PublicKeyError> {
     let der = spki_der_of_pem(pem)?;
-    let (_, spki) =
-        SubjectPublicKeyInfo::from_der(&der).map_err(|e| format!("not a public key: {e}"))?;
+    let (_, spki) = SubjectPublicKeyInfo::from_der(&der).map_err(PublicKeyError::NotPublicKey)?;
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-    let (algorithm, parameters) = match spki.parsed().map_err(|e| e.to_string())? {
+    let (algorithm, parameters) = match spki.parsed()? {
         PublicKey::RSA(rsa) => (
             KeyAlgorithm::RS256,
             AlgorithmParameters::RSA(RSAKeyParameters {
@@ -176,12 +204,12 @@ fn jwk_of_pem(pem: &str) -> Result<Jwk, String> {
                 Some(oid) if oid == OID_NIST_EC_P384 => {
                     (KeyAlgorithm::ES384, EllipticCurve::P384, 48)
                 }
-                _ => return Err("unknown private key curve, must be 256 or 384".into()),
+                _ => return Err(PublicKeyError::UnknownCurve),
             };
             // An uncompressed point: 0x04, then x and y.
             let data = point.data();
             if data.len() != 1 + 2 * size || data[0] != 4 {
-                return Err("the EC point is not uncompressed".into());
+                return Err(PublicKeyError::CompressedPoint);
             }
             (
                 algorithm,
@@ -193,7 +221,7 @@ fn jwk_of_pem(pem: &str) -> Result<Jwk, String> {
                 }),
             )
         }
-        _ => return Err("unknown public key type, must be RSA or ECDSA".into()),
+        _ => return Err(PublicKeyError::UnknownKeyType),
     };
     Ok(Jwk {
         common: CommonParameters {
@@ -298,5 +326,18 @@ mod tests {
         );
         let none = IssuerDiscovery::new("https://i", None, "https://h", &[]).unwrap_err();
         assert_eq!(none.to_string(), "no keys provided for validating keyset");
+        let private = rcgen::KeyPair::generate().unwrap().serialize_pem();
+        let refused = IssuerDiscovery::new("https://i", None, "https://h", &[private]).unwrap_err();
+        assert!(matches!(
+            refused,
+            DiscoveryError::Key {
+                index: 0,
+                source: PublicKeyError::Label(_)
+            }
+        ));
+        assert_eq!(
+            refused.to_string(),
+            r#"error constructing JWK for key #0: a "PRIVATE KEY" PEM block is not a public key or certificate"#
+        );
     }
 }

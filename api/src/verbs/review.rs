@@ -90,7 +90,7 @@ pub(super) async fn create(
             }
             let status = match state.security.authenticate_token(token).await {
                 Ok(user) => json!({"authenticated": true, "user": user}),
-                Err(why) => json!({"user": {}, "error": why}),
+                Err(why) => json!({"user": {}, "error": why.to_string()}),
             };
             Ok(json!({
                 "kind": "TokenReview",

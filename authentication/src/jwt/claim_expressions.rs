@@ -7,8 +7,61 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::config::{JwtAuthenticator, PrefixedClaim};
-use crate::registry::cel::expression::{Activation, Expression};
+use crate::registry::cel::expression::{Activation, Error as CelError, Expression};
 use crate::user::UserInfo;
+
+/// Why an issuer's CEL refused a token's claims or its user, worded as Kubernetes' JWT
+/// authenticator words it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ExpressionError {
+    /// A mapping expression (`username`, `groups`, `uid`, `extra`) failed to evaluate.
+    #[error("oidc: error evaluating {what} expression: {source}")]
+    Evaluation {
+        /// Which mapping.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: CelError,
+    },
+    /// A `username` or `uid` expression gave something else than a string.
+    #[error("oidc: error evaluating {what} expression: {what} expression must return a string")]
+    NotAString {
+        /// Which mapping.
+        what: &'static str,
+    },
+    /// A `groups` or `extra` expression gave something else than a string or strings.
+    #[error(
+        "oidc: error evaluating {what} expression: {what} expression must return a string or a list of strings"
+    )]
+    NotStrings {
+        /// Which mapping.
+        what: &'static str,
+    },
+    /// The `username` expression gave "".
+    #[error("oidc: empty username via CEL expression is not allowed")]
+    EmptyUsername,
+    /// A claim or user validation rule failed to evaluate.
+    #[error("oidc: error evaluating {what}: {source}")]
+    RuleEvaluation {
+        /// `claim validation expression` or `user info validation rule`.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: CelError,
+    },
+    /// A claim or user validation rule is false.
+    #[error(
+        "oidc: error evaluating {what}: validation expression '{expression}' failed: {message}"
+    )]
+    RuleFailed {
+        /// `claim validation expression` or `user info validation rule`.
+        what: &'static str,
+        /// The rule's text.
+        expression: String,
+        /// The rule's message ("" when it has none).
+        message: String,
+    },
+}
 
 /// A rule: its expression, its text and its message.
 struct Rule {
@@ -42,7 +95,7 @@ fn rule(text: &str, message: Option<&String>) -> Option<Rule> {
 }
 
 /// A string, or each string of a list (what a groups or extra expression may answer).
-fn strings(value: Value, what: &str) -> Result<Vec<String>, String> {
+fn strings(value: Value, what: &'static str) -> Result<Vec<String>, ExpressionError> {
     match value {
         Value::String(one) => Ok(vec![one]),
         Value::Null => Ok(Vec::new()),
@@ -50,12 +103,10 @@ fn strings(value: Value, what: &str) -> Result<Vec<String>, String> {
             .into_iter()
             .map(|v| match v {
                 Value::String(s) => Ok(s),
-                _ => Err(format!("oidc: error evaluating {what} expression: {what} expression must return a string or a list of strings")),
+                _ => Err(ExpressionError::NotStrings { what }),
             })
             .collect(),
-        _ => Err(format!(
-            "oidc: error evaluating {what} expression: {what} expression must return a string or a list of strings"
-        )),
+        _ => Err(ExpressionError::NotStrings { what }),
     }
 }
 
@@ -91,7 +142,7 @@ impl ClaimExpressions {
     }
 
     /// Checks the claim validation rules' expressions over `claims`.
-    pub(super) fn check_claims(&self, claims: &Value) -> Result<(), String> {
+    pub(super) fn check_claims(&self, claims: &Value) -> Result<(), ExpressionError> {
         hold(
             &self.claim_rules,
             "claims",
@@ -102,29 +153,25 @@ impl ClaimExpressions {
 
     /// The user name, groups, uid and extra the expressions map `claims` to; `None` for each
     /// mapping that has no expression (the claim mapping decides).
-    pub(super) fn map(&self, claims: &Value) -> Result<Mapped, String> {
+    pub(super) fn map(&self, claims: &Value) -> Result<Mapped, ExpressionError> {
         let activation = Activation::new(&[("claims", claims)]);
-        let evaluate = |expression: &Expression, what: &str| {
+        let evaluate = |expression: &Expression, what: &'static str| {
             activation
                 .json(expression)
-                .map_err(|e| format!("oidc: error evaluating {what} expression: {e}"))
+                .map_err(|source| ExpressionError::Evaluation { what, source })
         };
-        let string = |expression: &Option<Expression>,
-                      what: &str|
-         -> Result<Option<String>, String> {
+        let string = |expression: &Option<Expression>, what: &'static str| {
             let Some(expression) = expression else {
                 return Ok(None);
             };
             match evaluate(expression, what)? {
                 Value::String(s) => Ok(Some(s)),
-                _ => Err(format!(
-                    "oidc: error evaluating {what} expression: {what} expression must return a string"
-                )),
+                _ => Err(ExpressionError::NotAString { what }),
             }
         };
         let username = string(&self.username, "username")?;
         if username.as_deref() == Some("") {
-            return Err("oidc: empty username via CEL expression is not allowed".into());
+            return Err(ExpressionError::EmptyUsername);
         }
         let groups = match &self.groups {
             Some(expression) => Some(strings(evaluate(expression, "groups")?, "groups")?),
@@ -150,7 +197,7 @@ impl ClaimExpressions {
     }
 
     /// Checks the user validation rules over the mapped `user`.
-    pub(super) fn check_user(&self, user: &UserInfo) -> Result<(), String> {
+    pub(super) fn check_user(&self, user: &UserInfo) -> Result<(), ExpressionError> {
         if self.user_rules.is_empty() {
             return Ok(());
         }
@@ -167,7 +214,12 @@ impl ClaimExpressions {
 }
 
 /// Checks that every rule holds over `value` bound to `name`; the errors name `what`.
-fn hold(rules: &[Rule], name: &str, value: &Value, what: &str) -> Result<(), String> {
+fn hold(
+    rules: &[Rule],
+    name: &str,
+    value: &Value,
+    what: &'static str,
+) -> Result<(), ExpressionError> {
     if rules.is_empty() {
         return Ok(());
     }
@@ -175,13 +227,13 @@ fn hold(rules: &[Rule], name: &str, value: &Value, what: &str) -> Result<(), Str
     for rule in rules {
         let holds = activation
             .truth(&rule.expression)
-            .map_err(|e| format!("oidc: error evaluating {what}: {e}"))?;
+            .map_err(|source| ExpressionError::RuleEvaluation { what, source })?;
         if !holds {
-            return Err(format!(
-                "oidc: error evaluating {what}: validation expression '{}' failed: {}",
-                rule.text,
-                rule.message.as_deref().unwrap_or_default()
-            ));
+            return Err(ExpressionError::RuleFailed {
+                what,
+                expression: rule.text.clone(),
+                message: rule.message.clone().unwrap_or_default(),
+            });
         }
     }
     Ok(())

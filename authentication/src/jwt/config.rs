@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use crate::registry::config_file::InvalidConfiguration;
+
 /// The file's content.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -162,15 +164,10 @@ pub struct PrefixedClaim {
 /// # Errors
 /// The file is not YAML or JSON of this kind, or a field is invalid: every field error,
 /// worded as kube-apiserver words them, one per line.
-pub fn parse(text: &str) -> Result<AuthenticationConfiguration, String> {
-    let config: AuthenticationConfiguration =
-        serde_yaml::from_str(text).map_err(|e| format!("decoding the configuration: {e}"))?;
-    let errors = super::validation::validate(&config);
-    if errors.is_empty() {
-        Ok(config)
-    } else {
-        Err(errors.join("\n"))
-    }
+pub fn parse(text: &str) -> Result<AuthenticationConfiguration, InvalidConfiguration> {
+    let config: AuthenticationConfiguration = InvalidConfiguration::decode(text)?;
+    InvalidConfiguration::check(super::validation::validate(&config))?;
+    Ok(config)
 }
 
 #[cfg(test)]
@@ -215,7 +212,7 @@ jwt:
   claimMappings:
     username: {expression: "claims.sub + "}
 "#;
-        let errors = parse(bad).unwrap_err();
+        let errors = parse(bad).unwrap_err().to_string();
         for expected in [
             r#"jwt[0].issuer.url: Invalid value: "http://idp": URL scheme must be https"#,
             "jwt[0].issuer.audiences: Required value: at least one jwt[0].issuer.audiences is required",
@@ -226,10 +223,12 @@ jwt:
         ] {
             assert!(errors.contains(expected), "{expected}\nnot in:\n{errors}");
         }
-        assert!(parse("kind: Other\napiVersion: v1\n")
-            .unwrap_err()
-            .contains("no kind"));
-        assert!(parse("jwt: [").unwrap_err().starts_with("decoding"));
+        let kind = parse("kind: Other\napiVersion: v1\n").unwrap_err();
+        assert!(matches!(kind, InvalidConfiguration::Fields(_)), "{kind:?}");
+        assert!(kind.to_string().contains("no kind"), "{kind}");
+        let decoding = parse("jwt: [").unwrap_err();
+        assert!(matches!(decoding, InvalidConfiguration::Decoding(_)));
+        assert!(decoding.to_string().starts_with("decoding"), "{decoding}");
     }
 
     #[test]
@@ -251,7 +250,7 @@ jwt:
   userValidationRules:
   - {expression: ""}
 "#;
-        let errors = parse(text).unwrap_err();
+        let errors = parse(text).unwrap_err().to_string();
         for expected in [
             r#"jwt[0].claimValidationRules[0]: Invalid value: "": claim and expression can't both be set"#,
             r#"jwt[0].claimMappings.username.prefix: Invalid value: "x:": may not be specified when claim is not set"#,

@@ -8,9 +8,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::claim_expressions::ClaimExpressions;
+use super::claim_expressions::{ClaimExpressions, ExpressionError};
 use super::config::{JwtAuthenticator, PrefixedClaim};
-use super::keys::IssuerKeys;
+use super::keys::{IssuerKeys, NoVerifyingKey};
 use super::metrics::{issuer_hash, JwtMetrics};
 use crate::registry::expiring_cache::ExpiringCache;
 use crate::user::UserInfo;
@@ -37,6 +37,75 @@ const ALGORITHMS: [Algorithm; 8] = [
 const CACHE_TTL: Duration = Duration::from_secs(10);
 /// Tokens remembered at most; the cache is emptied when full.
 const CACHE_MAX: usize = 4096;
+
+/// Why a token whose `iss` is this issuer authenticates no one (Kubernetes' `oidc:` words; the
+/// 401's log says it after `jwt authenticator <issuer>: `).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum TokenRefused {
+    /// It is not a JWT.
+    #[error("oidc: malformed jwt: {0}")]
+    Malformed(#[source] jsonwebtoken::errors::Error),
+    /// It is signed with an algorithm Kubernetes does not accept.
+    #[error("oidc: malformed jwt: the algorithm {0:?} is not accepted")]
+    Algorithm(Algorithm),
+    /// No key of the issuer's can verify it.
+    #[error(transparent)]
+    NoKey(#[from] NoVerifyingKey),
+    /// The issuer's key cannot verify anything.
+    #[error("oidc: the issuer's key cannot be used: {0}")]
+    UnusableKey(#[source] jsonwebtoken::errors::Error),
+    /// It is past its `exp` (and the leeway).
+    #[error("oidc: verify token: token is expired")]
+    Expired,
+    /// Its `aud` names none of the configured audiences.
+    #[error("oidc: verify token: expected audience in {0:?}")]
+    Audience(Vec<String>),
+    /// Its signature is not the key's.
+    #[error("oidc: verify token: failed to verify signature")]
+    Signature,
+    /// It does not verify for another reason (`iss`, `nbf`, a missing claim...).
+    #[error("oidc: verify token: {0}")]
+    Invalid(#[source] jsonwebtoken::errors::Error),
+    /// It verifies, but its claims map to no user.
+    #[error(transparent)]
+    Claims(#[from] ClaimError),
+}
+
+/// Why a verified token's claims map to no user.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ClaimError {
+    /// A claim validation rule's claim does not have its required value.
+    #[error("oidc: required claim {claim} value does not match. Got = {got}, want = {want}")]
+    Mismatch {
+        /// The claim.
+        claim: String,
+        /// Its value (`<nil>` when absent).
+        got: String,
+        /// The value required.
+        want: String,
+    },
+    /// The user name's claim is absent.
+    #[error("oidc: parse username claims {0:?}: claim not present")]
+    NoUsername(String),
+    /// The user name is the `email` claim and `email_verified` is not true.
+    #[error("oidc: email not verified")]
+    EmailNotVerified,
+    /// The user name's claim is "".
+    #[error("oidc: claim {0:?} is empty")]
+    Empty(String),
+    /// The groups claim is a list of something else than strings.
+    #[error("oidc: parse groups claim {0:?}: not a list of strings")]
+    GroupsNotStrings(String),
+    /// The groups claim is neither a string nor a list.
+    #[error("oidc: parse groups claim {0:?}: not a string or list of strings")]
+    GroupsNotStringOrList(String),
+    /// The uid claim is absent.
+    #[error("oidc: uid claim {0:?} not present")]
+    NoUid(String),
+    /// A CEL rule or mapping refused the claims or the user.
+    #[error(transparent)]
+    Expression(#[from] ExpressionError),
+}
 
 /// One configured issuer.
 pub(super) struct IssuerAuthenticator {
@@ -74,18 +143,13 @@ impl IssuerAuthenticator {
     }
 
     /// The verified claims of `token`.
-    async fn verify(&self, token: &str) -> Result<Value, String> {
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|e| format!("oidc: malformed jwt: {e}"))?;
+    async fn verify(&self, token: &str) -> Result<Value, TokenRefused> {
+        let header = jsonwebtoken::decode_header(token).map_err(TokenRefused::Malformed)?;
         if !ALGORITHMS.contains(&header.alg) {
-            return Err(format!(
-                "oidc: malformed jwt: the algorithm {:?} is not accepted",
-                header.alg
-            ));
+            return Err(TokenRefused::Algorithm(header.alg));
         }
         let jwk = self.keys.key(header.kid.as_deref()).await?;
-        let key = DecodingKey::from_jwk(&jwk)
-            .map_err(|e| format!("oidc: the issuer's key cannot be used: {e}"))?;
+        let key = DecodingKey::from_jwk(&jwk).map_err(TokenRefused::UnusableKey)?;
         let mut validation = Validation::new(header.alg);
         validation.leeway = LEEWAY_SECONDS;
         validation.validate_nbf = true;
@@ -97,30 +161,30 @@ impl IssuerAuthenticator {
             .map_err(|e| {
                 use jsonwebtoken::errors::ErrorKind;
                 match e.kind() {
-                    ErrorKind::ExpiredSignature => "oidc: verify token: token is expired".into(),
-                    ErrorKind::InvalidAudience => format!(
-                        "oidc: verify token: expected audience in {:?}",
-                        self.config.issuer.audiences
-                    ),
-                    ErrorKind::InvalidSignature => {
-                        "oidc: verify token: failed to verify signature".into()
+                    ErrorKind::ExpiredSignature => TokenRefused::Expired,
+                    ErrorKind::InvalidAudience => {
+                        TokenRefused::Audience(self.config.issuer.audiences.clone())
                     }
-                    _ => format!("oidc: verify token: {e}"),
+                    ErrorKind::InvalidSignature => TokenRefused::Signature,
+                    _ => TokenRefused::Invalid(e),
                 }
             })
     }
 
     /// The user `claims` map to, once the claim validation rules pass.
-    fn user(&self, claims: &Value) -> Result<UserInfo, String> {
+    fn user(&self, claims: &Value) -> Result<UserInfo, ClaimError> {
         for rule in &self.config.claim_validation_rules {
             let (Some(claim), Some(required)) = (&rule.claim, &rule.required_value) else {
                 continue;
             };
             if claims.get(claim).and_then(Value::as_str) != Some(required.as_str()) {
-                return Err(format!(
-                    "oidc: required claim {claim} value does not match. Got = {}, want = {required}",
-                    claims.get(claim).map_or_else(|| "<nil>".to_string(), render)
-                ));
+                return Err(ClaimError::Mismatch {
+                    claim: claim.clone(),
+                    got: claims
+                        .get(claim)
+                        .map_or_else(|| "<nil>".to_string(), render),
+                    want: required.clone(),
+                });
             }
         }
         self.expressions.check_claims(claims)?;
@@ -143,7 +207,7 @@ impl IssuerAuthenticator {
             (None, Some(claim)) => claims
                 .get(claim)
                 .and_then(Value::as_str)
-                .ok_or_else(|| format!("oidc: uid claim {claim:?} not present"))?
+                .ok_or_else(|| ClaimError::NoUid(claim.clone()))?
                 .to_string(),
             (None, None) => String::new(),
         };
@@ -167,22 +231,20 @@ fn render(value: &Value) -> String {
 
 /// The user name: the claim's value after its prefix. The `email` claim counts only when
 /// `email_verified`, if present, is true (as Kubernetes).
-fn username(mapping: &PrefixedClaim, claims: &Value) -> Result<String, String> {
+fn username(mapping: &PrefixedClaim, claims: &Value) -> Result<String, ClaimError> {
     let claim = mapping.claim.as_deref().unwrap_or("sub");
     let Some(value) = claims.get(claim).and_then(Value::as_str) else {
-        return Err(format!(
-            "oidc: parse username claims {claim:?}: claim not present"
-        ));
+        return Err(ClaimError::NoUsername(claim.to_owned()));
     };
     if claim == "email" {
         if let Some(verified) = claims.get("email_verified") {
             if verified != &Value::Bool(true) {
-                return Err("oidc: email not verified".into());
+                return Err(ClaimError::EmailNotVerified);
             }
         }
     }
     if value.is_empty() {
-        return Err(format!("oidc: claim {claim:?} is empty"));
+        return Err(ClaimError::Empty(claim.to_owned()));
     }
     Ok(format!(
         "{}{value}",
@@ -191,7 +253,7 @@ fn username(mapping: &PrefixedClaim, claims: &Value) -> Result<String, String> {
 }
 
 /// The groups: the claim's string or strings, each after the prefix; none when absent.
-fn prefixed_values(mapping: &PrefixedClaim, claims: &Value) -> Result<Vec<String>, String> {
+fn prefixed_values(mapping: &PrefixedClaim, claims: &Value) -> Result<Vec<String>, ClaimError> {
     let Some(claim) = &mapping.claim else {
         return Ok(Vec::new());
     };
@@ -202,16 +264,12 @@ fn prefixed_values(mapping: &PrefixedClaim, claims: &Value) -> Result<Vec<String
         Some(Value::Array(many)) => many
             .iter()
             .map(|v| {
-                v.as_str().map(String::from).ok_or_else(|| {
-                    format!("oidc: parse groups claim {claim:?}: not a list of strings")
-                })
+                v.as_str()
+                    .map(String::from)
+                    .ok_or_else(|| ClaimError::GroupsNotStrings(claim.clone()))
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(format!(
-                "oidc: parse groups claim {claim:?}: not a string or list of strings"
-            ))
-        }
+        Some(_) => return Err(ClaimError::GroupsNotStringOrList(claim.clone())),
     };
     Ok(values.into_iter().map(|g| format!("{prefix}{g}")).collect())
 }
@@ -281,7 +339,41 @@ mod tests {
             .unwrap();
         assert_eq!(one.groups, ["g:dev"]);
         let unverified = idp.user(&json!({"email": "a@x", "email_verified": false, "sub": "1"}));
-        assert_eq!(unverified.unwrap_err(), "oidc: email not verified");
+        assert_eq!(
+            unverified.unwrap_err().to_string(),
+            "oidc: email not verified"
+        );
+    }
+
+    #[tokio::test]
+    async fn refusals_are_worded_as_kubernetes_words_them() {
+        let idp = issuer("  claimMappings:\n    username: {claim: sub, prefix: ''}\n");
+        let malformed = idp.verify("not-a-jwt").await.unwrap_err();
+        assert!(
+            matches!(malformed, TokenRefused::Malformed(_)),
+            "{malformed:?}"
+        );
+        assert!(malformed.to_string().starts_with("oidc: malformed jwt: "));
+        for (refused, text) in [
+            (
+                TokenRefused::Expired,
+                "oidc: verify token: token is expired",
+            ),
+            (
+                TokenRefused::Audience(vec!["k".into()]),
+                r#"oidc: verify token: expected audience in ["k"]"#,
+            ),
+            (
+                NoVerifyingKey::UnknownKeyId("x".into()).into(),
+                r#"oidc: verify token: no key with id "x" in the issuer's key set"#,
+            ),
+            (
+                ClaimError::NoUid("sub".into()).into(),
+                r#"oidc: uid claim "sub" not present"#,
+            ),
+        ] {
+            assert_eq!(refused.to_string(), text);
+        }
     }
 
     #[test]
@@ -297,7 +389,8 @@ mod tests {
         );
         let wrong = idp
             .user(&json!({"sub": "a", "hd": "evil.com"}))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             wrong.contains("required claim hd value does not match"),
             "{wrong}"
@@ -320,17 +413,17 @@ mod tests {
         );
         let mut other = claims.clone();
         other["hd"] = json!("evil.com");
-        let refused = idp.user(&other).unwrap_err();
+        let refused = idp.user(&other).unwrap_err().to_string();
         assert!(refused.ends_with("failed: wrong domain"), "{refused}");
         let mut unverified = claims.clone();
         unverified["email_verified"] = json!(false);
         assert_eq!(
-            idp.user(&unverified).unwrap_err(),
+            idp.user(&unverified).unwrap_err().to_string(),
             "oidc: empty username via CEL expression is not allowed"
         );
         let mut system = claims.clone();
         system["email"] = json!("system:admin");
-        let refused = idp.user(&system).unwrap_err();
+        let refused = idp.user(&system).unwrap_err().to_string();
         assert!(refused.ends_with("failed: no system users"), "{refused}");
     }
 }

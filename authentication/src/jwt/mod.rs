@@ -20,7 +20,7 @@ pub use config::{parse, Anonymous, AuthenticationConfiguration};
 use issuer::IssuerAuthenticator;
 use metrics::JwtMetrics;
 
-use crate::registry::config_file::{LoadError, ReloadedFile};
+use crate::registry::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 use crate::{Authenticator, Credentials, Outcome};
 
 /// The configured JWT issuers, as one authenticator; and the configuration's anonymous access.
@@ -37,7 +37,11 @@ struct Loaded {
 
 /// What `text` configures, keeping the issuers of `current` whose configuration is unchanged
 /// (and with them the keys they fetched).
-fn build(text: &str, current: Option<&Loaded>, metrics: &JwtMetrics) -> Result<Loaded, String> {
+fn build(
+    text: &str,
+    current: Option<&Loaded>,
+    metrics: &JwtMetrics,
+) -> Result<Loaded, InvalidConfiguration> {
     let config = parse(text)?;
     let issuers = config
         .jwt
