@@ -44,6 +44,7 @@ pub mod system_fields;
 mod tests;
 mod update;
 pub mod webhook;
+mod write_checks;
 
 pub use create::check_type;
 pub use definition::ResourceDefinition;

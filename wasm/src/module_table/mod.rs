@@ -17,6 +17,7 @@ mod loading;
 mod policies;
 mod refusal;
 mod staging;
+mod status;
 
 use authorizers::{authorizer_key, AUTHORIZER_KEY_PREFIX};
 pub use conversion_check::{ConversionSample, ConversionSamples};
@@ -24,60 +25,13 @@ pub use loading::Compiling;
 use policies::{policy_key, POLICY_KEY_PREFIX};
 pub use policies::{PolicyInForce, PolicyReplay, ReplayError};
 pub use refusal::{ConversionFailure, Refusal};
+pub use status::{ModuleState, ModuleStatus};
 
 use super::rollout::{RolloutMetrics, StagedVersion};
 use super::runtime::{digest, Error, Result, Runtime, StrategyModule};
 use super::slot::{Binding, Slot, SlotStrategy};
 use super::wasm_strategy::WasmStrategy;
 use crate::strategy::{ResourceInfo, Strategy, StrategyResolver};
-
-/// Whether a source's latest version serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModuleState {
-    /// The version in `digest` serves its resources.
-    Active,
-    /// The version in `digest` failed a check; `digest_in_force` (if any) keeps serving.
-    Rejected,
-    /// The source was removed; its resources fell back to the default strategy.
-    Unloaded,
-    /// No version of the source serves; one is staged (shadow or canary, see `staged`).
-    Staged,
-}
-
-impl ModuleState {
-    /// The name shown in status, `/debug/strategies` and metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "Active",
-            Self::Rejected => "Rejected",
-            Self::Unloaded => "Unloaded",
-            Self::Staged => "Staged",
-        }
-    }
-}
-
-/// What happened to a source's latest version (shown over the API and in logs).
-#[derive(Debug, Clone)]
-pub struct ModuleStatus {
-    /// The source, e.g. `dir:deployments.wasm`.
-    pub source: String,
-    /// The module's name, once a version of it loaded.
-    pub module: Option<String>,
-    /// SHA-256 of the latest version offered.
-    pub digest: String,
-    /// SHA-256 of the version serving now, if any.
-    pub digest_in_force: Option<String>,
-    /// Active, Rejected or Unloaded.
-    pub state: ModuleState,
-    /// Why the latest version was rejected.
-    pub reason: Option<String>,
-    /// The resources the version in force serves.
-    pub resources: Vec<ResourceInfo>,
-    /// When this status was recorded.
-    pub updated: SystemTime,
-    /// A version staged beside the one in force (shadow or canary), with its live report.
-    pub staged: Option<Arc<StagedVersion>>,
-}
 
 /// A check the registry can install: may this module serve this resource?
 pub type ResourceCheck = Arc<dyn Fn(&ResourceInfo) -> Result<(), Refusal> + Send + Sync>;
