@@ -19,6 +19,7 @@ mod aggregator;
 pub mod audit;
 pub mod body;
 mod discovery;
+mod dispatch;
 pub mod filters;
 mod first_read;
 pub mod flowcontrol;
