@@ -78,6 +78,7 @@ pub mod export;
 mod field;
 pub mod host;
 pub mod lazy;
+mod manifest;
 pub mod meta;
 mod policy;
 mod policy_dispatch;
@@ -99,12 +100,13 @@ pub use context::{Context, ResourceInfo, UserInfo};
 pub use dispatch::{answer_object, handle, manifest};
 pub use field::{FieldError, FieldErrorKind, FieldPath, FieldValue};
 pub use lazy::{LazyObject, MemberError};
+pub use manifest::{GroupKind, HostFunction, Operation, Resource, Scope};
 pub use policy::{
     AdmissionOperation, AdmissionPolicy, AdmissionRequest, FailurePolicy, LabelRequirement,
     LabelSelector, MatchCondition, MatchResources, Rule, RuleScope, ValidationAction,
 };
 pub use policy_dispatch::{handle_policy, policy_manifest};
-pub use strategy::{GroupKind, HostFunction, Operation, Resource, Scope, Strategy};
+pub use strategy::Strategy;
 /// On an `impl Strategy for T` block: derives [`Strategy::OPERATIONS`] from the methods the
 /// block implements, so the host calls every hook the module has and no other (a block that
 /// also declares `OPERATIONS` does not compile). Without it, `OPERATIONS` defaults to
