@@ -38,6 +38,15 @@ struct Compiled {
     declaration: PolicyDeclaration,
 }
 
+/// A policy's match condition that does not compile or cannot be evaluated.
+#[derive(Debug, thiserror::Error)]
+#[error("match condition {name:?}: {source}")]
+struct MatchConditionError {
+    /// The condition's name.
+    name: String,
+    source: cel::Error,
+}
+
 impl Compiled {
     fn new(declaration: &PolicyDeclaration) -> Self {
         Self {
@@ -138,7 +147,7 @@ impl WasmPolicies {
     fn conditions_hold(
         compiled: &Compiled,
         request: &AdmissionRequest<'_>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, MatchConditionError> {
         if compiled.conditions.is_empty() {
             return Ok(true);
         }
@@ -151,13 +160,12 @@ impl WasmPolicies {
         ];
         let activation = Activation::new(&variables);
         for (name, expression) in &compiled.conditions {
-            let expression = expression
-                .as_ref()
-                .map_err(|e| format!("match condition {name:?}: {e}"))?;
-            if !activation
-                .truth(expression)
-                .map_err(|e| format!("match condition {name:?}: {e}"))?
-            {
+            let failed = |source: &cel::Error| MatchConditionError {
+                name: name.clone(),
+                source: source.clone(),
+            };
+            let expression = expression.as_ref().map_err(failed)?;
+            if !activation.truth(expression).map_err(|e| failed(&e))? {
                 return Ok(false);
             }
         }
@@ -191,7 +199,7 @@ impl WasmPolicies {
         match Self::conditions_hold(compiled, request) {
             Ok(true) => {}
             Ok(false) => return Ok(Vec::new()),
-            Err(why) => return failed(why),
+            Err(why) => return failed(why.to_string()),
         }
         let (ctx, attributes) = (context(request, ""), attributes(request, phase));
         let object = (request.operation != Operation::Delete).then_some(object);
