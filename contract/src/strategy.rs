@@ -344,6 +344,31 @@ impl Strategy for DefaultStrategy {
     }
 }
 
+/// The strategy of a built-in resource whose objects one function defaults and checks, on
+/// create and on update alike; Kubernetes' defaults for everything else.
+#[derive(Debug, Clone, Copy)]
+pub struct AdmitStrategy {
+    /// The name in logs and metrics (`builtin-apiservices`).
+    pub name: &'static str,
+    /// Defaults an object and answers its field errors and warnings.
+    pub admit: fn(&mut Value) -> Admission,
+}
+
+#[async_trait]
+impl Strategy for AdmitStrategy {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    async fn before_create(&self, _ctx: &StrategyContext, obj: &mut Value) -> Answer {
+        Ok((self.admit)(obj))
+    }
+
+    async fn before_update(&self, _ctx: &StrategyContext, new: &mut Value, _old: &Value) -> Answer {
+        Ok((self.admit)(new))
+    }
+}
+
 /// Chooses the strategy of a custom resource (the wasm module table in production).
 pub trait StrategyResolver: Send + Sync + 'static {
     /// The strategy of the resource with `group` and `kind`.

@@ -3,12 +3,11 @@
 //! behind a Service. Its strategy defaults and validates the spec as kube-aggregator does; the
 //! local APIServices of the served groups are kept by the `apiservice-registration` controller.
 
-use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
 use super::names::{dns1123_label_error, dns1123_subdomain_error};
-use crate::strategy::{Admission, Answer, FieldError, Strategy, StrategyContext};
+use crate::strategy::{Admission, AdmitStrategy, FieldError};
 
 /// The API group of `APIService`.
 pub const GROUP: &str = "apiregistration.k8s.io";
@@ -58,7 +57,10 @@ pub fn local(
 }
 
 /// The strategy of `apiservices`.
-pub struct ApiServiceStrategy;
+pub const STRATEGY: AdmitStrategy = AdmitStrategy {
+    name: "builtin-apiservices",
+    admit,
+};
 
 /// Defaults `obj`'s spec (a Service's port: 443) and checks it as kube-aggregator's validation
 /// does.
@@ -144,21 +146,6 @@ fn admit(obj: &mut Value) -> Admission {
     Admission {
         field_errors: errors,
         ..Admission::default()
-    }
-}
-
-#[async_trait]
-impl Strategy for ApiServiceStrategy {
-    fn name(&self) -> &str {
-        "builtin-apiservices"
-    }
-
-    async fn before_create(&self, _ctx: &StrategyContext, obj: &mut Value) -> Answer {
-        Ok(admit(obj))
-    }
-
-    async fn before_update(&self, _ctx: &StrategyContext, new: &mut Value, _old: &Value) -> Answer {
-        Ok(admit(new))
     }
 }
 

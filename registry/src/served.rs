@@ -100,7 +100,7 @@ impl Registry {
         );
         registry.install(
             Arc::new(crate::apiservice::definition()),
-            Arc::new(crate::apiservice::ApiServiceStrategy),
+            Arc::new(crate::apiservice::STRATEGY),
         );
         // Kinds with Kubernetes' default behaviour: the admission configurations, and the
         // reviews (create-only; the API answers them).

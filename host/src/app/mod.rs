@@ -28,7 +28,7 @@ use crate::storage::etcd3::Etcd3Store;
 use crate::storage::instrumented::{Instrumented, StorageMetrics};
 use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
-use crate::wasm::sources::module_object::{self, ModuleObjectStrategy};
+use crate::wasm::sources::module_object;
 use crate::wasm::sources::pull::{PullConfig, Puller};
 use crate::wasm::sources::{builtin_modules, declared_resources, object_source, DirectoryWatcher};
 use crate::wasm::{ModuleTable, RegistryHostApi, Runtime, RuntimeConfig};
@@ -108,7 +108,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         })
     };
     let registry = Registry::new(storage.clone(), resolver);
-    registry.serve_builtin(module_object::definition(), Arc::new(ModuleObjectStrategy));
+    registry.serve_builtin(
+        module_object::definition(),
+        Arc::new(module_object::STRATEGY),
+    );
     registry.serve_services(
         config.service_cluster_ip_range,
         config.service_node_port_range,

@@ -3,7 +3,6 @@
 //! host replica on the same store loads the same version. Its native strategy checks the spec;
 //! `object_source.rs` loads it and writes the status.
 
-use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::Value;
 
@@ -11,7 +10,7 @@ use super::pull::ModuleUrl;
 use crate::registry::definition::ResourceDefinition;
 use crate::rollout::RolloutSpec;
 use crate::runtime::{digest, StrategyModule};
-use crate::strategy::{Admission, Answer, FieldError, FieldErrorKind, Strategy, StrategyContext};
+use crate::strategy::{Admission, AdmitStrategy, FieldError, FieldErrorKind};
 use crate::Refusal;
 
 /// The API group of the host's own kinds.
@@ -321,29 +320,16 @@ impl ModuleSpec {
 
 /// The native strategy of `strategymodules`: the spec must decode (the module itself is compiled
 /// and checked by the loader, which reports the outcome in the status).
-#[derive(Debug, Default)]
-pub struct ModuleObjectStrategy;
+pub const STRATEGY: AdmitStrategy = AdmitStrategy {
+    name: "builtin-strategymodules",
+    admit,
+};
 
-fn admit(obj: &Value) -> Admission {
+fn admit(obj: &mut Value) -> Admission {
     Admission {
         field_errors: ModuleSpec::from_object(obj).err().unwrap_or_default(),
         warnings: vec![],
         refusal: None,
-    }
-}
-
-#[async_trait]
-impl Strategy for ModuleObjectStrategy {
-    fn name(&self) -> &str {
-        "builtin-strategymodules"
-    }
-
-    async fn before_create(&self, _ctx: &StrategyContext, obj: &mut Value) -> Answer {
-        Ok(admit(obj))
-    }
-
-    async fn before_update(&self, _ctx: &StrategyContext, new: &mut Value, _old: &Value) -> Answer {
-        Ok(admit(new))
     }
 }
 
