@@ -124,16 +124,9 @@ impl RequestHeader {
 
 #[cfg(test)]
 mod tests {
-    use rustls::pki_types::pem::PemObject as _;
-
     use super::*;
     use crate::pki::front_proxy::{load_or_generate, FrontProxyFlags};
-
-    fn der(pem: &str) -> Vec<CertificateDer<'static>> {
-        CertificateDer::pem_slice_iter(pem.as_bytes())
-            .map(Result::unwrap)
-            .collect()
-    }
+    use crate::x509::tests::der;
 
     #[test]
     fn only_the_front_proxys_certificate_makes_headers_count() {

@@ -185,12 +185,13 @@ impl Authenticator for X509Authenticator {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::pki::{client_certificate, load_or_generate, PkiFlags};
     use rustls::pki_types::pem::PemObject as _;
 
-    fn der(pem: &str) -> Vec<CertificateDer<'static>> {
+    /// The certificates of a PEM chain (the request-header tests use it too).
+    pub(crate) fn der(pem: &str) -> Vec<CertificateDer<'static>> {
         CertificateDer::pem_slice_iter(pem.as_bytes())
             .map(Result::unwrap)
             .collect()
