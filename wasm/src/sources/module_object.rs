@@ -387,17 +387,14 @@ mod tests {
         let obj = json!({"spec": {"resource": {"group": "g.example.com", "kind": "Thing"},
             "url": "oci://127.0.0.1:5000/m:v1", "digest": pin, "imagePullSecret": "regcred"}});
         let spec = ModuleSpec::from_object(&obj).unwrap();
-        let ModuleSource::Url {
-            url,
-            pinned,
-            pull_secret,
-        } = &spec.source
-        else {
-            panic!("not a url")
-        };
-        assert_eq!(url.to_string(), "oci://127.0.0.1:5000/m:v1");
-        assert_eq!(pinned.as_deref(), Some("ab".repeat(32).as_str()));
-        assert_eq!(pull_secret.as_deref(), Some("regcred"));
+        assert_eq!(
+            spec.source,
+            ModuleSource::Url {
+                url: "oci://127.0.0.1:5000/m:v1".parse().unwrap(),
+                pinned: Some("ab".repeat(32)),
+                pull_secret: Some("regcred".into()),
+            }
+        );
         let field_errors = |spec: Value| {
             let mut obj = obj.clone();
             obj["spec"] = spec;
