@@ -15,7 +15,8 @@ use crate::strategy::{ResourceInfo, StrategyContext};
 use crate::user::UserInfo;
 use crate::wasm_strategy::WasmStrategy;
 
-/// How often a replay tries to list a resource that is not served yet, and how far apart.
+/// How often a replay asks for what it needs (a resource that is not served yet, the admission
+/// plugin), and how far apart.
 const LIST_ATTEMPTS: usize = 40;
 const LIST_RETRY: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -198,19 +199,17 @@ impl ModuleTable {
                 // registry then serves a resource once its definition synced, which a module
                 // staged with its CRD may briefly precede.
                 let api = runtime.installed_host_api().await;
-                let mut listed = Err(HostCallError::NotConfigured);
-                for _ in 0..LIST_ATTEMPTS {
+                let listed = patiently(&version, || {
                     let (api, caller, r) = (api.clone(), caller.clone(), resource.clone());
-                    listed = tokio::task::spawn_blocking(move || {
-                        api.list(&caller, Collection::new(&r.group, &r.plural, ""), "")
-                    })
-                    .await
-                    .unwrap_or_else(|e| Err(HostCallError::failed(e)));
-                    if listed.is_ok() || !version.is_live() {
-                        break;
+                    async move {
+                        tokio::task::spawn_blocking(move || {
+                            api.list(&caller, Collection::new(&r.group, &r.plural, ""), "")
+                        })
+                        .await
+                        .unwrap_or_else(|e| Err(HostCallError::failed(e)))
                     }
-                    tokio::time::sleep(LIST_RETRY).await;
-                }
+                })
+                .await;
                 let objects = match listed {
                     Ok(objects) => objects,
                     Err(e) => {
@@ -242,6 +241,27 @@ impl ModuleTable {
     }
 }
 
+/// What `attempt` gives once it succeeds, `version` is no longer live, or it was made
+/// `LIST_ATTEMPTS` times (`LIST_RETRY` apart): the last outcome. A module staged at start, or
+/// with its CRD, may precede the registry's host API or the resource it replays over.
+async fn patiently<T, E, Fut>(
+    version: &StagedVersion,
+    mut attempt: impl FnMut() -> Fut,
+) -> std::result::Result<T, E>
+where
+    Fut: std::future::Future<Output = std::result::Result<T, E>>,
+{
+    let mut made = 1;
+    loop {
+        let outcome = attempt().await;
+        if outcome.is_ok() || !version.is_live() || made == LIST_ATTEMPTS {
+            return outcome;
+        }
+        made += 1;
+        tokio::time::sleep(LIST_RETRY).await;
+    }
+}
+
 /// Replays a staged policy module (in `slot`) over the stored objects its declaration matches,
 /// through the admission layer's replay once it is installed.
 async fn replay_policy(
@@ -251,15 +271,8 @@ async fn replay_policy(
 ) {
     let report = version.report().clone();
     report.set_replay("Running", 0);
-    let mut replay = installed();
-    for _ in 0..LIST_ATTEMPTS {
-        if replay.is_some() || !version.is_live() {
-            break;
-        }
-        tokio::time::sleep(LIST_RETRY).await;
-        replay = installed();
-    }
-    let Some(replay) = replay else {
+    let replay = patiently(&version, || std::future::ready(installed().ok_or(()))).await;
+    let Ok(replay) = replay else {
         tracing::warn!(source = ?version, "no admission plugin to replay the staged policy module");
         report.set_replay("Failed", 0);
         return;
