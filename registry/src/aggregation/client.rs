@@ -96,20 +96,15 @@ impl BackendClient {
         self.client
             .request(request)
             .await
-            .map_err(|source| BackendUnreachable {
-                cause: cause(&source),
-                source,
-            })
+            .map_err(|source| BackendUnreachable { source })
     }
 }
 
 /// A backend that could not be reached, or whose connection broke; its text is Go's words for
-/// the step that failed.
+/// the step that failed (the innermost error's).
 #[derive(Debug, thiserror::Error)]
-#[error("{cause}")]
+#[error("{}", cause(.source))]
 pub struct BackendUnreachable {
-    /// The innermost error's text.
-    cause: String,
     source: hyper_util::client::legacy::Error,
 }
 
