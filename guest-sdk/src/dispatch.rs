@@ -1,6 +1,7 @@
 //! Runs a `Strategy` on one encoded request: decode, call the trait, encode the answer.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
+use std::sync::Arc;
 
 use prost::Message;
 use serde::{de::DeserializeOwned, Serialize};
@@ -114,7 +115,15 @@ pub(crate) fn failure(reason: &str) -> abi::Response {
     }
 }
 
-pub(crate) fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, String> {
+/// The host's JSON text of `what` as `T`: a [`LazyObject`] is only scanned for its members (the
+/// host encoded the text itself), anything else parsed whole.
+pub(crate) fn decode<T: DeserializeOwned + 'static>(what: &str, bytes: &[u8]) -> Result<T, String> {
+    if TypeId::of::<T>() == TypeId::of::<LazyObject>() {
+        let lazy = LazyObject::from_json(Arc::from(bytes))
+            .map_err(|e| format!("the {what} did not decode: {e}"))?;
+        let lazy: Box<dyn Any> = Box::new(lazy);
+        return Ok(*lazy.downcast::<T>().expect("T is LazyObject"));
+    }
     serde_json::from_slice(bytes).map_err(|e| format!("the {what} did not decode: {e}"))
 }
 
@@ -234,10 +243,9 @@ fn run<S: Strategy>(s: &S, ctx: &Context, op: Op) -> Result<abi::Response, Strin
                 // About the input's size: written without growing the buffer again and again.
                 let mut converted = Vec::with_capacity(object.len() + object.len() / 8);
                 let written = match S::CONVERTS_LAZILY {
-                    true => serde_json::to_writer(
-                        &mut converted,
-                        &s.convert_lazily(ctx, decode("object", object)?, desired)?,
-                    ),
+                    true => s
+                        .convert_lazily(ctx, decode("object", object)?, desired)?
+                        .write_json(&mut converted),
                     false => serde_json::to_writer(
                         &mut converted,
                         &s.convert(ctx, decode("object", object)?, desired)?,

@@ -8,11 +8,10 @@
 //! objects on its path, and encoding copies every untouched member's text as it is.
 
 use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
 
-use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::value::RawValue;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// A JSON object whose members are parsed on demand (see the [module](self) documentation).
@@ -47,9 +46,48 @@ use serde_json::Value;
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct LazyObject {
-    members: Vec<(String, Member)>,
+    /// The text this object was read from, shared with the objects opened within it: the
+    /// `Input` names and `Raw` members are spans of it.
+    text: Option<Arc<[u8]>>,
+    members: Vec<(Name, Member)>,
     /// Names of the input's members the strategy removed.
     removed: Vec<String>,
+}
+
+/// A span of an object's text.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+impl From<Range<usize>> for Span {
+    fn from(range: Range<usize>) -> Self {
+        Self {
+            start: range.start,
+            end: range.end,
+        }
+    }
+}
+
+/// A member's name: the input's text when it holds no escape (the name itself), else its own.
+#[derive(Debug, Clone)]
+enum Name {
+    Input(Span),
+    Own(String),
+}
+
+/// JSON text of another object's ([`LazyObject::copy_member`]).
+#[derive(Debug, Clone)]
+struct Text {
+    source: Arc<[u8]>,
+    span: Span,
+}
+
+impl Text {
+    fn bytes(&self) -> &[u8] {
+        &self.source[self.span.start..self.span.end]
+    }
 }
 
 /// One member's value, in the least parsed form that serves what was asked of it, and whether it
@@ -57,7 +95,7 @@ pub struct LazyObject {
 #[derive(Debug, Clone)]
 enum Member {
     /// The input's JSON text, untouched.
-    Raw(Box<RawValue>),
+    Raw(Span),
     /// The input's object, opened for a change below it.
     Opened(LazyObject),
     /// A value the strategy set.
@@ -65,7 +103,7 @@ enum Member {
     /// An object the strategy made (from an absent or `null` member, or a value it set).
     New(LazyObject),
     /// JSON text taken from another object ([`LazyObject::copy_member`]).
-    Copied(Box<RawValue>),
+    Copied(Text),
 }
 
 /// A read or change that met a value of the wrong type on its path.
@@ -160,12 +198,13 @@ impl LazyObject {
                 None => {
                     object
                         .members
-                        .push(((*name).to_owned(), Member::New(Self::new())));
+                        .push((Name::Own((*name).to_owned()), Member::New(Self::new())));
                     object.members.len() - 1
                 }
             };
-            let member = &mut object.members[at].1;
-            member.open()?;
+            let LazyObject { text, members, .. } = object;
+            let member = &mut members[at].1;
+            member.open(text.as_ref())?;
             let (Member::Opened(inner) | Member::New(inner)) = member else {
                 unreachable!("opened above")
             };
@@ -176,18 +215,14 @@ impl LazyObject {
 
     /// Sets member `name` to `value`, in place when present, else after the others.
     pub fn insert(&mut self, name: &str, value: impl Into<Value>) {
-        let member = Member::Value(value.into());
-        match self.position(name) {
-            Some(at) => self.members[at].1 = member,
-            None => self.members.push((name.to_owned(), member)),
-        }
+        self.set(name, Member::Value(value.into()));
     }
 
     /// Sets member `name` to `value` only when it is absent or `null` (a default); true when it
     /// did.
     pub fn insert_if_absent(&mut self, name: &str, value: impl Into<Value>) -> bool {
         match self.position(name) {
-            Some(at) if !self.members[at].1.node().is_null() => false,
+            Some(at) if !self.node(&self.members[at].1).is_null() => false,
             _ => {
                 self.insert(name, value);
                 true
@@ -197,43 +232,47 @@ impl LazyObject {
 
     /// Removes member `name`; true when it was there.
     pub fn remove(&mut self, name: &str) -> bool {
-        let before = self.members.len();
+        let LazyObject {
+            text,
+            members,
+            removed,
+        } = self;
+        let text = text.as_deref().unwrap_or_default();
+        let before = members.len();
         let mut input = false;
-        self.members.retain(|(n, member)| {
-            let keep = n != name;
+        members.retain(|(n, member)| {
+            let keep = n.bytes(text) != name.as_bytes();
             input |= !keep && matches!(member, Member::Raw(_) | Member::Opened(_));
             keep
         });
-        if input && !self.removed.iter().any(|n| n == name) {
-            self.removed.push(name.to_owned());
+        if input && !removed.iter().any(|n| n == name) {
+            removed.push(name.to_owned());
         }
-        self.members.len() != before
+        members.len() != before
     }
 
     /// Makes member `name` what it is in `other` (absent when it is absent there), copying its
     /// text without parsing it: e.g. keeping the old object's `status` on an update.
     pub fn copy_member(&mut self, other: &LazyObject, name: &str) {
-        match other.position(name) {
-            Some(at) => {
-                let member = match &other.members[at].1 {
-                    Member::Raw(text) | Member::Copied(text) => Member::Copied(text.clone()),
-                    Member::Opened(object) | Member::New(object) => Member::New(object.clone()),
-                    Member::Value(value) => Member::Value(value.clone()),
-                };
-                match self.position(name) {
-                    Some(mine) => self.members[mine].1 = member,
-                    None => self.members.push((name.to_owned(), member)),
-                }
-            }
-            None => {
-                self.remove(name);
-            }
-        }
+        let Some(at) = other.position(name) else {
+            self.remove(name);
+            return;
+        };
+        let member = match &other.members[at].1 {
+            Member::Raw(span) => Member::Copied(Text {
+                source: other.text.clone().expect("raw members lie in a text"),
+                span: *span,
+            }),
+            Member::Copied(text) => Member::Copied(text.clone()),
+            Member::Opened(object) | Member::New(object) => Member::New(object.clone()),
+            Member::Value(value) => Member::Value(value.clone()),
+        };
+        self.set(name, member);
     }
 
     /// The members' names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.members.iter().map(|(name, _)| name.as_str())
+        self.members.iter().map(|(name, _)| self.name(name))
     }
 
     /// The number of members.
@@ -246,47 +285,81 @@ impl LazyObject {
         self.members.is_empty()
     }
 
+    /// Sets member `name`, in place when present, else after the others.
+    fn set(&mut self, name: &str, member: Member) {
+        match self.position(name) {
+            Some(at) => self.members[at].1 = member,
+            None => self.members.push((Name::Own(name.to_owned()), member)),
+        }
+    }
+
     /// Where member `name` is (the last one, as a parser keeps the last of duplicates).
     fn position(&self, name: &str) -> Option<usize> {
-        self.members.iter().rposition(|(n, _)| n == name)
+        let text = self.text_bytes();
+        self.members
+            .iter()
+            .rposition(|(n, _)| n.bytes(text) == name.as_bytes())
     }
-}
 
-impl Member {
-    fn node(&self) -> Node<'_> {
-        match self {
-            Member::Raw(text) | Member::Copied(text) => Node::Raw(text),
+    fn text_bytes(&self) -> &[u8] {
+        self.text.as_deref().unwrap_or_default()
+    }
+
+    fn name<'a>(&'a self, name: &'a Name) -> &'a str {
+        match name {
+            // The host's text and serde_json's are UTF-8; a name that is not reads as empty.
+            Name::Input(_) => std::str::from_utf8(name.bytes(self.text_bytes())).unwrap_or(""),
+            Name::Own(name) => name,
+        }
+    }
+
+    fn node<'a>(&'a self, member: &'a Member) -> Node<'a> {
+        match member {
+            Member::Raw(span) => Node::Raw(&self.text_bytes()[span.start..span.end]),
+            Member::Copied(text) => Node::Raw(text.bytes()),
             Member::Opened(object) | Member::New(object) => Node::Object(object),
             Member::Value(value) => Node::Value(value),
         }
     }
+}
 
+impl Name {
+    fn bytes<'a>(&'a self, text: &'a [u8]) -> &'a [u8] {
+        match self {
+            Name::Input(span) => &text[span.start..span.end],
+            Name::Own(name) => name.as_bytes(),
+        }
+    }
+}
+
+impl Member {
     /// Makes this member an object to change (`Opened` or `New`); `None`, leaving it as it is,
-    /// when it is neither an object nor `null`.
-    fn open(&mut self) -> Option<()> {
-        let input = matches!(self, Member::Raw(_));
+    /// when it is neither an object nor `null`. `text` is the text of the object it is in.
+    fn open(&mut self, text: Option<&Arc<[u8]>>) -> Option<()> {
         let opened = match self {
             Member::Opened(_) | Member::New(_) => return Some(()),
-            Member::Raw(text) | Member::Copied(text) => {
-                match text.get().trim_start().as_bytes().first() {
-                    Some(b'{') => {
-                        let object = serde_json::from_str(text.get()).ok()?;
-                        match input {
-                            true => Member::Opened(object),
-                            false => Member::New(object),
-                        }
-                    }
+            Member::Raw(span) => {
+                let text = text.expect("raw members lie in a text");
+                match text.get(span.start) {
+                    Some(b'{') => Member::Opened(LazyObject::within(text.clone(), *span).ok()?),
                     Some(b'n') => Member::New(LazyObject::new()),
                     _ => return None,
                 }
             }
+            Member::Copied(copied) => match copied.bytes().first() {
+                Some(b'{') => {
+                    Member::New(LazyObject::within(copied.source.clone(), copied.span).ok()?)
+                }
+                Some(b'n') => Member::New(LazyObject::new()),
+                _ => return None,
+            },
             Member::Value(Value::Null) => Member::New(LazyObject::new()),
             Member::Value(Value::Object(map)) => Member::New(LazyObject {
                 members: std::mem::take(map)
                     .into_iter()
-                    .map(|(name, value)| (name, Member::Value(value)))
+                    .map(|(name, value)| (Name::Own(name), Member::Value(value)))
                     .collect(),
-                removed: Vec::new(),
+                ..LazyObject::default()
             }),
             Member::Value(_) => return None,
         };
@@ -298,7 +371,7 @@ impl Member {
 /// A borrowed view of a value on a read's path.
 #[derive(Clone, Copy)]
 enum Node<'a> {
-    Raw(&'a RawValue),
+    Raw(&'a [u8]),
     Object(&'a LazyObject),
     Value(&'a Value),
 }
@@ -306,7 +379,7 @@ enum Node<'a> {
 impl<'a> Node<'a> {
     fn is_null(self) -> bool {
         match self {
-            Node::Raw(raw) => raw.get().trim() == "null",
+            Node::Raw(raw) => raw.trim_ascii() == b"null",
             Node::Object(_) => false,
             Node::Value(value) => value.is_null(),
         }
@@ -316,35 +389,31 @@ impl<'a> Node<'a> {
     /// met) when this is not an object.
     fn child(self, name: &str) -> Result<Option<Node<'a>>, String> {
         match self {
-            Node::Object(object) => Ok(object.position(name).map(|at| object.members[at].1.node())),
+            Node::Object(object) => Ok(object
+                .position(name)
+                .map(|at| object.node(&object.members[at].1))),
             Node::Value(Value::Object(map)) => Ok(map.get(name).map(Node::Value)),
             Node::Value(Value::Null) => Ok(None),
             Node::Value(other) => Err(format!("expected an object, found {}", kind(other))),
-            Node::Raw(raw) => {
-                let text = raw.get();
-                match text.trim_start().as_bytes().first() {
-                    Some(b'{') => {
-                        let mut de = serde_json::Deserializer::from_str(text);
-                        let found = FindMember { name }
-                            .deserialize(&mut de)
-                            .map_err(|e| e.to_string())?;
-                        Ok(found.map(Node::Raw))
-                    }
-                    Some(b'n') => Ok(None),
-                    _ => {
-                        let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-                        Err(format!("expected an object, found {}", kind(&value)))
-                    }
+            Node::Raw(raw) => match raw.first() {
+                Some(b'{') => {
+                    let found = scan::find(raw, name).map_err(|e| e.to_string())?;
+                    Ok(found.map(|value| Node::Raw(&raw[value])))
                 }
-            }
+                Some(b'n') => Ok(None),
+                _ => {
+                    let value: Value = serde_json::from_slice(raw).map_err(|e| e.to_string())?;
+                    Err(format!("expected an object, found {}", kind(&value)))
+                }
+            },
         }
     }
 
     fn decode<T: DeserializeOwned>(self) -> Result<T, serde_json::Error> {
         match self {
-            Node::Raw(raw) => serde_json::from_str(raw.get()),
+            Node::Raw(raw) => serde_json::from_slice(raw),
             Node::Value(value) => T::deserialize(value),
-            Node::Object(object) => serde_json::from_value(serde_json::to_value(object)?),
+            Node::Object(object) => serde_json::from_slice(&object.to_json()),
         }
     }
 }
@@ -361,109 +430,8 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// Scans a raw object for one member and borrows its text, skipping the others unparsed.
-struct FindMember<'n> {
-    name: &'n str,
-}
-
-impl<'de> DeserializeSeed<'de> for FindMember<'_> {
-    type Value = Option<&'de RawValue>;
-
-    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
-        de.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FindMember<'_> {
-    type Value = Option<&'de RawValue>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut found = None;
-        while let Some(matches) = map.next_key_seed(KeyIs(self.name))? {
-            // The last of duplicate members wins, as when parsing into a map.
-            match matches {
-                true => found = Some(map.next_value::<&RawValue>()?),
-                false => drop(map.next_value::<IgnoredAny>()?),
-            }
-        }
-        Ok(found)
-    }
-}
-
-/// Compares a member name with the one sought, without allocating it.
-struct KeyIs<'n>(&'n str);
-
-impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<bool, D::Error> {
-        de.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeyIs<'_> {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E: de::Error>(self, name: &str) -> Result<bool, E> {
-        Ok(name == self.0)
-    }
-}
-
-impl Serialize for LazyObject {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.members.len()))?;
-        for (name, member) in &self.members {
-            map.serialize_entry(name, member)?;
-        }
-        map.end()
-    }
-}
-
-impl Serialize for Member {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Member::Raw(text) | Member::Copied(text) => text.serialize(serializer),
-            Member::Opened(object) | Member::New(object) => object.serialize(serializer),
-            Member::Value(value) => value.serialize(serializer),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for LazyObject {
-    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        de.deserialize_map(MembersVisitor)
-    }
-}
-
-struct MembersVisitor;
-
-impl<'de> Visitor<'de> for MembersVisitor {
-    type Value = LazyObject;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LazyObject, A::Error> {
-        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8));
-        while let Some(name) = map.next_key::<String>()? {
-            members.push((name, Member::Raw(map.next_value::<Box<RawValue>>()?)));
-        }
-        Ok(LazyObject {
-            members,
-            removed: Vec::new(),
-        })
-    }
-}
-
+mod encoding;
 mod patch;
+mod scan;
 #[cfg(test)]
 mod tests;

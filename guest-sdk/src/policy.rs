@@ -355,7 +355,7 @@ pub struct AdmissionRequest<T> {
 pub trait AdmissionPolicy {
     /// The type objects decode into: [`serde_json::Value`] for a policy across kinds, or a type
     /// holding just the fields it reads (unknown fields are ignored when it does not deny them).
-    type Object: Serialize + DeserializeOwned;
+    type Object: Serialize + DeserializeOwned + 'static;
 
     /// The policy's name, for messages, logs and metrics.
     const NAME: &'static str;

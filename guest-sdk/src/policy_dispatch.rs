@@ -114,7 +114,10 @@ pub fn handle_policy<P: AdmissionPolicy>(policy: &P, request: &[u8]) -> Vec<u8> 
     response.encode_to_vec()
 }
 
-fn object<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<Option<T>, String> {
+fn object<T: serde::de::DeserializeOwned + 'static>(
+    what: &str,
+    bytes: &[u8],
+) -> Result<Option<T>, String> {
     match bytes.is_empty() {
         true => Ok(None),
         false => decode(what, bytes).map(Some),

@@ -47,12 +47,13 @@ impl LazyObject {
             write_op(ops, "remove", path, None)?;
             path.truncate(len);
         }
+        let text = self.text_bytes();
         for (name, member) in &self.members {
-            push_token(path, name);
+            push_token(path, self.name(name));
             match member {
                 Member::Raw(_) => {}
                 Member::Opened(object) => object.write_patch(path, ops)?,
-                changed => write_op(ops, "add", path, Some(changed))?,
+                changed => write_op(ops, "add", path, Some((changed, text)))?,
             }
             path.truncate(len);
         }
@@ -77,15 +78,15 @@ fn write_op(
     ops: &mut Vec<u8>,
     op: &str,
     path: &str,
-    value: Option<&Member>,
+    value: Option<(&Member, &[u8])>,
 ) -> Result<(), serde_json::Error> {
     ops.extend_from_slice(b",{\"op\":\"");
     ops.extend_from_slice(op.as_bytes());
     ops.extend_from_slice(b"\",\"path\":");
     serde_json::to_writer(&mut *ops, path)?;
-    if let Some(value) = value {
+    if let Some((value, text)) = value {
         ops.extend_from_slice(b",\"value\":");
-        serde_json::to_writer(&mut *ops, value)?;
+        value.write_json(text, ops)?;
     }
     ops.push(b'}');
     Ok(())

@@ -219,3 +219,32 @@ fn the_json_patch_follows_removals_copies_and_replaced_objects() {
         json!({"a": {"b": 1}, "n": null, "v": 2})
     );
 }
+
+#[test]
+fn the_hosts_text_reads_as_serde_jsons_does() {
+    let text = r#" {"apiVersion":"v1", "na\u006De":{"x":[1,{"y":"}"}]}, "spec" : {"replicas":3}} "#;
+    let mut host = LazyObject::from_json(text.as_bytes().into()).unwrap();
+    let checked = lazy(text);
+    assert_eq!(
+        host.names().collect::<Vec<_>>(),
+        ["apiVersion", "name", "spec"]
+    );
+    assert_eq!(
+        host.get::<Value>(&["name", "x"]),
+        checked.get(&["name", "x"])
+    );
+    assert_eq!(host.get::<i64>(&["spec", "replicas"]), Ok(Some(3)));
+    host.object_mut(&["spec"]).unwrap().insert("paused", true);
+    let mut written = Vec::new();
+    host.write_json(&mut written).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&written).unwrap(),
+        json!({"apiVersion": "v1", "name": {"x": [1, {"y": "}"}]}, "spec": {"replicas": 3, "paused": true}})
+    );
+    for text in ["", "[]", r#"{"a":1"#, r#"{"a":1} {}"#, r#"{"a":"x}"#] {
+        assert!(
+            LazyObject::from_json(text.as_bytes().into()).is_err(),
+            "{text}"
+        );
+    }
+}
