@@ -121,6 +121,7 @@ pub(crate) fn unescape(text: &[u8], name: &Range<usize>) -> Option<String> {
 fn string_end(text: &[u8], mut at: usize) -> Result<(usize, bool), ScanError> {
     let mut escaped = false;
     loop {
+        at = quote_or_backslash(text, at);
         match text.get(at) {
             Some(b'"') => return Ok((at, escaped)),
             Some(b'\\') => {
@@ -131,6 +132,34 @@ fn string_end(text: &[u8], mut at: usize) -> Result<(usize, bool), ScanError> {
             None => return fail(text.len(), "unterminated string"),
         }
     }
+}
+
+/// The first `"` or `\\` at or after `at` (or the text's end), eight bytes at a time: most of an
+/// object's text is inside strings, and this is where a scan spends its time.
+fn quote_or_backslash(text: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The high bit of each byte of `word` that equals `byte` (and perhaps of bytes after the
+    // first such one, which the lowest set bit never points past).
+    let equal = |word: u64, byte: u8| {
+        let diff = word ^ (ONES * u64::from(byte));
+        diff.wrapping_sub(ONES) & !diff & HIGHS
+    };
+    while let Some(chunk) = text.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let found = equal(word, b'"') | equal(word, b'\\');
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while let Some(byte) = text.get(at) {
+        if matches!(byte, b'"' | b'\\') {
+            break;
+        }
+        at += 1;
+    }
+    at
 }
 
 /// Where the value starting at `at` ends: a string at its closing quote, an object or array at
@@ -224,6 +253,25 @@ mod tests {
             r#"{"a":1 "b":2}"#,
         ] {
             assert!(names_and_values(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn strings_end_at_their_first_unescaped_quote_wherever_it_falls() {
+        for len in 0..40 {
+            for escape_at in [None, Some(0), Some(7), Some(8), Some(len / 2)] {
+                let mut body = "é".repeat(len / 2) + &"x".repeat(len % 2);
+                if let Some(at) = escape_at.filter(|&at| body.is_char_boundary(at)) {
+                    body.insert_str(at, "\\\"");
+                }
+                let text = format!(r#"{{"k":"{body}","z":1}}"#);
+                let value = format!(r#""{body}""#);
+                assert_eq!(
+                    names_and_values(&text).unwrap(),
+                    [("k".to_owned(), value), ("z".to_owned(), "1".to_owned())],
+                    "{text}"
+                );
+            }
         }
     }
 
