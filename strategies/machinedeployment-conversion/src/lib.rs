@@ -4,7 +4,7 @@
 //! template's object references — v1beta1's carry `apiVersion`, v1beta2's `apiGroup` — and in
 //! where `minReadySeconds` lives (v1beta1: the spec; v1beta2: the machine template).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use strategy_guest_sdk::{strategy, Context, LazyObject, Resource, Scope, Strategy};
 
 const GROUP: &str = "cluster.x-k8s.io";
@@ -13,48 +13,38 @@ const GROUP: &str = "cluster.x-k8s.io";
 #[derive(Default)]
 pub struct MachineDeployments;
 
-/// A v1beta1 reference (`apiVersion`, `kind`, `name`) as v1beta2's (`apiGroup`, `kind`, `name`).
-fn reference_to_v1beta2(reference: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = keep(reference, &["kind", "name"]);
-    let group = reference
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .and_then(|v| v.split('/').next())
-        .unwrap_or_default();
-    out.insert("apiGroup".into(), group.into());
-    out
+/// The group a v1beta1 reference's `apiVersion` names (`group/version`).
+fn group_of(api_version: &str) -> &str {
+    api_version.split('/').next().unwrap_or_default()
 }
 
-/// A v1beta2 reference as v1beta1's: the group's `v1beta1` (what Cluster API's providers serve).
-fn reference_to_v1beta1(reference: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = keep(reference, &["kind", "name"]);
-    let group = reference
-        .get("apiGroup")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    out.insert("apiVersion".into(), format!("{group}/v1beta1").into());
-    out
-}
-
-fn keep(map: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
-    map.iter()
-        .filter(|(k, _)| keys.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
-/// The reference at `path` of `machine` converted by `convert`, when it is an object.
-fn convert_reference(
-    machine: &mut LazyObject,
-    path: &[&str],
-    convert: fn(&Map<String, Value>) -> Map<String, Value>,
-) {
-    let Ok(Some(Value::Object(reference))) = machine.get::<Value>(path) else {
+/// The reference at `path` of `machine`, when it is an object, in the other version's shape:
+/// v1beta1's (`apiVersion`, `kind`, `name`) as v1beta2's (`apiGroup`, `kind`, `name`), or back
+/// with the group's `v1beta1` (what Cluster API's providers serve). Every other member goes.
+/// Changed in place, so `kind` and `name` keep their text unparsed.
+fn convert_reference(machine: &mut LazyObject, path: &[&str], to_v1beta2: bool) {
+    if !machine.contains(path) {
+        return;
+    }
+    let Some(reference) = machine.object_mut(path) else {
         return;
     };
-    let (name, parents) = path.split_last().expect("a path");
-    if let Some(parent) = machine.object_mut(parents) {
-        parent.insert(name, convert(&reference));
+    let (from, to) = match to_v1beta2 {
+        true => ("apiVersion", "apiGroup"),
+        false => ("apiGroup", "apiVersion"),
+    };
+    let read: String = reference.get(&[from]).ok().flatten().unwrap_or_default();
+    let others: Vec<String> = reference
+        .names()
+        .filter(|name| !matches!(*name, "kind" | "name"))
+        .map(str::to_owned)
+        .collect();
+    for name in &others {
+        reference.remove(name);
+    }
+    match to_v1beta2 {
+        true => reference.insert(to, group_of(&read)),
+        false => reference.insert(to, format!("{read}/v1beta1")),
     }
 }
 
@@ -114,13 +104,8 @@ impl Strategy for MachineDeployments {
         let machine = spec
             .object_mut(&["template", "spec"])
             .ok_or("spec.template.spec is not an object")?;
-        let convert = if to_v1beta2 {
-            reference_to_v1beta2
-        } else {
-            reference_to_v1beta1
-        };
-        convert_reference(machine, &["infrastructureRef"], convert);
-        convert_reference(machine, &["bootstrap", "configRef"], convert);
+        convert_reference(machine, &["infrastructureRef"], to_v1beta2);
+        convert_reference(machine, &["bootstrap", "configRef"], to_v1beta2);
         Ok(obj)
     }
 }
@@ -159,6 +144,14 @@ mod tests {
         assert!(v2["spec"].get("minReadySeconds").is_none());
         round_trip(&MachineDeployments, &v1beta1(), "cluster.x-k8s.io/v1beta2").unwrap();
         round_trip(&MachineDeployments, &v2, "cluster.x-k8s.io/v1beta1").unwrap();
+        // v1beta2's references hold a group, a kind and a name, nothing else.
+        let mut extra = v1beta1();
+        extra["spec"]["template"]["spec"]["infrastructureRef"]["uid"] = json!("u-1");
+        let v2 = convert(&MachineDeployments, &ctx, extra, "cluster.x-k8s.io/v1beta2").unwrap();
+        assert_eq!(
+            v2["spec"]["template"]["spec"]["infrastructureRef"],
+            machine["infrastructureRef"]
+        );
         let other = convert(&MachineDeployments, &ctx, v1beta1(), "cluster.x-k8s.io/v2");
         assert!(other.is_err());
     }
