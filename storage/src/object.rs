@@ -171,6 +171,9 @@ impl SharedObject {
         api_version: &str,
     ) -> std::result::Result<Self, Vec<u8>> {
         let kept = || -> Option<Option<(u32, u32)>> {
+            if let Some(span) = self.answer_keeps_head(&json, api_version) {
+                return Some(Some(span));
+            }
             let answer: Members<'_> = serde_json::from_slice(&json).ok()?;
             let metadata = answer.get("metadata").map(|raw| raw.get().as_bytes());
             let same = text_member(Some(&answer), "apiVersion").as_deref() == Some(api_version)
@@ -191,6 +194,40 @@ impl SharedObject {
             protobuf: OnceLock::new(),
             metadata_span: OnceLock::from(metadata_span),
         })
+    }
+
+    /// Where the answer's metadata lies when the answer opens exactly as this object's text
+    /// would at `api_version` (`{"apiVersion":…,"kind":…,"metadata":` and this object's
+    /// metadata) and the members after it are valid JSON naming none of those three again: how
+    /// a converter that writes the object back in its own order answers. The metadata, most of
+    /// an object's text, is then compared rather than parsed again.
+    fn answer_keeps_head(&self, json: &[u8], api_version: &str) -> Option<(u32, u32)> {
+        let metadata = self.metadata_text()?;
+        let mut head = Vec::with_capacity(64);
+        head.extend_from_slice(b"{\"apiVersion\":");
+        serde_json::to_writer(&mut head, api_version).ok()?;
+        head.extend_from_slice(b",\"kind\":");
+        serde_json::to_writer(&mut head, self.kind()?).ok()?;
+        head.extend_from_slice(b",\"metadata\":");
+        let rest = json.strip_prefix(head.as_slice())?.strip_prefix(metadata)?;
+        let valid = match rest.split_first()? {
+            (b'}', after) => after.trim_ascii().is_empty(),
+            (b',', members) => {
+                let mut object = Vec::with_capacity(members.len() + 1);
+                object.push(b'{');
+                object.extend_from_slice(members);
+                let members: Members<'_> = serde_json::from_slice(&object).ok()?;
+                // Empty: the answer ended `,}`, which is not JSON.
+                !members.is_empty()
+                    && !["apiVersion", "kind", "metadata"]
+                        .iter()
+                        .any(|name| members.contains_key(*name))
+            }
+            _ => false,
+        };
+        let start = u32::try_from(head.len()).ok()?;
+        let end = u32::try_from(head.len() + metadata.len()).ok()?;
+        valid.then_some((start, end))
     }
 
     /// The text of the `metadata` member's value (`None`: the object has none), located once.

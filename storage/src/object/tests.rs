@@ -43,6 +43,22 @@ fn a_conversion_that_kept_the_metadata_is_taken_as_it_is() {
     }
     assert!(obj.converted(answer(good.clone()), "g/v3").is_err());
     assert!(obj.converted(b"{".to_vec(), "g/v1").is_err());
+    // Answers that open as the object does are still checked after the metadata.
+    let opening = br#"{"apiVersion":"g/v1","kind":"K","metadata":{"labels":{"x":"y"},"name":"a","resourceVersion":"9"}"#;
+    let taken = |rest: &[u8]| obj.converted([&opening[..], rest].concat(), "g/v1").is_ok();
+    assert!(taken(br#"}"#) && taken(br#","spec":{"m":1}} "#));
+    let compared = |rest: &[u8]| obj.answer_keeps_head(&[&opening[..], rest].concat(), "g/v1");
+    assert_eq!(compared(br#","spec":{}}"#), Some((43, 43 + 53)));
+    assert!(compared(b"}").is_some() && compared(br#","metadata":{}}"#).is_none());
+    for rest in [
+        &br#",}"#[..],
+        br#","spec":{]}"#,
+        br#","metadata":{"name":"b"}}"#,
+        b"} x",
+        b"",
+    ] {
+        assert!(!taken(rest), "{}", String::from_utf8_lossy(rest));
+    }
     // The converted object knows where its metadata lies: converting it back compares with it.
     let back = json!({"apiVersion": "g/v2", "kind": "K", "metadata": good["metadata"].clone(), "spec": {"n": 1}});
     assert_eq!(
