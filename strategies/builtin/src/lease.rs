@@ -12,6 +12,10 @@ const STRATEGIES: &[&str] = &["OldestEmulationVersion"];
 pub(crate) struct Leases;
 
 impl KindStrategy for Leases {
+    fn reads(&self) -> Option<&'static [&'static str]> {
+        Some(&["spec"])
+    }
+
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
         let spec_path = FieldPath::new("spec");

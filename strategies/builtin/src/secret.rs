@@ -44,6 +44,10 @@ fn required_keys(type_: &str) -> (&'static [&'static str], bool) {
 }
 
 impl KindStrategy for Secrets {
+    fn prepares(&self) -> bool {
+        true
+    }
+
     fn prepare(&self, obj: &mut Value) {
         let Some(map) = obj.as_object_mut() else {
             return;
