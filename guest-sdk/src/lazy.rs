@@ -61,6 +61,13 @@ struct Span {
     end: usize,
 }
 
+impl Span {
+    /// This span's bytes of `text`.
+    fn of(self, text: &[u8]) -> &[u8] {
+        &text[self.start..self.end]
+    }
+}
+
 impl From<Range<usize>> for Span {
     fn from(range: Range<usize>) -> Self {
         Self {
@@ -86,7 +93,7 @@ struct Text {
 
 impl Text {
     fn bytes(&self) -> &[u8] {
-        &self.source[self.span.start..self.span.end]
+        self.span.of(&self.source)
     }
 }
 
@@ -315,7 +322,7 @@ impl LazyObject {
 
     fn node<'a>(&'a self, member: &'a Member) -> Node<'a> {
         match member {
-            Member::Raw(span) => Node::Raw(&self.text_bytes()[span.start..span.end]),
+            Member::Raw(span) => Node::Raw(span.of(self.text_bytes())),
             Member::Copied(text) => Node::Raw(text.bytes()),
             Member::Opened(object) | Member::New(object) => Node::Object(object),
             Member::Value(value) => Node::Value(value),
@@ -326,7 +333,7 @@ impl LazyObject {
 impl Name {
     fn bytes<'a>(&'a self, text: &'a [u8]) -> &'a [u8] {
         match self {
-            Name::Input(span) => &text[span.start..span.end],
+            Name::Input(span) => span.of(text),
             Name::Own(name) => name.as_bytes(),
         }
     }
@@ -340,19 +347,9 @@ impl Member {
             Member::Opened(_) | Member::New(_) => return Some(()),
             Member::Raw(span) => {
                 let text = text.expect("raw members lie in a text");
-                match text.get(span.start) {
-                    Some(b'{') => Member::Opened(LazyObject::within(text.clone(), *span).ok()?),
-                    Some(b'n') => Member::New(LazyObject::new()),
-                    _ => return None,
-                }
+                open_text(text, *span, Member::Opened)?
             }
-            Member::Copied(copied) => match copied.bytes().first() {
-                Some(b'{') => {
-                    Member::New(LazyObject::within(copied.source.clone(), copied.span).ok()?)
-                }
-                Some(b'n') => Member::New(LazyObject::new()),
-                _ => return None,
-            },
+            Member::Copied(copied) => open_text(&copied.source, copied.span, Member::New)?,
             Member::Value(Value::Null) => Member::New(LazyObject::new()),
             Member::Value(Value::Object(map)) => Member::New(LazyObject {
                 members: std::mem::take(map)
@@ -365,6 +362,16 @@ impl Member {
         };
         *self = opened;
         Some(())
+    }
+}
+
+/// The member whose text is `span` of `text` opened: an object as `as_object` keeps it, `null` as
+/// a new empty object; `None` for anything else.
+fn open_text(text: &Arc<[u8]>, span: Span, as_object: fn(LazyObject) -> Member) -> Option<Member> {
+    match span.of(text).first() {
+        Some(b'{') => Some(as_object(LazyObject::within(text.clone(), span).ok()?)),
+        Some(b'n') => Some(Member::New(LazyObject::new())),
+        _ => None,
     }
 }
 

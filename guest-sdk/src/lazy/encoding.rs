@@ -53,9 +53,9 @@ impl LazyObject {
                 out.push(b',');
             }
             match name {
-                Name::Input(span) => {
+                Name::Input(_) => {
                     out.push(b'"');
-                    out.extend_from_slice(&text[span.start..span.end]);
+                    out.extend_from_slice(name.bytes(text));
                     out.push(b'"');
                 }
                 Name::Own(name) => serde_json::to_writer(&mut *out, name)?,
@@ -84,7 +84,7 @@ impl Member {
         out: &mut Vec<u8>,
     ) -> Result<(), serde_json::Error> {
         match self {
-            Member::Raw(span) => out.extend_from_slice(&text[span.start..span.end]),
+            Member::Raw(span) => out.extend_from_slice(span.of(text)),
             Member::Copied(copied) => out.extend_from_slice(copied.bytes()),
             Member::Opened(object) | Member::New(object) => object.write_json(out)?,
             Member::Value(value) => serde_json::to_writer(&mut *out, value)?,
