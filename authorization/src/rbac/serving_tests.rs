@@ -28,13 +28,12 @@ async fn serve(dir: &std::path::Path) -> (Arc<Registry>, Arc<RbacAuthorizer>) {
     assert!(rbac.wait_synced(Duration::from_secs(5)).await);
     ensure_bootstrap_policy(&registry).await;
     let ns = registry.resolve("", "v1", "namespaces").unwrap();
-    ns.store
-        .create(
-            &as_user(None, UserInfo::server()),
-            json!({"metadata": {"name": "team"}}),
-        )
-        .await
-        .unwrap();
+    create(
+        &ns,
+        &as_user(None, UserInfo::server()),
+        json!({"metadata": {"name": "team"}}),
+    )
+    .await;
     (registry, rbac)
 }
 
@@ -58,6 +57,24 @@ fn bob() -> UserInfo {
 
 fn kind(registry: &Registry, plural: &str) -> ServedResource {
     registry.resolve(GROUP, "v1", plural).expect("served")
+}
+
+/// Creates `obj` of `kind` as the user of `scope`.
+async fn create(kind: &ServedResource, scope: &RequestScope, obj: Value) {
+    kind.store.create(scope, obj).await.unwrap();
+}
+
+/// The error creating `obj` of `kind` as the user of `scope` is refused with.
+async fn refused(kind: &ServedResource, scope: &RequestScope, obj: Value) -> Error {
+    kind.store.create(scope, obj).await.unwrap_err()
+}
+
+/// Reads the object `name` of `kind` as the user of `scope`.
+async fn get(kind: &ServedResource, scope: &RequestScope, name: &str) -> Value {
+    kind.store
+        .get(scope, name, Default::default())
+        .await
+        .unwrap()
 }
 
 /// Polls `check` for up to five seconds.
@@ -95,6 +112,17 @@ fn rule(verbs: &[&str], group: &str, resources: &[&str]) -> Value {
     json!({"verbs": verbs, "apiGroups": [group], "resources": resources})
 }
 
+/// A Role or ClusterRole `name` holding `rules`.
+fn role(name: &str, rules: Value) -> Value {
+    json!({"metadata": {"name": name}, "rules": rules})
+}
+
+/// A RoleBinding `name` granting the `role_kind` `role` to the user `user`.
+fn binding(name: &str, role_kind: &str, role: &str, user: &str) -> Value {
+    json!({"metadata": {"name": name}, "roleRef": {"kind": role_kind, "name": role},
+           "subjects": [{"kind": "User", "name": user}]})
+}
+
 #[tokio::test]
 async fn bootstrap_roles_aggregate_and_masters_hold_everything() {
     let dir = tempfile::tempdir().unwrap();
@@ -102,22 +130,14 @@ async fn bootstrap_roles_aggregate_and_masters_hold_everything() {
     let roles = kind(&registry, "clusterroles");
     let server = as_user(None, UserInfo::server());
     eventually("admin aggregating edit and view", async || {
-        let admin = roles
-            .store
-            .get(&server, "admin", Default::default())
-            .await
-            .unwrap();
+        let admin = get(&roles, &server, "admin").await;
         let text = admin["rules"].to_string();
         text.contains("rolebindings")
             && text.contains("serviceaccounts/token")
             && text.contains("namespaces")
     })
     .await;
-    let view = roles
-        .store
-        .get(&server, "view", Default::default())
-        .await
-        .unwrap();
+    let view = get(&roles, &server, "view").await;
     assert!(
         !view["rules"].to_string().contains("secrets"),
         "{}",
@@ -154,11 +174,7 @@ async fn bootstrap_roles_aggregate_and_masters_hold_everything() {
         .await
         .unwrap();
     ensure_bootstrap_policy(&registry).await;
-    let basic = roles
-        .store
-        .get(&server, "system:basic-user", Default::default())
-        .await
-        .unwrap();
+    let basic = get(&roles, &server, "system:basic-user").await;
     assert!(basic["rules"]
         .to_string()
         .contains("selfsubjectrulesreviews"));
@@ -172,94 +188,55 @@ async fn escalation_is_refused_unless_held_escalate_or_bind() {
     let server = as_user(Some("team"), UserInfo::server());
     let bobs = as_user(Some("team"), bob());
     // Bob may read configmaps in team.
-    roles
-        .store
-        .create(&server, json!({"metadata": {"name": "cm-reader"}, "rules": [rule(&["get"], "", &["configmaps"])]}))
-        .await
-        .unwrap();
-    bindings
-        .store
-        .create(
-            &server,
-            json!({"metadata": {"name": "bob-cm"}, "roleRef": {"kind": "Role", "name": "cm-reader"},
-                                "subjects": [{"kind": "User", "name": "bob"}]}),
-        )
-        .await
-        .unwrap();
+    let cm_reader = role("cm-reader", json!([rule(&["get"], "", &["configmaps"])]));
+    create(&roles, &server, cm_reader).await;
+    let bob_cm = binding("bob-cm", "Role", "cm-reader", "bob");
+    create(&bindings, &server, bob_cm).await;
     eventually("bob's binding indexed", async || {
         allows(&rbac, &bob(), "get", "", "configmaps", "team")
     })
     .await;
 
     // What bob holds he may grant; more he may not.
-    roles
-        .store
-        .create(
-            &bobs,
-            json!({"metadata": {"name": "mine"}, "rules": [rule(&["get"], "", &["configmaps"])]}),
-        )
-        .await
-        .unwrap();
-    let err = roles
-        .store
-        .create(&bobs, json!({"metadata": {"name": "more"}, "rules": [rule(&["get"], "", &["secrets", "configmaps"])]}))
-        .await
-        .unwrap_err();
+    let mine = role("mine", json!([rule(&["get"], "", &["configmaps"])]));
+    create(&roles, &bobs, mine).await;
+    let more = role(
+        "more",
+        json!([rule(&["get"], "", &["secrets", "configmaps"])]),
+    );
+    let err = refused(&roles, &bobs, more).await;
     assert!(matches!(err, Error::Forbidden { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
         "roles.rbac.authorization.k8s.io \"more\" is forbidden: user \"bob\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}"
     );
-    let err = bindings
-        .store
-        .create(&bobs, json!({"metadata": {"name": "bob-view"}, "roleRef": {"kind": "ClusterRole", "name": "view"},
-                              "subjects": [{"kind": "User", "name": "eve"}]}))
-        .await
-        .unwrap_err();
+    let bob_view = binding("bob-view", "ClusterRole", "view", "eve");
+    let err = refused(&bindings, &bobs, bob_view.clone()).await;
     assert!(matches!(err, Error::Forbidden { .. }), "{err}");
-    let err = bindings
-        .store
-        .create(&bobs, json!({"metadata": {"name": "ghost"}, "roleRef": {"kind": "ClusterRole", "name": "nope"},
-                              "subjects": [{"kind": "User", "name": "eve"}]}))
-        .await
-        .unwrap_err();
+    let ghost = binding("ghost", "ClusterRole", "nope", "eve");
+    let err = refused(&bindings, &bobs, ghost).await;
     assert_eq!(
         err.to_string(),
         "clusterroles.rbac.authorization.k8s.io \"nope\" not found"
     );
 
     // `bind` on view (by name) and `escalate` on roles lift the checks.
-    roles
-        .store
-        .create(&server, json!({"metadata": {"name": "delegate"}, "rules": [
+    let delegate = role(
+        "delegate",
+        json!([
             {"verbs": ["bind"], "apiGroups": [GROUP], "resources": ["clusterroles"], "resourceNames": ["view"]},
-            {"verbs": ["escalate"], "apiGroups": [GROUP], "resources": ["roles"]}]}))
-        .await
-        .unwrap();
-    bindings
-        .store
-        .create(&server, json!({"metadata": {"name": "bob-delegate"}, "roleRef": {"kind": "Role", "name": "delegate"},
-                                "subjects": [{"kind": "User", "name": "bob"}]}))
-        .await
-        .unwrap();
+            {"verbs": ["escalate"], "apiGroups": [GROUP], "resources": ["roles"]}]),
+    );
+    create(&roles, &server, delegate).await;
+    let bob_delegate = binding("bob-delegate", "Role", "delegate", "bob");
+    create(&bindings, &server, bob_delegate).await;
     eventually("bob's delegation indexed", async || {
         allows(&rbac, &bob(), "escalate", GROUP, "roles", "team")
     })
     .await;
-    bindings
-        .store
-        .create(&bobs, json!({"metadata": {"name": "bob-view"}, "roleRef": {"kind": "ClusterRole", "name": "view"},
-                              "subjects": [{"kind": "User", "name": "eve"}]}))
-        .await
-        .unwrap();
-    roles
-        .store
-        .create(
-            &bobs,
-            json!({"metadata": {"name": "more"}, "rules": [rule(&["get"], "", &["secrets"])]}),
-        )
-        .await
-        .unwrap();
+    create(&bindings, &bobs, bob_view).await;
+    let more = role("more", json!([rule(&["get"], "", &["secrets"])]));
+    create(&roles, &bobs, more).await;
 
     // A binding's roleRef never changes.
     let update: UpdateFn = Arc::new(|current: Option<&Value>| {
@@ -288,29 +265,19 @@ async fn cluster_roles_need_cluster_rights_and_aggregation_needs_cluster_admin()
     let cluster_roles = kind(&registry, "clusterroles");
     let bobs = as_user(None, bob());
     // Bob holds the discovery URLs cluster-wide, so he may grant them, but not an aggregation.
-    cluster_roles
-        .store
-        .create(&bobs, json!({"metadata": {"name": "urls"}, "rules": [{"verbs": ["get"], "nonResourceURLs": ["/version"]}]}))
-        .await
-        .unwrap();
-    let err = cluster_roles
-        .store
-        .create(&bobs, json!({"metadata": {"name": "gather"},
-                              "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}}))
-        .await
-        .unwrap_err();
+    let urls = role(
+        "urls",
+        json!([{"verbs": ["get"], "nonResourceURLs": ["/version"]}]),
+    );
+    create(&cluster_roles, &bobs, urls).await;
+    let gather = json!({"metadata": {"name": "gather"},
+                        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}});
+    let err = refused(&cluster_roles, &bobs, gather).await;
     assert_eq!(
         err.to_string(),
         "clusterroles.rbac.authorization.k8s.io \"gather\" is forbidden: must have cluster-admin privileges to use the aggregationRule"
     );
     // Names may carry colons, as the bootstrap roles' do.
     let server = as_user(None, UserInfo::server());
-    cluster_roles
-        .store
-        .create(
-            &server,
-            json!({"metadata": {"name": "team:reader"}, "rules": []}),
-        )
-        .await
-        .unwrap();
+    create(&cluster_roles, &server, role("team:reader", json!([]))).await;
 }
