@@ -181,11 +181,17 @@ fn refuse(kind: &str, causes: Vec<FieldError>) -> Result<()> {
     })
 }
 
+/// The spec of an access review and the causes every such spec is refused for.
+fn access_spec(obj: &Map<String, Value>) -> (Value, Vec<FieldError>) {
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let causes = validate_attributes(&spec);
+    (spec, causes)
+}
+
 /// The spec of a SubjectAccessReview (local or not), the user it asks about, and the causes
 /// the spec is refused for (`ValidateSubjectAccessReviewSpec`).
 fn subject_spec(obj: &Map<String, Value>) -> (Value, UserInfo, Vec<FieldError>) {
-    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    let mut causes = validate_attributes(&spec);
+    let (spec, mut causes) = access_spec(obj);
     let user = spec_user(&spec);
     if user.username.is_empty() && user.groups.is_empty() {
         causes.push(invalid(
@@ -226,6 +232,26 @@ async fn decide(
     Ok(respond(kind, obj, access_status(&decision)))
 }
 
+/// Answers a SubjectAccessReview about `spec.user`, or with a `requester` a
+/// SelfSubjectAccessReview about them: the two differ only in whose access is asked about.
+async fn access_review(
+    authorizer: &dyn Authorizer,
+    kind: &str,
+    body: Value,
+    requester: Option<&UserInfo>,
+) -> Result<Value> {
+    let obj = body_of(kind, body)?;
+    let (spec, user, mut causes) = match requester {
+        Some(requester) => {
+            let (spec, causes) = access_spec(&obj);
+            (spec, requester.clone(), causes)
+        }
+        None => subject_spec(&obj),
+    };
+    causes.extend(metadata_cause(&obj, &[]));
+    decide(authorizer, kind, obj, &spec, user, causes).await
+}
+
 /// `POST /apis/authorization.k8s.io/v1/subjectaccessreviews`: whether `spec.user` (with
 /// `spec.groups`, `uid`, `extra`) may do what `spec.resourceAttributes` or
 /// `spec.nonResourceAttributes` describe.
@@ -233,11 +259,7 @@ async fn decide(
 /// # Errors
 /// 400 for a body that is not a SubjectAccessReview, 422 for an invalid spec.
 pub async fn subject_access_review(authorizer: &dyn Authorizer, body: Value) -> Result<Value> {
-    const KIND: &str = "SubjectAccessReview";
-    let obj = body_of(KIND, body)?;
-    let (spec, user, mut causes) = subject_spec(&obj);
-    causes.extend(metadata_cause(&obj, &[]));
-    decide(authorizer, KIND, obj, &spec, user, causes).await
+    access_review(authorizer, "SubjectAccessReview", body, None).await
 }
 
 /// `POST /apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews`: a
@@ -302,12 +324,7 @@ pub async fn self_subject_access_review(
     requester: &UserInfo,
     body: Value,
 ) -> Result<Value> {
-    const KIND: &str = "SelfSubjectAccessReview";
-    let obj = body_of(KIND, body)?;
-    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    let mut causes = validate_attributes(&spec);
-    causes.extend(metadata_cause(&obj, &[]));
-    decide(authorizer, KIND, obj, &spec, requester.clone(), causes).await
+    access_review(authorizer, "SelfSubjectAccessReview", body, Some(requester)).await
 }
 
 /// `POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`: every rule the requester

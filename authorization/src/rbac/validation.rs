@@ -167,18 +167,17 @@ fn validate_rule(rule: &PolicyRule, namespaced: bool, path: &str) -> Vec<FieldEr
 
 fn validate_aggregation_rule(aggregation: &Value) -> Vec<FieldError> {
     let base = "aggregationRule.clusterRoleSelectors";
-    let selectors = aggregation
+    let Some(selectors) = aggregation
         .get("clusterRoleSelectors")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if selectors.is_empty() {
+        .filter(|selectors| !selectors.is_empty())
+    else {
         return vec![error(
             FieldErrorKind::Required,
             base,
             "at least one clusterRoleSelector required if aggregationRule is non-nil",
         )];
-    }
+    };
     let mut errors = Vec::new();
     for (i, selector) in selectors.iter().enumerate() {
         let expressions = selector.get("matchExpressions").and_then(Value::as_array);
