@@ -128,16 +128,21 @@ mod tests {
     use crate::pki::front_proxy::{load_or_generate, FrontProxyFlags};
     use crate::x509::tests::der;
 
-    #[test]
-    fn only_the_front_proxys_certificate_makes_headers_count() {
+    /// A front proxy generated as with no flags, into a directory kept as long as it.
+    fn generated() -> (tempfile::TempDir, FrontProxy) {
         let dir = tempfile::tempdir().unwrap();
         let front_proxy = load_or_generate(&FrontProxyFlags::default(), dir.path()).unwrap();
+        (dir, front_proxy)
+    }
+
+    #[test]
+    fn only_the_front_proxys_certificate_makes_headers_count() {
+        let (_dir, front_proxy) = generated();
         let header = RequestHeader::new(&front_proxy).unwrap().unwrap();
         assert!(header.is_front_proxy(Some(&der(&front_proxy.client_cert_pem))));
         assert!(!header.is_front_proxy(None));
         // Another front proxy CA's certificate is not one.
-        let other_dir = tempfile::tempdir().unwrap();
-        let other = load_or_generate(&FrontProxyFlags::default(), other_dir.path()).unwrap();
+        let (_other_dir, other) = generated();
         assert!(!header.is_front_proxy(Some(&der(&other.client_cert_pem))));
         // Nor is one whose name is not allowed.
         let picky = FrontProxy {
@@ -150,8 +155,7 @@ mod tests {
 
     #[test]
     fn the_user_is_read_as_kube_apiserver_reads_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let front_proxy = load_or_generate(&FrontProxyFlags::default(), dir.path()).unwrap();
+        let (_dir, front_proxy) = generated();
         let header = RequestHeader::new(&front_proxy).unwrap().unwrap();
         let headers = [
             ("X-Remote-User", "alice"),
