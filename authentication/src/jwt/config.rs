@@ -24,20 +24,19 @@ pub struct AuthenticationConfiguration {
 
 /// `anonymous`: whether requests without credentials act as `system:anonymous`, and where.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct Anonymous {
     /// On or off.
-    #[serde(default)]
     pub enabled: bool,
     /// The paths it is limited to (none: everywhere).
-    #[serde(default)]
     pub conditions: Vec<AnonymousCondition>,
 }
 
 /// One path anonymous access is allowed on.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct AnonymousCondition {
     /// The path, matched exactly (`/livez`).
-    #[serde(default)]
     pub path: String,
 }
 
@@ -66,26 +65,22 @@ pub struct JwtAuthenticator {
 }
 
 /// A CEL rule over `user` (`username`, `uid`, `groups`, `extra`).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
 pub struct UserValidationRule {
     /// The expression; must be true.
-    #[serde(default)]
     pub expression: String,
     /// What the 401's log says when it is false.
-    #[serde(default)]
     pub message: Option<String>,
 }
 
 /// An extra attribute of the user, from a CEL expression over `claims`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ExtraMapping {
     /// The key: a domain-prefixed path, lower case (`example.com/tenant`).
-    #[serde(default)]
     pub key: String,
     /// A string or a list of strings (empty: the key is left out).
-    #[serde(default)]
     pub value_expression: String,
 }
 
@@ -110,20 +105,16 @@ pub struct Issuer {
 }
 
 /// A claim that must hold a value (`claim` + `requiredValue`), or a CEL rule.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ClaimValidationRule {
     /// The claim.
-    #[serde(default)]
     pub claim: Option<String>,
     /// The value it must have.
-    #[serde(default)]
     pub required_value: Option<String>,
     /// A CEL rule over `claims`; must be true.
-    #[serde(default)]
     pub expression: Option<String>,
     /// The CEL rule's message.
-    #[serde(default)]
     pub message: Option<String>,
 }
 
@@ -146,16 +137,13 @@ pub struct ClaimMappings {
 
 /// A claim with a prefix, or a CEL expression.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct PrefixedClaim {
     /// The claim.
-    #[serde(default)]
     pub claim: Option<String>,
     /// Put before each value (required with `claim` for user names and groups; may be "").
-    #[serde(default)]
     pub prefix: Option<String>,
     /// A CEL expression over `claims`, instead of `claim` and `prefix`.
-    #[serde(default)]
     pub expression: Option<String>,
 }
 
