@@ -135,6 +135,35 @@ impl ServiceStrategy {
         }
     }
 
+    /// The end of a create or update whose spec validated with `errors`: refused with them, or
+    /// else `obj`'s node ports assigned (keeping those of the `old` spec), and a cluster IP when
+    /// it `wants_ip`.
+    async fn allocate(
+        &self,
+        ctx: &StrategyContext,
+        obj: &mut Value,
+        old: Option<&Value>,
+        errors: Vec<FieldError>,
+        wants_ip: bool,
+    ) -> Answer {
+        if !errors.is_empty() {
+            return refused(errors);
+        }
+        if has_node_ports(&obj["spec"]) {
+            let in_use = self
+                .node_ports_in_use(meta(obj, "namespace"), meta(obj, "name"))
+                .await;
+            let errors = self.node_ports.assign(&mut obj["spec"], old, &in_use);
+            if !errors.is_empty() {
+                return refused(errors);
+            }
+        }
+        if wants_ip {
+            return refused(self.assign_cluster_ip(ctx, obj).await?);
+        }
+        Ok(Admission::default())
+    }
+
     /// The node ports every other Service holds.
     async fn node_ports_in_use(&self, namespace: &str, name: &str) -> Vec<i64> {
         let Some(registry) = self.registry.upgrade() else {
@@ -157,22 +186,8 @@ impl Strategy for ServiceStrategy {
         set_defaults(&mut obj["spec"]);
         obj["status"] = json!({"loadBalancer": {}});
         let errors = validate(&obj["spec"]);
-        if !errors.is_empty() {
-            return refused(errors);
-        }
-        if has_node_ports(&obj["spec"]) {
-            let in_use = self
-                .node_ports_in_use(meta(obj, "namespace"), meta(obj, "name"))
-                .await;
-            let errors = self.node_ports.assign(&mut obj["spec"], None, &in_use);
-            if !errors.is_empty() {
-                return refused(errors);
-            }
-        }
-        if service_type(&obj["spec"]) != "ExternalName" {
-            return refused(self.assign_cluster_ip(ctx, obj).await?);
-        }
-        Ok(Admission::default())
+        let wants_ip = service_type(&obj["spec"]) != "ExternalName";
+        self.allocate(ctx, obj, None, errors, wants_ip).await
     }
 
     async fn before_update(&self, ctx: &StrategyContext, new: &mut Value, old: &Value) -> Answer {
@@ -190,24 +205,9 @@ impl Strategy for ServiceStrategy {
                 ));
             }
         }
-        if !errors.is_empty() {
-            return refused(errors);
-        }
-        if has_node_ports(&new["spec"]) {
-            let in_use = self
-                .node_ports_in_use(meta(new, "namespace"), meta(new, "name"))
-                .await;
-            let errors = self
-                .node_ports
-                .assign(&mut new["spec"], Some(&old["spec"]), &in_use);
-            if !errors.is_empty() {
-                return refused(errors);
-            }
-        }
-        if old_ip.is_none() && needs_cluster_ip(&new["spec"]) {
-            return refused(self.assign_cluster_ip(ctx, new).await?);
-        }
-        Ok(Admission::default())
+        let wants_ip = old_ip.is_none() && needs_cluster_ip(&new["spec"]);
+        self.allocate(ctx, new, Some(&old["spec"]), errors, wants_ip)
+            .await
     }
 
     async fn after_update(

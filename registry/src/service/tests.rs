@@ -49,13 +49,29 @@ fn service(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": spec})
 }
 
-async fn create(registry: &Registry, obj: Value) -> Result<Value, Error> {
+/// Creates the Service `name` in `default` with `spec`.
+async fn create(registry: &Registry, name: &str, spec: Value) -> Result<Value, Error> {
     let services = registry.resolve("", "v1", "services").unwrap();
-    services
+    let created = services
         .store
-        .create(&scope(Some("default")), obj)
-        .await
-        .map(|o| o.object)
+        .create(&scope(Some("default")), service(name, spec))
+        .await;
+    created.map(|o| o.object)
+}
+
+/// Updates the Service `name` in `default` through `change`.
+async fn update(registry: &Registry, name: &str, change: UpdateFn) -> Result<Value, Error> {
+    let services = registry.resolve("", "v1", "services").unwrap();
+    let updated = services
+        .store
+        .update(&scope(Some("default")), name, change)
+        .await;
+    updated.map(|o| o.object)
+}
+
+/// An update that puts `obj` in place of whatever is stored.
+fn put(obj: Value) -> UpdateFn {
+    Arc::new(move |_| Ok(obj.clone()))
 }
 
 async fn address(registry: &Registry, ip: &str) -> Option<Value> {
@@ -69,9 +85,10 @@ async fn address(registry: &Registry, ip: &str) -> Option<Value> {
         .ok()
 }
 
-fn causes(err: Error) -> Vec<String> {
-    match err {
-        Error::Invalid { causes, .. } => causes.iter().map(ToString::to_string).collect(),
+/// The causes of a write refused as `Invalid`.
+fn causes<T: std::fmt::Debug>(refused: Result<T, Error>) -> Vec<String> {
+    match refused {
+        Err(Error::Invalid { causes, .. }) => causes.iter().map(ToString::to_string).collect(),
         other => panic!("not Invalid: {other:?}"),
     }
 }
@@ -80,7 +97,7 @@ fn causes(err: Error) -> Vec<String> {
 async fn every_service_gets_its_own_cluster_ip_recorded_as_an_ip_address() {
     let dir = tempfile::tempdir().unwrap();
     let registry = registry(dir.path()).await;
-    let web = create(&registry, service("web", json!({"ports": [{"port": 80}]})))
+    let web = create(&registry, "web", json!({"ports": [{"port": 80}]}))
         .await
         .unwrap();
     let ip = web["spec"]["clusterIP"].as_str().unwrap().to_string();
@@ -98,12 +115,8 @@ async fn every_service_gets_its_own_cluster_ip_recorded_as_an_ip_address() {
     );
     // Asking for that address again is refused; the 13 others go to 13 more Services, the
     // 15th finds the range full.
-    let taken = create(
-        &registry,
-        service("copy", json!({"clusterIP": ip, "ports": [{"port": 80}]})),
-    )
-    .await
-    .unwrap_err();
+    let copy = json!({"clusterIP": ip, "ports": [{"port": 80}]});
+    let taken = create(&registry, "copy", copy).await;
     assert_eq!(
         causes(taken),
         [format!("spec.clusterIPs[0]: Invalid value: \"{ip}\": failed to allocate IP {ip}: provided IP is already allocated")]
@@ -112,7 +125,8 @@ async fn every_service_gets_its_own_cluster_ip_recorded_as_an_ip_address() {
     for i in 0..13 {
         let s = create(
             &registry,
-            service(&format!("s{i}"), json!({"ports": [{"port": 80}]})),
+            &format!("s{i}"),
+            json!({"ports": [{"port": 80}]}),
         )
         .await
         .unwrap();
@@ -120,19 +134,12 @@ async fn every_service_gets_its_own_cluster_ip_recorded_as_an_ip_address() {
         assert!(!seen.contains(&got), "{got} given twice");
         seen.push(got);
     }
-    let full = create(&registry, service("full", json!({"ports": [{"port": 80}]})))
+    let full = create(&registry, "full", json!({"ports": [{"port": 80}]}))
         .await
         .unwrap_err();
     assert!(full.to_string().contains("range is full"), "{full}");
-    let outside = create(
-        &registry,
-        service(
-            "outside",
-            json!({"clusterIP": "10.1.0.1", "ports": [{"port": 80}]}),
-        ),
-    )
-    .await
-    .unwrap_err();
+    let elsewhere = json!({"clusterIP": "10.1.0.1", "ports": [{"port": 80}]});
+    let outside = create(&registry, "outside", elsewhere).await;
     assert!(
         causes(outside)[0].ends_with("the provided IP (10.1.0.1) is not in the valid range. The range of valid IPs is 10.0.0.0/28"),
     );
@@ -145,7 +152,8 @@ async fn updates_keep_the_address_and_deletes_release_it() {
     let services = registry.resolve("", "v1", "services").unwrap();
     let web = create(
         &registry,
-        service("web", json!({"type": "NodePort", "ports": [{"port": 80}]})),
+        "web",
+        json!({"type": "NodePort", "ports": [{"port": 80}]}),
     )
     .await
     .unwrap();
@@ -157,13 +165,7 @@ async fn updates_keep_the_address_and_deletes_release_it() {
         "web",
         json!({"type": "NodePort", "ports": [{"port": 80}], "selector": {"app": "web"}}),
     );
-    let put: UpdateFn = Arc::new(move |_| Ok(manifest.clone()));
-    let updated = services
-        .store
-        .update(&scope(Some("default")), "web", put)
-        .await
-        .unwrap()
-        .object;
+    let updated = update(&registry, "web", put(manifest)).await.unwrap();
     assert_eq!(updated["spec"]["clusterIP"], ip.as_str());
     assert_eq!(updated["spec"]["ports"][0]["nodePort"], node_port);
     // Changing the address is refused.
@@ -171,12 +173,7 @@ async fn updates_keep_the_address_and_deletes_release_it() {
         "web",
         json!({"type": "NodePort", "clusterIP": "10.0.0.3", "ports": [{"port": 80}]}),
     );
-    let put: UpdateFn = Arc::new(move |_| Ok(moved.clone()));
-    let err = services
-        .store
-        .update(&scope(Some("default")), "web", put)
-        .await
-        .unwrap_err();
+    let err = update(&registry, "web", put(moved)).await;
     assert_eq!(
         causes(err),
         [format!(
@@ -191,17 +188,12 @@ async fn updates_keep_the_address_and_deletes_release_it() {
         Ok(obj)
     };
     let external: UpdateFn = Arc::new(external);
-    let now = services
-        .store
-        .update(&scope(Some("default")), "web", external)
-        .await
-        .unwrap()
-        .object;
+    let now = update(&registry, "web", external).await.unwrap();
     assert!(now["spec"].get("clusterIP").is_none(), "{now}");
     assert!(now["spec"]["ports"][0].get("nodePort").is_none(), "{now}");
     assert!(address(&registry, &ip).await.is_none(), "released");
     // A Service deleted gives its address back.
-    let db = create(&registry, service("db", json!({"ports": [{"port": 5432}]})))
+    let db = create(&registry, "db", json!({"ports": [{"port": 5432}]}))
         .await
         .unwrap();
     let db_ip = db["spec"]["clusterIP"].as_str().unwrap().to_string();
@@ -220,33 +212,22 @@ async fn headless_and_external_name_services_get_no_address() {
     let registry = registry(dir.path()).await;
     let headless = create(
         &registry,
-        service(
-            "headless",
-            json!({"clusterIP": "None", "selector": {"app": "db"}}),
-        ),
+        "headless",
+        json!({"clusterIP": "None", "selector": {"app": "db"}}),
     )
     .await
     .unwrap();
     assert_eq!(headless["spec"]["clusterIPs"], json!(["None"]));
     let external = create(
         &registry,
-        service(
-            "ext",
-            json!({"type": "ExternalName", "externalName": "example.com"}),
-        ),
+        "ext",
+        json!({"type": "ExternalName", "externalName": "example.com"}),
     )
     .await
     .unwrap();
     assert!(external["spec"].get("clusterIP").is_none());
-    let dual = create(
-        &registry,
-        service(
-            "dual",
-            json!({"ipFamilyPolicy": "RequireDualStack", "ports": [{"port": 80}]}),
-        ),
-    )
-    .await
-    .unwrap_err();
+    let dual_stack = json!({"ipFamilyPolicy": "RequireDualStack", "ports": [{"port": 80}]});
+    let dual = create(&registry, "dual", dual_stack).await;
     assert_eq!(
         causes(dual),
         ["spec.ipFamilyPolicy: Invalid value: \"RequireDualStack\": this cluster is not configured for dual-stack services"]

@@ -105,32 +105,18 @@ pub fn validate(spec: &Value) -> Vec<FieldError> {
         errors.push(FieldError::not_supported("spec.type", &json!(kind), TYPES));
     }
     let text = |key: &str| spec[key].as_str().unwrap_or_default();
-    if let Some(affinity) = spec["sessionAffinity"].as_str() {
-        if !AFFINITIES.contains(&affinity) {
+    // The members that, when set, must be one of their values.
+    for (key, supported) in [
+        ("sessionAffinity", AFFINITIES),
+        ("internalTrafficPolicy", TRAFFIC_POLICIES),
+        ("externalTrafficPolicy", TRAFFIC_POLICIES),
+        ("ipFamilyPolicy", FAMILY_POLICIES),
+    ] {
+        if let Some(value) = spec[key].as_str().filter(|v| !supported.contains(v)) {
             errors.push(FieldError::not_supported(
-                "spec.sessionAffinity",
-                &json!(affinity),
-                AFFINITIES,
-            ));
-        }
-    }
-    for key in ["internalTrafficPolicy", "externalTrafficPolicy"] {
-        if let Some(policy) = spec[key].as_str() {
-            if !TRAFFIC_POLICIES.contains(&policy) {
-                errors.push(FieldError::not_supported(
-                    format!("spec.{key}"),
-                    &json!(policy),
-                    TRAFFIC_POLICIES,
-                ));
-            }
-        }
-    }
-    if let Some(policy) = spec["ipFamilyPolicy"].as_str() {
-        if !FAMILY_POLICIES.contains(&policy) {
-            errors.push(FieldError::not_supported(
-                "spec.ipFamilyPolicy",
-                &json!(policy),
-                FAMILY_POLICIES,
+                format!("spec.{key}"),
+                &json!(value),
+                supported,
             ));
         }
     }
