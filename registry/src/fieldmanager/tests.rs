@@ -26,8 +26,23 @@ fn owners(obj: &Value) -> Vec<(String, Operation, Vec<String>)> {
         .collect()
 }
 
+/// Who owns which paths (the owners without their operations).
+fn who(obj: &Value) -> Vec<(String, Vec<String>)> {
+    owners(obj).into_iter().map(|(m, _, p)| (m, p)).collect()
+}
+
 fn cm(data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "uid": "u", "resourceVersion": "5"}, "data": data})
+}
+
+/// The manager `name`'s apply of a ConfigMap holding `data` over `live` (no schema).
+fn apply_data(
+    live: Option<&Value>,
+    data: Value,
+    name: &str,
+    force: bool,
+) -> Result<Value, Refusal> {
+    apply(live, &cm(data), None, &manager(name), force)
 }
 
 #[test]
@@ -65,16 +80,14 @@ fn a_create_then_an_update_move_ownership_of_what_changed() {
 
 #[test]
 fn apply_creates_merges_and_removes_what_it_no_longer_applies() {
-    let m = manager("kubectl");
-    let created = apply(None, &cm(json!({"a": "1", "b": "2"})), None, &m, false).unwrap();
+    let created = apply_data(None, json!({"a": "1", "b": "2"}), "kubectl", false).unwrap();
     assert_eq!(created["data"], json!({"a": "1", "b": "2"}));
     assert_eq!(owners(&created)[0].1, Operation::Apply);
     // Re-applying the same configuration changes nothing.
-    let again = apply(
+    let again = apply_data(
         Some(&created),
-        &cm(json!({"a": "1", "b": "2"})),
-        None,
-        &m,
+        json!({"a": "1", "b": "2"}),
+        "kubectl",
         false,
     )
     .unwrap();
@@ -83,35 +96,17 @@ fn apply_creates_merges_and_removes_what_it_no_longer_applies() {
     let mut edited = again.clone();
     edited["data"]["other"] = json!("x");
     on_update(&again, &mut edited, None, &manager("editor")).unwrap();
-    let applied = apply(Some(&edited), &cm(json!({"a": "1"})), None, &m, false).unwrap();
+    let applied = apply_data(Some(&edited), json!({"a": "1"}), "kubectl", false).unwrap();
     assert_eq!(applied["data"], json!({"a": "1", "other": "x"}));
 }
 
 #[test]
 fn changing_another_managers_field_conflicts_unless_forced_and_equal_values_share() {
-    let first = apply(
-        None,
-        &cm(json!({"a": "1", "b": "2"})),
-        None,
-        &manager("alice"),
-        false,
-    )
-    .unwrap();
+    let first = apply_data(None, json!({"a": "1", "b": "2"}), "alice", false).unwrap();
     // Same value: shared ownership, no conflict.
-    let shared = apply(
-        Some(&first),
-        &cm(json!({"a": "1"})),
-        None,
-        &manager("bob"),
-        false,
-    )
-    .unwrap();
-    let who: Vec<_> = owners(&shared)
-        .into_iter()
-        .map(|(m, _, p)| (m, p))
-        .collect();
+    let shared = apply_data(Some(&first), json!({"a": "1"}), "bob", false).unwrap();
     assert_eq!(
-        who,
+        who(&shared),
         [
             (
                 "alice".to_string(),
@@ -128,13 +123,7 @@ fn changing_another_managers_field_conflicts_unless_forced_and_equal_values_shar
         ]
     );
     // A different value: one conflict per field, in Kubernetes' words.
-    let refused = apply(
-        Some(&shared),
-        &cm(json!({"a": "7", "b": "8"})),
-        None,
-        &manager("bob"),
-        false,
-    );
+    let refused = apply_data(Some(&shared), json!({"a": "7", "b": "8"}), "bob", false);
     let Err(Refusal::Conflicts(conflicts)) = refused else {
         panic!("{refused:?}")
     };
@@ -153,21 +142,10 @@ fn changing_another_managers_field_conflicts_unless_forced_and_equal_values_shar
         "Apply failed with 1 conflict: conflict with \"alice\" using v1: .data.a"
     );
     // Forced: bob takes both; alice keeps nothing of them.
-    let forced = apply(
-        Some(&shared),
-        &cm(json!({"a": "7", "b": "8"})),
-        None,
-        &manager("bob"),
-        true,
-    )
-    .unwrap();
+    let forced = apply_data(Some(&shared), json!({"a": "7", "b": "8"}), "bob", true).unwrap();
     assert_eq!(forced["data"], json!({"a": "7", "b": "8"}));
-    let who: Vec<_> = owners(&forced)
-        .into_iter()
-        .map(|(m, _, p)| (m, p))
-        .collect();
     assert_eq!(
-        who,
+        who(&forced),
         [
             ("alice".to_string(), vec![".data".to_string()]),
             (
@@ -187,47 +165,24 @@ fn keyed_lists_are_owned_per_item() {
     let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
         "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
                   "items": {"type": "object"}}}}}});
-    let obj = |ports: Value| json!({"metadata": {"name": "s"}, "spec": {"ports": ports}});
-    let a = apply(
-        None,
-        &obj(json!([{"name": "http", "port": 80}])),
-        Some(&schema),
-        &manager("a"),
-        false,
-    )
-    .unwrap();
-    let b = apply(
-        Some(&a),
-        &obj(json!([{"name": "https", "port": 443}])),
-        Some(&schema),
-        &manager("b"),
-        false,
-    )
-    .unwrap();
+    // The manager `name`'s apply of a Service-like object with `ports` over `live`.
+    let apply_ports = |live: Option<&Value>, ports: Value, name: &str| {
+        let obj = json!({"metadata": {"name": "s"}, "spec": {"ports": ports}});
+        apply(live, &obj, Some(&schema), &manager(name), false)
+    };
+    let a = apply_ports(None, json!([{"name": "http", "port": 80}]), "a").unwrap();
+    let b = apply_ports(Some(&a), json!([{"name": "https", "port": 443}]), "b").unwrap();
     assert_eq!(
         b["spec"]["ports"],
         json!([{"name": "http", "port": 80}, {"name": "https", "port": 443}])
     );
-    let refused = apply(
-        Some(&b),
-        &obj(json!([{"name": "http", "port": 8080}])),
-        Some(&schema),
-        &manager("b"),
-        false,
-    );
+    let refused = apply_ports(Some(&b), json!([{"name": "http", "port": 8080}]), "b");
     let Err(Refusal::Conflicts(c)) = refused else {
         panic!()
     };
     assert_eq!(c[0].field, ".spec.ports[name=\"http\"].port");
     // a stops applying http: the item goes (nobody else owns it).
-    let gone = apply(
-        Some(&b),
-        &obj(json!([])),
-        Some(&schema),
-        &manager("a"),
-        false,
-    )
-    .unwrap();
+    let gone = apply_ports(Some(&b), json!([]), "a").unwrap();
     assert_eq!(
         gone["spec"]["ports"],
         json!([{"name": "https", "port": 443}])
