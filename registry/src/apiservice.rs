@@ -3,6 +3,8 @@
 //! behind a Service. Its strategy defaults and validates the spec as kube-aggregator does; the
 //! local APIServices of the served groups are kept by the `apiservice-registration` controller.
 
+use std::ops::RangeInclusive;
+
 use serde_json::{json, Value};
 
 use super::definition::ResourceDefinition;
@@ -100,22 +102,18 @@ fn admit(obj: &mut Value) -> Admission {
         ));
     }
     let number = |key: &str| spec[key].as_i64().unwrap_or(0);
-    let group_priority = number("groupPriorityMinimum");
-    if !(1..=20000).contains(&group_priority) {
-        errors.push(FieldError::invalid(
-            "spec.groupPriorityMinimum",
-            &json!(group_priority),
-            "must be positive and less than 20000",
-        ));
-    }
-    let version_priority = number("versionPriority");
-    if !(1..=1000).contains(&version_priority) {
-        errors.push(FieldError::invalid(
-            "spec.versionPriority",
-            &json!(version_priority),
-            "must be positive and less than 1000",
-        ));
-    }
+    errors.extend(out_of_range(
+        "spec.groupPriorityMinimum",
+        number("groupPriorityMinimum"),
+        1..=20000,
+        "must be positive and less than 20000",
+    ));
+    errors.extend(out_of_range(
+        "spec.versionPriority",
+        number("versionPriority"),
+        1..=1000,
+        "must be positive and less than 1000",
+    ));
     if let Some(service) = spec["service"].as_object() {
         for key in ["namespace", "name"] {
             if service
@@ -126,14 +124,12 @@ fn admit(obj: &mut Value) -> Admission {
                 errors.push(FieldError::required(format!("spec.service.{key}"), ""));
             }
         }
-        let port = service.get("port").and_then(Value::as_i64).unwrap_or(0);
-        if !(1..=65535).contains(&port) {
-            errors.push(FieldError::invalid(
-                "spec.service.port",
-                &json!(port),
-                "must be between 1 and 65535, inclusive",
-            ));
-        }
+        errors.extend(out_of_range(
+            "spec.service.port",
+            service.get("port").and_then(Value::as_i64).unwrap_or(0),
+            1..=65535,
+            "must be between 1 and 65535, inclusive",
+        ));
         let ca_bundle = text("caBundle");
         if spec["insecureSkipTLSVerify"] == true && !ca_bundle.is_empty() {
             errors.push(FieldError::invalid(
@@ -147,6 +143,16 @@ fn admit(obj: &mut Value) -> Admission {
         field_errors: errors,
         ..Admission::default()
     }
+}
+
+/// `field`'s error when its `value` is outside `range`.
+fn out_of_range(
+    field: &str,
+    value: i64,
+    range: RangeInclusive<i64>,
+    why: &str,
+) -> Option<FieldError> {
+    (!range.contains(&value)).then(|| FieldError::invalid(field, &json!(value), why))
 }
 
 #[cfg(test)]
