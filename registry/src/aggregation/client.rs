@@ -250,14 +250,7 @@ impl tower_service::Service<Uri> for TlsConnector {
                 .to_owned();
             let port = uri.port_u16().unwrap_or(443);
             let dial = async {
-                let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
-                    .await
-                    .map_err(|source| Failure::Dial {
-                        host: host.clone(),
-                        port,
-                        source,
-                    })?;
-                let _ = tcp.set_nodelay(true);
+                let tcp = crate::webhook::dial_tcp(&host, port).await?;
                 let stream = tls.connect(name, tcp).await.map_err(Failure::Handshake)?;
                 Ok(TlsConnection(TokioIo::new(stream)))
             };

@@ -116,17 +116,24 @@ fn endpoint(host: &str, port: u16, dial: &Dial<'_>) -> Result<Arc<Endpoint>, Fai
     Ok(made)
 }
 
+/// A TCP connection to `host`:`port`, sending each write at once (no Nagle delay); failing in
+/// Go's words (`dial tcp …`).
+pub(crate) async fn dial_tcp(host: &str, port: u16) -> Result<tokio::net::TcpStream, Failure> {
+    let tcp = tokio::net::TcpStream::connect((host, port))
+        .await
+        .map_err(|source| Failure::Dial {
+            host: host.to_owned(),
+            port,
+            source,
+        })?;
+    let _ = tcp.set_nodelay(true);
+    Ok(tcp)
+}
+
 impl Endpoint {
     async fn connect(&self) -> Result<Sender, Failure> {
         let (host, port) = (self.host.as_str(), self.port);
-        let tcp = tokio::net::TcpStream::connect((host, port))
-            .await
-            .map_err(|source| Failure::Dial {
-                host: host.to_owned(),
-                port,
-                source,
-            })?;
-        let _ = tcp.set_nodelay(true);
+        let tcp = dial_tcp(host, port).await?;
         let name = ServerName::try_from(host.to_owned()).map_err(|source| Failure::ServerName {
             host: host.to_owned(),
             source,
