@@ -54,15 +54,24 @@ async fn next_added(w: &mut crate::storage::WatchStream) -> Arc<crate::storage::
     }
 }
 
-#[tokio::test]
-async fn watchers_at_another_version_share_each_events_conversion() {
-    use futures::StreamExt as _;
-    let dir = tempfile::tempdir().unwrap();
+/// Things served from `dir` by a strategy that converts between the versions (and counts
+/// its conversions): the registry, the things and the strategy.
+async fn converting_things(
+    dir: &std::path::Path,
+) -> (Arc<Registry>, crate::ServedResource, Arc<TestStrategy>) {
     let strategy = Arc::new(TestStrategy {
         converting: true,
         ..Default::default()
     });
-    let (_registry, things) = serve_things(dir.path(), crd(), strategy.clone()).await;
+    let (registry, things) = serve_things(dir, crd(), strategy.clone()).await;
+    (registry, things, strategy)
+}
+
+#[tokio::test]
+async fn watchers_at_another_version_share_each_events_conversion() {
+    use futures::StreamExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, things, strategy) = converting_things(dir.path()).await;
     let mut watches = Vec::new();
     for _ in 0..5 {
         let opts = crate::storage::ListOptions::default();
@@ -102,11 +111,7 @@ async fn watchers_at_another_version_share_each_events_conversion() {
 async fn a_watchs_initial_events_are_converted_together() {
     use futures::StreamExt as _;
     let dir = tempfile::tempdir().unwrap();
-    let strategy = Arc::new(TestStrategy {
-        converting: true,
-        ..Default::default()
-    });
-    let (_registry, things) = serve_things(dir.path(), crd(), strategy.clone()).await;
+    let (_registry, things, strategy) = converting_things(dir.path()).await;
     for i in 0..50 {
         let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing",
                          "metadata": {"name": format!("t{i}")}, "spec": {"size": 1}});
