@@ -101,7 +101,7 @@ impl ResourceDefinition {
         let all_versions = crd
             .pointer("/spec/versions")
             .and_then(Value::as_array)
-            .cloned()
+            .map(Vec::as_slice)
             .unwrap_or_default();
         if all_versions.is_empty() {
             errors.push(err(
