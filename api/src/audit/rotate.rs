@@ -287,6 +287,33 @@ mod tests {
     use super::*;
     use std::io::Read;
 
+    /// Rotation by size and count alone, with no age limit.
+    fn by_size(max_bytes: u64, max_backups: usize, compress: bool) -> LogRotation {
+        LogRotation {
+            max_bytes,
+            max_backups,
+            max_age: None,
+            compress,
+        }
+    }
+
+    /// A fresh directory and the path of `audit.log` in it.
+    fn log_in_tempdir() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        (dir, path)
+    }
+
+    /// `kept` is the end of `all`, whole lines in order, and at least `lines` of them.
+    #[track_caller]
+    fn assert_kept_last(all: &str, kept: &str, lines: usize) {
+        assert!(
+            all.ends_with(kept),
+            "the kept lines are the last ones, in order"
+        );
+        assert!(kept.lines().count() >= lines);
+    }
+
     fn files(dir: &Path) -> Vec<(String, String)> {
         let mut found: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
@@ -302,14 +329,8 @@ mod tests {
 
     #[test]
     fn rotates_between_lines_keeps_every_line_and_prunes_by_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.log");
-        let rotation = LogRotation {
-            max_bytes: 100,
-            max_backups: 3,
-            max_age: None,
-            compress: false,
-        };
+        let (dir, path) = log_in_tempdir();
+        let rotation = by_size(100, 3, false);
         let mut log = RotatingFile::open(&path, rotation).unwrap();
         let mut all = String::new();
         for i in 0..40 {
@@ -336,11 +357,7 @@ mod tests {
         }
         // What is kept is the newest part of the log, whole and in order.
         let kept: String = found.iter().map(|(_, t)| t.as_str()).collect();
-        assert!(
-            all.ends_with(&kept),
-            "the kept lines are the last ones, in order"
-        );
-        assert!(kept.lines().count() >= 10);
+        assert_kept_last(&all, &kept, 10);
     }
 
     #[test]
@@ -358,27 +375,16 @@ mod tests {
 
     #[test]
     fn compressed_backups_are_whole_gzip_files_pruned_like_plain_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.log");
-        let rotation = LogRotation {
-            max_bytes: 200,
-            max_backups: 2,
-            max_age: None,
-            compress: true,
-        };
+        let (dir, path) = log_in_tempdir();
+        let rotation = by_size(200, 2, true);
         let all = write_events(&path, rotation, 30);
         let kept = gzipped_log(dir.path(), Some(2));
-        assert!(
-            all.ends_with(&kept),
-            "the kept lines are the last ones, in order"
-        );
-        assert!(kept.lines().count() >= 6);
+        assert_kept_last(&all, &kept, 6);
     }
 
     #[test]
     fn a_backup_being_gzipped_counts_once_when_pruning() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.log");
+        let (dir, path) = log_in_tempdir();
         // The moment a gzip has written B's `.gz` and not yet removed its plain copy.
         for name in [
             "audit-2026-11-28T00-00-00.001.log.gz",
@@ -390,12 +396,7 @@ mod tests {
         }
         let backups = Backups {
             path,
-            rotation: LogRotation {
-                max_bytes: 200,
-                max_backups: 2,
-                max_age: None,
-                compress: true,
-            },
+            rotation: by_size(200, 2, true),
         };
         let names = || {
             files(dir.path())
@@ -422,14 +423,8 @@ mod tests {
 
     #[test]
     fn rotations_within_a_millisecond_lose_no_gzipped_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.log");
-        let rotation = LogRotation {
-            max_bytes: 40,
-            max_backups: 0,
-            max_age: None,
-            compress: true,
-        };
+        let (dir, path) = log_in_tempdir();
+        let rotation = by_size(40, 0, true);
         // Every line rotates; a backup's name used to be reused once its gzip had renamed it,
         // and the second gzip then overwrote the first's lines.
         let all = write_events(&path, rotation, 300);

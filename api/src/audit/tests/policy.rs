@@ -12,6 +12,11 @@ fn policy(yaml: &str) -> Policy {
     policy
 }
 
+/// The policy of these rules (YAML), after the usual head.
+fn rules(yaml: &str) -> Policy {
+    policy(&format!("{HEAD}rules:\n{yaml}"))
+}
+
 fn level(p: &Policy, attrs: &Attributes) -> Level {
     p.evaluate(attrs).level
 }
@@ -31,9 +36,7 @@ const HEAD: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\n";
 
 #[test]
 fn without_rules_matching_a_request_it_is_not_audited() {
-    let p = policy(&format!(
-        "{HEAD}rules:\n- level: Metadata\n  users: [bob]\n"
-    ));
+    let p = rules("- level: Metadata\n  users: [bob]\n");
     assert_eq!(
         level(&p, &resource("get", "", "pods", "ns", "a")),
         Level::None
@@ -42,15 +45,14 @@ fn without_rules_matching_a_request_it_is_not_audited() {
 
 #[test]
 fn the_first_matching_rule_decides() {
-    let p = policy(&format!(
-        "{HEAD}rules:
-- level: None
-  resources: [{{group: '', resources: [events]}}]
+    let p = rules(
+        "- level: None
+  resources: [{group: '', resources: [events]}]
 - level: RequestResponse
-  resources: [{{group: '', resources: [events, pods]}}]
+  resources: [{group: '', resources: [events, pods]}]
 - level: Metadata
-"
-    ));
+",
+    );
     assert_levels(
         &p,
         [
@@ -67,14 +69,13 @@ fn the_first_matching_rule_decides() {
 
 #[test]
 fn users_groups_and_verbs_must_all_match() {
-    let p = policy(&format!(
-        "{HEAD}rules:
-- level: Request
+    let p = rules(
+        "- level: Request
   users: [alice, bob]
   userGroups: [admins, devs]
   verbs: [create, update]
-"
-    ));
+",
+    );
     let mut attrs = resource("create", "", "pods", "ns", "");
     assert_eq!(level(&p, &attrs), Level::Request);
     attrs.verb = "get".into();
@@ -90,18 +91,17 @@ fn users_groups_and_verbs_must_all_match() {
 
 #[test]
 fn resources_name_subresources_as_kubernetes_does() {
-    let p = policy(&format!(
-        "{HEAD}rules:
-- level: None
-  resources: [{{group: '', resources: [pods/log]}}]
+    let p = rules(
+        "- level: None
+  resources: [{group: '', resources: [pods/log]}]
 - level: Request
-  resources: [{{group: '', resources: ['*/status']}}]
+  resources: [{group: '', resources: ['*/status']}]
 - level: RequestResponse
-  resources: [{{group: apps, resources: ['deployments/*']}}]
+  resources: [{group: apps, resources: ['deployments/*']}]
 - level: Metadata
-  resources: [{{group: '', resources: [pods]}}]
-"
-    ));
+  resources: [{group: '', resources: [pods]}]
+",
+    );
     let at = |r: &str, g: &str| level(&p, &resource("get", g, r, "ns", "x"));
     assert_eq!(at("pods/log", ""), Level::None);
     assert_eq!(
@@ -124,14 +124,13 @@ fn resources_name_subresources_as_kubernetes_does() {
 
 #[test]
 fn star_and_a_group_alone_match_every_resource_of_the_group() {
-    let p = policy(&format!(
-        "{HEAD}rules:
-- level: Request
-  resources: [{{group: rbac.authorization.k8s.io}}]
+    let p = rules(
+        "- level: Request
+  resources: [{group: rbac.authorization.k8s.io}]
 - level: Metadata
-  resources: [{{group: apps, resources: ['*']}}]
-"
-    ));
+  resources: [{group: apps, resources: ['*']}]
+",
+    );
     let rbac = "rbac.authorization.k8s.io";
     assert_levels(
         &p,
@@ -149,13 +148,12 @@ fn star_and_a_group_alone_match_every_resource_of_the_group() {
 
 #[test]
 fn resource_names_narrow_a_rule() {
-    let p = policy(&format!(
-        "{HEAD}rules:
-- level: RequestResponse
-  resources: [{{group: '', resources: [configmaps], resourceNames: [controller-leader]}}]
+    let p = rules(
+        "- level: RequestResponse
+  resources: [{group: '', resources: [configmaps], resourceNames: [controller-leader]}]
 - level: Metadata
-"
-    ));
+",
+    );
     let cm = |name: &str| {
         level(
             &p,
@@ -169,14 +167,13 @@ fn resource_names_narrow_a_rule() {
 
 #[test]
 fn namespaces_with_the_empty_one_for_cluster_scope() {
-    let p = policy(&format!(
-        "{HEAD}rules:
-- level: Request
+    let p = rules(
+        "- level: Request
   namespaces: [kube-system]
 - level: RequestResponse
   namespaces: ['']
-"
-    ));
+",
+    );
     assert_levels(
         &p,
         [
@@ -197,14 +194,13 @@ fn namespaces_with_the_empty_one_for_cluster_scope() {
 
 #[test]
 fn non_resource_urls_match_exactly_or_by_a_trailing_star() {
-    let p = policy(&format!(
-        "{HEAD}rules:
-- level: None
+    let p = rules(
+        "- level: None
   nonResourceURLs: [/healthz*, /version]
 - level: Request
   nonResourceURLs: ['*']
-"
-    ));
+",
+    );
     assert_levels(
         &p,
         [
