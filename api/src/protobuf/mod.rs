@@ -136,88 +136,47 @@ fn codec(api_version: &str, kind: &str) -> Option<KindCodec> {
 
 /// The codec of a kind the server stores (`list`: false) or of its list (`{Kind}List`).
 fn stored(api_version: &str, kind: &str, list: bool) -> Option<KindCodec> {
-    Some(match (api_version, kind) {
-        ("v1", "Namespace") => {
-            KindCodec::stored::<core::Namespace, core::NamespaceList>(list, "Namespace")
-        }
-        ("v1", "ConfigMap") => {
-            KindCodec::stored::<core::ConfigMap, core::ConfigMapList>(list, "ConfigMap")
-        }
-        ("v1", "Secret") => KindCodec::stored::<core::Secret, core::SecretList>(list, "Secret"),
-        ("v1", "ServiceAccount") => KindCodec::stored::<
-            core::ServiceAccount,
-            core::ServiceAccountList,
-        >(list, "ServiceAccount"),
-        ("v1", "Event") => KindCodec::stored::<core::Event, core::EventList>(list, "Event"),
-        ("v1", "Service") => KindCodec::stored::<core::Service, core::ServiceList>(list, "Service"),
-        ("v1", "Endpoints") => {
-            KindCodec::stored::<core::Endpoints, core::EndpointsList>(list, "Endpoints")
-        }
-        ("discovery.k8s.io/v1", "EndpointSlice") => KindCodec::stored::<
-            discovery::EndpointSlice,
-            discovery::EndpointSliceList,
-        >(list, "EndpointSlice"),
-        ("networking.k8s.io/v1", "IPAddress") => {
-            KindCodec::stored::<networking::IPAddress, networking::IPAddressList>(list, "IPAddress")
-        }
-        ("apiregistration.k8s.io/v1", "APIService") => KindCodec::stored::<
-            apiregistration::APIService,
-            apiregistration::APIServiceList,
-        >(list, "APIService"),
-        ("events.k8s.io/v1", "Event") => {
-            KindCodec::stored::<events::Event, events::EventList>(list, "Event")
-        }
-        ("coordination.k8s.io/v1", "Lease") => {
-            KindCodec::stored::<coordination::Lease, coordination::LeaseList>(list, "Lease")
-        }
-        ("rbac.authorization.k8s.io/v1", "Role") => {
-            KindCodec::stored::<rbac::Role, rbac::RoleList>(list, "Role")
-        }
-        ("rbac.authorization.k8s.io/v1", "ClusterRole") => {
-            KindCodec::stored::<rbac::ClusterRole, rbac::ClusterRoleList>(list, "ClusterRole")
-        }
-        ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
-            KindCodec::stored::<rbac::RoleBinding, rbac::RoleBindingList>(list, "RoleBinding")
-        }
-        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
-            KindCodec::stored::<rbac::ClusterRoleBinding, rbac::ClusterRoleBindingList>(
-                list,
-                "ClusterRoleBinding",
-            )
-        }
-        (ADMISSION_V1, "ValidatingWebhookConfiguration") => {
-            KindCodec::stored::<
-                admission::ValidatingWebhookConfiguration,
-                admission::ValidatingWebhookConfigurationList,
-            >(list, "ValidatingWebhookConfiguration")
-        }
-        (ADMISSION_V1, "MutatingWebhookConfiguration") => {
-            KindCodec::stored::<
-                admission::MutatingWebhookConfiguration,
-                admission::MutatingWebhookConfigurationList,
-            >(list, "MutatingWebhookConfiguration")
-        }
-        (ADMISSION_V1, "ValidatingAdmissionPolicy") => KindCodec::stored::<
-            admission::ValidatingAdmissionPolicy,
-            admission::ValidatingAdmissionPolicyList,
-        >(list, "ValidatingAdmissionPolicy"),
-        (ADMISSION_V1, "ValidatingAdmissionPolicyBinding") => {
-            KindCodec::stored::<
-                admission::ValidatingAdmissionPolicyBinding,
-                admission::ValidatingAdmissionPolicyBindingList,
-            >(list, "ValidatingAdmissionPolicyBinding")
-        }
-        (ADMISSION_V1BETA1, "MutatingAdmissionPolicy") => KindCodec::stored::<
-            admission_beta::MutatingAdmissionPolicy,
-            admission_beta::MutatingAdmissionPolicyList,
-        >(list, "MutatingAdmissionPolicy"),
-        (ADMISSION_V1BETA1, "MutatingAdmissionPolicyBinding") => {
-            KindCodec::stored::<
-                admission_beta::MutatingAdmissionPolicyBinding,
-                admission_beta::MutatingAdmissionPolicyBindingList,
-            >(list, "MutatingAdmissionPolicyBinding")
-        }
-        _ => return None,
+    /// Rows `apiVersion => module::{Kind, KindList}`: a kind's message and its list's.
+    macro_rules! stored_kinds {
+        ($($version:pat => $module:ident::{$message:ident, $list:ident};)*) => {
+            match (api_version, kind) {
+                $(($version, stringify!($message)) => KindCodec::stored::<
+                    $module::$message,
+                    $module::$list,
+                >(list, stringify!($message)),)*
+                _ => return None,
+            }
+        };
+    }
+    Some(stored_kinds! {
+        "v1" => core::{Namespace, NamespaceList};
+        "v1" => core::{ConfigMap, ConfigMapList};
+        "v1" => core::{Secret, SecretList};
+        "v1" => core::{ServiceAccount, ServiceAccountList};
+        "v1" => core::{Event, EventList};
+        "v1" => core::{Service, ServiceList};
+        "v1" => core::{Endpoints, EndpointsList};
+        "discovery.k8s.io/v1" => discovery::{EndpointSlice, EndpointSliceList};
+        "networking.k8s.io/v1" => networking::{IPAddress, IPAddressList};
+        "apiregistration.k8s.io/v1" => apiregistration::{APIService, APIServiceList};
+        "events.k8s.io/v1" => events::{Event, EventList};
+        "coordination.k8s.io/v1" => coordination::{Lease, LeaseList};
+        "rbac.authorization.k8s.io/v1" => rbac::{Role, RoleList};
+        "rbac.authorization.k8s.io/v1" => rbac::{ClusterRole, ClusterRoleList};
+        "rbac.authorization.k8s.io/v1" => rbac::{RoleBinding, RoleBindingList};
+        "rbac.authorization.k8s.io/v1" => rbac::{ClusterRoleBinding, ClusterRoleBindingList};
+        ADMISSION_V1 => admission::{
+            ValidatingWebhookConfiguration, ValidatingWebhookConfigurationList
+        };
+        ADMISSION_V1 => admission::{MutatingWebhookConfiguration, MutatingWebhookConfigurationList};
+        ADMISSION_V1 => admission::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyList};
+        ADMISSION_V1 => admission::{
+            ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingList
+        };
+        ADMISSION_V1BETA1 => admission_beta::{MutatingAdmissionPolicy, MutatingAdmissionPolicyList};
+        ADMISSION_V1BETA1 => admission_beta::{
+            MutatingAdmissionPolicyBinding, MutatingAdmissionPolicyBindingList
+        };
     })
 }
 
@@ -226,35 +185,29 @@ const ADMISSION_V1BETA1: &str = "admissionregistration.k8s.io/v1beta1";
 
 /// The codec of a kind without a list: a create-only kind, `Status` or `DeleteOptions`.
 fn unstored(api_version: &str, kind: &str) -> Option<KindCodec> {
-    Some(match (api_version, kind) {
+    /// Rows `apiVersion => module::Kind` of kinds whose message is their codec's only one.
+    macro_rules! unlisted_kinds {
+        ($($version:pat => $module:ident::$message:ident;)*) => {
+            match (api_version, kind) {
+                $(($version, stringify!($message)) => KindCodec::object::<$module::$message>(),)*
+                // DeleteOptions is registered in every group version (a DELETE body names the
+                // resource's own apiVersion) and in meta.k8s.io/v1.
+                (_, "DeleteOptions") => KindCodec::object::<meta::DeleteOptions>(),
+                _ => return None,
+            }
+        };
+    }
+    Some(unlisted_kinds! {
         // Create-only kinds: the body of a POST and its answer, never stored or listed.
-        ("authentication.k8s.io/v1", "TokenRequest") => {
-            KindCodec::object::<authentication::TokenRequest>()
-        }
-        ("authentication.k8s.io/v1", "TokenReview") => {
-            KindCodec::object::<authentication::TokenReview>()
-        }
-        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
-            KindCodec::object::<authentication::SelfSubjectReview>()
-        }
-        ("authorization.k8s.io/v1", "SubjectAccessReview") => {
-            KindCodec::object::<authorization::SubjectAccessReview>()
-        }
-        ("authorization.k8s.io/v1", "LocalSubjectAccessReview") => {
-            KindCodec::object::<authorization::LocalSubjectAccessReview>()
-        }
-        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
-            KindCodec::object::<authorization::SelfSubjectAccessReview>()
-        }
-        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
-            KindCodec::object::<authorization::SelfSubjectRulesReview>()
-        }
+        "authentication.k8s.io/v1" => authentication::TokenRequest;
+        "authentication.k8s.io/v1" => authentication::TokenReview;
+        "authentication.k8s.io/v1" => authentication::SelfSubjectReview;
+        "authorization.k8s.io/v1" => authorization::SubjectAccessReview;
+        "authorization.k8s.io/v1" => authorization::LocalSubjectAccessReview;
+        "authorization.k8s.io/v1" => authorization::SelfSubjectAccessReview;
+        "authorization.k8s.io/v1" => authorization::SelfSubjectRulesReview;
         // Status is an unversioned type Kubernetes registers as group "", version "v1".
-        ("v1", "Status") => KindCodec::object::<meta::Status>(),
-        // DeleteOptions is registered in every group version (a DELETE body names the
-        // resource's own apiVersion) and in meta.k8s.io/v1.
-        (_, "DeleteOptions") => KindCodec::object::<meta::DeleteOptions>(),
-        _ => return None,
+        "v1" => meta::Status;
     })
 }
 
@@ -285,7 +238,12 @@ pub fn encode(obj: &Value) -> Result<Option<Vec<u8>>, ProtobufError> {
     let Some(codec) = codec(api_version, kind) else {
         return Ok(None);
     };
-    let raw = (codec.to_proto)(obj)?;
+    Ok(Some(envelope(api_version, kind, (codec.to_proto)(obj)?)))
+}
+
+/// The body of an object of this apiVersion and kind: the magic, then `runtime.Unknown` holding
+/// the message's bytes `raw`.
+fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
     let unknown = Unknown {
         type_meta: Some(TypeMeta {
             api_version: Some(api_version.to_owned()),
@@ -301,7 +259,7 @@ pub fn encode(obj: &Value) -> Result<Option<Vec<u8>>, ProtobufError> {
     unknown
         .encode(&mut body)
         .expect("a Vec grows to hold any message");
-    Ok(Some(body))
+    body
 }
 
 /// Decodes a protobuf body (magic, `runtime.Unknown`) into the JSON object it holds, with

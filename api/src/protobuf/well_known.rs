@@ -185,30 +185,28 @@ fn embed_json(value: &Value) -> Result<Option<Vec<u8>>, ProtobufError> {
         .map_err(|e| ProtobufError::invalid(format!("cannot serialise embedded JSON: {e}")))
 }
 
-/// Managed-field sets: the JSON document itself (`{"f:metadata": {...}}`).
-impl JsonValue for FieldsV1 {
-    fn to_json(&self) -> Result<Value, ProtobufError> {
-        let FieldsV1 { raw } = self;
-        embedded_json(raw.as_deref())
-    }
+/// `JsonValue` for messages whose `raw` bytes hold a JSON document, written as that document.
+macro_rules! raw_json_messages {
+    ($($(#[$doc:meta])* $message:ident,)*) => {$(
+        $(#[$doc])*
+        impl JsonValue for $message {
+            fn to_json(&self) -> Result<Value, ProtobufError> {
+                let $message { raw } = self;
+                embedded_json(raw.as_deref())
+            }
 
-    fn from_json(value: &Value) -> Result<Self, ProtobufError> {
-        Ok(FieldsV1 {
-            raw: embed_json(value)?,
-        })
-    }
+            fn from_json(value: &Value) -> Result<Self, ProtobufError> {
+                Ok($message {
+                    raw: embed_json(value)?,
+                })
+            }
+        }
+    )*};
 }
 
-/// An embedded object in JSON (its `raw` bytes hold JSON, as Kubernetes writes them).
-impl JsonValue for RawExtension {
-    fn to_json(&self) -> Result<Value, ProtobufError> {
-        let RawExtension { raw } = self;
-        embedded_json(raw.as_deref())
-    }
-
-    fn from_json(value: &Value) -> Result<Self, ProtobufError> {
-        Ok(RawExtension {
-            raw: embed_json(value)?,
-        })
-    }
+raw_json_messages! {
+    /// Managed-field sets: the JSON document itself (`{"f:metadata": {...}}`).
+    FieldsV1,
+    /// An embedded object in JSON (its `raw` bytes hold JSON, as Kubernetes writes them).
+    RawExtension,
 }

@@ -9,10 +9,9 @@ use k8s_pb::api::authentication::v1 as authentication;
 use k8s_pb::api::authorization::v1 as authorization;
 use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
-use prost::Message;
 use serde_json::json;
 
-use super::{access_fixtures, decode, envelope, read_as, supports};
+use super::{access_fixtures, decoded_from_go, named, read_as, supports};
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
@@ -175,9 +174,8 @@ fn authorization_kinds_read_by_k8s_pb() {
 fn a_role_binding_from_kubectl_keeps_the_fields_go_always_writes() {
     let binding = rbac::RoleBinding {
         metadata: Some(meta::ObjectMeta {
-            name: Some("devs".into()),
             namespace: Some(String::new()),
-            ..Default::default()
+            ..named("devs")
         }),
         subjects: vec![rbac::Subject {
             kind: Some("User".into()),
@@ -191,13 +189,8 @@ fn a_role_binding_from_kubectl_keeps_the_fields_go_always_writes() {
             name: Some("edit".into()),
         }),
     };
-    let json = decode(&envelope(
-        "rbac.authorization.k8s.io/v1",
-        "RoleBinding",
-        binding.encode_to_vec(),
-    ));
     assert_eq!(
-        json.unwrap(),
+        decoded_from_go("rbac.authorization.k8s.io/v1", "RoleBinding", &binding),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
             "metadata": {"name": "devs"},
@@ -214,9 +207,8 @@ fn a_role_binding_from_kubectl_keeps_the_fields_go_always_writes() {
 fn review_bodies_from_go_decode_to_kubernetes_json() {
     let request = authentication::TokenRequest {
         metadata: Some(meta::ObjectMeta {
-            name: Some("builder".into()),
             namespace: Some("default".into()),
-            ..Default::default()
+            ..named("builder")
         }),
         spec: Some(authentication::TokenRequestSpec {
             audiences: vec![],
@@ -228,13 +220,8 @@ fn review_bodies_from_go_decode_to_kubernetes_json() {
             expiration_timestamp: Some(meta::Time::default()),
         }),
     };
-    let json = decode(&envelope(
-        "authentication.k8s.io/v1",
-        "TokenRequest",
-        request.encode_to_vec(),
-    ));
     assert_eq!(
-        json.unwrap(),
+        decoded_from_go("authentication.k8s.io/v1", "TokenRequest", &request),
         json!({
             "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
             "metadata": {"name": "builder", "namespace": "default"},
@@ -266,13 +253,12 @@ fn review_bodies_from_go_decode_to_kubernetes_json() {
             evaluation_error: Some(String::new()),
         }),
     };
-    let json = decode(&envelope(
-        "authorization.k8s.io/v1",
-        "SelfSubjectAccessReview",
-        review.encode_to_vec(),
-    ));
     assert_eq!(
-        json.unwrap(),
+        decoded_from_go(
+            "authorization.k8s.io/v1",
+            "SelfSubjectAccessReview",
+            &review
+        ),
         json!({
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
             "metadata": {},

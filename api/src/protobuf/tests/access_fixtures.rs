@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::fixtures::{list, object_meta, typed, TIME};
+use super::fixtures::{object_meta, typed, with_list, TIME};
 
 const RBAC: &str = "rbac.authorization.k8s.io/v1";
 const AUTHENTICATION: &str = "authentication.k8s.io/v1";
@@ -221,27 +221,14 @@ pub(super) fn self_subject_rules_review() -> Value {
 
 /// Every access-control kind, objects and lists, fully populated.
 pub(super) fn all() -> Vec<Value> {
-    vec![
-        role("r-a"),
-        list(RBAC, "RoleList", vec![role("a"), role("b")]),
-        cluster_role("cr-a"),
-        list(
-            RBAC,
-            "ClusterRoleList",
-            vec![cluster_role("a"), cluster_role("b")],
-        ),
-        role_binding("rb-a"),
-        list(
-            RBAC,
-            "RoleBindingList",
-            vec![role_binding("a"), role_binding("b")],
-        ),
-        cluster_role_binding("crb-a"),
-        list(
-            RBAC,
-            "ClusterRoleBindingList",
-            vec![cluster_role_binding("a"), cluster_role_binding("b")],
-        ),
+    let kinds = [
+        with_list(role, "r-a"),
+        with_list(cluster_role, "cr-a"),
+        with_list(role_binding, "rb-a"),
+        with_list(cluster_role_binding, "crb-a"),
+    ];
+    let mut all: Vec<Value> = kinds.into_iter().flatten().collect();
+    all.extend([
         token_request(),
         token_review(),
         self_subject_review(),
@@ -249,5 +236,6 @@ pub(super) fn all() -> Vec<Value> {
         subject_access_review("LocalSubjectAccessReview"),
         self_subject_access_review(),
         self_subject_rules_review(),
-    ]
+    ]);
+    all
 }

@@ -247,43 +247,29 @@ pub(super) fn delete_options() -> Value {
     )
 }
 
+/// The fixture named `name`, then a list of two more (`a` and `b`) as its `{Kind}List`.
+pub(super) fn with_list(fixture: fn(&str) -> Value, name: &str) -> [Value; 2] {
+    let obj = fixture(name);
+    let kind = format!("{}List", obj["kind"].as_str().unwrap());
+    let items = vec![fixture("a"), fixture("b")];
+    let list = list(obj["apiVersion"].as_str().unwrap(), &kind, items);
+    [obj, list]
+}
+
 /// Every covered kind, objects and lists, fully populated (the access-control kinds' from
 /// `access_fixtures.rs`).
 pub(super) fn all() -> Vec<Value> {
-    let mut all = vec![
-        namespace("ns-a"),
-        list("v1", "NamespaceList", vec![namespace("a"), namespace("b")]),
-        config_map("cm-a"),
-        list(
-            "v1",
-            "ConfigMapList",
-            vec![config_map("a"), config_map("b")],
-        ),
-        secret("s-a"),
-        list("v1", "SecretList", vec![secret("a"), secret("b")]),
-        service_account("sa-a"),
-        list(
-            "v1",
-            "ServiceAccountList",
-            vec![service_account("a"), service_account("b")],
-        ),
-        core_event("ev-a"),
-        list("v1", "EventList", vec![core_event("a"), core_event("b")]),
-        events_event("ev-b"),
-        list(
-            "events.k8s.io/v1",
-            "EventList",
-            vec![events_event("a"), events_event("b")],
-        ),
-        lease("lease-a"),
-        list(
-            "coordination.k8s.io/v1",
-            "LeaseList",
-            vec![lease("a"), lease("b")],
-        ),
-        status(),
-        delete_options(),
+    let kinds = [
+        with_list(namespace, "ns-a"),
+        with_list(config_map, "cm-a"),
+        with_list(secret, "s-a"),
+        with_list(service_account, "sa-a"),
+        with_list(core_event, "ev-a"),
+        with_list(events_event, "ev-b"),
+        with_list(lease, "lease-a"),
     ];
+    let mut all: Vec<Value> = kinds.into_iter().flatten().collect();
+    all.extend([status(), delete_options()]);
     all.extend(super::access_fixtures::all());
     all
 }

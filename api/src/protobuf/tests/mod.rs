@@ -22,21 +22,21 @@ use serde_json::{json, Value};
 
 use super::bridge::JsonValue;
 use super::{
-    codec, decode, decode_watch_frame, encode, encode_watch_frame, supports, MAGIC, PROTOBUF,
+    codec, decode, decode_watch_frame, encode, encode_watch_frame, envelope, supports, MAGIC,
+    PROTOBUF,
 };
 
-/// `raw` wrapped as kube-apiserver and client-go write an object body.
-fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
-    let unknown = Unknown {
-        type_meta: Some(TypeMeta {
-            api_version: Some(api_version.into()),
-            kind: Some(kind.into()),
-        }),
-        raw: Some(raw),
-        content_encoding: Some(String::new()),
-        content_type: Some(String::new()),
-    };
-    [MAGIC.to_vec(), unknown.encode_to_vec()].concat()
+/// `message` as a Go client writes it (in its envelope), decoded to JSON.
+fn decoded_from_go(api_version: &str, kind: &str, message: &impl Message) -> Value {
+    decode(&envelope(api_version, kind, message.encode_to_vec())).unwrap()
+}
+
+/// Metadata with a name alone.
+fn named(name: &str) -> meta::ObjectMeta {
+    meta::ObjectMeta {
+        name: Some(name.into()),
+        ..Default::default()
+    }
 }
 
 /// `obj` encoded; panics when it has no protobuf form.
@@ -110,15 +110,11 @@ fn lists_round_trip_empty_and_items_get_their_kind() {
     // Items carry no apiVersion/kind in protobuf; decoding stamps the list's on them.
     let mut list = core::ConfigMapList::default();
     list.items.push(core::ConfigMap {
-        metadata: Some(meta::ObjectMeta {
-            name: Some("a".into()),
-            ..Default::default()
-        }),
+        metadata: Some(named("a")),
         ..Default::default()
     });
-    let json = decode(&envelope("v1", "ConfigMapList", list.encode_to_vec())).unwrap();
     assert_eq!(
-        json,
+        decoded_from_go("v1", "ConfigMapList", &list),
         json!({
             "apiVersion": "v1", "kind": "ConfigMapList",
             "items": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}]
@@ -165,9 +161,8 @@ fn bytes_from_a_go_client_decode_to_kubernetes_json() {
         data: BTreeMap::from([("k".into(), "v".into())]),
         binary_data: BTreeMap::from([("b".into(), vec![0, 1, 2])]),
     };
-    let json = decode(&envelope("v1", "ConfigMap", cm.encode_to_vec())).unwrap();
     assert_eq!(
-        json,
+        decoded_from_go("v1", "ConfigMap", &cm),
         json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -194,10 +189,7 @@ fn bytes_from_a_go_client_decode_to_kubernetes_json() {
 #[test]
 fn a_go_lease_keeps_pointer_zeros_and_microseconds() {
     let lease = coordination::Lease {
-        metadata: Some(meta::ObjectMeta {
-            name: Some("leader".into()),
-            ..Default::default()
-        }),
+        metadata: Some(named("leader")),
         spec: Some(coordination::LeaseSpec {
             holder_identity: Some(String::new()),
             lease_duration_seconds: Some(0),
@@ -211,13 +203,8 @@ fn a_go_lease_keeps_pointer_zeros_and_microseconds() {
             preferred_holder: None,
         }),
     };
-    let json = decode(&envelope(
-        "coordination.k8s.io/v1",
-        "Lease",
-        lease.encode_to_vec(),
-    ));
     assert_eq!(
-        json.unwrap(),
+        decoded_from_go("coordination.k8s.io/v1", "Lease", &lease),
         json!({
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
@@ -331,9 +318,8 @@ fn a_watch_frame_is_a_length_then_a_raw_watch_event_holding_a_full_object() {
 fn a_watch_frame_written_like_kube_apiserver_decodes() {
     let cm = core::ConfigMap {
         metadata: Some(meta::ObjectMeta {
-            name: Some("a".into()),
             resource_version: Some("9".into()),
-            ..Default::default()
+            ..named("a")
         }),
         ..Default::default()
     };

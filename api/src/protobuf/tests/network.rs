@@ -8,15 +8,14 @@ use std::collections::BTreeMap;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::discovery::v1 as discovery;
 use k8s_pb::api::networking::v1 as networking;
-use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
-use prost::Message;
 use serde_json::{json, Value};
 
 use super::fixtures::{object_meta, object_reference, typed, TIME};
 use super::{
-    assert_round_trips_fully_populated, decode, encoded, envelope, read_as, supports, with_lists,
+    assert_round_trips_fully_populated, decode, decoded_from_go, encoded, named, read_as, supports,
+    with_lists,
 };
 
 const DISCOVERY_V1: &str = "discovery.k8s.io/v1";
@@ -269,10 +268,7 @@ fn api_services_read_by_k8s_pb() {
 #[test]
 fn a_service_from_go_decodes_to_kubernetes_json() {
     let svc = core::Service {
-        metadata: Some(meta::ObjectMeta {
-            name: Some("kubernetes".into()),
-            ..Default::default()
-        }),
+        metadata: Some(named("kubernetes")),
         spec: Some(core::ServiceSpec {
             ports: vec![core::ServicePort {
                 name: Some("https".into()),
@@ -311,9 +307,8 @@ fn a_service_from_go_decodes_to_kubernetes_json() {
             conditions: vec![],
         }),
     };
-    let json = decode(&envelope("v1", "Service", svc.encode_to_vec())).unwrap();
     assert_eq!(
-        json,
+        decoded_from_go("v1", "Service", &svc),
         json!({
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "kubernetes"},
@@ -338,10 +333,7 @@ fn a_service_from_go_decodes_to_kubernetes_json() {
 #[test]
 fn go_zero_values_are_kept_where_go_keeps_them() {
     let slice = discovery::EndpointSlice {
-        metadata: Some(meta::ObjectMeta {
-            name: Some("web-abcde".into()),
-            ..Default::default()
-        }),
+        metadata: Some(named("web-abcde")),
         address_type: Some("IPv4".into()),
         endpoints: vec![discovery::Endpoint {
             addresses: vec!["10.244.1.5".into()],
@@ -357,13 +349,8 @@ fn go_zero_values_are_kept_where_go_keeps_them() {
             ..Default::default()
         }],
     };
-    let json = decode(&envelope(
-        DISCOVERY_V1,
-        "EndpointSlice",
-        slice.encode_to_vec(),
-    ));
     assert_eq!(
-        json.unwrap(),
+        decoded_from_go(DISCOVERY_V1, "EndpointSlice", &slice),
         json!({
             "apiVersion": DISCOVERY_V1, "kind": "EndpointSlice",
             "metadata": {"name": "web-abcde"},
@@ -374,10 +361,7 @@ fn go_zero_values_are_kept_where_go_keeps_them() {
     );
 
     let api = apiregistration::APIService {
-        metadata: Some(meta::ObjectMeta {
-            name: Some("v1.apps".into()),
-            ..Default::default()
-        }),
+        metadata: Some(named("v1.apps")),
         spec: Some(apiregistration::APIServiceSpec {
             service: None,
             group: Some("apps".into()),
@@ -389,13 +373,8 @@ fn go_zero_values_are_kept_where_go_keeps_them() {
         }),
         status: Some(apiregistration::APIServiceStatus::default()),
     };
-    let json = decode(&envelope(
-        APIREGISTRATION_V1,
-        "APIService",
-        api.encode_to_vec(),
-    ));
     assert_eq!(
-        json.unwrap(),
+        decoded_from_go(APIREGISTRATION_V1, "APIService", &api),
         json!({
             "apiVersion": APIREGISTRATION_V1, "kind": "APIService",
             "metadata": {"name": "v1.apps"},
