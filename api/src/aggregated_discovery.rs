@@ -51,12 +51,7 @@ fn resource_json(r: &ServedResource, version: &str) -> Value {
         "singularResource": def.singular,
         "verbs": def.verbs(),
     });
-    if !def.short_names.is_empty() {
-        entry["shortNames"] = json!(def.short_names);
-    }
-    if !def.categories.is_empty() {
-        entry["categories"] = json!(def.categories);
-    }
+    crate::discovery::add_names(&mut entry, def);
     let subresources: Vec<Value> = def
         .subresources(version)
         .into_iter()

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::registry::aggregation::{is_remote, Aggregation};
 pub(crate) use crate::registry::definition::compare_versions;
+use crate::registry::definition::ResourceDefinition;
 use crate::registry::{Registry, ServedResource};
 
 /// group → versions, preferred first, in the order `/apis` lists them: the groups this server
@@ -124,6 +125,16 @@ pub(crate) fn group(
     Some(g)
 }
 
+/// Adds the definition's `shortNames` and `categories` to a discovery entry, where it has any.
+pub(crate) fn add_names(entry: &mut Value, def: &ResourceDefinition) {
+    if !def.short_names.is_empty() {
+        entry["shortNames"] = json!(def.short_names);
+    }
+    if !def.categories.is_empty() {
+        entry["categories"] = json!(def.categories);
+    }
+}
+
 fn resource_entries(r: &ServedResource, version: &str) -> Vec<Value> {
     let def = &r.def;
     let mut entry = json!({
@@ -133,12 +144,7 @@ fn resource_entries(r: &ServedResource, version: &str) -> Vec<Value> {
         "kind": def.kind,
         "verbs": def.verbs(),
     });
-    if !def.short_names.is_empty() {
-        entry["shortNames"] = json!(def.short_names);
-    }
-    if !def.categories.is_empty() {
-        entry["categories"] = json!(def.categories);
-    }
+    add_names(&mut entry, def);
     if def.version(version).is_some_and(|v| v.storage) {
         entry["storageVersionHash"] = json!(crate::openapi::short_hash(&format!(
             "{}/{}/{}",

@@ -227,25 +227,22 @@ fn paths_for(r: &ServedResource, version: &str, ref_prefix: &str) -> Map<String,
     }));
     let mut item_params = ns_params.clone();
     item_params.push(name_param);
-    paths.insert(
-        format!("{collection}/{{name}}"),
+    // The object's read, replace and patch, or its status' (`suffix` "Status").
+    let read_write = |suffix: &str| {
         json!({
-            "get": operation(def, version, "get", id("read", ""), &obj_ref, false),
-            "put": operation(def, version, "put", id("replace", ""), &obj_ref, true),
-            "patch": operation(def, version, "patch", id("patch", ""), &obj_ref, true),
-            "delete": operation(def, version, "delete", id("delete", ""), &obj_ref, true),
+            "get": operation(def, version, "get", id("read", suffix), &obj_ref, false),
+            "put": operation(def, version, "put", id("replace", suffix), &obj_ref, true),
+            "patch": operation(def, version, "patch", id("patch", suffix), &obj_ref, true),
             "parameters": item_params,
-        }),
-    );
+        })
+    };
+    let mut item = read_write("");
+    item["delete"] = operation(def, version, "delete", id("delete", ""), &obj_ref, true);
+    paths.insert(format!("{collection}/{{name}}"), item);
     if def.version(version).is_some_and(|v| v.status_subresource) {
         paths.insert(
             format!("{collection}/{{name}}/status"),
-            json!({
-                "get": operation(def, version, "get", id("read", "Status"), &obj_ref, false),
-                "put": operation(def, version, "put", id("replace", "Status"), &obj_ref, true),
-                "patch": operation(def, version, "patch", id("patch", "Status"), &obj_ref, true),
-                "parameters": item_params,
-            }),
+            read_write("Status"),
         );
     }
     if def.namespaced {
