@@ -316,16 +316,20 @@ impl Drop for Seats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::task::JoinHandle;
 
     const WAIT: Duration = Duration::from_secs(5);
+
+    /// Grant order of the flows admitted by [`spawn_admit`].
+    type Order = Arc<Mutex<Vec<&'static str>>>;
 
     /// Admits in the background, records the grant in `order` and returns the seats at once.
     fn spawn_admit(
         set: &Arc<QueueSet>,
         flow: &'static str,
         seats: u32,
-        order: &Arc<Mutex<Vec<&'static str>>>,
-    ) -> tokio::task::JoinHandle<Result<(), Rejection>> {
+        order: &Order,
+    ) -> JoinHandle<Result<(), Rejection>> {
         let (set, order) = (set.clone(), order.clone());
         tokio::spawn(async move {
             let granted = set.admit(flow, seats, WAIT).await?;
@@ -333,6 +337,35 @@ mod tests {
             drop(granted);
             Ok(())
         })
+    }
+
+    /// A queue set of `limit` seats and queues of `queue_length_limit`, and an empty order.
+    fn queue_set(limit: u32, queue_length_limit: usize) -> (Arc<QueueSet>, Order) {
+        (QueueSet::new(limit, queue_length_limit), Order::default())
+    }
+
+    /// Admits at once or within [`WAIT`]; panics when refused.
+    async fn admitted(set: &Arc<QueueSet>, flow: &str, seats: u32) -> Seats {
+        set.admit(flow, seats, WAIT).await.unwrap()
+    }
+
+    /// Waits for each of these admissions; panics unless every one was granted.
+    async fn all_granted(admissions: impl IntoIterator<Item = JoinHandle<Result<(), Rejection>>>) {
+        for admission in admissions {
+            admission.await.unwrap().unwrap();
+        }
+    }
+
+    /// [`spawn_admit`], once the admission has had its chance to run (and queue).
+    async fn queued_admission(
+        set: &Arc<QueueSet>,
+        flow: &'static str,
+        seats: u32,
+        order: &Order,
+    ) -> JoinHandle<Result<(), Rejection>> {
+        let admission = spawn_admit(set, flow, seats, order);
+        settle().await;
+        admission
     }
 
     async fn settle() {
@@ -344,8 +377,8 @@ mod tests {
     #[tokio::test]
     async fn a_request_is_admitted_at_once_while_seats_are_free_and_returns_them() {
         let set = QueueSet::new(2, 10);
-        let a = set.admit("alice", 1, WAIT).await.unwrap();
-        let b = set.admit("bob", 1, WAIT).await.unwrap();
+        let a = admitted(&set, "alice", 1).await;
+        let b = admitted(&set, "bob", 1).await;
         assert_eq!(set.load(), (0, 2));
         drop((a, b));
         assert_eq!(set.load(), (0, 0));
@@ -353,24 +386,20 @@ mod tests {
 
     #[tokio::test]
     async fn a_light_flow_goes_before_a_flooding_flows_queue() {
-        let set = QueueSet::new(2, 50);
-        let order = Arc::new(Mutex::new(Vec::new()));
+        let (set, order) = queue_set(2, 50);
         let held = [
-            set.admit("noisy", 1, WAIT).await.unwrap(),
-            set.admit("noisy", 1, WAIT).await.unwrap(),
+            admitted(&set, "noisy", 1).await,
+            admitted(&set, "noisy", 1).await,
         ];
         let noisy: Vec<_> = (0..5)
             .map(|_| spawn_admit(&set, "noisy", 1, &order))
             .collect();
         settle().await;
-        let light = spawn_admit(&set, "light", 1, &order);
-        settle().await;
+        let light = queued_admission(&set, "light", 1, &order).await;
         assert_eq!(set.load(), (6, 2));
         drop(held);
-        light.await.unwrap().unwrap();
-        for n in noisy {
-            n.await.unwrap().unwrap();
-        }
+        all_granted([light]).await;
+        all_granted(noisy).await;
         // The noisy flow had more service than the light one when the first seat freed.
         assert_eq!(order.lock().unwrap()[0], "light");
         assert_eq!(set.load(), (0, 0));
@@ -378,22 +407,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_queue_refuses_and_other_flows_still_queue() {
-        let set = QueueSet::new(1, 2);
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let held = set.admit("noisy", 1, WAIT).await.unwrap();
+        let (set, order) = queue_set(1, 2);
+        let held = admitted(&set, "noisy", 1).await;
         let queued: Vec<_> = (0..2)
             .map(|_| spawn_admit(&set, "noisy", 1, &order))
             .collect();
         settle().await;
         let refused = set.admit("noisy", 1, WAIT).await.err();
         assert_eq!(refused, Some(Rejection::QueueFull));
-        let light = spawn_admit(&set, "light", 1, &order);
-        settle().await;
+        let light = queued_admission(&set, "light", 1, &order).await;
         drop(held);
-        light.await.unwrap().unwrap();
-        for q in queued {
-            q.await.unwrap().unwrap();
-        }
+        all_granted([light]).await;
+        all_granted(queued).await;
         // The noisy flow had the seat all along: the light one goes next.
         assert_eq!(order.lock().unwrap()[0], "light");
     }
@@ -401,7 +426,7 @@ mod tests {
     #[tokio::test]
     async fn a_request_that_waits_too_long_is_refused_and_leaves_its_queue() {
         let set = QueueSet::new(1, 10);
-        let held = set.admit("a", 1, WAIT).await.unwrap();
+        let held = admitted(&set, "a", 1).await;
         let late = set.admit("b", 1, Duration::from_millis(50)).await.err();
         assert_eq!(late, Some(Rejection::TimedOut));
         assert_eq!(set.load(), (0, 1));
@@ -411,40 +436,33 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_that_goes_away_while_queued_or_just_granted_leaks_no_seat() {
-        let set = QueueSet::new(1, 10);
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let held = set.admit("a", 1, WAIT).await.unwrap();
-        let gone = spawn_admit(&set, "b", 1, &order);
-        settle().await;
+        let (set, order) = queue_set(1, 10);
+        let held = admitted(&set, "a", 1).await;
+        let gone = queued_admission(&set, "b", 1, &order).await;
         gone.abort();
         let _ = gone.await;
         assert_eq!(set.load(), (0, 1));
         // Granted, then dropped before it ran.
-        let granted = spawn_admit(&set, "c", 1, &order);
-        settle().await;
+        let granted = queued_admission(&set, "c", 1, &order).await;
         drop(held);
         granted.abort();
         let _ = granted.await;
         assert!(order.lock().unwrap().is_empty());
         assert_eq!(set.load(), (0, 0));
-        drop(set.admit("d", 1, WAIT).await.unwrap());
+        drop(admitted(&set, "d", 1).await);
     }
 
     #[tokio::test]
     async fn a_wide_request_is_not_starved_by_narrow_ones() {
-        let set = QueueSet::new(4, 10);
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let held = set.admit("a", 3, WAIT).await.unwrap();
-        let wide = spawn_admit(&set, "wide", 4, &order);
-        settle().await;
-        let narrow = spawn_admit(&set, "narrow", 1, &order);
-        settle().await;
+        let (set, order) = queue_set(4, 10);
+        let held = admitted(&set, "a", 3).await;
+        let wide = queued_admission(&set, "wide", 4, &order).await;
+        let narrow = queued_admission(&set, "narrow", 1, &order).await;
         // One seat is free, but the wide request (queued first, at the same virtual time) is
         // next: the narrow one waits behind it.
         assert_eq!(set.load(), (2, 3));
         drop(held);
-        wide.await.unwrap().unwrap();
-        narrow.await.unwrap().unwrap();
+        all_granted([wide, narrow]).await;
         assert_eq!(order.lock().unwrap().as_slice(), ["wide", "narrow"]);
     }
 }
