@@ -37,6 +37,14 @@ fn crd_row(group: &str, kind: &str, columns: Value, obj: Value) -> (Value, Vec<V
     row(&crd(group, kind, columns), obj)
 }
 
+/// The definition of `plural` among these built-in definitions.
+fn builtin(definitions: Vec<ResourceDefinition>, plural: &str) -> ResourceDefinition {
+    definitions
+        .into_iter()
+        .find(|d| d.plural == plural)
+        .unwrap()
+}
+
 fn meta(name: &str) -> Value {
     json!({"name": name, "creationTimestamp": "2020-01-01T00:00:00Z"})
 }
@@ -173,10 +181,7 @@ fn default_and_builtin_columns() {
 
 #[test]
 fn builtin_template_columns_join_what_they_select() {
-    let role_binding = crate::authorization::rbac::definitions()
-        .into_iter()
-        .find(|d| d.plural == "rolebindings")
-        .unwrap();
+    let role_binding = builtin(crate::authorization::rbac::definitions(), "rolebindings");
     let (t, cells) = row(
         &role_binding,
         json!({"metadata": meta("rb"), "roleRef": {"kind": "ClusterRole", "name": "view"},
@@ -191,10 +196,7 @@ fn builtin_template_columns_join_what_they_select() {
     assert_eq!(cells[3], json!("alice, bob"));
     assert_eq!(cells[4], json!(""));
     assert_eq!(cells[5], json!("team/ci"));
-    let roles = crate::authorization::rbac::definitions()
-        .into_iter()
-        .find(|d| d.plural == "roles")
-        .unwrap();
+    let roles = builtin(crate::authorization::rbac::definitions(), "roles");
     let (t, cells) = row(&roles, json!({"metadata": meta("r")}));
     assert_eq!(names(&t), ["Name", "Created At"]);
     assert_eq!(cells[1], json!("2020-01-01T00:00:00Z"));
@@ -202,10 +204,7 @@ fn builtin_template_columns_join_what_they_select() {
 
 #[test]
 fn service_columns_read_as_kubectl_prints_them() {
-    let services = crate::registry::service::definitions()
-        .into_iter()
-        .find(|d| d.plural == "services")
-        .unwrap();
+    let services = builtin(crate::registry::service::definitions(), "services");
     let (t, cells) = row(
         &services,
         json!({"metadata": meta("web"), "spec": {"type": "NodePort", "clusterIP": "10.96.0.7",
@@ -233,10 +232,7 @@ fn service_columns_read_as_kubectl_prints_them() {
             json!("80:30080/TCP, 53/UDP")
         ]
     );
-    let slices = crate::registry::service::definitions()
-        .into_iter()
-        .find(|d| d.plural == "endpointslices")
-        .unwrap();
+    let slices = builtin(crate::registry::service::definitions(), "endpointslices");
     let (_, cells) = row(
         &slices,
         json!({"metadata": meta("web-abc"), "addressType": "IPv4", "ports": [{"port": 8443}],
