@@ -4,6 +4,7 @@
 //! removes the `kubernetes` finalizer through `namespaces/{name}/finalize` when nothing is
 //! left — the namespace then goes.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
@@ -86,13 +87,7 @@ async fn empty(
     let Some(registry) = client.registry() else {
         return Ok(true);
     };
-    let namespace = ObjectRef {
-        group: String::new(),
-        version: "v1".into(),
-        plural: "namespaces".into(),
-        namespace: None,
-        name: name.clone(),
-    };
+    let namespace = ObjectRef::new("", "v1", "namespaces", None, name);
     let Some(current) = client.get(&namespace).await? else {
         return Ok(true);
     };
@@ -158,96 +153,78 @@ fn condition(type_: &str, holds: bool, reason: &str, message: &str) -> Value {
     })
 }
 
+/// The condition `type_`: not holding, with `ok`'s reason and message, unless there is a
+/// `problem`; then holding, with the problem's.
+fn condition_of(type_: &str, ok: (&str, &str), problem: Option<(&str, String)>) -> Value {
+    match problem {
+        None => condition(type_, false, ok.0, ok.1),
+        Some((reason, message)) => condition(type_, true, reason, &message),
+    }
+}
+
+/// What `counts` counts, as Kubernetes lists it (`{what} {joint} {n} resource instances`),
+/// when there is any.
+fn listed(counts: &BTreeMap<String, usize>, joint: &str) -> Option<String> {
+    let each: Vec<String> = counts
+        .iter()
+        .map(|(what, n)| format!("{what} {joint} {n} resource instances"))
+        .collect();
+    (!each.is_empty()).then(|| each.join(", "))
+}
+
 /// The conditions Kubernetes' namespace controller reports for `remaining` and the
 /// group/versions whose discovery failed.
 fn conditions(remaining: &Remaining, failed_discovery: &[String]) -> Vec<Value> {
-    let failure = if remaining.failures.is_empty() {
-        condition(
-            "NamespaceDeletionContentFailure",
-            false,
-            "ContentDeleted",
-            "All content successfully deleted, may be waiting on finalization",
-        )
-    } else {
-        condition(
-            "NamespaceDeletionContentFailure",
-            true,
-            "ContentDeletionFailed",
-            &format!(
-                "Failed to delete all resource types, {} remaining: {}",
-                remaining.failures.len(),
-                remaining.failures.join(", ")
-            ),
-        )
-    };
-    let content = if remaining.objects.is_empty() {
-        condition(
-            "NamespaceContentRemaining",
-            false,
-            "ContentRemoved",
-            "All content successfully removed",
-        )
-    } else {
-        let listed: Vec<String> = remaining
-            .objects
-            .iter()
-            .map(|(r, n)| format!("{r} has {n} resource instances"))
-            .collect();
-        condition(
-            "NamespaceContentRemaining",
-            true,
-            "SomeResourcesRemain",
-            &format!("Some resources are remaining: {}", listed.join(", ")),
-        )
-    };
-    let finalizers = if remaining.finalizers.is_empty() {
-        condition(
-            "NamespaceFinalizersRemaining",
-            false,
-            "ContentHasNoFinalizers",
-            "All content-preserving finalizers finished",
-        )
-    } else {
-        let listed: Vec<String> = remaining
-            .finalizers
-            .iter()
-            .map(|(f, n)| format!("{f} in {n} resource instances"))
-            .collect();
-        condition(
-            "NamespaceFinalizersRemaining",
-            true,
-            "SomeFinalizersRemain",
-            &format!(
-                "Some content in the namespace has finalizers remaining: {}",
-                listed.join(", ")
-            ),
-        )
-    };
+    let failures = &remaining.failures;
     vec![
-        if failed_discovery.is_empty() {
-            condition(
-                "NamespaceDeletionDiscoveryFailure",
-                false,
+        condition_of(
+            "NamespaceDeletionDiscoveryFailure",
+            (
                 "ResourcesDiscovered",
                 "All resources successfully discovered",
-            )
-        } else {
-            condition(
-                "NamespaceDeletionDiscoveryFailure",
-                true,
-                "DiscoveryFailed",
-                &aggregated_content::discovery_message(failed_discovery),
-            )
-        },
+            ),
+            (!failed_discovery.is_empty()).then(|| {
+                let message = aggregated_content::discovery_message(failed_discovery);
+                ("DiscoveryFailed", message)
+            }),
+        ),
         condition(
             "NamespaceDeletionGroupVersionParsingFailure",
             false,
             "ParsedGroupVersions",
             "All legacy kube types successfully parsed",
         ),
-        failure,
-        content,
-        finalizers,
+        condition_of(
+            "NamespaceDeletionContentFailure",
+            (
+                "ContentDeleted",
+                "All content successfully deleted, may be waiting on finalization",
+            ),
+            (!failures.is_empty()).then(|| {
+                let (n, all) = (failures.len(), failures.join(", "));
+                let message = format!("Failed to delete all resource types, {n} remaining: {all}");
+                ("ContentDeletionFailed", message)
+            }),
+        ),
+        condition_of(
+            "NamespaceContentRemaining",
+            ("ContentRemoved", "All content successfully removed"),
+            listed(&remaining.objects, "has").map(|all| {
+                let message = "Some resources are remaining";
+                ("SomeResourcesRemain", format!("{message}: {all}"))
+            }),
+        ),
+        condition_of(
+            "NamespaceFinalizersRemaining",
+            (
+                "ContentHasNoFinalizers",
+                "All content-preserving finalizers finished",
+            ),
+            listed(&remaining.finalizers, "in").map(|all| {
+                let message = "Some content in the namespace has finalizers remaining";
+                ("SomeFinalizersRemain", format!("{message}: {all}"))
+            }),
+        ),
     ]
 }
 
