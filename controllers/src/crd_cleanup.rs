@@ -58,13 +58,7 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
 /// One pass over the definition `key`: deletes its objects and, when none is left, its
 /// finalizer; answers whether the definition is done with.
 async fn clean(client: &Client, (name, uid): &Key) -> Result<bool> {
-    let definition = ObjectRef {
-        group: CRD_GROUP.into(),
-        version: "v1".into(),
-        plural: "customresourcedefinitions".into(),
-        namespace: None,
-        name: name.clone(),
-    };
+    let definition = ObjectRef::new(CRD_GROUP, "v1", "customresourcedefinitions", None, name);
     let Some(crd) = client.get(&definition).await? else {
         return Ok(true);
     };
