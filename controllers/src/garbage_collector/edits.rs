@@ -5,37 +5,32 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-/// Removes the owner references `gone` selects; answers whether any was removed.
+/// Removes the members of the array at `pointer` that `gone` selects; answers whether any was.
+fn remove_from(obj: &mut Value, pointer: &str, gone: impl Fn(&Value) -> bool) -> bool {
+    let Some(list) = obj.pointer_mut(pointer).and_then(Value::as_array_mut) else {
+        return false;
+    };
+    let before = list.len();
+    list.retain(|v| !gone(v));
+    list.len() != before
+}
+
+/// Removes the owner references `gone` selects (the list too, once empty); answers whether
+/// any was removed.
 pub(super) fn drop_owner_references(obj: &mut Value, gone: impl Fn(&Value) -> bool) -> bool {
-    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return false;
-    };
-    let Some(refs) = meta
-        .get_mut("ownerReferences")
-        .and_then(Value::as_array_mut)
-    else {
-        return false;
-    };
-    let before = refs.len();
-    refs.retain(|r| !gone(r));
-    let changed = refs.len() != before;
-    if refs.is_empty() {
-        meta.remove("ownerReferences");
+    let changed = remove_from(obj, "/metadata/ownerReferences", gone);
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let refs = meta.get("ownerReferences").and_then(Value::as_array);
+        if refs.is_some_and(Vec::is_empty) {
+            meta.remove("ownerReferences");
+        }
     }
     changed
 }
 
 /// Removes `finalizer`; answers whether it was there.
 pub(super) fn drop_finalizer(obj: &mut Value, finalizer: &str) -> bool {
-    let Some(list) = obj
-        .pointer_mut("/metadata/finalizers")
-        .and_then(Value::as_array_mut)
-    else {
-        return false;
-    };
-    let before = list.len();
-    list.retain(|f| f != finalizer);
-    before != list.len()
+    remove_from(obj, "/metadata/finalizers", |f| f == finalizer)
 }
 
 /// Sets `blockOwnerDeletion: false` on the references to the `waiting` owners.
