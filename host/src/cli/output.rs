@@ -154,18 +154,10 @@ pub fn print_test(module: &str, rows: &[PhaseRow], format: Format) {
     match format {
         Format::Json => print_json(&json!({"module": module, "results": rows})),
         Format::Table => {
-            let table: Vec<_> = rows
-                .iter()
-                .map(|r| {
-                    (
-                        [r.object.clone(), r.phase.clone(), r.outcome.to_owned()],
-                        r.details(),
-                    )
-                })
-                .collect();
-            print!(
-                "{}",
-                render(["OBJECT", "PHASE", "OUTCOME", "DETAILS"], &table)
+            print_table(
+                "OUTCOME",
+                rows.iter()
+                    .map(|r| (&r.object, &r.phase, r.outcome, r.details())),
             );
             let count = |o: &str| rows.iter().filter(|r| r.outcome == o).count();
             println!(
@@ -188,18 +180,10 @@ pub fn print_diff(old: &str, new: &str, cases: usize, rows: &[DiffRow], format: 
                 println!("{old} and {new} agree on all {cases} phases");
                 return;
             }
-            let table: Vec<_> = rows
-                .iter()
-                .map(|r| {
-                    (
-                        [r.object.clone(), r.phase.clone(), r.difference.to_owned()],
-                        r.details(),
-                    )
-                })
-                .collect();
-            print!(
-                "{}",
-                render(["OBJECT", "PHASE", "DIFFERENCE", "DETAILS"], &table)
+            print_table(
+                "DIFFERENCE",
+                rows.iter()
+                    .map(|r| (&r.object, &r.phase, r.difference, r.details())),
             );
             let differing: std::collections::BTreeSet<_> =
                 rows.iter().map(|r| (&r.source, &r.phase)).collect();
@@ -209,6 +193,19 @@ pub fn print_diff(old: &str, new: &str, cases: usize, rows: &[DiffRow], format: 
             );
         }
     }
+}
+
+/// Prints one row per object and phase: `column`'s cell, then the row's details.
+fn print_table<'a>(
+    column: &str,
+    rows: impl Iterator<Item = (&'a String, &'a String, &'a str, Vec<String>)>,
+) {
+    let table: Vec<_> = rows
+        .map(|(object, phase, cell, details)| {
+            ([object.clone(), phase.clone(), cell.to_owned()], details)
+        })
+        .collect();
+    print!("{}", render(["OBJECT", "PHASE", column, "DETAILS"], &table));
 }
 
 fn print_json(v: &Value) {
