@@ -67,6 +67,20 @@ fn audited(
     written(a, &out)
 }
 
+/// The events a policy of `level` alone writes for a ConfigMap created in `default`.
+fn configmap_create(
+    level: Level,
+    handle: impl FnOnce(&AuditContext) -> Response<Body>,
+) -> Vec<Value> {
+    let attrs = resource("create", "", "configmaps", "default", "");
+    audited(
+        Policy::single(level),
+        &attrs,
+        "/api/v1/namespaces/default/configmaps",
+        handle,
+    )
+}
+
 /// The events written once the auditor (and everything holding its sink) is gone.
 fn written(auditor: Auditor, out: &Buffer) -> Vec<Value> {
     drop(auditor);
@@ -158,18 +172,12 @@ fn a_client_audit_id_is_kept() {
 
 #[test]
 fn request_level_records_the_request_object_and_fills_the_object_ref() {
-    let attrs = resource("create", "", "configmaps", "default", "");
     let body = json!({"kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default", "managedFields": [{}]}});
-    let events = audited(
-        Policy::single(Level::Request),
-        &attrs,
-        "/api/v1/namespaces/default/configmaps",
-        |ctx| {
-            ctx.log_request_object(&body);
-            ctx.log_response_object(&body);
-            response::json(201, &body, &[])
-        },
-    );
+    let events = configmap_create(Level::Request, |ctx| {
+        ctx.log_request_object(&body);
+        ctx.log_response_object(&body);
+        response::json(201, &body, &[])
+    });
     assert!(
         events[0].get("requestObject").is_none(),
         "not known yet at RequestReceived"
@@ -183,17 +191,11 @@ fn request_level_records_the_request_object_and_fills_the_object_ref() {
 
 #[test]
 fn metadata_level_names_the_object_without_recording_it() {
-    let attrs = resource("create", "", "configmaps", "default", "");
-    let events = audited(
-        Policy::single(Level::Metadata),
-        &attrs,
-        "/api/v1/namespaces/default/configmaps",
-        |ctx| {
-            ctx.log_request_object(&json!({"metadata": {"name": "cm", "uid": "u1"}}));
-            ctx.log_request_body(|| panic!("not built below Request"));
-            response::json(201, &json!({}), &[])
-        },
-    );
+    let events = configmap_create(Level::Metadata, |ctx| {
+        ctx.log_request_object(&json!({"metadata": {"name": "cm", "uid": "u1"}}));
+        ctx.log_request_body(|| panic!("not built below Request"));
+        response::json(201, &json!({}), &[])
+    });
     let complete = &events[1];
     assert_eq!(complete["objectRef"]["name"], "cm");
     assert_eq!(complete["objectRef"]["uid"], "u1");

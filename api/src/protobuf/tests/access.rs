@@ -11,7 +11,7 @@ use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use serde_json::json;
 
-use super::{access_fixtures, decoded_from_go, named, read_as, supports};
+use super::{access_fixtures, decoded_from_go, named_in, read_as, supports};
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
@@ -173,10 +173,7 @@ fn authorization_kinds_read_by_k8s_pb() {
 #[test]
 fn a_role_binding_from_kubectl_keeps_the_fields_go_always_writes() {
     let binding = rbac::RoleBinding {
-        metadata: Some(meta::ObjectMeta {
-            namespace: Some(String::new()),
-            ..named("devs")
-        }),
+        metadata: Some(named_in("", "devs")),
         subjects: vec![rbac::Subject {
             kind: Some("User".into()),
             api_group: Some("rbac.authorization.k8s.io".into()),
@@ -206,10 +203,7 @@ fn a_role_binding_from_kubectl_keeps_the_fields_go_always_writes() {
 #[test]
 fn review_bodies_from_go_decode_to_kubernetes_json() {
     let request = authentication::TokenRequest {
-        metadata: Some(meta::ObjectMeta {
-            namespace: Some("default".into()),
-            ..named("builder")
-        }),
+        metadata: Some(named_in("default", "builder")),
         spec: Some(authentication::TokenRequestSpec {
             audiences: vec![],
             expiration_seconds: Some(3600),

@@ -39,6 +39,14 @@ fn named(name: &str) -> meta::ObjectMeta {
     }
 }
 
+/// Metadata with a namespace (`""` written as Go writes it) and a name.
+fn named_in(namespace: &str, name: &str) -> meta::ObjectMeta {
+    meta::ObjectMeta {
+        namespace: Some(namespace.into()),
+        ..named(name)
+    }
+}
+
 /// `obj` encoded; panics when it has no protobuf form.
 fn encoded(obj: &Value) -> Vec<u8> {
     encode(obj).expect("encodes").expect("has a protobuf form")
