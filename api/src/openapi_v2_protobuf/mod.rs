@@ -242,6 +242,20 @@ fn parameter(p: &Value) -> pb::ParametersItem {
         str_of(p, "description"),
         p.get("required") == Some(&Value::Bool(true)),
     );
+    // A path or query parameter: two messages of the same fields.
+    macro_rules! non_body {
+        ($schema:ident, $in:literal) => {
+            Kind::NonBodyParameter(pb::NonBodyParameter {
+                oneof: Some(NonBody::$schema(pb::$schema {
+                    required,
+                    r#in: $in.into(),
+                    description,
+                    name,
+                    r#type: str_of(p, "type"),
+                })),
+            })
+        };
+    }
     let kind = match p.get("in").and_then(Value::as_str).unwrap_or_default() {
         "body" => Kind::BodyParameter(pb::BodyParameter {
             description,
@@ -250,28 +264,8 @@ fn parameter(p: &Value) -> pb::ParametersItem {
             required,
             schema: p.get("schema").map(schema),
         }),
-        "path" => Kind::NonBodyParameter(pb::NonBodyParameter {
-            oneof: Some(NonBody::PathParameterSubSchema(
-                pb::PathParameterSubSchema {
-                    required,
-                    r#in: "path".into(),
-                    description,
-                    name,
-                    r#type: str_of(p, "type"),
-                },
-            )),
-        }),
-        _ => Kind::NonBodyParameter(pb::NonBodyParameter {
-            oneof: Some(NonBody::QueryParameterSubSchema(
-                pb::QueryParameterSubSchema {
-                    required,
-                    r#in: "query".into(),
-                    description,
-                    name,
-                    r#type: str_of(p, "type"),
-                },
-            )),
-        }),
+        "path" => non_body!(PathParameterSubSchema, "path"),
+        _ => non_body!(QueryParameterSubSchema, "query"),
     };
     pb::ParametersItem {
         parameter: Some(pb::Parameter { oneof: Some(kind) }),
