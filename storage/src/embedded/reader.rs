@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use redb::ReadTransaction;
 
-use super::schema::{db_err, decode_version, range_end, read_revisions, HISTORY, LATEST, LOG};
+use super::schema::{
+    db_err, decode_version, latest_in, range_end, read_revisions, HISTORY, LATEST, LOG,
+};
 use super::writer::CommittedChange;
 use crate::error::{Result, StorageError};
 use crate::key::KeyScope;
@@ -32,15 +34,7 @@ pub(crate) fn read_latest(txn: &ReadTransaction, key: &str) -> Result<Option<Raw
     let table = txn
         .open_table(LATEST)
         .map_err(|e| db_err("open latest", e))?;
-    let found = table.get(key).map_err(|e| db_err("read latest", e))?;
-    Ok(found.map(|guard| {
-        let (mod_revision, data) = guard.value();
-        RawValue {
-            data: data.to_vec(),
-            mod_revision,
-            stale: false,
-        }
-    }))
+    latest_in(&table, key)
 }
 
 /// Offers one live key and its stored bytes to `pager`.

@@ -14,6 +14,7 @@
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::error::StorageError;
+use crate::txn::RawValue;
 
 /// Live keys: key → (mod_revision, bytes).
 pub(crate) const LATEST: TableDefinition<&str, (u64, &[u8])> = TableDefinition::new("latest");
@@ -80,6 +81,23 @@ pub(crate) fn db_err(context: &str, e: impl Into<redb::Error>) -> StorageError {
         }
         other => StorageError::Internal(format!("{context}: {other}")),
     }
+}
+
+/// Reads the latest state of `key` from `table` (the `latest` table, in a read or a write
+/// transaction).
+pub(crate) fn latest_in(
+    table: &impl ReadableTable<&'static str, (u64, &'static [u8])>,
+    key: &str,
+) -> Result<Option<RawValue>, StorageError> {
+    let found = table.get(key).map_err(|e| db_err("read latest", e))?;
+    Ok(found.map(|guard| {
+        let (mod_revision, data) = guard.value();
+        RawValue {
+            data: data.to_vec(),
+            mod_revision,
+            stale: false,
+        }
+    }))
 }
 
 /// Reads a `meta` counter in a read transaction (0 when absent).

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::reader::{self, with_snapshot, ListRequest};
 use super::schema::read_revisions;
@@ -197,30 +198,22 @@ impl CasStore for EmbeddedStore {
                 ),
             ));
         }
-        let key = full_key.to_string();
-        let outcome = self
-            .inner
-            .submit(|reply| Request::Put {
-                key,
-                data,
-                expected,
-                reply,
-            })
-            .await?;
-        self.opened_outcome(full_key, outcome)
+        self.swap(full_key, |key, reply| Request::Put {
+            key,
+            data,
+            expected,
+            reply,
+        })
+        .await
     }
 
     async fn delete_if(&self, full_key: &str, expected: u64) -> Result<CasOutcome> {
-        let key = full_key.to_string();
-        let outcome = self
-            .inner
-            .submit(|reply| Request::Delete {
-                key,
-                expected,
-                reply,
-            })
-            .await?;
-        self.opened_outcome(full_key, outcome)
+        self.swap(full_key, |key, reply| Request::Delete {
+            key,
+            expected,
+            reply,
+        })
+        .await
     }
 }
 
@@ -235,8 +228,15 @@ impl EmbeddedStore {
         .transpose()
     }
 
-    /// A compare-and-swap outcome with the current value decrypted.
-    fn opened_outcome(&self, full_key: &str, outcome: CasOutcome) -> Result<CasOutcome> {
+    /// Submits the compare-and-swap of `full_key` that `make` builds (from the key and the
+    /// reply channel) to the writer, and answers its outcome with the current value decrypted.
+    async fn swap(
+        &self,
+        full_key: &str,
+        make: impl FnOnce(String, oneshot::Sender<Result<CasOutcome>>) -> Request,
+    ) -> Result<CasOutcome> {
+        let key = full_key.to_string();
+        let outcome = self.inner.submit(|reply| make(key, reply)).await?;
         Ok(match outcome {
             CasOutcome::Stale(raw) => CasOutcome::Stale(self.opened(full_key, raw)?),
             committed => committed,

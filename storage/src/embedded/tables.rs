@@ -1,7 +1,7 @@
 //! `Tables`: the redb tables of one write transaction (live keys, retained versions, the
 //! revision log, counters), shared by the writer's commits and the compactor.
 
-use redb::{ReadableTable, Table, WriteTransaction};
+use redb::{Table, WriteTransaction};
 
 use super::schema::{db_err, encode_version, HISTORY, LATEST, LOG, META};
 use crate::error::Result;
@@ -34,15 +34,7 @@ impl<'txn> Tables<'txn> {
     }
 
     pub(super) fn latest(&self, key: &str) -> Result<Option<RawValue>> {
-        let found = self.latest.get(key).map_err(|e| db_err("read latest", e))?;
-        Ok(found.map(|g| {
-            let (mod_revision, data) = g.value();
-            RawValue {
-                data: data.to_vec(),
-                mod_revision,
-                stale: false,
-            }
-        }))
+        super::schema::latest_in(&self.latest, key)
     }
 
     /// Records a put (`Some`) or delete (`None`) of `key` at `rev`.
