@@ -146,26 +146,7 @@ pub(super) struct WriteFailure {
     pub(super) may_have_applied: bool,
 }
 
-/// Runs `op` on a member of `endpoints` in rotation, retrying per `retry` within `budget`. Each
-/// attempt of a read may take up to `budget` itself (a write's, a share of it: see
-/// [`WRITE_ATTEMPTS_PER_BUDGET`]): a member that swallows requests costs one request
-/// its budget, and leaves the rotation for the next ones.
-pub(super) async fn run<T, F, Fut>(
-    endpoints: &Endpoints,
-    retry: Retry,
-    budget: Duration,
-    op: F,
-) -> Result<T>
-where
-    F: FnMut(Arc<Client>) -> Fut,
-    Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
-{
-    attempt(endpoints, retry, budget, Patience::FailFast, op)
-        .await
-        .map_err(|failure| failure.error)
-}
-
-/// [`run`] for the startup checks: it goes on retrying for all of `budget` even while no member
+/// [`attempt`] for the startup checks: it goes on retrying for all of `budget` even while no member
 /// can be connected to, since etcd may still be starting beside the host.
 pub(super) async fn run_patiently<T, F, Fut>(
     endpoints: &Endpoints,
@@ -190,7 +171,11 @@ enum Patience {
     WholeBudget,
 }
 
-/// [`run`], telling whether the last attempt may have been applied.
+/// Runs `op` on a member of `endpoints` in rotation, retrying per `retry` within `budget`, and
+/// tells whether the last attempt may have been applied when it fails. Each attempt of a read
+/// may take up to `budget` itself (a write's, a share of it: see
+/// [`WRITE_ATTEMPTS_PER_BUDGET`]): a member that swallows requests costs one request its
+/// budget, and leaves the rotation for the next ones.
 async fn attempt<T, F, Fut>(
     endpoints: &Endpoints,
     retry: Retry,
@@ -349,13 +334,9 @@ impl Etcd3Store {
         F: FnMut(Arc<Client>) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        run(
-            &self.inner.endpoints,
-            Retry::Always,
-            self.request_timeout(),
-            op,
-        )
-        .await
+        self.on_members(Retry::Always, op)
+            .await
+            .map_err(|failure| failure.error)
     }
 
     /// Runs a write on a member in rotation, on another one only when etcd surely did not
@@ -365,14 +346,22 @@ impl Etcd3Store {
         F: FnMut(Arc<Client>) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        attempt(
-            &self.inner.endpoints,
-            Retry::IfNotApplied,
-            self.request_timeout(),
-            Patience::FailFast,
-            op,
-        )
-        .await
+        self.on_members(Retry::IfNotApplied, op).await
+    }
+
+    /// [`attempt`] on this store's members within its request timeout, failing fast when
+    /// none can be connected to.
+    async fn on_members<T, F, Fut>(
+        &self,
+        retry: Retry,
+        op: F,
+    ) -> std::result::Result<T, WriteFailure>
+    where
+        F: FnMut(Arc<Client>) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let budget = self.request_timeout();
+        attempt(&self.inner.endpoints, retry, budget, Patience::FailFast, op).await
     }
 }
 
