@@ -237,15 +237,21 @@ mod tests {
         Ok(numbers)
     }
 
+    /// A fresh directory holding the file `config` with `text`, and that file's path.
+    fn written(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
     fn counted(file: &ReloadedFile<Vec<u32>>, status: &'static str) -> u64 {
         file.reloads.get_or_create(&ReloadLabels { status }).get()
     }
 
     #[test]
     fn a_changed_file_is_built_again_and_a_broken_one_keeps_the_last_good() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config");
-        std::fs::write(&path, "1 2").unwrap();
+        let (_dir, path) = written("1 2");
         let file = ReloadedFile::load(&path, "test", numbers).unwrap();
         assert_eq!(*file.current(), vec![1, 2]);
         file.reload();
@@ -274,9 +280,7 @@ mod tests {
 
     #[test]
     fn a_file_that_does_not_build_at_start_is_an_error_naming_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config");
-        std::fs::write(&path, "x").unwrap();
+        let (dir, path) = written("x");
         let err = ReloadedFile::load(&path, "test", numbers).unwrap_err();
         assert!(err.to_string().starts_with(&path.display().to_string()));
         let missing = ReloadedFile::load(&dir.path().join("none"), "test", numbers).unwrap_err();

@@ -7,7 +7,7 @@
 //! current there costs a read of the whole prefix. A consistent read the cache could not catch
 //! up for is read from the store below too, and `"0"` reads do not go back behind it.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::watch_cache::CachedObject;
@@ -40,6 +40,17 @@ pub(super) enum Freshness {
     Behind,
 }
 
+impl Freshness {
+    /// `Cache` when the cache `caught_up`, otherwise `Behind`, counted in `behind`.
+    fn caught_up_or_counted(caught_up: bool, behind: &AtomicU64) -> Self {
+        if caught_up {
+            return Self::Cache;
+        }
+        behind.fetch_add(1, Ordering::Relaxed);
+        Self::Behind
+    }
+}
+
 impl Cacher {
     /// Makes sure the cache is fresh enough for a read at `rv` (`None`: consistent) of
     /// `extent`.
@@ -51,16 +62,11 @@ impl Cacher {
         let config = &self.shared.config;
         match rv {
             Some(0) => {
-                if self.shared.catch_up_with_reads_from_store().await {
-                    Ok(Freshness::Cache)
-                } else {
-                    self.shared
-                        .metrics
-                        .delegated_reads
-                        .fetch_add(1, Ordering::Relaxed);
-                    // What the store shows now is newer still: later reads must not go back.
-                    Ok(Freshness::Behind)
-                }
+                // When it is behind, what the store shows now is newer still: later reads must
+                // not go back.
+                let caught_up = self.shared.catch_up_with_reads_from_store().await;
+                let delegated = &self.shared.metrics.delegated_reads;
+                Ok(Freshness::caught_up_or_counted(caught_up, delegated))
             }
             Some(n) => {
                 if self
@@ -87,15 +93,9 @@ impl Cacher {
                 Ok(Freshness::Below)
             }
             None => {
-                if self.shared.catch_up_for_consistent_read().await {
-                    Ok(Freshness::Cache)
-                } else {
-                    self.shared
-                        .metrics
-                        .consistent_read_fallbacks
-                        .fetch_add(1, Ordering::Relaxed);
-                    Ok(Freshness::Behind)
-                }
+                let caught_up = self.shared.catch_up_for_consistent_read().await;
+                let fallbacks = &self.shared.metrics.consistent_read_fallbacks;
+                Ok(Freshness::caught_up_or_counted(caught_up, fallbacks))
             }
         }
     }

@@ -54,12 +54,7 @@ async fn consistent_reads_prove_the_cache_current_without_listing_etcd() {
 
     // Writes under the prefix behind the cacher's back are never missed, deletes included.
     for i in 0..15 {
-        let written = update_size(&*below, &key("ns", "a"), 100 + i).await;
-        let got = cacher
-            .get(&key("ns", "a"), GetOptions::default())
-            .await
-            .unwrap();
-        assert_eq!(got, Some(written), "consistent get after update {i}");
+        written_below_is_read(&*below, &cacher, "a", 100 + i).await;
         let name = format!("n{i:02}");
         create(&*below, "ns", &name).await;
         let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
@@ -112,12 +107,7 @@ async fn consistent_gets_and_pages_read_only_what_they_return() {
     let txns_before = etcd.grpc_calls_handled("Txn");
     for i in 0..10 {
         // Each write lands behind the cacher's back: a consistent read must still see it.
-        let written = update_size(&*below, &key("ns", "o03"), 100 + i).await;
-        let got = cacher
-            .get(&key("ns", "o03"), GetOptions::default())
-            .await
-            .unwrap();
-        assert_eq!(got, Some(written), "consistent get after update {i}");
+        written_below_is_read(&*below, &cacher, "o03", 100 + i).await;
         let page = cacher.get_list(PREFIX, page_opts.clone()).await.unwrap();
         assert_eq!(
             names(&page),

@@ -69,6 +69,24 @@ async fn next_change(w: &mut WatchStream) -> Option<WatchEvent> {
     }
 }
 
+/// Writes size `size` to widget `name` in the store `below`, behind the cacher's back, and
+/// checks that a consistent get through `cacher` sees that write; answers the object written.
+async fn written_below_is_read(
+    below: &dyn Storage,
+    cacher: &Cacher,
+    name: &str,
+    size: u64,
+) -> Value {
+    let written = update_size(below, &key("ns", name), size).await;
+    let got = cacher
+        .get(&key("ns", name), GetOptions::default())
+        .await
+        .unwrap();
+    let why = format!("consistent get of {name} after the write of size {size}");
+    assert_eq!(got.as_ref(), Some(&written), "{why}");
+    written
+}
+
 /// Polls `cond` until it holds (at most 10 s).
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -323,13 +341,7 @@ async fn consistent_reads_never_miss_an_acknowledged_write() {
     create(&*below, "ns", "a").await;
     for size in 2..40 {
         // Acknowledged by the store below, behind the cacher's back.
-        let written = update_size(&*below, &key("ns", "a"), size).await;
-        let got = cacher
-            .get(&key("ns", "a"), GetOptions::default())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(got, written, "consistent get after write {size}");
+        let written = written_below_is_read(&*below, &cacher, "a", size).await;
         let list = cacher.get_list(PREFIX, watch_opts("")).await.unwrap();
         assert_eq!(list.items[0].to_value(), written);
         assert_eq!(list.items.len(), 1);
