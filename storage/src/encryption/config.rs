@@ -83,11 +83,8 @@ pub(super) fn rules(text: &str, previous: Option<&Rules>) -> Result<Rules, Inval
     let mut kms_names = HashSet::new();
     for (i, entry) in file.resources.iter().enumerate() {
         let mut chain = Vec::new();
-        if entry.providers.is_empty() {
-            errors.push(format!(
-                "resources[{i}].providers: Required value: at least one provider is required"
-            ));
-        }
+        let providers = format!("resources[{i}].providers");
+        require_some(&mut errors, &entry.providers, &providers, "provider");
         for (p, provider) in entry.providers.iter().enumerate() {
             let at = format!("resources[{i}].providers[{p}]");
             if let Some(kms) = &provider.kms {
@@ -104,11 +101,8 @@ pub(super) fn rules(text: &str, previous: Option<&Rules>) -> Result<Rules, Inval
             }
         }
         let chain: Arc<[Provider]> = chain.into();
-        if entry.resources.is_empty() {
-            errors.push(format!(
-                "resources[{i}].resources: Required value: at least one resource is required"
-            ));
-        }
+        let resources = format!("resources[{i}].resources");
+        require_some(&mut errors, &entry.resources, &resources, "resource");
         for (r, resource) in entry.resources.iter().enumerate() {
             match selector(resource) {
                 Ok(selector) => rules.push((selector, chain.clone())),
@@ -120,6 +114,15 @@ pub(super) fn rules(text: &str, previous: Option<&Rules>) -> Result<Rules, Inval
     }
     InvalidConfiguration::check(errors)?;
     Ok(Rules(rules))
+}
+
+/// Adds to `errors` that the list at `field` needs at least one `what` when `list` is empty.
+fn require_some<T>(errors: &mut Vec<String>, list: &[T], field: &str, what: &str) {
+    if list.is_empty() {
+        errors.push(format!(
+            "{field}: Required value: at least one {what} is required"
+        ));
+    }
 }
 
 /// The provider one entry names (exactly one of its fields).
@@ -159,11 +162,7 @@ fn provider_of(
     };
     let mut errors = Vec::new();
     let mut made = Vec::new();
-    if keys.keys.is_empty() {
-        errors.push(format!(
-            "{at}.{name}.keys: Required value: at least one key is required"
-        ));
-    }
+    require_some(&mut errors, &keys.keys, &format!("{at}.{name}.keys"), "key");
     for (k, key) in keys.keys.iter().enumerate() {
         let field = format!("{at}.{name}.keys[{k}]");
         if key.name.is_empty() || key.name.contains(':') {

@@ -105,7 +105,7 @@ impl Provider {
                     aad: storage_key.as_bytes(),
                 };
                 let mut sealed = nonce.to_vec();
-                sealed.extend(aes_gcm(&key.secret, |c| c.encrypt(&nonce.into(), payload))?);
+                sealed.extend(aes_gcm(&key.secret, Gcm::Seal, &nonce, payload)?);
                 sealed
             }
             Provider::Secretbox(_) => {
@@ -158,7 +158,7 @@ impl Provider {
                     msg: sealed,
                     aad: storage_key.as_bytes(),
                 };
-                aes_gcm(&key.secret, |c| c.decrypt(nonce.into(), payload))
+                aes_gcm(&key.secret, Gcm::Open, nonce, payload)
             }
             Provider::Secretbox(_) => {
                 if payload.len() < 24 {
@@ -225,52 +225,48 @@ fn aes_cbc_decrypt(secret: &[u8], iv: &[u8], sealed: &[u8]) -> Result<Vec<u8>, T
     }
 }
 
-/// Runs `f` with an AES-GCM cipher of `secret`'s size (128 or 256 bits: 24-byte keys have no
-/// GCM type here and are refused when the configuration is read).
-fn aes_gcm<F>(secret: &[u8], f: F) -> Result<Vec<u8>, TransformError>
-where
-    F: FnOnce(&dyn GcmCipher) -> Result<Vec<u8>, aes_gcm::Error>,
-{
-    let failed = |_| TransformError::AesGcmAuthentication;
-    match secret.len() {
-        16 => f(&aes_gcm::Aes128Gcm::new_from_slice(secret).expect("16 bytes")).map_err(failed),
-        32 => f(&aes_gcm::Aes256Gcm::new_from_slice(secret).expect("32 bytes")).map_err(failed),
-        n => Err(TransformError::KeySize {
-            provider: "aesgcm",
-            sizes: "16 or 32",
-            len: n,
-        }),
-    }
+/// Which way an AES-GCM call goes.
+#[derive(Debug, Clone, Copy)]
+enum Gcm {
+    Seal,
+    Open,
 }
 
-/// The AES-GCM ciphers of both sizes, as one type.
-trait GcmCipher {
-    fn encrypt(
-        &self,
-        nonce: &aes_gcm::Nonce<aes_gcm::aead::consts::U12>,
-        p: Payload<'_, '_>,
-    ) -> Result<Vec<u8>, aes_gcm::Error>;
-    fn decrypt(
-        &self,
-        nonce: &aes_gcm::Nonce<aes_gcm::aead::consts::U12>,
-        p: Payload<'_, '_>,
-    ) -> Result<Vec<u8>, aes_gcm::Error>;
-}
-
-impl<C: aes_gcm::aead::Aead<NonceSize = aes_gcm::aead::consts::U12>> GcmCipher for C {
-    fn encrypt(
-        &self,
-        nonce: &aes_gcm::Nonce<aes_gcm::aead::consts::U12>,
-        p: Payload<'_, '_>,
-    ) -> Result<Vec<u8>, aes_gcm::Error> {
-        aes_gcm::aead::Aead::encrypt(self, nonce, p)
+/// Seals or opens `payload` with `nonce` (12 bytes) and an AES-GCM cipher of `secret`'s size
+/// (128 or 256 bits: 24-byte keys have no GCM type here and are refused when the configuration
+/// is read).
+fn aes_gcm(
+    secret: &[u8],
+    way: Gcm,
+    nonce: &[u8],
+    payload: Payload<'_, '_>,
+) -> Result<Vec<u8>, TransformError> {
+    fn run<C>(
+        secret: &[u8],
+        way: Gcm,
+        nonce: &[u8],
+        payload: Payload<'_, '_>,
+    ) -> Result<Vec<u8>, aes_gcm::Error>
+    where
+        C: aes_gcm::aead::Aead<NonceSize = aes_gcm::aead::consts::U12> + aes_gcm::KeyInit,
+    {
+        let cipher = C::new_from_slice(secret).expect("a key of the size matched");
+        let nonce = aes_gcm::Nonce::from_slice(nonce);
+        match way {
+            Gcm::Seal => cipher.encrypt(nonce, payload),
+            Gcm::Open => cipher.decrypt(nonce, payload),
+        }
     }
-
-    fn decrypt(
-        &self,
-        nonce: &aes_gcm::Nonce<aes_gcm::aead::consts::U12>,
-        p: Payload<'_, '_>,
-    ) -> Result<Vec<u8>, aes_gcm::Error> {
-        aes_gcm::aead::Aead::decrypt(self, nonce, p)
-    }
+    let done = match secret.len() {
+        16 => run::<aes_gcm::Aes128Gcm>(secret, way, nonce, payload),
+        32 => run::<aes_gcm::Aes256Gcm>(secret, way, nonce, payload),
+        n => {
+            return Err(TransformError::KeySize {
+                provider: "aesgcm",
+                sizes: "16 or 32",
+                len: n,
+            })
+        }
+    };
+    done.map_err(|_| TransformError::AesGcmAuthentication)
 }

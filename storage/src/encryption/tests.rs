@@ -117,6 +117,19 @@ fn invalid_configurations_name_their_fields() {
 }
 
 #[test]
+fn empty_lists_are_required_values() {
+    let empty = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: []\n  providers: []\n- resources: [secrets]\n  providers:\n  - aesgcm: {keys: []}\n";
+    let errors = parse(empty).unwrap_err().to_string();
+    for expected in [
+        "resources[0].providers: Required value: at least one provider is required",
+        "resources[0].resources: Required value: at least one resource is required",
+        "resources[1].providers[0].aesgcm.keys: Required value: at least one key is required",
+    ] {
+        assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
+    }
+}
+
+#[test]
 fn kms_providers_are_checked_as_kube_apiserver_checks_them() {
     let kms = |fields: &str| format!("  - kms: {{{fields}}}\n");
     let errors = parse(&format!(
