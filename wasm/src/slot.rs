@@ -43,6 +43,17 @@ impl Slot {
         }
     }
 
+    /// Whether a version is in force whose binding `holds` says yes to.
+    pub(crate) fn in_force_is(&self, holds: impl FnOnce(&Binding) -> bool) -> bool {
+        self.current.load().as_deref().is_some_and(holds)
+    }
+
+    /// Whether `version` itself is the one staged here.
+    pub(crate) fn stages(&self, version: &Arc<StagedVersion>) -> bool {
+        let staged = self.staged.load();
+        staged.as_ref().is_some_and(|v| Arc::ptr_eq(v, version))
+    }
+
     fn live_staged(&self) -> Option<Arc<StagedVersion>> {
         self.staged.load_full().filter(|s| s.is_live())
     }

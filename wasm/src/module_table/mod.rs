@@ -244,11 +244,8 @@ impl ModuleTable {
         });
         for k in &keys {
             let slot = self.slot(k);
-            let taken_over = slot
-                .current
-                .load()
-                .as_ref()
-                .is_some_and(|b| b.source != source && !is_builtin_source(&b.source));
+            let taken_over =
+                slot.in_force_is(|b| b.source != source && !is_builtin_source(&b.source));
             if !(is_builtin_source(source) && taken_over) {
                 slot.current.store(Some(binding.clone()));
             }
@@ -406,12 +403,7 @@ impl ModuleTable {
     /// the same resource, if there is one.
     fn release(&self, sources: &BTreeMap<String, Source>, k: &Key, source: &str) {
         let slot = self.slot(k);
-        let held = slot
-            .current
-            .load()
-            .as_ref()
-            .is_some_and(|b| b.source == source);
-        if !held {
+        if !slot.in_force_is(|b| b.source == source) {
             return;
         }
         let builtin = sources

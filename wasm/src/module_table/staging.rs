@@ -149,12 +149,7 @@ impl ModuleTable {
         };
         for k in &keys {
             let slot = self.slot(k);
-            let held = slot
-                .staged
-                .load()
-                .as_ref()
-                .is_some_and(|v| Arc::ptr_eq(v, &version));
-            if held {
+            if slot.stages(&version) {
                 slot.staged.store(None);
             }
         }

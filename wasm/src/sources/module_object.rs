@@ -279,29 +279,22 @@ impl ModuleSpec {
     pub fn binds(&self, module: &StrategyModule) -> Result<(), Refusal> {
         let spec = self;
         let manifest = module.manifest();
-        match (&spec.authorizer, &manifest.authorizer) {
-            (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
-            (Some(name), Some(_)) => {
-                return Err(Refusal::OtherAuthorizer {
-                    bound: name.clone(),
-                    declared: manifest.name.clone(),
-                })
+        let kinds = [
+            (
+                spec.authorizer.as_deref(),
+                manifest.authorizer.is_some(),
+                KindRefusals::AUTHORIZER,
+            ),
+            (
+                spec.policy.as_deref(),
+                manifest.admission_policy.is_some(),
+                KindRefusals::POLICY,
+            ),
+        ];
+        for (bound, declared, refusals) in kinds {
+            if refusals.bound(bound, declared, &manifest.name)? {
+                return Ok(());
             }
-            (Some(_), None) => return Err(Refusal::NotAnAuthorizer),
-            (None, Some(_)) => return Err(Refusal::IsAnAuthorizer(manifest.name.clone())),
-            (None, None) => {}
-        }
-        match (&spec.policy, &manifest.admission_policy) {
-            (Some(name), Some(_)) if *name == manifest.name => return Ok(()),
-            (Some(name), Some(_)) => {
-                return Err(Refusal::OtherPolicy {
-                    bound: name.clone(),
-                    declared: manifest.name.clone(),
-                })
-            }
-            (Some(_), None) => return Err(Refusal::NotAPolicy),
-            (None, Some(_)) => return Err(Refusal::IsAPolicy(manifest.name.clone())),
-            (None, None) => {}
         }
         let (group, kind) = (spec.group.as_str(), spec.kind.as_str());
         let declared = &manifest.resources;
@@ -315,6 +308,47 @@ impl ModuleSpec {
                 .map(|r| format!("{}/{}", r.group, r.kind))
                 .collect(),
         })
+    }
+}
+
+/// How a spec's binding of one kind of module (an authorizer, an admission policy) is refused
+/// when it does not match what the module is.
+struct KindRefusals {
+    /// The spec names another module of that kind (the name bound, the module's name).
+    other: fn(String, String) -> Refusal,
+    /// The spec binds the kind, and the module is not of it.
+    not_one: Refusal,
+    /// The module (named) is of that kind, and the spec does not bind it as one.
+    is_one: fn(String) -> Refusal,
+}
+
+impl KindRefusals {
+    /// An authorizer's (`spec.authorizer`).
+    const AUTHORIZER: Self = Self {
+        other: |bound, declared| Refusal::OtherAuthorizer { bound, declared },
+        not_one: Refusal::NotAnAuthorizer,
+        is_one: Refusal::IsAnAuthorizer,
+    };
+    /// An admission policy's (`spec.admissionPolicy`).
+    const POLICY: Self = Self {
+        other: |bound, declared| Refusal::OtherPolicy { bound, declared },
+        not_one: Refusal::NotAPolicy,
+        is_one: Refusal::IsAPolicy,
+    };
+
+    /// Whether the spec's binding `bound` of this kind binds the module `name` (which is of
+    /// this kind when `declared`); `false` when neither is of it.
+    ///
+    /// # Errors
+    /// The refusal of a binding and a module that do not match.
+    fn bound(self, bound: Option<&str>, declared: bool, name: &str) -> Result<bool, Refusal> {
+        match (bound, declared) {
+            (Some(bound), true) if bound == name => Ok(true),
+            (Some(bound), true) => Err((self.other)(bound.to_owned(), name.to_owned())),
+            (Some(_), false) => Err(self.not_one),
+            (None, true) => Err((self.is_one)(name.to_owned())),
+            (None, false) => Ok(false),
+        }
     }
 }
 
@@ -427,34 +461,39 @@ mod tests {
     }
 
     #[test]
-    fn an_admission_policy_binds_instead_of_a_resource() {
+    fn an_admission_policy_or_an_authorizer_binds_instead_of_a_resource() {
         let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
-        let obj = json!({"spec": {"admissionPolicy": {"name": "owner-label"}, "module": b64}});
-        let spec = ModuleSpec::from_object(&obj).unwrap();
-        assert_eq!(spec.policy.as_deref(), Some("owner-label"));
-        let mut both = object(&b64, None);
-        both["spec"]["admissionPolicy"] = json!({"name": "owner-label"});
-        let errors = ModuleSpec::from_object(&both).unwrap_err();
-        assert_eq!(errors[0].field, "spec.admissionPolicy");
-        let unnamed = json!({"spec": {"admissionPolicy": {}, "module": b64}});
-        let errors = ModuleSpec::from_object(&unnamed).unwrap_err();
-        assert_eq!(errors[0].field, "spec.admissionPolicy.name");
-    }
-
-    #[test]
-    fn an_authorizer_binds_instead_of_a_resource_or_a_policy() {
-        let b64 = base64::engine::general_purpose::STANDARD.encode(b"\0asm\x01\0\0\0");
-        let obj = json!({"spec": {"authorizer": {"name": "protect-production"}, "module": b64}});
-        let spec = ModuleSpec::from_object(&obj).unwrap();
-        assert_eq!(spec.authorizer.as_deref(), Some("protect-production"));
-        assert_eq!(spec.policy, None);
-        let mut both = obj.clone();
-        both["spec"]["admissionPolicy"] = json!({"name": "owner-label"});
-        let errors = ModuleSpec::from_object(&both).unwrap_err();
-        assert_eq!(errors[0].field, "spec.authorizer");
-        let unnamed = json!({"spec": {"authorizer": {}, "module": b64}});
-        let errors = ModuleSpec::from_object(&unnamed).unwrap_err();
-        assert_eq!(errors[0].field, "spec.authorizer.name");
+        let resource = json!({"group": "g.example.com", "kind": "Thing"});
+        let policy = json!({"name": "owner-label"});
+        // The binding, the name it binds, another binding set beside it (refused at the field
+        // named), and the (policy, authorizer) the spec decodes to.
+        let cases = [
+            (
+                "admissionPolicy",
+                "owner-label",
+                ("resource", resource, "spec.admissionPolicy"),
+                (Some("owner-label"), None),
+            ),
+            (
+                "authorizer",
+                "protect-production",
+                ("admissionPolicy", policy, "spec.authorizer"),
+                (None, Some("protect-production")),
+            ),
+        ];
+        for (binding, name, (beside, other, refused_at), bound) in cases {
+            let obj = json!({"spec": {binding: {"name": name}, "module": b64}});
+            let spec = ModuleSpec::from_object(&obj).unwrap();
+            let decoded = (spec.policy.as_deref(), spec.authorizer.as_deref());
+            assert_eq!(decoded, bound, "{binding}");
+            let mut both = obj.clone();
+            both["spec"][beside] = other;
+            let errors = ModuleSpec::from_object(&both).unwrap_err();
+            assert_eq!(errors[0].field, refused_at, "{binding} beside {beside}");
+            let unnamed = json!({"spec": {binding: {}, "module": b64}});
+            let errors = ModuleSpec::from_object(&unnamed).unwrap_err();
+            assert_eq!(errors[0].field, format!("spec.{binding}.name"));
+        }
     }
 
     #[test]
