@@ -168,6 +168,25 @@ impl Default for Metrics {
     }
 }
 
+/// The series of module `name` in `family`, one for each of `reasons` (labelled `label`).
+fn by_reason<R: Copy>(
+    family: &Family<FailureLabels, Counter>,
+    name: &str,
+    reasons: impl IntoIterator<Item = R>,
+    label: fn(R) -> &'static str,
+) -> Vec<(R, Counter)> {
+    reasons
+        .into_iter()
+        .map(|reason| {
+            let labels = FailureLabels {
+                module: name.to_owned(),
+                reason: label(reason),
+            };
+            (reason, family.get_or_create(&labels).clone())
+        })
+        .collect()
+}
+
 impl Metrics {
     /// The series of `name` (created at zero on first use).
     pub fn module(&self, name: &str) -> Arc<ModuleCounters> {
@@ -179,27 +198,14 @@ impl Metrics {
         };
         let counters = ModuleCounters {
             calls: self.calls.get_or_create(&module).clone(),
-            failures: FailureKind::ALL
-                .iter()
-                .map(|kind| {
-                    let labels = FailureLabels {
-                        module: name.to_owned(),
-                        reason: kind.label(),
-                    };
-                    (*kind, self.failures.get_or_create(&labels).clone())
-                })
-                .collect(),
+            failures: by_reason(&self.failures, name, FailureKind::ALL, FailureKind::label),
             hook_failures: self.hook_failures.get_or_create(&module).clone(),
-            apply_refused: ApplyRefusal::ALL
-                .iter()
-                .map(|reason| {
-                    let labels = FailureLabels {
-                        module: name.to_owned(),
-                        reason: reason.label(),
-                    };
-                    (*reason, self.apply_refused.get_or_create(&labels).clone())
-                })
-                .collect(),
+            apply_refused: by_reason(
+                &self.apply_refused,
+                name,
+                ApplyRefusal::ALL,
+                ApplyRefusal::label,
+            ),
             duration: self.duration.get_or_create(&module).clone(),
             instances_started: self.instances_started.get_or_create(&module).clone(),
             instances_recycled: self.instances_recycled.get_or_create(&module).clone(),
