@@ -7,15 +7,23 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry as MetricsRegistry;
 
-/// The labels of `apiserver_admission_webhook_admission_duration_seconds`.
+/// The labels every webhook metric starts with: which webhook was called, how and for what.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CallLabels {
+pub struct WebhookCall {
     /// The webhook.
     pub name: String,
     /// `admit` (mutating) or `validating`.
     pub r#type: &'static str,
     /// `CREATE`, `UPDATE`, `DELETE`.
     pub operation: &'static str,
+}
+
+/// The labels of `apiserver_admission_webhook_admission_duration_seconds`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallLabels {
+    /// The webhook, its type and the operation.
+    #[prometheus(flatten)]
+    pub call: WebhookCall,
     /// `true` when the call rejected the request.
     pub rejected: &'static str,
 }
@@ -23,12 +31,9 @@ pub struct CallLabels {
 /// The labels of `apiserver_admission_webhook_rejection_count`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RejectionLabels {
-    /// The webhook.
-    pub name: String,
-    /// `admit` or `validating`.
-    pub r#type: &'static str,
-    /// `CREATE`, `UPDATE`, `DELETE`.
-    pub operation: &'static str,
+    /// The webhook, its type and the operation.
+    #[prometheus(flatten)]
+    pub call: WebhookCall,
     /// `calling_webhook_error` or `no_error` (a denial).
     pub error_type: &'static str,
     /// The code answered (500 for a failed call).
@@ -71,5 +76,45 @@ impl WebhookMetrics {
             "Admission webhook rejections, by webhook, type, operation, error type and code",
             self.rejections.clone(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_families_label_the_webhook_call_first() {
+        let metrics = WebhookMetrics::default();
+        let mut registry = MetricsRegistry::default();
+        metrics.register(&mut registry);
+        let call = WebhookCall {
+            name: "w.example.com".into(),
+            r#type: "admit",
+            operation: "CREATE",
+        };
+        metrics
+            .rejections
+            .get_or_create(&RejectionLabels {
+                call: call.clone(),
+                error_type: "no_error",
+                rejection_code: "403".into(),
+            })
+            .inc();
+        let rejected = "true";
+        metrics
+            .duration
+            .get_or_create(&CallLabels { call, rejected })
+            .observe(0.01);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let call = r#"{name="w.example.com",type="admit",operation="CREATE""#;
+        let rejection = r#"error_type="no_error",rejection_code="403""#;
+        let rejection =
+            format!("apiserver_admission_webhook_rejection_total{call},{rejection}}} 1");
+        assert!(text.contains(&rejection), "{text}");
+        let duration = "apiserver_admission_webhook_admission_duration_seconds_count";
+        let duration = format!(r#"{duration}{call},rejected="true"}} 1"#);
+        assert!(text.contains(&duration), "{text}");
     }
 }

@@ -13,7 +13,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use self::configuration::Webhook;
-use self::metrics::{CallLabels, RejectionLabels, WebhookMetrics};
+use self::metrics::{CallLabels, RejectionLabels, WebhookCall, WebhookMetrics};
 use crate::registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
 };
@@ -112,14 +112,16 @@ impl Webhooks {
             Kind::Mutating => "admit",
             Kind::Validating => "validating",
         };
-        let operation = request.operation.as_str();
+        let call = WebhookCall {
+            name: webhook.name.clone(),
+            r#type,
+            operation: request.operation.as_str(),
+        };
         let rejected = matches!(answer, Answer::Rejected(_));
         self.metrics
             .duration
             .get_or_create(&CallLabels {
-                name: webhook.name.clone(),
-                r#type,
-                operation,
+                call: call.clone(),
                 rejected: if rejected { "true" } else { "false" },
             })
             .observe(began.elapsed().as_secs_f64());
@@ -131,9 +133,7 @@ impl Webhooks {
             self.metrics
                 .rejections
                 .get_or_create(&RejectionLabels {
-                    name: webhook.name.clone(),
-                    r#type,
-                    operation,
+                    call,
                     error_type,
                     rejection_code: code.to_string(),
                 })
