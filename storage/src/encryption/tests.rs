@@ -12,6 +12,14 @@ fn config(providers: &str) -> Encryption {
 const KEY1: &str = "c2VjcmV0IGlzIHNlY3VyZSwgc2VjcmV0IGlzIHNlY3U="; // 32 bytes
 const KEY2: &str = "dGhpcyBpcyBhbm90aGVyIDMyIGJ5dGUga2V5ISEhISE="; // 32 bytes
 
+/// Checks that the configuration `text` is refused, naming each of `expected` among its errors.
+fn assert_refused(text: &str, expected: &[&str]) {
+    let errors = parse(text).unwrap_err().to_string();
+    for expected in expected {
+        assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
+    }
+}
+
 fn provider(name: &str, key_name: &str, secret: &str) -> String {
     format!("  - {name}:\n      keys:\n      - name: {key_name}\n        secret: {secret}\n")
 }
@@ -105,54 +113,53 @@ fn rotation_reads_old_keys_and_plain_data_while_listed_and_not_after() {
 #[test]
 fn invalid_configurations_name_their_fields() {
     let bad = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: ['a*b']\n  providers:\n  - aescbc:\n      keys:\n      - {name: k, secret: c2hvcnQ=}\n  - kms: {name: x}\n";
-    let errors = parse(bad).unwrap_err().to_string();
-    for expected in [
-        "resources[0].providers[0].aescbc.keys[0].secret: Invalid value: \"REDACTED\": secret is not of the expected length, got 5",
-        "resources[0].providers[1].kms.apiVersion: Invalid value: \"v1\": KMSv1 is deprecated",
-        "resources[0].providers[1].kms.endpoint: Required value",
-        "resources[0].resources[0]: Invalid value: \"a*b\"",
-    ] {
-        assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
-    }
+    assert_refused(
+        bad,
+        &[
+            "resources[0].providers[0].aescbc.keys[0].secret: Invalid value: \"REDACTED\": secret is not of the expected length, got 5",
+            "resources[0].providers[1].kms.apiVersion: Invalid value: \"v1\": KMSv1 is deprecated",
+            "resources[0].providers[1].kms.endpoint: Required value",
+            "resources[0].resources[0]: Invalid value: \"a*b\"",
+        ],
+    );
 }
 
 #[test]
 fn empty_lists_are_required_values() {
     let empty = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: []\n  providers: []\n- resources: [secrets]\n  providers:\n  - aesgcm: {keys: []}\n";
-    let errors = parse(empty).unwrap_err().to_string();
-    for expected in [
-        "resources[0].providers: Required value: at least one provider is required",
-        "resources[0].resources: Required value: at least one resource is required",
-        "resources[1].providers[0].aesgcm.keys: Required value: at least one key is required",
-    ] {
-        assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
-    }
+    assert_refused(
+        empty,
+        &[
+            "resources[0].providers: Required value: at least one provider is required",
+            "resources[0].resources: Required value: at least one resource is required",
+            "resources[1].providers[0].aesgcm.keys: Required value: at least one key is required",
+        ],
+    );
 }
 
 #[test]
 fn kms_providers_are_checked_as_kube_apiserver_checks_them() {
     let kms = |fields: &str| format!("  - kms: {{{fields}}}\n");
-    let errors = parse(&format!(
+    let text = format!(
         "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n{}{}{}- resources: [configmaps]\n  providers:\n{}",
         kms("apiVersion: v2, name: 'a:b', endpoint: 'tcp://127.0.0.1:9', timeout: 0s"),
         kms("apiVersion: v3, name: vault, endpoint: unix:///run/kms.sock, cachesize: 100"),
         kms("apiVersion: v2, endpoint: 'unix://'"),
         kms("apiVersion: v2, name: vault, endpoint: unix:///run/kms.sock"),
-    ))
-    .unwrap_err()
-    .to_string();
-    for expected in [
-        "resources[0].providers[0].kms.name: Invalid value: \"a:b\": should not contain ':'",
-        "resources[0].providers[0].kms.endpoint: Invalid value: \"tcp://127.0.0.1:9\": unsupported scheme \"tcp\" for KMS provider, only unix is supported",
-        "resources[0].providers[0].kms.timeout: Invalid value: \"0s\": should be a positive value",
-        "resources[0].providers[1].kms.apiVersion: Unsupported value: \"v3\": supported values: \"v1\", \"v2\"",
-        "resources[0].providers[1].kms.cachesize: Invalid value: 100: cachesize is not supported in v2",
-        "resources[0].providers[2].kms.name: Required value",
-        "resources[0].providers[2].kms.endpoint: Invalid value: \"unix://\"",
-        "resources[1].providers[0].kms.name: Invalid value: \"vault\": duplicate KMS provider name vault, names must be unique",
-    ] {
-        assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
-    }
+    );
+    assert_refused(
+        &text,
+        &[
+            "resources[0].providers[0].kms.name: Invalid value: \"a:b\": should not contain ':'",
+            "resources[0].providers[0].kms.endpoint: Invalid value: \"tcp://127.0.0.1:9\": unsupported scheme \"tcp\" for KMS provider, only unix is supported",
+            "resources[0].providers[0].kms.timeout: Invalid value: \"0s\": should be a positive value",
+            "resources[0].providers[1].kms.apiVersion: Unsupported value: \"v3\": supported values: \"v1\", \"v2\"",
+            "resources[0].providers[1].kms.cachesize: Invalid value: 100: cachesize is not supported in v2",
+            "resources[0].providers[2].kms.name: Required value",
+            "resources[0].providers[2].kms.endpoint: Invalid value: \"unix://\"",
+            "resources[1].providers[0].kms.name: Invalid value: \"vault\": duplicate KMS provider name vault, names must be unique",
+        ],
+    );
 }
 
 #[test]
