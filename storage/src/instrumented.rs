@@ -81,52 +81,37 @@ impl Instrumented {
     }
 }
 
-#[async_trait]
-impl Storage for Instrumented {
-    async fn create(&self, key: &str, obj: Value) -> Result<Value> {
-        self.metrics
-            .time("create", key, self.inner.create(key, obj))
-            .await
-    }
+/// `Storage` for `Instrumented`: each method of the `timed` table calls the wrapped store's
+/// own, timed as the operation it names; the methods after it pass straight through.
+macro_rules! timed_storage {
+    (
+        timed { $($method:ident($($arg:ident: $ty:ty),*) -> $out:ty as $operation:literal;)* }
+        $($untimed:tt)*
+    ) => {
+        #[async_trait]
+        impl Storage for Instrumented {
+            $(
+                async fn $method(&self, key: &str $(, $arg: $ty)*) -> Result<$out> {
+                    let call = self.inner.$method(key $(, $arg)*);
+                    self.metrics.time($operation, key, call).await
+                }
+            )*
 
-    async fn delete(&self, key: &str, request: ConditionalDelete<'_>) -> Result<Value> {
-        self.metrics
-            .time("delete", key, self.inner.delete(key, request))
-            .await
-    }
+            $($untimed)*
+        }
+    };
+}
 
-    async fn watch(&self, key: &str, opts: ListOptions) -> Result<WatchStream> {
-        self.metrics
-            .time("watch", key, self.inner.watch(key, opts))
-            .await
-    }
-
-    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Value>> {
-        self.metrics
-            .time("get", key, self.inner.get(key, opts))
-            .await
-    }
-
-    async fn get_shared(&self, key: &str, opts: GetOptions) -> Result<Option<Arc<SharedObject>>> {
-        self.metrics
-            .time("get", key, self.inner.get_shared(key, opts))
-            .await
-    }
-
-    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ObjectList> {
-        self.metrics
-            .time("list", key, self.inner.get_list(key, opts))
-            .await
-    }
-
-    async fn guaranteed_update(&self, key: &str, request: GuaranteedUpdate<'_>) -> Result<Value> {
-        self.metrics
-            .time("update", key, self.inner.guaranteed_update(key, request))
-            .await
-    }
-
-    async fn count(&self, key: &str) -> Result<u64> {
-        self.metrics.time("count", key, self.inner.count(key)).await
+timed_storage! {
+    timed {
+        create(obj: Value) -> Value as "create";
+        delete(request: ConditionalDelete<'_>) -> Value as "delete";
+        watch(opts: ListOptions) -> WatchStream as "watch";
+        get(opts: GetOptions) -> Option<Value> as "get";
+        get_shared(opts: GetOptions) -> Option<Arc<SharedObject>> as "get";
+        get_list(opts: ListOptions) -> ObjectList as "list";
+        guaranteed_update(request: GuaranteedUpdate<'_>) -> Value as "update";
+        count() -> u64 as "count";
     }
 
     async fn current_revision(&self) -> Result<u64> {
