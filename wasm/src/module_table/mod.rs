@@ -24,6 +24,7 @@ pub use conversion_check::{ConversionSample, ConversionSamples};
 pub use loading::Compiling;
 use policies::{policy_key, POLICY_KEY_PREFIX};
 pub use policies::{PolicyInForce, PolicyReplay, ReplayError};
+pub(crate) use refusal::KindRefusals;
 pub use refusal::{ConversionFailure, Refusal};
 pub use status::{ModuleState, ModuleStatus};
 

@@ -1,5 +1,6 @@
 //! Why a module version may not serve what it declares: the checks a version passes before it
-//! is swapped in or staged, each refusal recorded in its source's status.
+//! is swapped in or staged, each refusal recorded in its source's status (and how a
+//! `strategymodules` spec's binding of a kind of module is refused).
 
 /// A module version refused before it serves.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +91,52 @@ pub enum Refusal {
     },
 }
 
+/// How a spec's binding of one kind of module (an authorizer, an admission policy) is refused
+/// when it does not match what the module is.
+pub(crate) struct KindRefusals {
+    /// The spec names another module of that kind (the name bound, the module's name).
+    other: fn(String, String) -> Refusal,
+    /// The spec binds the kind, and the module is not of it.
+    not_one: Refusal,
+    /// The module (named) is of that kind, and the spec does not bind it as one.
+    is_one: fn(String) -> Refusal,
+}
+
+impl KindRefusals {
+    /// An authorizer's (`spec.authorizer`).
+    pub(crate) const AUTHORIZER: Self = Self {
+        other: |bound, declared| Refusal::OtherAuthorizer { bound, declared },
+        not_one: Refusal::NotAnAuthorizer,
+        is_one: Refusal::IsAnAuthorizer,
+    };
+    /// An admission policy's (`spec.admissionPolicy`).
+    pub(crate) const POLICY: Self = Self {
+        other: |bound, declared| Refusal::OtherPolicy { bound, declared },
+        not_one: Refusal::NotAPolicy,
+        is_one: Refusal::IsAPolicy,
+    };
+
+    /// Whether the spec's binding `bound` of this kind binds the module `name` (which is of
+    /// this kind when `declared`); `false` when neither is of it.
+    ///
+    /// # Errors
+    /// The refusal of a binding and a module that do not match.
+    pub(crate) fn bound(
+        self,
+        bound: Option<&str>,
+        declared: bool,
+        name: &str,
+    ) -> Result<bool, Refusal> {
+        match (bound, declared) {
+            (Some(bound), true) if bound == name => Ok(true),
+            (Some(bound), true) => Err((self.other)(bound.to_owned(), name.to_owned())),
+            (Some(_), false) => Err(self.not_one),
+            (None, true) => Err((self.is_one)(name.to_owned())),
+            (None, false) => Ok(false),
+        }
+    }
+}
+
 /// Why converting one sample failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConversionFailure {
@@ -108,4 +155,41 @@ pub enum ConversionFailure {
     /// The object answered is at another version.
     #[error("it answered apiVersion {0}")]
     OtherVersion(serde_json::Value),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_binding_and_a_module_of_another_kind_are_refused_as_such() {
+        let policy = |bound, declared| KindRefusals::POLICY.bound(bound, declared, "owner-label");
+        assert!(policy(Some("owner-label"), true).unwrap());
+        assert!(!policy(None, false).unwrap());
+        let other = policy(Some("other"), true).unwrap_err();
+        assert!(
+            matches!(&other, Refusal::OtherPolicy { bound, declared }
+                if bound == "other" && declared == "owner-label"),
+            "{other:?}"
+        );
+        let not_one = policy(Some("owner-label"), false).unwrap_err();
+        assert!(matches!(not_one, Refusal::NotAPolicy), "{not_one:?}");
+        let is_one = policy(None, true).unwrap_err();
+        assert!(
+            matches!(&is_one, Refusal::IsAPolicy(n) if n == "owner-label"),
+            "{is_one:?}"
+        );
+        let authorizer = KindRefusals::AUTHORIZER
+            .bound(Some("a"), true, "b")
+            .unwrap_err();
+        assert!(
+            matches!(&authorizer, Refusal::OtherAuthorizer { bound, declared }
+                if bound == "a" && declared == "b"),
+            "{authorizer:?}"
+        );
+        let not_one = KindRefusals::AUTHORIZER.bound(Some("a"), false, "a");
+        assert!(matches!(not_one, Err(Refusal::NotAnAuthorizer)));
+        let is_one = KindRefusals::AUTHORIZER.bound(None, true, "a");
+        assert!(matches!(is_one, Err(Refusal::IsAnAuthorizer(n)) if n == "a"));
+    }
 }

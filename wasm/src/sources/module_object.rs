@@ -7,6 +7,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::pull::ModuleUrl;
+use crate::module_table::KindRefusals;
 use crate::registry::definition::ResourceDefinition;
 use crate::rollout::RolloutSpec;
 use crate::runtime::{digest, StrategyModule};
@@ -308,47 +309,6 @@ impl ModuleSpec {
                 .map(|r| format!("{}/{}", r.group, r.kind))
                 .collect(),
         })
-    }
-}
-
-/// How a spec's binding of one kind of module (an authorizer, an admission policy) is refused
-/// when it does not match what the module is.
-struct KindRefusals {
-    /// The spec names another module of that kind (the name bound, the module's name).
-    other: fn(String, String) -> Refusal,
-    /// The spec binds the kind, and the module is not of it.
-    not_one: Refusal,
-    /// The module (named) is of that kind, and the spec does not bind it as one.
-    is_one: fn(String) -> Refusal,
-}
-
-impl KindRefusals {
-    /// An authorizer's (`spec.authorizer`).
-    const AUTHORIZER: Self = Self {
-        other: |bound, declared| Refusal::OtherAuthorizer { bound, declared },
-        not_one: Refusal::NotAnAuthorizer,
-        is_one: Refusal::IsAnAuthorizer,
-    };
-    /// An admission policy's (`spec.admissionPolicy`).
-    const POLICY: Self = Self {
-        other: |bound, declared| Refusal::OtherPolicy { bound, declared },
-        not_one: Refusal::NotAPolicy,
-        is_one: Refusal::IsAPolicy,
-    };
-
-    /// Whether the spec's binding `bound` of this kind binds the module `name` (which is of
-    /// this kind when `declared`); `false` when neither is of it.
-    ///
-    /// # Errors
-    /// The refusal of a binding and a module that do not match.
-    fn bound(self, bound: Option<&str>, declared: bool, name: &str) -> Result<bool, Refusal> {
-        match (bound, declared) {
-            (Some(bound), true) if bound == name => Ok(true),
-            (Some(bound), true) => Err((self.other)(bound.to_owned(), name.to_owned())),
-            (Some(_), false) => Err(self.not_one),
-            (None, true) => Err((self.is_one)(name.to_owned())),
-            (None, false) => Ok(false),
-        }
     }
 }
 
