@@ -23,18 +23,13 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CACHED: usize = 8192;
 
 /// Asks the parent server who a bearer token is.
+#[derive(derive_more::Debug)]
 pub struct TokenReviewAuthenticator {
     url: String,
+    #[debug(skip)]
     endpoint: WebhookEndpoint,
+    #[debug(skip)]
     cache: ExpiringCache<[u8; 32], Outcome>,
-}
-
-impl std::fmt::Debug for TokenReviewAuthenticator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenReviewAuthenticator")
-            .field("url", &self.url)
-            .finish_non_exhaustive()
-    }
 }
 
 impl TokenReviewAuthenticator {

@@ -13,18 +13,13 @@ use crate::structured::{AuthorizerMetrics, WebhookAuthorizer};
 use crate::{Attributes, Authorizer, Decision};
 
 /// The parent's SubjectAccessReviews, then the server's own authorizer.
+#[derive(derive_more::Debug)]
 pub struct DelegatedAuthorizer {
     always_allow_paths: Vec<String>,
+    #[debug(skip)]
     parent: WebhookAuthorizer,
+    #[debug(skip)]
     local: Arc<dyn Authorizer>,
-}
-
-impl std::fmt::Debug for DelegatedAuthorizer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DelegatedAuthorizer")
-            .field("always_allow_paths", &self.always_allow_paths)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Whether `path` is one of `patterns` (a trailing `*` matches any rest, as Kubernetes' paths).

@@ -110,18 +110,11 @@ impl Authorizer for AlwaysAllow {
 
 /// Members of `groups` are allowed everything before `inner` is asked (kube-apiserver's
 /// privileged-group authorizer, with `system:masters`).
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub struct PrivilegedGroups {
     groups: Vec<String>,
+    #[debug(skip)]
     inner: Arc<dyn Authorizer>,
-}
-
-impl std::fmt::Debug for PrivilegedGroups {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PrivilegedGroups")
-            .field("groups", &self.groups)
-            .finish_non_exhaustive()
-    }
 }
 
 /// `inner`, with members of `system:masters` allowed first (reason empty, as Kubernetes).

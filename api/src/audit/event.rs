@@ -195,21 +195,18 @@ pub struct ObjectRef {
 
 /// The bounded part of the response's `metav1.Status`: the code always; for a `Status` answer
 /// (failures) also its status, message, reason and details.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ResponseStatus {
     /// Kubernetes writes the (empty) list metadata of a `Status`.
     pub metadata: EmptyMeta,
     /// `Success` or `Failure`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// The human-readable message.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The machine-readable reason.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The Status' details.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     /// The HTTP status code.
     pub code: u16,
@@ -220,6 +217,7 @@ pub struct ResponseStatus {
 pub struct EmptyMeta {}
 
 /// One audit event (`audit.k8s.io/v1` `Event`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
@@ -242,7 +240,6 @@ pub struct Event {
     /// Who asked (as authenticated).
     pub user: EventUser,
     /// Whom they act as, when they impersonate someone.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub impersonated_user: Option<EventUser>,
     /// The client's address and those proxies report (`X-Forwarded-For`, `X-Real-Ip`).
     #[serde(rename = "sourceIPs", skip_serializing_if = "Vec::is_empty")]
@@ -251,16 +248,12 @@ pub struct Event {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub user_agent: String,
     /// The object of a resource request.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub object_ref: Option<ObjectRef>,
     /// The response's status (not at `RequestReceived`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub response_status: Option<ResponseStatus>,
     /// The request body as decoded (levels `Request` and `RequestResponse`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_object: Option<Value>,
     /// The response body (level `RequestResponse`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub response_object: Option<Value>,
     /// When the request arrived.
     #[serde(serialize_with = "micro_time")]

@@ -18,22 +18,18 @@ use crate::user::UserInfo;
 use crate::{Attributes, Authorizer, PRIVILEGED_GROUP};
 
 /// The strategy of one RBAC kind.
+#[derive(derive_more::Debug)]
 pub struct RbacStrategy {
     kind: RbacKind,
     /// The rules users hold.
+    #[debug(skip)]
     rules: Arc<RbacAuthorizer>,
     /// The authorizer `escalate` and `bind` are asked of.
+    #[debug(skip)]
     authorizer: Arc<dyn Authorizer>,
     /// The registry a binding's role is read from when the index does not know it yet.
+    #[debug(skip)]
     registry: OnceLock<Weak<Registry>>,
-}
-
-impl std::fmt::Debug for RbacStrategy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RbacStrategy")
-            .field("kind", &self.kind)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Whether `user` may grant anything: members of `system:masters`, and the server's own writes

@@ -205,17 +205,12 @@ impl Chain {
 }
 
 /// The chain of the file at `--authorization-config`, kept current with it.
+#[derive(derive_more::Debug)]
 pub struct StructuredAuthorizer {
+    #[debug("{:?}", chain.current())]
     chain: Arc<ReloadedFile<Chain>>,
+    #[debug(skip)]
     metrics: AuthorizerMetrics,
-}
-
-impl std::fmt::Debug for StructuredAuthorizer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StructuredAuthorizer")
-            .field("chain", &self.chain.current())
-            .finish()
-    }
 }
 
 impl StructuredAuthorizer {

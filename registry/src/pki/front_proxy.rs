@@ -37,13 +37,16 @@ pub struct FrontProxyFlags {
 }
 
 /// The front proxy's identity and what extension servers are told about it.
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub struct FrontProxy {
     /// The client certificate presented to extension servers.
+    #[debug(skip)]
     pub client_cert_pem: String,
     /// Its key.
+    #[debug(skip)]
     pub client_key_pem: String,
     /// The CA extension servers check the client certificate against.
+    #[debug(skip)]
     pub requestheader_ca_pem: String,
     /// The common names a front proxy's certificate may have.
     pub allowed_names: Vec<String>,
@@ -55,14 +58,6 @@ pub struct FrontProxy {
     pub extra_headers_prefix: Vec<String>,
     /// The headers carrying the user's uid.
     pub uid_headers: Vec<String>,
-}
-
-impl std::fmt::Debug for FrontProxy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FrontProxy")
-            .field("allowed_names", &self.allowed_names)
-            .finish_non_exhaustive()
-    }
 }
 
 fn or_default(given: &[String], default: &str) -> Vec<String> {

@@ -81,17 +81,12 @@ impl CacheWatcher {
 /// what the dispatcher buffers. It ends when the watcher is closed (the client was too slow,
 /// or the cache relisted); the client resumes from the last revision it saw. Dropping it
 /// cancels the watch.
+#[derive(derive_more::Debug)]
 pub struct SharedWatchStream {
+    #[debug("{}", initial.len())]
     initial: VecDeque<WatchEvent>,
+    #[debug(skip)]
     rx: Option<mpsc::Receiver<WatchEvent>>,
-}
-
-impl std::fmt::Debug for SharedWatchStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedWatchStream")
-            .field("initial", &self.initial.len())
-            .finish()
-    }
 }
 
 impl SharedWatchStream {

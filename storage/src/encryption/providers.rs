@@ -14,20 +14,13 @@ use super::kms::KmsProvider;
 use std::sync::Arc;
 
 /// One named key of a provider.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, derive_more::Debug)]
 pub(super) struct Key {
     /// Its name, written into each value it encrypts.
     pub name: String,
     /// Its bytes (16, 24 or 32 for AES; 32 for secretbox).
+    #[debug(skip)]
     pub secret: Vec<u8>,
-}
-
-impl std::fmt::Debug for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Key")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
 }
 
 /// One provider of a resource's list.

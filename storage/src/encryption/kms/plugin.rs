@@ -111,20 +111,14 @@ pub(super) fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 /// One plugin's connection (made when first used, and again after the plugin restarts).
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub(super) struct PluginClient {
     /// The provider's name, for errors and metrics.
     name: String,
+    #[debug(skip)]
     channel: Channel,
+    #[debug(skip)]
     timeout: Duration,
-}
-
-impl std::fmt::Debug for PluginClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginClient")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
 }
 
 impl PluginClient {

@@ -154,20 +154,17 @@ pub struct Pulled {
 }
 
 /// Pulls modules, one client per host (each with its own CA and scheme), keeping what it pulled.
+#[derive(derive_more::Debug)]
 pub struct Puller {
     config: PullConfig,
+    #[debug(skip)]
     store: ModuleStore,
+    #[debug(skip)]
     oci_clients: Mutex<HashMap<String, oci_client::Client>>,
+    #[debug(skip)]
     http_clients: Mutex<HashMap<String, reqwest::Client>>,
+    #[debug(skip)]
     metrics: PullMetrics,
-}
-
-impl std::fmt::Debug for Puller {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Puller")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Puller {
