@@ -165,11 +165,11 @@ impl ServerMetrics {
             "Requests being served, read-only and mutating",
             inflight.clone(),
         );
-        metrics.register_collector(Box::new(WatchCaches(Arc::downgrade(registry))));
+        metrics.register_collector(ScrapedFrom::new(registry, watch_caches));
         storage.register(&mut metrics);
         modules.runtime().metrics().register(&mut metrics);
         modules.rollout_metrics().register(&mut metrics);
-        metrics.register_collector(Box::new(ModuleStates(Arc::downgrade(modules))));
+        metrics.register_collector(ScrapedFrom::new(modules, module_states));
         Self {
             registry: metrics,
             requests,
@@ -240,111 +240,138 @@ impl Drop for InflightGuard {
     }
 }
 
-/// The watch caches' state, read at scrape time.
-#[derive(Debug)]
-struct WatchCaches(Weak<Registry>);
+/// Metrics read from a `T` at scrape time by `encode`, while the `T` lives (once it is
+/// dropped, nothing): what the server's own state reports without being kept alive by it.
+pub(crate) struct ScrapedFrom<T> {
+    source: Weak<T>,
+    encode: fn(&T, &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error>,
+}
 
-impl Collector for WatchCaches {
-    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let Some(registry) = self.0.upgrade() else {
-            return Ok(());
-        };
-        let stats: Vec<_> = registry
-            .cache_stats()
-            .into_iter()
-            .map(|(prefix, s)| (vec![("resource", resource_of(&prefix))], s))
-            .collect();
-        type Pick = fn(&crate::storage::cacher::CacherStats) -> u64;
-        // Every family is a gauge but the counts of what happened since start.
-        let families: [(&str, &str, MetricType, Pick); 8] = [
-            (
-                "apiserver_storage_objects",
-                "Objects held by the watch cache",
-                MetricType::Gauge,
-                |s| s.objects as u64,
-            ),
-            (
-                "apiserver_watch_cache_capacity",
-                "Capacity of the watch cache's event window",
-                MetricType::Gauge,
-                |s| s.window_capacity as u64,
-            ),
-            (
-                "apiserver_watch_cache_window_events",
-                "Events in the watch cache's window",
-                MetricType::Gauge,
-                |s| s.window_len as u64,
-            ),
-            (
-                "apiserver_watch_cache_resource_version",
-                "The watch cache's revision",
-                MetricType::Gauge,
-                |s| s.revision,
-            ),
-            (
-                "apiserver_registered_watchers",
-                "Watchers served by the watch cache",
-                MetricType::Gauge,
-                |s| s.watchers,
-            ),
-            (
-                "apiserver_terminated_watchers",
-                "Watchers closed because they could not keep up",
-                MetricType::Counter,
-                |s| s.terminated_watchers,
-            ),
-            (
-                "apiserver_watch_cache_relists",
-                "Relists after the store below compacted the cache's revision",
-                MetricType::Counter,
-                |s| s.relists,
-            ),
-            (
-                "apiserver_watch_cache_delegated_reads",
-                "Reads the watch cache passed to the store below",
-                MetricType::Counter,
-                |s| s.delegated_reads,
-            ),
-        ];
-        for (name, help, kind, pick) in families {
-            let mut family = encoder.encode_descriptor(name, help, None, kind)?;
-            for (labels, s) in &stats {
-                let value = family.encode_family(labels)?;
-                match kind {
-                    MetricType::Counter => ConstCounter::new(pick(s)).encode(value)?,
-                    _ => ConstGauge::new(pick(s) as i64).encode(value)?,
-                }
-            }
-        }
-        Ok(())
+impl<T> ScrapedFrom<T> {
+    /// A collector reading `source` through `encode`.
+    pub(crate) fn new(
+        source: &Arc<T>,
+        encode: fn(&T, &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error>,
+    ) -> Box<Self> {
+        Box::new(Self {
+            source: Arc::downgrade(source),
+            encode,
+        })
     }
 }
 
-/// Each module source's latest version and state, read at scrape time.
-#[derive(Debug)]
-struct ModuleStates(Weak<ModuleTable>);
-
-impl Collector for ModuleStates {
-    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let Some(modules) = self.0.upgrade() else {
-            return Ok(());
-        };
-        let mut family = encoder.encode_descriptor(
-            "strategy_module_state",
-            "The latest version of each module source: 1 for its state",
-            None,
-            MetricType::Gauge,
-        )?;
-        for s in modules.statuses() {
-            let labels = vec![
-                ("source", s.source.clone()),
-                ("state", s.state.as_str().to_string()),
-                ("digest", s.digest.clone()),
-            ];
-            ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
-        }
-        Ok(())
+impl<T> std::fmt::Debug for ScrapedFrom<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScrapedFrom")
+            .field("type", &std::any::type_name::<T>())
+            .finish_non_exhaustive()
     }
+}
+
+impl<T: Send + Sync + 'static> Collector for ScrapedFrom<T> {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        match self.source.upgrade() {
+            Some(source) => (self.encode)(&source, &mut encoder),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The watch caches' state.
+fn watch_caches(
+    registry: &Registry,
+    encoder: &mut DescriptorEncoder<'_>,
+) -> Result<(), std::fmt::Error> {
+    let stats: Vec<_> = registry
+        .cache_stats()
+        .into_iter()
+        .map(|(prefix, s)| (vec![("resource", resource_of(&prefix))], s))
+        .collect();
+    type Pick = fn(&crate::storage::cacher::CacherStats) -> u64;
+    // Every family is a gauge but the counts of what happened since start.
+    let families: [(&str, &str, MetricType, Pick); 8] = [
+        (
+            "apiserver_storage_objects",
+            "Objects held by the watch cache",
+            MetricType::Gauge,
+            |s| s.objects as u64,
+        ),
+        (
+            "apiserver_watch_cache_capacity",
+            "Capacity of the watch cache's event window",
+            MetricType::Gauge,
+            |s| s.window_capacity as u64,
+        ),
+        (
+            "apiserver_watch_cache_window_events",
+            "Events in the watch cache's window",
+            MetricType::Gauge,
+            |s| s.window_len as u64,
+        ),
+        (
+            "apiserver_watch_cache_resource_version",
+            "The watch cache's revision",
+            MetricType::Gauge,
+            |s| s.revision,
+        ),
+        (
+            "apiserver_registered_watchers",
+            "Watchers served by the watch cache",
+            MetricType::Gauge,
+            |s| s.watchers,
+        ),
+        (
+            "apiserver_terminated_watchers",
+            "Watchers closed because they could not keep up",
+            MetricType::Counter,
+            |s| s.terminated_watchers,
+        ),
+        (
+            "apiserver_watch_cache_relists",
+            "Relists after the store below compacted the cache's revision",
+            MetricType::Counter,
+            |s| s.relists,
+        ),
+        (
+            "apiserver_watch_cache_delegated_reads",
+            "Reads the watch cache passed to the store below",
+            MetricType::Counter,
+            |s| s.delegated_reads,
+        ),
+    ];
+    for (name, help, kind, pick) in families {
+        let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+        for (labels, s) in &stats {
+            let value = family.encode_family(labels)?;
+            match kind {
+                MetricType::Counter => ConstCounter::new(pick(s)).encode(value)?,
+                _ => ConstGauge::new(pick(s) as i64).encode(value)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each module source's latest version and state.
+fn module_states(
+    modules: &ModuleTable,
+    encoder: &mut DescriptorEncoder<'_>,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "strategy_module_state",
+        "The latest version of each module source: 1 for its state",
+        None,
+        MetricType::Gauge,
+    )?;
+    for s in modules.statuses() {
+        let labels = vec![
+            ("source", s.source.clone()),
+            ("state", s.state.as_str().to_string()),
+            ("digest", s.digest.clone()),
+        ];
+        ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

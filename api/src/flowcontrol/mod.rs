@@ -12,7 +12,6 @@ mod schemas;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -25,6 +24,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use self::queue_set::{QueueSet, Seats};
 pub use self::schemas::{classify, Classification};
 use self::schemas::{nominal_seats, LEVELS};
+use super::metrics::ScrapedFrom;
 use super::query::Query;
 use super::route::{Route, Verb};
 use super::status::Status;
@@ -107,7 +107,7 @@ impl FlowControl {
             "Time requests waited in their queue",
             self.metrics.waited.clone(),
         );
-        registry.register_collector(Box::new(LevelGauges(Arc::downgrade(self))));
+        registry.register_collector(ScrapedFrom::new(self, level_gauges));
     }
 }
 
@@ -193,50 +193,45 @@ impl FlowMetrics {
     }
 }
 
-/// Each queued level's limit, queue and seats in use, read at scrape time.
-#[derive(Debug)]
-struct LevelGauges(std::sync::Weak<FlowControl>);
-
 impl std::fmt::Debug for FlowControl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FlowControl").finish_non_exhaustive()
     }
 }
 
-impl Collector for LevelGauges {
-    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let Some(control) = self.0.upgrade() else {
-            return Ok(());
-        };
-        type Pick = fn(&QueueSet) -> i64;
-        let families: [(&str, &str, Pick); 3] = [
-            (
-                "apiserver_flowcontrol_nominal_limit_seats",
-                "Seats a priority level may use at once",
-                |q| i64::from(q.limit()),
-            ),
-            (
-                "apiserver_flowcontrol_current_inqueue_requests",
-                "Requests waiting in a priority level's queues",
-                |q| q.load().0 as i64,
-            ),
-            (
-                "apiserver_flowcontrol_current_executing_seats",
-                "Seats in use by a priority level's executing requests",
-                |q| i64::from(q.load().1),
-            ),
-        ];
-        for (name, help, pick) in families {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for (level, queues) in LEVELS.iter().zip(&control.levels) {
-                if let Some(queues) = queues {
-                    let labels = vec![("priority_level", level.name)];
-                    ConstGauge::new(pick(queues)).encode(family.encode_family(&labels)?)?;
-                }
+/// Each queued level's limit, queue and seats in use.
+fn level_gauges(
+    control: &FlowControl,
+    encoder: &mut DescriptorEncoder<'_>,
+) -> Result<(), std::fmt::Error> {
+    type Pick = fn(&QueueSet) -> i64;
+    let families: [(&str, &str, Pick); 3] = [
+        (
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Seats a priority level may use at once",
+            |q| i64::from(q.limit()),
+        ),
+        (
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Requests waiting in a priority level's queues",
+            |q| q.load().0 as i64,
+        ),
+        (
+            "apiserver_flowcontrol_current_executing_seats",
+            "Seats in use by a priority level's executing requests",
+            |q| i64::from(q.load().1),
+        ),
+    ];
+    for (name, help, pick) in families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for (level, queues) in LEVELS.iter().zip(&control.levels) {
+            if let Some(queues) = queues {
+                let labels = vec![("priority_level", level.name)];
+                ConstGauge::new(pick(queues)).encode(family.encode_family(&labels)?)?;
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 #[cfg(test)]
