@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::collection_deletion::Remaining;
-use crate::registry::aggregation::{is_available, Aggregation};
+use crate::registry::aggregation::{is_available, Aggregation, Method};
 
 /// How long one call to a backend may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,7 +47,10 @@ pub(super) async fn delete(
             let path = format!("/apis/{group}/{version}/namespaces/{namespace}/{plural}");
             let qualified = format!("{plural}.{group}");
             if can("deletecollection") {
-                match aggregation.delete(&apiservice, &path, CALL_TIMEOUT).await {
+                match aggregation
+                    .request(&apiservice, Method::DELETE, &path, CALL_TIMEOUT)
+                    .await
+                {
                     Ok((code, _)) if (200..300).contains(&code) || code == 404 => {}
                     Ok((code, body)) => remaining.failures.push(format!(
                         "{qualified}: {code} {}",

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt as _, Empty, Limited};
 use hyper::body::Bytes;
+/// The method of a [`Aggregation::request`].
+pub use hyper::Method;
 use serde_json::Value;
 
 use crate::follow::{Store, Writer};
@@ -245,20 +247,6 @@ impl Aggregation {
         timeout: Duration,
     ) -> Result<(u16, Bytes), Unavailable> {
         self.request(apiservice, hyper::Method::GET, path, timeout)
-            .await
-    }
-
-    /// DELETEs `path` (a collection) at `apiservice`'s backend, as [`Aggregation::request`].
-    ///
-    /// # Errors
-    /// As [`Aggregation::get`].
-    pub async fn delete(
-        &self,
-        apiservice: &Value,
-        path: &str,
-        timeout: Duration,
-    ) -> Result<(u16, Bytes), Unavailable> {
-        self.request(apiservice, hyper::Method::DELETE, path, timeout)
             .await
     }
 
