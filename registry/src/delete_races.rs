@@ -128,10 +128,7 @@ fn scope() -> RequestScope {
 }
 
 async fn stored(inner: &Arc<dyn Storage>) -> Option<Value> {
-    let opts = GetOptions {
-        ignore_not_found: true,
-        ..Default::default()
-    };
+    let opts = GetOptions::ignoring_not_found();
     inner.get("/test.io/things/a", opts).await.unwrap()
 }
 

@@ -48,13 +48,7 @@ impl RegistryStore {
         if scope.dry_run {
             let current = self
                 .storage
-                .get(
-                    &key,
-                    crate::storage::GetOptions {
-                        ignore_not_found: true,
-                        ..Default::default()
-                    },
-                )
+                .get(&key, crate::storage::GetOptions::ignoring_not_found())
                 .await
                 .map_err(|e| Error::storage(e, &target))?;
             if current.is_none() && !allow_create {

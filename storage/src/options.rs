@@ -120,7 +120,25 @@ pub struct ListOptions {
     pub skip_remaining_count: bool,
 }
 
+impl GetOptions {
+    /// A read of the latest state that answers `Ok(None)` for a missing object.
+    pub fn ignoring_not_found() -> Self {
+        Self {
+            ignore_not_found: true,
+            ..Self::default()
+        }
+    }
+}
+
 impl ListOptions {
+    /// A list or watch of every object under the key (a prefix), all else default.
+    pub fn recursive() -> Self {
+        Self {
+            recursive: true,
+            ..Self::default()
+        }
+    }
+
     /// Parses the resourceVersion (`None` for `""`).
     ///
     /// # Errors

@@ -183,10 +183,7 @@ mod tests {
     use serde_json::json;
 
     async fn all_widgets(store: &EmbeddedStore) -> crate::ObjectList {
-        let all = ListOptions {
-            recursive: true,
-            ..Default::default()
-        };
+        let all = ListOptions::recursive();
         store.get_list("/widgets", all).await.unwrap()
     }
 

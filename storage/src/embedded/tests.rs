@@ -189,16 +189,7 @@ async fn a_lagging_watcher_catches_up_from_disk_without_gaps() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path()).await;
     store.create("/w/seed", obj("seed", "1")).await.unwrap();
-    let mut w = store
-        .watch(
-            "/w",
-            ListOptions {
-                recursive: true,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    let mut w = store.watch("/w", ListOptions::recursive()).await.unwrap();
     assert!(matches!(next(&mut w).await, WatchEvent::Added(_)));
     // Far more commits than the broadcast holds (16 under test), while nobody reads.
     let n = 400u64;

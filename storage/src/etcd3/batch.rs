@@ -183,13 +183,7 @@ mod tests {
             })
         });
         let missing = store
-            .get(
-                "/g/things/ns/missing",
-                GetOptions {
-                    ignore_not_found: true,
-                    ..Default::default()
-                },
-            )
+            .get("/g/things/ns/missing", GetOptions::ignoring_not_found())
             .await
             .unwrap();
         assert_eq!(missing, None);

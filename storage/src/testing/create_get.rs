@@ -90,10 +90,7 @@ pub(super) async fn run_get_shared_is_get(s: TestStore) {
         assert_eq!(shared.to_value(), updated, "get_shared at {asked:?}");
         assert_eq!(shared.revision(), rv(&updated));
     }
-    let ignore = GetOptions {
-        ignore_not_found: true,
-        ..Default::default()
-    };
+    let ignore = GetOptions::ignoring_not_found();
     assert!(store
         .get_shared(&key("ns", "missing"), ignore)
         .await
@@ -120,10 +117,7 @@ pub(super) async fn run_key_validation(s: TestStore) {
         assert!(err.is_bad_request(), "create {bad:?}: {err}");
         let err = store.get(bad, GetOptions::default()).await.unwrap_err();
         assert!(err.is_bad_request(), "get {bad:?}: {err}");
-        let list = ListOptions {
-            recursive: true,
-            ..Default::default()
-        };
+        let list = ListOptions::recursive();
         let err = store.get_list(bad, list.clone()).await.unwrap_err();
         assert!(err.is_bad_request(), "list {bad:?}: {err}");
         assert!(store.watch(bad, list).await.is_err(), "watch {bad:?}");

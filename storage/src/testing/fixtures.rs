@@ -59,15 +59,7 @@ pub(super) fn content(obj: &Value) -> Value {
 
 /// Reads the latest state of `key`.
 pub(super) async fn get(store: &dyn Storage, key: &str) -> Result<Option<Value>, StorageError> {
-    store
-        .get(
-            key,
-            GetOptions {
-                ignore_not_found: true,
-                ..Default::default()
-            },
-        )
-        .await
+    store.get(key, GetOptions::ignoring_not_found()).await
 }
 
 /// Options of a get at resourceVersion `rv`.

@@ -104,10 +104,7 @@ impl Target {
                     );
                 }
                 Op::List => {
-                    let opts = ListOptions {
-                        recursive: true,
-                        ..Default::default()
-                    };
+                    let opts = ListOptions::recursive();
                     drop(s.get_list(&list_prefix, opts).await?)
                 }
             },

@@ -222,13 +222,7 @@ async fn randomized_writers_and_watchers_see_exactly_the_committed_history() {
                     let k = key("ns", &name);
                     let size = rng.random_range(0..1000);
                     let exists = cacher
-                        .get(
-                            &k,
-                            GetOptions {
-                                ignore_not_found: true,
-                                ..Default::default()
-                            },
-                        )
+                        .get(&k, GetOptions::ignoring_not_found())
                         .await
                         .unwrap()
                         .is_some();

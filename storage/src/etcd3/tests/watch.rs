@@ -113,10 +113,7 @@ fn etcd_watchers(etcd: &EtcdServer) -> u64 {
 async fn dropping_a_watch_cancels_it_in_etcd() {
     let (etcd, store) = start().await;
     let before = etcd_watchers(&etcd);
-    let opts = ListOptions {
-        recursive: true,
-        ..Default::default()
-    };
+    let opts = ListOptions::recursive();
     let mut watches = Vec::new();
     for _ in 0..3 {
         watches.push(store.watch("/w", opts.clone()).await.unwrap());
