@@ -187,20 +187,17 @@ mod tests {
         }
     }
 
-    fn user(name: &str) -> UserInfo {
-        UserInfo {
-            username: name.into(),
-            ..UserInfo::default()
-        }
-    }
-
     #[tokio::test]
     async fn the_first_authenticator_that_recognises_the_credential_decides() {
+        let alice = UserInfo {
+            username: "alice".into(),
+            ..UserInfo::default()
+        };
         let chain = AuthenticatorChain::new(
             vec![
                 Box::new(Fixed(Outcome::NotApplicable)),
                 Box::new(Fixed(Outcome::Rejected("bad".into()))),
-                Box::new(Fixed(Outcome::Authenticated(user("alice")))),
+                Box::new(Fixed(Outcome::Authenticated(alice))),
             ],
             true,
         );

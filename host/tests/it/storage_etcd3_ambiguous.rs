@@ -14,7 +14,7 @@ use strategy_host::storage::etcd3::testing::EtcdServer;
 use strategy_host::storage::etcd3::{Etcd3Config, Etcd3Store};
 use strategy_host::storage::{ConditionalDelete, GetOptions, GuaranteedUpdate, Storage};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{tcp, TcpListener, TcpStream};
 use tokio::sync::Notify;
 
 /// An HTTP/2 frame's type for HEADERS: what starts a request, and what starts its response.
@@ -23,9 +23,31 @@ const HEADERS: u8 = 1;
 const DATA: u8 = 0;
 const END_STREAM: u8 = 0x1;
 
+/// Listens on a free loopback port and, for each connection a client opens, connects to
+/// `upstream` (an `http://` URL) and hands both connections' halves to `connected`: the
+/// proxy's URL.
+async fn relay<F>(upstream: String, mut connected: F) -> String
+where
+    F: FnMut((tcp::OwnedReadHalf, tcp::OwnedWriteHalf), (tcp::OwnedReadHalf, tcp::OwnedWriteHalf))
+        + Send
+        + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let server = TcpStream::connect(&upstream).await.unwrap();
+            connected(client.into_split(), server.into_split());
+        }
+    });
+    url
+}
+
 /// A TCP proxy to etcd that, once armed, lets the next request the client opens through and
 /// breaks the connection when etcd's response to it begins (with `before_etcd`: breaks it
 /// instead of passing that request on).
+#[derive(Default)]
 struct CuttingProxy {
     url: String,
     armed: Arc<AtomicBool>,
@@ -37,27 +59,16 @@ struct CuttingProxy {
 
 impl CuttingProxy {
     async fn start(upstream: String) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let proxy = Self {
-            url,
-            armed: Arc::default(),
-            before_etcd: Arc::default(),
-            target: Arc::default(),
-            cuts: Arc::default(),
-        };
+        let mut proxy = Self::default();
         let (armed, target, cuts) = (
             proxy.armed.clone(),
             proxy.target.clone(),
             proxy.cuts.clone(),
         );
         let before_etcd = proxy.before_etcd.clone();
-        let upstream = upstream.trim_start_matches("http://").to_owned();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let server = TcpStream::connect(&upstream).await.unwrap();
-                let (client_read, client_write) = client.into_split();
-                let (server_read, server_write) = server.into_split();
+        proxy.url = relay(
+            upstream,
+            move |(client_read, client_write), (server_read, server_write)| {
                 let (armed, noted, target, cuts) =
                     (armed.clone(), target.clone(), target.clone(), cuts.clone());
                 let (before_etcd, cut_requests) = (before_etcd.clone(), cuts.clone());
@@ -94,8 +105,9 @@ impl CuttingProxy {
                     .await;
                     requests.abort();
                 });
-            }
-        });
+            },
+        )
+        .await;
         proxy
     }
 
@@ -176,6 +188,7 @@ impl Frame {
 /// stalled member does with a request in its socket — until released, then delivers it to
 /// etcd alone: nothing the client sent after it (its cancellation included) ever arrives, and
 /// the connection to etcd stays open, as a member that resumes reads what it had received.
+#[derive(Default)]
 struct HoldingProxy {
     url: String,
     armed: Arc<AtomicBool>,
@@ -188,26 +201,16 @@ struct HoldingProxy {
 
 impl HoldingProxy {
     async fn start(upstream: String) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let proxy = Self {
-            url: format!("http://{}", listener.local_addr().unwrap()),
-            armed: Arc::default(),
-            held: Arc::default(),
-            release: Arc::default(),
-            answered: Arc::default(),
-        };
+        let mut proxy = Self::default();
         let (armed, held, release, answered) = (
             proxy.armed.clone(),
             proxy.held.clone(),
             proxy.release.clone(),
             proxy.answered.clone(),
         );
-        let upstream = upstream.trim_start_matches("http://").to_owned();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let server = TcpStream::connect(&upstream).await.unwrap();
-                let (client_read, client_write) = client.into_split();
-                let (server_read, server_write) = server.into_split();
+        proxy.url = relay(
+            upstream,
+            move |(client_read, client_write), (server_read, server_write)| {
                 // The stream held on this connection, if any.
                 let stream = Arc::new(AtomicU32::new(0));
                 tokio::spawn(hold_requests(
@@ -223,8 +226,9 @@ impl HoldingProxy {
                     stream,
                     answered.clone(),
                 ));
-            }
-        });
+            },
+        )
+        .await;
         proxy
     }
 

@@ -97,10 +97,7 @@ async fn workload(stores: &[Arc<dyn Storage>], phase: &str, duration: Duration) 
                     }
                 }
                 requests += 1;
-                let list = ListOptions {
-                    recursive: true,
-                    ..Default::default()
-                };
+                let list = ListOptions::recursive();
                 match storage.get_list("/widgets/ns", list).await {
                     Ok(list) if list.items.iter().any(|o| o.name() == Some(name.as_str())) => {}
                     Ok(_) => fail("get_list", &"the list misses the object just written"),
@@ -144,10 +141,7 @@ async fn workload(stores: &[Arc<dyn Storage>], phase: &str, duration: Duration) 
 /// Every acknowledged write is what a fresh read finds.
 async fn assert_durable(store: &Etcd3Store, model: &Model) {
     for (key, expected) in model {
-        let opts = GetOptions {
-            ignore_not_found: true,
-            ..Default::default()
-        };
+        let opts = GetOptions::ignoring_not_found();
         let found = store.get(key, opts).await.expect("read back");
         let n = found.map(|o| o["spec"]["n"].as_u64().expect("spec.n"));
         assert_eq!(n, *expected, "{key}");
@@ -187,6 +181,23 @@ async fn wait_for_added(watch: &mut WatchStream, name: &str) {
     }
 }
 
+/// A store on `cluster` whose requests may take `request_timeout`, and the two ways the
+/// workload reaches it: directly and through a ready cacher over it.
+async fn store_and_cacher(
+    cluster: &EtcdCluster,
+    request_timeout: Duration,
+) -> (Etcd3Store, Vec<Arc<dyn Storage>>) {
+    let mut config = Etcd3Config::new(cluster.endpoints());
+    config.dial_timeout = Duration::from_secs(2);
+    config.request_timeout = request_timeout;
+    let store = Etcd3Store::connect(config).await.expect("connect");
+    let cacher = Cacher::new(Arc::new(store.clone()), "/widgets", CacherConfig::default())
+        .expect("start the cacher");
+    cacher.wait_until_ready().await;
+    let stores: Vec<Arc<dyn Storage>> = vec![Arc::new(store.clone()), cacher];
+    (store, stores)
+}
+
 /// The cluster's leader once it has one.
 fn leader(cluster: &EtcdCluster, except: Option<usize>) -> usize {
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -206,18 +217,11 @@ fn leader(cluster: &EtcdCluster, except: Option<usize>) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_leader_then_the_next_leader_killed_fails_no_request() {
     let cluster = three_members().await;
-    let mut config = Etcd3Config::new(cluster.endpoints());
-    config.dial_timeout = Duration::from_secs(2);
     // What is under test is that no request fails while the cluster can serve within its
     // budget. The budget is wide because the election after the kill is etcd's own: in CI, with
     // other tests' etcd clusters on the same two cores, one took over 10 s (every worker's
     // request in flight at the kill failed at its 10 s budget, the last saying "no leader").
-    config.request_timeout = Duration::from_secs(30);
-    let store = Etcd3Store::connect(config).await.expect("connect");
-    let cacher = Cacher::new(Arc::new(store.clone()), "/widgets", CacherConfig::default())
-        .expect("start the cacher");
-    cacher.wait_until_ready().await;
-    let stores: Vec<Arc<dyn Storage>> = vec![Arc::new(store.clone()), cacher.clone()];
+    let (store, stores) = store_and_cacher(&cluster, Duration::from_secs(30)).await;
 
     let began = Instant::now();
     // The faults' timeline is printed, to read beside a failed request's time.
@@ -247,22 +251,9 @@ async fn a_stalled_leader_then_the_next_leader_killed_fails_no_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_member_down_fails_no_request() {
     let mut cluster = three_members().await;
-    let mut config = Etcd3Config::new(cluster.endpoints());
-    config.dial_timeout = Duration::from_secs(2);
-    config.request_timeout = Duration::from_secs(5);
-    let store = Etcd3Store::connect(config).await.expect("connect");
-    let cacher = Cacher::new(Arc::new(store.clone()), "/widgets", CacherConfig::default())
-        .expect("start the cacher");
-    cacher.wait_until_ready().await;
-    let stores: Vec<Arc<dyn Storage>> = vec![Arc::new(store.clone()), cacher.clone()];
+    let (store, stores) = store_and_cacher(&cluster, Duration::from_secs(5)).await;
     let mut watch = store
-        .watch(
-            "/widgets",
-            ListOptions {
-                recursive: true,
-                ..Default::default()
-            },
-        )
+        .watch("/widgets", ListOptions::recursive())
         .await
         .expect("watch");
 
@@ -317,10 +308,7 @@ async fn a_restarted_etcd_serves_again_at_once() {
         .expect("start the cacher");
     cacher.wait_until_ready().await;
     let began = Instant::now();
-    let list = ListOptions {
-        recursive: true,
-        ..Default::default()
-    };
+    let list = ListOptions::recursive();
     let mut watch = cacher.watch("/widgets", list).await.expect("watch");
     let (stop_watching, mut stop) = tokio::sync::oneshot::channel::<()>();
     let delivered = tokio::spawn(async move {

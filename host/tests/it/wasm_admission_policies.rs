@@ -7,8 +7,9 @@ use crate::wasm_common::*;
 use prost::Message;
 use serde_json::{json, Value};
 use strategy_host::admission_policy::{AdmissionAttributes, AdmissionPhase, Operation};
+use strategy_host::strategy::Admission;
 use strategy_host::wasm::runtime::{abi, StrategyModule, ValidationAction};
-use strategy_host::wasm::ModuleTable;
+use strategy_host::wasm::{ModuleTable, PolicyInForce};
 
 /// What a policy is told about a write of the ConfigMap `default/c1`.
 fn asked(operation: Operation, phase: AdmissionPhase) -> AdmissionAttributes {
@@ -19,6 +20,22 @@ fn asked(operation: Operation, phase: AdmissionPhase) -> AdmissionAttributes {
         name: "c1".into(),
         subresource: None,
     }
+}
+
+/// What `policy` answers about the write `attributes` of the ConfigMap `object` (over `old`,
+/// for an update).
+async fn judged(
+    policy: &PolicyInForce,
+    attributes: &AdmissionAttributes,
+    object: &mut Value,
+    old: Option<&Value>,
+) -> Admission {
+    let ctx = ctx("", "ConfigMap", "configmaps", true);
+    policy
+        .policy
+        .admit(&ctx, attributes, Some(object), old)
+        .await
+        .unwrap()
 }
 
 fn config_map(labels: Value) -> Value {
@@ -48,30 +65,17 @@ async fn the_example_policy_loads_with_its_declaration_and_judges_writes() {
     );
 
     // Asked in the validating phase: refuses an object without an owner, admits one with.
-    let ctx = ctx("", "ConfigMap", "configmaps", true);
     let create = asked(Operation::Create, AdmissionPhase::Validate);
     let mut bare = config_map(json!({}));
-    let refused = policy
-        .policy
-        .admit(&ctx, &create, Some(&mut bare), None)
-        .await
-        .unwrap();
+    let refused = judged(policy, &create, &mut bare, None).await;
     assert_eq!(refused.field_errors.len(), 1, "{refused:?}");
     assert_eq!(refused.field_errors[0].field, "metadata.labels[owner]");
     let mut owned = config_map(json!({"owner": "team-a"}));
-    let admitted = policy
-        .policy
-        .admit(&ctx, &create, Some(&mut owned), None)
-        .await
-        .unwrap();
+    let admitted = judged(policy, &create, &mut owned, None).await;
     assert!(admitted.field_errors.is_empty(), "{admitted:?}");
     let old = config_map(json!({"owner": "team-a"}));
     let update = asked(Operation::Update, AdmissionPhase::Validate);
-    let dropped = policy
-        .policy
-        .admit(&ctx, &update, Some(&mut bare), Some(&old))
-        .await
-        .unwrap();
+    let dropped = judged(policy, &update, &mut bare, Some(&old)).await;
     assert_eq!(
         dropped.field_errors.len(),
         1,
@@ -80,11 +84,7 @@ async fn the_example_policy_loads_with_its_declaration_and_judges_writes() {
 
     // It does not mutate: the mutating phase admits without asking it.
     let mutate = asked(Operation::Create, AdmissionPhase::Mutate);
-    let untouched = policy
-        .policy
-        .admit(&ctx, &mutate, Some(&mut bare), None)
-        .await
-        .unwrap();
+    let untouched = judged(policy, &mutate, &mut bare, None).await;
     assert!(untouched.field_errors.is_empty());
     assert_eq!(bare, config_map(json!({})));
 }
@@ -107,13 +107,8 @@ async fn a_second_source_may_not_serve_the_same_policy() {
     table.load("dir:owner-label.wasm", &strict).unwrap();
     let policy = &table.policies()[0];
     let mut bob = config_map(json!({"owner": "Bob"}));
-    let ctx = ctx("", "ConfigMap", "configmaps", true);
     let create = asked(Operation::Create, AdmissionPhase::Validate);
-    let answer = policy
-        .policy
-        .admit(&ctx, &create, Some(&mut bob), None)
-        .await
-        .unwrap();
+    let answer = judged(policy, &create, &mut bob, None).await;
     assert_eq!(
         answer.field_errors.len(),
         1,

@@ -9,12 +9,8 @@ use std::time::{Duration, Instant};
 use crate::wasm_common::*;
 use serde_json::{json, Value};
 use strategy_host::strategy::{FieldErrorKind, Strategy};
-use strategy_host::wasm::runtime::{FailureKind, InstanceReuse, Runtime, RuntimeConfig};
+use strategy_host::wasm::runtime::{FailureKind, Runtime};
 use strategy_host::wasm::WasmStrategy;
-
-fn go_strategy(rt: &Runtime, path: &str) -> WasmStrategy {
-    WasmStrategy::new(rt.clone(), load(rt, path))
-}
 
 fn hostile_go(name: &str) -> &'static str {
     strategy_artifacts::HOSTILE_GO
@@ -94,7 +90,7 @@ async fn the_go_deployment_strategy_defaults_and_validates() {
 #[tokio::test]
 async fn a_go_instance_is_initialised_once_and_kept_across_calls() {
     let rt = runtime();
-    let s = go_strategy(&rt, strategy_artifacts::GO_DEPLOYMENT);
+    let s = strategy(&rt, strategy_artifacts::GO_DEPLOYMENT);
     for _ in 0..50 {
         let adm = s
             .before_create(&deployments_ctx(), &mut deployment())
@@ -110,15 +106,8 @@ async fn a_go_instance_is_initialised_once_and_kept_across_calls() {
 
 #[tokio::test]
 async fn kept_instances_are_recycled_after_their_sessions_and_after_a_failure() {
-    let rt = Runtime::new(RuntimeConfig {
-        instance_reuse: InstanceReuse {
-            max_sessions: 10,
-            ..InstanceReuse::default()
-        },
-        ..config()
-    })
-    .unwrap();
-    let s = go_strategy(&rt, strategy_artifacts::GO_DEPLOYMENT);
+    let rt = runtime_with(|c| c.instance_reuse.max_sessions = 10);
+    let s = strategy(&rt, strategy_artifacts::GO_DEPLOYMENT);
     for _ in 0..25 {
         s.before_create(&deployments_ctx(), &mut deployment())
             .await
@@ -130,7 +119,7 @@ async fn kept_instances_are_recycled_after_their_sessions_and_after_a_failure() 
     assert_eq!(counters.instances_recycled(), 2);
 
     // A call that fails (here: past the memory cap) never leaves its instance for the next.
-    let hostile = go_strategy(&rt, hostile_go("alloc"));
+    let hostile = strategy(&rt, hostile_go("alloc"));
     for _ in 0..2 {
         hostile
             .before_create(&widget_ctx(), &mut json!({"spec": {}}))
@@ -150,8 +139,8 @@ async fn kept_instances_are_recycled_after_their_sessions_and_after_a_failure() 
 /// mentioning `reason`, within two seconds; then a good Go module still serves on the runtime.
 async fn contained(name: &str, kind: FailureKind, reason: &str) -> Duration {
     let rt = runtime();
-    let s = go_strategy(&rt, hostile_go(name));
-    let good = go_strategy(&rt, strategy_artifacts::GO_DEPLOYMENT);
+    let s = strategy(&rt, hostile_go(name));
+    let good = strategy(&rt, strategy_artifacts::GO_DEPLOYMENT);
     let took = assert_contained(&rt, &s, (kind, reason), &good, deployment()).await;
     assert!(took < Duration::from_secs(2), "{name}: took {took:?}");
     took
@@ -190,7 +179,7 @@ async fn writing_stdout_forever_hits_the_deadline() {
 
 /// What the WASI probe module reports from one create, which must not wait out its hour's sleep.
 async fn wasi_probe(rt: &Runtime) -> strategy_host::strategy::Admission {
-    let s = go_strategy(rt, hostile_go("wasi"));
+    let s = strategy(rt, hostile_go("wasi"));
     let started = Instant::now();
     let adm = s
         .before_create(&widget_ctx(), &mut json!({"spec": {}}))
@@ -228,11 +217,7 @@ async fn wasi_grants_nothing_and_a_sleep_costs_no_time() {
 
 #[tokio::test]
 async fn granted_time_is_the_hosts_and_a_sleep_still_costs_no_time() {
-    let rt = Runtime::new(RuntimeConfig {
-        real_clock: true,
-        ..config()
-    })
-    .unwrap();
+    let rt = runtime_with(|c| c.real_clock = true);
     let adm = wasi_probe(&rt).await;
     // This year, by the mean Gregorian year (either neighbour too, around New Year).
     let year = 1970

@@ -23,7 +23,7 @@ fn hostile_strategy(rt: &Runtime, name: &str) -> WasmStrategy {
 async fn contained(name: &str, kind: FailureKind, reason: &str) -> Duration {
     let rt = runtime();
     let s = hostile_strategy(&rt, name);
-    let good = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::DEPLOYMENT));
+    let good = strategy(&rt, strategy_artifacts::DEPLOYMENT);
     let valid = json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}}}});
     let took = assert_contained(&rt, &s, (kind, reason), &good, valid).await;
     // The hostile module is still usable (and still fails the same way): nothing is poisoned.
@@ -205,12 +205,10 @@ fn garbage_bytes_and_oversized_modules_are_refused() {
         StrategyModule::load(&rt, b"not wasm"),
         Err(Error::Compile(_))
     ));
-    let small = Runtime::new(strategy_host::wasm::runtime::RuntimeConfig {
-        module_size_limit: 1000,
-        max_instances: 4,
-        ..config()
-    })
-    .unwrap();
+    let small = runtime_with(|c| {
+        c.module_size_limit = 1000;
+        c.max_instances = 4;
+    });
     let bytes = std::fs::read(strategy_artifacts::DEPLOYMENT).unwrap();
     assert!(matches!(
         StrategyModule::load(&small, &bytes),
@@ -224,7 +222,7 @@ fn garbage_bytes_and_oversized_modules_are_refused() {
 async fn a_looping_guest_does_not_stall_the_async_runtime() {
     let rt = runtime();
     let looping = hostile_strategy(&rt, "infinite_loop");
-    let good = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::DEPLOYMENT));
+    let good = strategy(&rt, strategy_artifacts::DEPLOYMENT);
     let spinning =
         tokio::spawn(async move { looping.before_create(&widget_ctx(), &mut json!({})).await });
     tokio::time::sleep(Duration::from_millis(5)).await;

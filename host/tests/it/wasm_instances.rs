@@ -5,7 +5,6 @@
 use crate::wasm_common::*;
 use serde_json::{json, Value};
 use strategy_host::strategy::{Strategy, StrategyContext};
-use strategy_host::wasm::runtime::{InstanceReuse, Runtime, RuntimeConfig};
 use strategy_host::wasm::WasmStrategy;
 
 fn deployment(replicas: u64) -> Value {
@@ -54,14 +53,7 @@ async fn a_rust_module_serves_call_after_call_from_one_instance_without_growing(
 
 #[tokio::test]
 async fn idle_instances_of_all_modules_together_stay_within_the_runtime_bound() {
-    let rt = Runtime::new(RuntimeConfig {
-        instance_reuse: InstanceReuse {
-            max_idle_total: 1,
-            ..InstanceReuse::default()
-        },
-        ..config()
-    })
-    .unwrap();
+    let rt = runtime_with(|c| c.instance_reuse.max_idle_total = 1);
     let first = load(&rt, strategy_artifacts::DEPLOYMENT);
     let second = load(&rt, strategy_artifacts::CONFIGMAP);
     // The first module's loading instance took the one idle place; the second's was dropped.

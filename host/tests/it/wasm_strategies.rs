@@ -3,8 +3,8 @@
 
 use crate::wasm_common::*;
 use serde_json::json;
-use strategy_host::strategy::{FieldErrorKind, Strategy};
-use strategy_host::wasm::runtime::{ApplyRefusal, GroupKind};
+use strategy_host::strategy::{FieldErrorKind, Strategy, StrategyContext};
+use strategy_host::wasm::runtime::{ApplyRefusal, GroupKind, Runtime};
 use strategy_host::wasm::WasmStrategy;
 
 fn deployment() -> serde_json::Value {
@@ -17,6 +17,12 @@ fn deployment() -> serde_json::Value {
         },
         "status": {"readyReplicas": 3}
     })
+}
+
+/// The ConfigMap module's strategy, and the context of a ConfigMap write.
+fn configmaps() -> (WasmStrategy, StrategyContext) {
+    let s = strategy(&runtime(), strategy_artifacts::CONFIGMAP);
+    (s, ctx("example.com", "ConfigMap", "configmaps", true))
 }
 
 #[tokio::test]
@@ -84,9 +90,7 @@ async fn deployment_defaults_validation_and_immutability() {
 #[tokio::test]
 async fn a_wrongly_typed_object_is_a_strategy_error_not_a_crash() {
     // A typed strategy (the ConfigMap's serde struct) cannot decode it at all.
-    let rt = runtime();
-    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::CONFIGMAP));
-    let ctx = ctx("example.com", "ConfigMap", "configmaps", true);
+    let (s, ctx) = configmaps();
     let mut obj = json!({"metadata": {"name": "c"}, "data": "not an object"});
     let err = s.before_create(&ctx, &mut obj).await.unwrap_err();
     assert_eq!(err.module, "configmaps");
@@ -98,7 +102,7 @@ async fn a_wrongly_typed_object_is_a_strategy_error_not_a_crash() {
 #[tokio::test]
 async fn a_lazy_strategy_answers_only_its_changes_and_words_wrong_types_as_field_errors() {
     let rt = runtime();
-    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::DEPLOYMENT));
+    let s = strategy(&rt, strategy_artifacts::DEPLOYMENT);
     // Members the strategy never reads stay as they were, whatever their type.
     let mut obj = deployment();
     obj["metadata"]["annotations"] = json!({"a": "b"});
@@ -136,16 +140,10 @@ async fn a_lazy_strategy_answers_only_its_changes_and_words_wrong_types_as_field
 
 #[tokio::test]
 async fn configmap_keys_size_and_immutability() {
-    let rt = runtime();
-    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::CONFIGMAP));
-    let ctx = ctx("example.com", "ConfigMap", "configmaps", true);
+    let (s, ctx) = configmaps();
     let mut ok = json!({"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a.conf": "x"}, "immutable": true});
-    assert!(s
-        .before_create(&ctx, &mut ok)
-        .await
-        .unwrap()
-        .field_errors
-        .is_empty());
+    let errors = s.before_create(&ctx, &mut ok).await.unwrap().field_errors;
+    assert!(errors.is_empty(), "{errors:?}");
 
     let mut bad = json!({"data": {"bad/key": "x", "big": "y".repeat(1 << 20)}});
     let errs = s.before_create(&ctx, &mut bad).await.unwrap().field_errors;
@@ -190,7 +188,7 @@ async fn a_strategy_linking_another_as_a_library_serves_its_own_rules() {
         (strategy_artifacts::CONFIGMAP, &strict[..1]),
         (strategy_artifacts::CONFIGMAP_STRICT, &strict[..]),
     ] {
-        let s = WasmStrategy::new(rt.clone(), load(&rt, module));
+        let s = strategy(&rt, module);
         let mut obj = legacy.clone();
         let errs = s.before_create(&ctx, &mut obj).await.unwrap().field_errors;
         let fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
@@ -200,9 +198,17 @@ async fn a_strategy_linking_another_as_a_library_serves_its_own_rules() {
     assert_eq!(load(&rt, strategy_artifacts::BUILTIN).name(), "builtin");
 }
 
-/// Records what the Project hook applies.
+/// Records what the Project hook applies; it reads no object (its namespace is not there yet).
 #[derive(Default)]
 struct Recorder(std::sync::Mutex<Vec<(u32, serde_json::Value)>>);
+
+/// A runtime whose host API is a [`Recorder`], and the recorder.
+fn recording() -> (Runtime, std::sync::Arc<Recorder>) {
+    let rt = runtime();
+    let recorder = std::sync::Arc::new(Recorder::default());
+    rt.set_host_api(recorder.clone());
+    (rt, recorder)
+}
 
 impl strategy_host::wasm::runtime::HostApi for Recorder {
     fn get(
@@ -212,14 +218,6 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
         _: &str,
     ) -> Result<Option<serde_json::Value>, strategy_host::wasm::runtime::HostCallError> {
         Ok(None)
-    }
-    fn list(
-        &self,
-        _: &strategy_host::wasm::runtime::CallerInfo,
-        _: strategy_host::wasm::runtime::Collection<'_>,
-        _: &str,
-    ) -> Result<Vec<serde_json::Value>, strategy_host::wasm::runtime::HostCallError> {
-        Ok(vec![])
     }
     fn apply(
         &self,
@@ -234,25 +232,23 @@ impl strategy_host::wasm::runtime::HostApi for Recorder {
 
 #[tokio::test]
 async fn project_hooks_make_the_namespace_apply_a_quota_and_audit_deletes() {
-    let rt = runtime();
-    let recorder = std::sync::Arc::new(Recorder::default());
-    rt.set_host_api(recorder.clone());
-    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::PROJECT));
+    let (rt, recorder) = recording();
+    let s = strategy(&rt, strategy_artifacts::PROJECT);
     let ctx = ctx("example.com", "Project", "projects", false);
     let mut project =
         json!({"apiVersion": "example.com/v1", "kind": "Project", "metadata": {"name": "team-a"}});
-    assert!(s
+    let errors = s
         .before_create(&ctx, &mut project)
         .await
         .unwrap()
-        .field_errors
-        .is_empty());
-    assert!(s
+        .field_errors;
+    assert!(errors.is_empty(), "{errors:?}");
+    let errors = s
         .before_update(&ctx, &mut project.clone(), &project)
         .await
         .unwrap()
-        .field_errors
-        .is_empty());
+        .field_errors;
+    assert!(errors.is_empty(), "{errors:?}");
 
     s.after_create(&ctx, &project).await.unwrap();
     let applied = std::mem::take(&mut *recorder.0.lock().unwrap());
@@ -295,7 +291,7 @@ async fn project_hooks_make_the_namespace_apply_a_quota_and_audit_deletes() {
 #[tokio::test]
 async fn the_project_module_stamps_the_user_it_is_told_as_creator() {
     let rt = runtime();
-    let s = WasmStrategy::new(rt.clone(), load(&rt, strategy_artifacts::PROJECT));
+    let s = strategy(&rt, strategy_artifacts::PROJECT);
     let as_user = |username: &str| strategy_host::strategy::StrategyContext {
         user: std::sync::Arc::new(strategy_host::user::UserInfo {
             username: username.into(),
@@ -327,9 +323,7 @@ async fn the_project_module_stamps_the_user_it_is_told_as_creator() {
 
 #[tokio::test]
 async fn a_hook_applies_only_the_resources_its_manifest_declares() {
-    let rt = runtime();
-    let recorder = std::sync::Arc::new(Recorder::default());
-    rt.set_host_api(recorder.clone());
+    let (rt, recorder) = recording();
     let module = load(&rt, strategy_artifacts::REPLICATOR);
     let declared = GroupKind {
         group: "test.example.com".into(),

@@ -8,17 +8,15 @@ use std::time::{Duration, Instant};
 use crate::wasm_common::*;
 use serde_json::{json, Value};
 use strategy_host::strategy::Strategy;
-use strategy_host::wasm::runtime::{CompilerTier, Runtime, RuntimeConfig, StrategyModule};
+use strategy_host::wasm::runtime::{CompilerTier, Runtime, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
 
 /// A tiered runtime with a cache of its own (empty: every module starts at the baseline tier).
 fn tiered(cache: &std::path::Path) -> Runtime {
-    Runtime::new(RuntimeConfig {
-        cache_dir: Some(cache.to_owned()),
-        tiered_compilation: true,
-        ..config()
+    runtime_with(|c| {
+        c.cache_dir = Some(cache.to_owned());
+        c.tiered_compilation = true;
     })
-    .unwrap()
 }
 
 /// The create phase's answer for an invalid Deployment: its field errors as kube-apiserver lists
@@ -99,11 +97,7 @@ async fn a_rust_module_serves_from_baseline_code_until_its_optimized_code_swaps_
 #[tokio::test]
 async fn without_tiering_a_module_loads_optimized() {
     let cache = tempfile::tempdir().unwrap();
-    let rt = Runtime::new(RuntimeConfig {
-        cache_dir: Some(cache.path().to_owned()),
-        ..config()
-    })
-    .unwrap();
+    let rt = runtime_with(|c| c.cache_dir = Some(cache.path().to_owned()));
     let module = load(&rt, strategy_artifacts::DEPLOYMENT);
     assert_eq!(module.tier(), CompilerTier::Optimized);
 }

@@ -26,6 +26,18 @@ pub(crate) fn runtime() -> Runtime {
     Runtime::new(config()).expect("runtime")
 }
 
+/// A runtime of [`config`] with `change` made to it.
+pub(crate) fn runtime_with(change: impl FnOnce(&mut RuntimeConfig)) -> Runtime {
+    let mut config = config();
+    change(&mut config);
+    Runtime::new(config).expect("runtime")
+}
+
+/// The strategy of the module at `path`, loaded on `runtime`.
+pub(crate) fn strategy(runtime: &Runtime, path: &str) -> WasmStrategy {
+    WasmStrategy::new(runtime.clone(), load(runtime, path))
+}
+
 pub(crate) fn load(runtime: &Runtime, path: &str) -> Arc<StrategyModule> {
     Arc::new(StrategyModule::load(runtime, &std::fs::read(path).unwrap()).expect("module loads"))
 }
