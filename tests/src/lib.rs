@@ -257,14 +257,21 @@ impl HostProcess {
     pub fn terminate(&mut self) -> anyhow::Result<ExitStatus> {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status()?;
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // The server gives its connections 10 s to finish; the rest is room for a machine busy
+        // with other tests (CI once saw a stop take over 20 s beside a Go build).
+        let deadline = Instant::now() + Duration::from_secs(45);
         loop {
             if let Some(status) = self.child.try_wait()? {
                 self.drain_log();
                 return Ok(status);
             }
             if Instant::now() > deadline {
-                bail!("strategy-host did not exit within 20s of SIGTERM");
+                bail!(
+                    "strategy-host did not exit within 45s of SIGTERM; its threads (name, state, \
+                     kernel wait):\n{}\nits log:\n{}",
+                    threads_of(self.child.id()),
+                    self.log_text()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -281,6 +288,35 @@ impl HostProcess {
             self.log_lines.push(line);
         }
     }
+}
+
+/// Each thread of process `pid` as `name state wait-channel`, from `/proc`: where a process
+/// that will not stop is stuck.
+fn threads_of(pid: u32) -> String {
+    let read = |path: std::path::PathBuf| std::fs::read_to_string(path).unwrap_or_default();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "(gone)".into();
+    };
+    tasks
+        .flatten()
+        .map(|task| {
+            let stat = read(task.path().join("stat"));
+            // The state is the field after the parenthesised name.
+            let state = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .next();
+            format!(
+                "{} {} {}",
+                read(task.path().join("comm")).trim(),
+                state.unwrap_or("?"),
+                read(task.path().join("wchan")).trim()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Drop for HostProcess {
