@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use strategy_host_e2e::{call, call_with, widget, widget_crd, WatchReader};
+use strategy_host_e2e::{call, call_with, eventually, widget, widget_crd, WatchReader};
 
 use crate::api_http::{start, W};
 
@@ -337,6 +337,23 @@ fn discovery_openapi_and_tables_follow_definitions() {
 fn watches_stream_events_bookmarks_and_end_on_timeout() {
     let (host, _dir) = start(&[]);
     let u = |p: &str| host.url(p);
+    // A list answered before the new resource's watch cache took its own first list comes from
+    // the store, at a revision the cache's window starts after: a watch from it is 410 Gone, as
+    // in Kubernetes (a reflector would list again). So the list waits for the cache.
+    let cache_revision = || {
+        let metrics = call("GET", &u("/metrics"), None).unwrap().body;
+        let series = r#"apiserver_watch_cache_resource_version{resource="widgets.example.com"} "#;
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    eventually(
+        "the widgets' watch cache holds its first list",
+        Duration::from_secs(30),
+        || cache_revision() > 0,
+    );
     let list = call("GET", &u(W), None).unwrap().json();
     let rv = list["metadata"]["resourceVersion"]
         .as_str()
