@@ -141,8 +141,11 @@ enum State {
     List,
     /// Open a watch after this revision.
     Watch { from: u64 },
-    /// Follow an open watch.
-    Follow(WatchStream),
+    /// Follow an open watch; `delivered` once it has sent an event.
+    Follow {
+        stream: WatchStream,
+        delivered: bool,
+    },
     /// Wait, then go on with the boxed state.
     Backoff(Box<State>),
 }
@@ -215,7 +218,10 @@ impl Informer {
                     ..Default::default()
                 };
                 match self.source.watch(opts).await {
-                    Ok(stream) => State::Follow(stream),
+                    Ok(stream) => State::Follow {
+                        stream,
+                        delivered: false,
+                    },
                     Err(e) if e.is_expired() => State::List,
                     Err(e) => {
                         tracing::warn!(followed = %self.followed, error = %e, "informer watch failed");
@@ -223,11 +229,20 @@ impl Informer {
                     }
                 }
             }
-            State::Follow(mut stream) => {
+            State::Follow {
+                mut stream,
+                delivered,
+            } => {
                 let resume = State::Watch {
                     from: self.revision,
                 };
                 match stream.next().await {
+                    // A watch that ends before sending anything (its source is closing, as
+                    // every cacher does when the server stops) is opened again only after the
+                    // backoff, as client-go's reflector treats a very short watch: opened and
+                    // ended at once, it would otherwise spin without yielding and keep the
+                    // runtime from shutting down.
+                    None if !delivered => State::Backoff(Box::new(resume)),
                     None => resume,
                     Some(WatchEvent::Error(e)) if e.is_expired() => State::List,
                     Some(WatchEvent::Error(e)) => {
@@ -244,7 +259,10 @@ impl Informer {
                             WatchEvent::Bookmark(b) => InformerEvent::Progress(b.revision()),
                             WatchEvent::Error(_) => unreachable!("matched above"),
                         });
-                        State::Follow(stream)
+                        State::Follow {
+                            stream,
+                            delivered: true,
+                        }
                     }
                 }
             }
