@@ -368,4 +368,55 @@ mod tests {
         b.reset();
         assert_eq!(b.next_delay(), Duration::from_millis(100));
     }
+
+    /// A source whose watches end at once, with nothing (a closing cacher's), the first
+    /// `ending` times; later ones stay open.
+    struct EndingWatches {
+        opened: std::sync::atomic::AtomicUsize,
+        ending: usize,
+    }
+
+    #[async_trait]
+    impl ListerWatcher for EndingWatches {
+        async fn list(&self, _: ListOptions) -> Result<ObjectList> {
+            Ok(ObjectList {
+                resource_version: 1,
+                ..ObjectList::default()
+            })
+        }
+
+        async fn watch(&self, _: ListOptions) -> Result<WatchStream> {
+            let opened = self
+                .opened
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(if opened < self.ending {
+                Box::pin(futures::stream::empty())
+            } else {
+                Box::pin(futures::stream::pending())
+            })
+        }
+
+        fn describe(&self) -> String {
+            "ending watches".into()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_watch_that_ends_with_nothing_is_opened_again_only_after_the_backoff() {
+        let source = Arc::new(EndingWatches {
+            opened: Default::default(),
+            ending: 1000,
+        });
+        let mut events = Box::pin(informer(source.clone(), InformerConfig { page_size: 10 }));
+        assert_eq!(next(&mut events).await, InformerEvent::Init);
+        assert!(matches!(
+            next(&mut events).await,
+            InformerEvent::InitDone { revision: 1 }
+        ));
+        // Reopened at once, the watch would be opened a thousand times (without yielding).
+        let quiet = tokio::time::timeout(Duration::from_millis(350), events.next()).await;
+        assert!(quiet.is_err(), "{quiet:?}");
+        let opened = source.opened.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(opened <= 3, "the watch was opened {opened} times in 350 ms");
+    }
 }
