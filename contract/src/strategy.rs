@@ -11,6 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::admission_policy::Operation;
 use crate::user::UserInfo;
 
 /// Kubernetes' field error kinds (`k8s.io/apimachinery/pkg/util/validation/field`).
@@ -279,6 +280,13 @@ pub trait Strategy: Send + Sync + 'static {
         true
     }
 
+    /// Whether the After hook of `operation` does anything: when it does not, the registry
+    /// neither copies the committed object for it nor starts its task. An implementation that
+    /// overrides an After hook keeps the default (`true`).
+    fn runs_after(&self, _operation: Operation) -> bool {
+        true
+    }
+
     /// Runs after a create is committed; a failure is logged and counted, never undone.
     async fn after_create(
         &self,
@@ -342,6 +350,10 @@ impl Strategy for DefaultStrategy {
     fn name(&self) -> &str {
         "default"
     }
+
+    fn runs_after(&self, _operation: Operation) -> bool {
+        false
+    }
 }
 
 /// The strategy of a built-in resource whose objects one function defaults and checks, on
@@ -366,6 +378,10 @@ impl Strategy for AdmitStrategy {
 
     async fn before_update(&self, _ctx: &StrategyContext, new: &mut Value, _old: &Value) -> Answer {
         Ok((self.admit)(new))
+    }
+
+    fn runs_after(&self, _operation: Operation) -> bool {
+        false
     }
 }
 

@@ -4,6 +4,7 @@
 //! Kubernetes runs validating admission inside `Store.Create` and `Store.Update`. A plugin
 //! stops a write with a [`Rejection`] and may add warnings.
 
+use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
@@ -144,10 +145,10 @@ impl AdmissionChain {
             .push(plugin);
     }
 
-    /// Lets every mutating plugin change `object`, in order; then, once, reinvokes each
-    /// plugin whose result a later one changed (Kubernetes' `reinvocationPolicy`; a plugin
-    /// re-calls at once those of its own members a later member changed). Answers their
-    /// warnings.
+    /// Lets every mutating plugin change `object` (equal to `request.object` on entry), in
+    /// order; then, once, reinvokes each plugin whose result a later one changed (Kubernetes'
+    /// `reinvocationPolicy`; a plugin re-calls at once those of its own members a later member
+    /// changed). Answers their warnings.
     ///
     /// # Errors
     /// The first rejection.
@@ -158,27 +159,32 @@ impl AdmissionChain {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let mut warnings = Vec::new();
+        // The object as each plugin finds it: the request's until a plugin changes it, so a
+        // write no plugin changes is not copied once per plugin.
+        let mut before = Cow::Borrowed(request.object);
         // The last plugin that changed the object: every plugin before it may be reinvoked.
         let mut last_change = 0;
         for (i, plugin) in plugins.iter().enumerate() {
-            let before = object.clone();
             let asked = AdmissionRequest {
                 object: &before,
                 ..*request
             };
             warnings.extend(plugin.admit(&asked, object).await?);
-            if before != *object {
+            if *before != *object {
                 last_change = i;
+                before = Cow::Owned(object.clone());
             }
         }
         // Changes made while reinvoking do not reinvoke again: each plugin once at most.
         for plugin in &plugins[..last_change] {
-            let before = object.clone();
             let asked = AdmissionRequest {
                 object: &before,
                 ..*request
             };
             warnings.extend(plugin.reinvoke(&asked, object).await?);
+            if *before != *object {
+                before = Cow::Owned(object.clone());
+            }
         }
         Ok(warnings)
     }
@@ -200,5 +206,74 @@ impl AdmissionChain {
             warnings.extend(plugin.validate(request).await?);
         }
         Ok(warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    /// Sets its label, and records the object each call was asked about.
+    struct Labeller {
+        label: &'static str,
+        asked: Mutex<Vec<Value>>,
+    }
+
+    #[async_trait]
+    impl MutatingAdmission for Labeller {
+        fn name(&self) -> &str {
+            self.label
+        }
+
+        async fn admit(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+            self.asked.lock().unwrap().push(request.object.clone());
+            object["metadata"]["labels"][self.label] = json!("set");
+            Ok(Vec::new())
+        }
+
+        async fn reinvoke(&self, request: &AdmissionRequest<'_>, object: &mut Value) -> Verdict {
+            self.admit(request, object).await
+        }
+    }
+
+    fn labeller(label: &'static str) -> Arc<Labeller> {
+        Arc::new(Labeller {
+            label,
+            asked: Mutex::default(),
+        })
+    }
+
+    #[tokio::test]
+    async fn each_plugin_is_asked_about_the_object_as_the_plugins_before_it_left_it() {
+        let chain = AdmissionChain::default();
+        let (a, b) = (labeller("a"), labeller("b"));
+        chain.add_mutating(a.clone());
+        chain.add_mutating(b.clone());
+        let def = crate::apiservice::definition();
+        let user = UserInfo::default();
+        let sent = json!({"metadata": {"name": "x"}});
+        let mut object = sent.clone();
+        let request = AdmissionRequest {
+            operation: Operation::Create,
+            resource: &def,
+            version: "v1",
+            subresource: None,
+            namespace: None,
+            name: "x",
+            object: &sent,
+            old_object: None,
+            user: &user,
+            dry_run: false,
+            audit: None,
+        };
+        chain.mutate(&request, &mut object).await.unwrap();
+        let only_a = json!({"metadata": {"name": "x", "labels": {"a": "set"}}});
+        let both = json!({"metadata": {"name": "x", "labels": {"a": "set", "b": "set"}}});
+        // `a` ran first, and again once `b` had changed what it left.
+        assert_eq!(*a.asked.lock().unwrap(), vec![sent, both.clone()]);
+        assert_eq!(*b.asked.lock().unwrap(), vec![only_a]);
+        assert_eq!(object, both);
     }
 }

@@ -192,13 +192,16 @@ impl RegistryStore {
         let created = loop {
             let name = meta_str(&stored, "name").unwrap_or("").to_string();
             let key = self.key(scope, &name);
-            match self.storage.create(&key, stored.clone()).await {
+            // A generated name may be tried again: only then is a copy kept for it.
+            let retry = explicit.is_empty() && attempt + 1 < GENERATE_NAME_ATTEMPTS;
+            let object = if retry {
+                stored.clone()
+            } else {
+                std::mem::take(&mut stored)
+            };
+            match self.storage.create(&key, object).await {
                 Ok(created) => break created,
-                Err(e)
-                    if e.is_already_exists()
-                        && explicit.is_empty()
-                        && attempt + 1 < GENERATE_NAME_ATTEMPTS =>
-                {
+                Err(e) if e.is_already_exists() && retry => {
                     attempt += 1;
                     metadata_mut(&mut stored).insert(
                         "name".into(),
@@ -209,9 +212,11 @@ impl RegistryStore {
             }
         };
         let object = self.at_version(created, &scope.version).await?;
-        let (strategy, hook_obj) = (self.strategy.clone(), object.clone());
-        let hook = async move { strategy.after_create(&ctx, &hook_obj).await };
-        warnings.extend(self.run_hook("after_create", hook).await);
+        let hook = || {
+            let (strategy, object) = (self.strategy.clone(), object.clone());
+            async move { strategy.after_create(&ctx, &object).await }
+        };
+        warnings.extend(self.run_hook(Operation::Create, hook).await);
         Ok(Outcome {
             object,
             warnings,

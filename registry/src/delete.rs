@@ -331,9 +331,11 @@ impl RegistryStore {
     ) -> Result<Outcome> {
         let converted = self.at_version(deleted.clone(), &scope.version).await;
         let obj = converted.as_ref().map_or(deleted, Value::clone);
-        let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
-        let hook = async move { strategy.after_delete(&ctx, &obj).await };
-        warnings.extend(self.run_hook("after_delete", hook).await);
+        let hook = || {
+            let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
+            async move { strategy.after_delete(&ctx, &obj).await }
+        };
+        warnings.extend(self.run_hook(Operation::Delete, hook).await);
         Ok(Outcome {
             object: converted?,
             warnings,

@@ -352,16 +352,30 @@ impl RegistryStore {
         obj
     }
 
-    /// Runs an After hook and waits for it, so its failure reaches the client as a warning
-    /// (the write stands, as Kubernetes' AfterCreate/AfterUpdate/AfterDelete never undo one).
-    /// The hook runs in its own task: a client that goes away mid-hook does not cancel it.
-    pub(super) async fn run_hook<F>(&self, what: &'static str, hook: F) -> Option<String>
+    /// Runs the After hook of `operation` and waits for it, so its failure reaches the client
+    /// as a warning (the write stands, as Kubernetes' AfterCreate/AfterUpdate/AfterDelete never
+    /// undo one). The hook runs in its own task: a client that goes away mid-hook does not
+    /// cancel it. `hook` makes it (with its own copies of the objects) only when the strategy
+    /// has one.
+    pub(super) async fn run_hook<F>(
+        &self,
+        operation: Operation,
+        hook: impl FnOnce() -> F,
+    ) -> Option<String>
     where
         F: std::future::Future<Output = std::result::Result<(), crate::strategy::StrategyError>>
             + Send
             + 'static,
     {
-        let failure = match tokio::spawn(hook).await {
+        if !self.strategy.runs_after(operation) {
+            return None;
+        }
+        let what = match operation {
+            Operation::Create => "after_create",
+            Operation::Update => "after_update",
+            Operation::Delete => "after_delete",
+        };
+        let failure = match tokio::spawn(hook()).await {
             Ok(Ok(())) => return None,
             Ok(Err(e)) => e.to_string(),
             Err(e) => format!("the hook's task failed: {e}"),

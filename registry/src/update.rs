@@ -124,16 +124,22 @@ impl RegistryStore {
         }
         let object = self.at_version(stored, &scope.version).await?;
         let ctx = self.ctx(scope);
-        let (strategy, obj) = (self.strategy.clone(), object.clone());
         let mut warnings = warnings;
+        let strategy = &self.strategy;
         let failed = match old {
             Some(old) => {
-                let hook = async move { strategy.after_update(&ctx, &obj, &old).await };
-                self.run_hook("after_update", hook).await
+                let hook = || {
+                    let (strategy, object) = (strategy.clone(), object.clone());
+                    async move { strategy.after_update(&ctx, &object, &old).await }
+                };
+                self.run_hook(Operation::Update, hook).await
             }
             None => {
-                let hook = async move { strategy.after_create(&ctx, &obj).await };
-                self.run_hook("after_create", hook).await
+                let hook = || {
+                    let (strategy, object) = (strategy.clone(), object.clone());
+                    async move { strategy.after_create(&ctx, &object).await }
+                };
+                self.run_hook(Operation::Create, hook).await
             }
         };
         warnings.extend(failed);
@@ -172,7 +178,6 @@ impl RegistryStore {
             });
         };
         let old = self.at_version(old, &scope.version).await?;
-        let old_for_hook = old.clone();
         let mut new = input(Some(&old))?;
         if let (false, Some(m)) = (scope.applying, self.manager(scope)) {
             super::fieldmanager::on_update(&old, &mut new, self.schema(scope), &m)
@@ -259,7 +264,7 @@ impl RegistryStore {
         metadata_mut(&mut object).insert("resourceVersion".into(), Value::String(old_rv));
         Ok(Prepared {
             object,
-            old: Some(old_for_hook),
+            old: Some(old),
             warnings,
             created: false,
         })

@@ -166,6 +166,13 @@ impl Strategy for SlotStrategy {
             .unwrap_or_else(|| DefaultStrategy.allow_unconditional_update())
     }
 
+    fn runs_after(&self, operation: crate::admission_policy::Operation) -> bool {
+        match self.slot.current.load().as_deref() {
+            Some(b) => b.strategy.runs_after(operation),
+            None => DefaultStrategy.runs_after(operation),
+        }
+    }
+
     async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
         in_force!(self.slot, after_create(ctx, obj))
     }

@@ -318,6 +318,16 @@ impl Strategy for WasmStrategy {
         self.module.allow_unconditional_update()
     }
 
+    fn runs_after(&self, operation: crate::admission_policy::Operation) -> bool {
+        use crate::admission_policy::Operation as Write;
+        let hook = match operation {
+            Write::Create => Operation::AfterCreate,
+            Write::Update => Operation::AfterUpdate,
+            Write::Delete => Operation::AfterDelete,
+        };
+        self.module.manifest().implements(hook)
+    }
+
     async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
         if !self.module.manifest().implements(Operation::AfterCreate) {
             return Ok(());
