@@ -163,6 +163,21 @@ impl RegistryStore {
         self.check_namespace(scope, &name).await
     }
 
+    /// Runs the strategy's AfterCreate hook on the created `object` (see `run_hook`): its
+    /// failure, as a warning.
+    pub(super) async fn after_create(
+        &self,
+        scope: &RequestScope,
+        object: &Value,
+    ) -> Option<String> {
+        let hook = || {
+            let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
+            let object = object.clone();
+            async move { strategy.after_create(&ctx, &object).await }
+        };
+        self.run_hook(Operation::Create, hook).await
+    }
+
     /// Creates an object.
     ///
     /// # Errors
@@ -179,7 +194,6 @@ impl RegistryStore {
         if carries_resource_version {
             return Err(Error::ResourceVersionSetOnCreate);
         }
-        let ctx = self.ctx(scope);
         let mut stored = self.at_storage_version(obj).await?;
         if scope.dry_run {
             return Ok(Outcome {
@@ -212,11 +226,7 @@ impl RegistryStore {
             }
         };
         let object = self.at_version(created, &scope.version).await?;
-        let hook = || {
-            let (strategy, object) = (self.strategy.clone(), object.clone());
-            async move { strategy.after_create(&ctx, &object).await }
-        };
-        warnings.extend(self.run_hook(Operation::Create, hook).await);
+        warnings.extend(self.after_create(scope, &object).await);
         Ok(Outcome {
             object,
             warnings,

@@ -330,8 +330,8 @@ impl RegistryStore {
         mut warnings: Vec<String>,
     ) -> Result<Outcome> {
         let converted = self.at_version(deleted.clone(), &scope.version).await;
-        let obj = converted.as_ref().map_or(deleted, Value::clone);
         let hook = || {
+            let obj = converted.as_ref().map_or(deleted, Value::clone);
             let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
             async move { strategy.after_delete(&ctx, &obj).await }
         };

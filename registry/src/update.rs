@@ -123,24 +123,17 @@ impl RegistryStore {
             return self.finish_removal(scope, deleted, warnings).await;
         }
         let object = self.at_version(stored, &scope.version).await?;
-        let ctx = self.ctx(scope);
         let mut warnings = warnings;
-        let strategy = &self.strategy;
         let failed = match old {
             Some(old) => {
                 let hook = || {
-                    let (strategy, object) = (strategy.clone(), object.clone());
+                    let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
+                    let object = object.clone();
                     async move { strategy.after_update(&ctx, &object, &old).await }
                 };
                 self.run_hook(Operation::Update, hook).await
             }
-            None => {
-                let hook = || {
-                    let (strategy, object) = (strategy.clone(), object.clone());
-                    async move { strategy.after_create(&ctx, &object).await }
-                };
-                self.run_hook(Operation::Create, hook).await
-            }
+            None => self.after_create(scope, &object).await,
         };
         warnings.extend(failed);
         Ok(Outcome {
