@@ -2,13 +2,15 @@
 //! `storage.create`; generateName collisions retried with a fresh suffix; the after hook run
 //! once committed.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::admission::Operation;
 use super::error::{Error, Result};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{meta_str, metadata_mut};
-use crate::strategy::{FieldError, FieldErrorKind};
+use crate::strategy::{FieldError, FieldErrorKind, Strategy};
 
 /// How many fresh generateName suffixes a create tries before giving up.
 const GENERATE_NAME_ATTEMPTS: usize = 8;
@@ -170,12 +172,11 @@ impl RegistryStore {
         scope: &RequestScope,
         object: &Value,
     ) -> Option<String> {
-        let hook = || {
-            let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
+        let hook = |strategy: Arc<dyn Strategy>, ctx| {
             let object = object.clone();
             async move { strategy.after_create(&ctx, &object).await }
         };
-        self.run_hook(Operation::Create, hook).await
+        self.run_hook(scope, Operation::Create, hook).await
     }
 
     /// Creates an object.

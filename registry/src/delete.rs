@@ -330,12 +330,11 @@ impl RegistryStore {
         mut warnings: Vec<String>,
     ) -> Result<Outcome> {
         let converted = self.at_version(deleted.clone(), &scope.version).await;
-        let hook = || {
+        let hook = |strategy: Arc<dyn Strategy>, ctx| {
             let obj = converted.as_ref().map_or(deleted, Value::clone);
-            let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
             async move { strategy.after_delete(&ctx, &obj).await }
         };
-        warnings.extend(self.run_hook(Operation::Delete, hook).await);
+        warnings.extend(self.run_hook(scope, Operation::Delete, hook).await);
         Ok(Outcome {
             object: converted?,
             warnings,

@@ -355,12 +355,13 @@ impl RegistryStore {
     /// Runs the After hook of `operation` and waits for it, so its failure reaches the client
     /// as a warning (the write stands, as Kubernetes' AfterCreate/AfterUpdate/AfterDelete never
     /// undo one). The hook runs in its own task: a client that goes away mid-hook does not
-    /// cancel it. `hook` makes it (with its own copies of the objects) only when the strategy
-    /// has one.
+    /// cancel it. `hook` makes it from the strategy and the request's context (with its own
+    /// copies of the objects) only when the strategy has one.
     pub(super) async fn run_hook<F>(
         &self,
+        scope: &RequestScope,
         operation: Operation,
-        hook: impl FnOnce() -> F,
+        hook: impl FnOnce(Arc<dyn Strategy>, StrategyContext) -> F,
     ) -> Option<String>
     where
         F: std::future::Future<Output = std::result::Result<(), crate::strategy::StrategyError>>
@@ -375,7 +376,8 @@ impl RegistryStore {
             Operation::Update => "after_update",
             Operation::Delete => "after_delete",
         };
-        let failure = match tokio::spawn(hook()).await {
+        let hook = hook(self.strategy.clone(), self.ctx(scope));
+        let failure = match tokio::spawn(hook).await {
             Ok(Ok(())) => return None,
             Ok(Err(e)) => e.to_string(),
             Err(e) => format!("the hook's task failed: {e}"),

@@ -12,7 +12,7 @@ use super::namespace_lifecycle::{finalize_written_over, spec_finalizers};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut};
 use crate::storage::{ConditionalDelete, GuaranteedUpdate, Preconditions};
-use crate::strategy::{FieldError, FieldErrorKind};
+use crate::strategy::{FieldError, FieldErrorKind, Strategy};
 
 /// Produces the new object from the current one (`None` when it does not exist): a PUT returns
 /// its body, a PATCH applies itself.
@@ -126,12 +126,11 @@ impl RegistryStore {
         let mut warnings = warnings;
         let failed = match old {
             Some(old) => {
-                let hook = || {
-                    let (strategy, ctx) = (self.strategy.clone(), self.ctx(scope));
+                let hook = |strategy: Arc<dyn Strategy>, ctx| {
                     let object = object.clone();
                     async move { strategy.after_update(&ctx, &object, &old).await }
                 };
-                self.run_hook(Operation::Update, hook).await
+                self.run_hook(scope, Operation::Update, hook).await
             }
             None => self.after_create(scope, &object).await,
         };

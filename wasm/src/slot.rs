@@ -167,10 +167,8 @@ impl Strategy for SlotStrategy {
     }
 
     fn runs_after(&self, operation: crate::admission_policy::Operation) -> bool {
-        match self.slot.current.load().as_deref() {
-            Some(b) => b.strategy.runs_after(operation),
-            None => DefaultStrategy.runs_after(operation),
-        }
+        self.current(|s| s.runs_after(operation))
+            .unwrap_or_else(|| DefaultStrategy.runs_after(operation))
     }
 
     async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {

@@ -14,6 +14,7 @@ use super::runtime::abi::{self, request::Operation as Op, Operation};
 use super::runtime::{
     CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
 };
+use crate::admission_policy::Operation as Write;
 use crate::admission_policy::{AdmissionAttributes, AdmissionPhase, AdmissionPolicy};
 use crate::authorizer::AuthorizerModule;
 use crate::strategy::{
@@ -318,8 +319,7 @@ impl Strategy for WasmStrategy {
         self.module.allow_unconditional_update()
     }
 
-    fn runs_after(&self, operation: crate::admission_policy::Operation) -> bool {
-        use crate::admission_policy::Operation as Write;
+    fn runs_after(&self, operation: Write) -> bool {
         let hook = match operation {
             Write::Create => Operation::AfterCreate,
             Write::Update => Operation::AfterUpdate,
@@ -329,7 +329,7 @@ impl Strategy for WasmStrategy {
     }
 
     async fn after_create(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
-        if !self.module.manifest().implements(Operation::AfterCreate) {
+        if !self.runs_after(Write::Create) {
             return Ok(());
         }
         let op = Op::AfterCreate(abi::AfterCreateRequest { object: json(obj) });
@@ -342,7 +342,7 @@ impl Strategy for WasmStrategy {
         new: &Value,
         old: &Value,
     ) -> Result<(), StrategyError> {
-        if !self.module.manifest().implements(Operation::AfterUpdate) {
+        if !self.runs_after(Write::Update) {
             return Ok(());
         }
         let op = Op::AfterUpdate(abi::AfterUpdateRequest {
@@ -353,7 +353,7 @@ impl Strategy for WasmStrategy {
     }
 
     async fn after_delete(&self, ctx: &StrategyContext, obj: &Value) -> Result<(), StrategyError> {
-        if !self.module.manifest().implements(Operation::AfterDelete) {
+        if !self.runs_after(Write::Delete) {
             return Ok(());
         }
         let op = Op::AfterDelete(abi::AfterDeleteRequest { object: json(obj) });
