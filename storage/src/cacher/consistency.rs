@@ -13,9 +13,17 @@
 //! A consistent read the cache could not catch up for in time is answered by the store below,
 //! ahead of the cache; reads at resourceVersion "0" then wait for the cache to pass what that
 //! read showed (or go to the store too), so a client never reads back in time through one host.
+//!
+//! A probe runs as a task of its own, never inside the read that sent it: a read's future may
+//! be kept but no longer polled (a follower's stream paused inside `tokio::select!` while its
+//! task awaits something else), and a probe held by such a future would hold up every other
+//! consistent read of the resource for good.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::future::{BoxFuture, FutureExt as _, Shared as SharedFuture};
 
 use super::Shared;
 
@@ -38,9 +46,8 @@ pub(super) struct Consistency {
     progress: AtomicU8,
     /// How many probes have been sent.
     probes_sent: AtomicU64,
-    /// The last probe: its sequence number and its answer, held across the request so reads
-    /// arriving meanwhile wait for it.
-    last_probe: tokio::sync::Mutex<(u64, Option<u64>)>,
+    /// The last probe sent: reads that arrived before it share its answer.
+    last_probe: std::sync::Mutex<Option<SentProbe>>,
     /// The newest revision a read answered by the store below in the cache's place has shown:
     /// the cache is not fresh enough for any read until it has passed it.
     shown_by_store: AtomicU64,
@@ -50,8 +57,26 @@ const UNKNOWN: u8 = 0;
 const SUPPORTED: u8 = 1;
 const UNSUPPORTED: u8 = 2;
 
+/// A probe on its way: its sequence number, its kind, and its answer, which every read that
+/// awaits it shares. The probe itself runs as a spawned task, so it finishes whoever polls.
+struct SentProbe {
+    sequence: u64,
+    kind: Probe,
+    answer: SharedFuture<BoxFuture<'static, Option<u64>>>,
+}
+
+impl std::fmt::Debug for SentProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentProbe")
+            .field("sequence", &self.sequence)
+            .field("kind", &self.kind)
+            .field("answer", &self.answer.peek())
+            .finish()
+    }
+}
+
 /// What a consistent read asks the store below.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Probe {
     /// Its current revision (the cache then waits for a progress bookmark up to it).
     CurrentRevision,
@@ -65,7 +90,7 @@ impl Default for Consistency {
             last_progress_request: std::sync::Mutex::new(None),
             progress: AtomicU8::new(UNKNOWN),
             probes_sent: AtomicU64::new(0),
-            last_probe: tokio::sync::Mutex::new((0, None)),
+            last_probe: std::sync::Mutex::new(None),
             shown_by_store: AtomicU64::new(0),
         }
     }
@@ -75,7 +100,7 @@ impl Shared {
     /// Brings the cache up to the store's current revision for a consistent read, within the
     /// configured timeout; false when it could not (the read then goes to the store below,
     /// which also reports any error of the store).
-    pub(super) async fn catch_up_for_consistent_read(&self) -> bool {
+    pub(super) async fn catch_up_for_consistent_read(self: &Arc<Self>) -> bool {
         let timeout = self.config.consistent_read_timeout;
         if self.progress_supported().await {
             let Some(current) = self.shared_probe(Probe::CurrentRevision).await else {
@@ -103,7 +128,7 @@ impl Shared {
     /// Makes sure the cache is at least as new as anything the store below showed in its
     /// place (monotonic reads at resourceVersion "0"); false when it could not catch up in
     /// time (the read then goes to the store below).
-    pub(super) async fn catch_up_with_reads_from_store(&self) -> bool {
+    pub(super) async fn catch_up_with_reads_from_store(self: &Arc<Self>) -> bool {
         let shown = self.consistency.shown_by_store.load(Ordering::SeqCst);
         *self.revision.borrow() >= shown || self.catch_up_for_consistent_read().await
     }
@@ -175,7 +200,7 @@ impl Shared {
 
     /// Proves the cache current within `timeout`: a proof that fails (a change under the
     /// prefix is still on its way to the cache) is retried once the cache has moved.
-    async fn prove_current(&self, timeout: Duration) -> bool {
+    async fn prove_current(self: &Arc<Self>, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let seen = *self.revision.borrow();
@@ -193,18 +218,40 @@ impl Shared {
 
     /// One probe's answer, shared by every read that arrived before it was sent: a read
     /// arriving while a probe is in flight cannot use that one (it may predate a write the
-    /// read must see) but shares the next.
-    async fn shared_probe(&self, probe: Probe) -> Option<u64> {
+    /// read must see), so it waits for it to finish and shares the next.
+    async fn shared_probe(self: &Arc<Self>, kind: Probe) -> Option<u64> {
         let consistency = &self.consistency;
         let arrived = consistency.probes_sent.load(Ordering::SeqCst);
-        let mut last = consistency.last_probe.lock().await;
-        if last.0 > arrived {
-            return last.1;
+        loop {
+            let (usable, answer) = {
+                let mut last = consistency
+                    .last_probe
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                match &*last {
+                    Some(sent) if sent.sequence > arrived && sent.kind == kind => {
+                        (true, sent.answer.clone())
+                    }
+                    Some(sent) if sent.answer.peek().is_none() => (false, sent.answer.clone()),
+                    _ => {
+                        let sequence = consistency.probes_sent.fetch_add(1, Ordering::SeqCst) + 1;
+                        let shared = self.clone();
+                        let task = tokio::spawn(async move { shared.probe(kind).await });
+                        let answer = async move { task.await.ok().flatten() }.boxed().shared();
+                        *last = Some(SentProbe {
+                            sequence,
+                            kind,
+                            answer: answer.clone(),
+                        });
+                        (true, answer)
+                    }
+                }
+            };
+            let answer = answer.await;
+            if usable {
+                return answer;
+            }
         }
-        let sequence = consistency.probes_sent.fetch_add(1, Ordering::SeqCst) + 1;
-        let answer = self.probe(probe).await;
-        *last = (sequence, answer);
-        answer
     }
 
     /// Sends one probe: the store's current revision, or the revision the cache was proven
