@@ -1,6 +1,6 @@
 //! Admission beyond a resource's own strategy, plugged into the registry's admission chain
 //! (`registry/src/admission.rs`): the webhooks and the validating admission policies of
-//! `admissionregistration.k8s.io/v1`, mutating admission policies (`v1beta1`), and admission
+//! `admissionregistration.k8s.io/v1`, mutating admission policies (`v1`, and `v1beta1`), and admission
 //! policies as wasm modules. Beside
 //! `api` and `controllers`: it follows configurations through the informer and reads through
 //! the registry, never storage directly.

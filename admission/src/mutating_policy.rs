@@ -1,5 +1,6 @@
-//! `MutatingAdmissionPolicy` and `MutatingAdmissionPolicyBinding` (v1beta1): each binding
-//! applies its policy's CEL `mutations` to the writes both match (the policy's
+//! `MutatingAdmissionPolicy` and `MutatingAdmissionPolicyBinding` (v1, Kubernetes 1.36's; still
+//! served as v1beta1): each binding applies its policy's CEL `mutations` to the writes both
+//! match (the policy's
 //! `matchConstraints`, the binding's `matchResources`, then `matchConditions`), with the
 //! binding's params. A mutation is an `ApplyConfiguration` (an `Object{...}` merged into the
 //! object as server-side apply merges, by the resource's schema: maps field by field, lists
@@ -146,7 +147,7 @@ pub fn start(registry: &Arc<Registry>) -> Arc<MutatingPolicies> {
         registry: Arc::downgrade(registry),
         followed: Followed::start(
             registry,
-            "v1beta1",
+            "v1",
             (
                 "mutatingadmissionpolicies",
                 "mutatingadmissionpolicybindings",

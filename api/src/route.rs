@@ -167,7 +167,9 @@ fn document(path: &str) -> Option<Route> {
     let fixed = match path {
         "/healthz" | "/livez" => Some(Route::Live),
         "/readyz" => Some(Route::Ready),
-        "/version" => Some(Route::Version),
+        // kube-apiserver serves both, and its OpenAPI names `/version/` (the Python client's
+        // VersionApi and kr8s call that one).
+        "/version" | "/version/" => Some(Route::Version),
         "/metrics" => Some(Route::Metrics),
         "/debug/strategies" => Some(Route::DebugStrategies),
         "/storage/snapshot" => Some(Route::StorageSnapshot),
@@ -303,6 +305,8 @@ mod tests {
             Route::GroupVersion("example.com".into(), "v1".into())
         );
         assert_eq!(get("/readyz"), Route::Ready);
+        assert_eq!(get("/version"), Route::Version);
+        assert_eq!(get("/version/"), Route::Version);
         assert_eq!(get("/openapi/v3/"), Route::OpenApiV3);
         assert_eq!(
             get("/openapi/v3/apis/g.io/v1"),

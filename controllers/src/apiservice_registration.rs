@@ -29,7 +29,7 @@ const SETTLE: Duration = Duration::from_millis(200);
 
 /// kube-apiserver's priorities of the built-in group/versions (groupPriorityMinimum,
 /// versionPriority); other groups get a CustomResourceDefinition's (1000, 100).
-const PRIORITIES: [(&str, &str, i64, i64); 20] = [
+const PRIORITIES: [(&str, &str, i64, i64); 21] = [
     ("", "v1", 18000, 1),
     ("apps", "v1", 17800, 15),
     ("events.k8s.io", "v1", 17750, 15),
@@ -45,6 +45,7 @@ const PRIORITIES: [(&str, &str, i64, i64); 20] = [
     ("storage.k8s.io", "v1", 16800, 15),
     ("apiextensions.k8s.io", "v1", 16700, 15),
     ("admissionregistration.k8s.io", "v1", 16700, 15),
+    ("admissionregistration.k8s.io", "v1beta1", 16700, 12),
     ("scheduling.k8s.io", "v1", 16600, 15),
     ("coordination.k8s.io", "v1", 16500, 15),
     ("node.k8s.io", "v1", 16300, 15),
@@ -254,6 +255,11 @@ mod tests {
         assert_eq!(priorities("", "v1"), (18000, 1));
         assert_eq!(priorities("apps", "v1"), (17800, 15));
         assert_eq!(priorities("autoscaling", "v2"), (17500, 30));
+        // Below v1's, so v1 stays the group's preferred version beside the beta.
+        assert_eq!(
+            priorities("admissionregistration.k8s.io", "v1beta1"),
+            (16700, 12)
+        );
         assert_eq!(priorities("example.com", "v1alpha1"), (1000, 100));
     }
 }

@@ -3,12 +3,13 @@
 //!
 //! The message types are k8s-pb's (prost code generated from Kubernetes' `.proto` files); the
 //! JSON side is a bridge of our own (`bridge.rs`, `messages.rs`, `access_messages.rs`,
-//! `admission_messages.rs`, `network_messages.rs`, `well_known.rs`). The kinds covered are the
+//! `admission_messages.rs`, `apiextensions_messages.rs`, `network_messages.rs`,
+//! `well_known.rs`). The kinds covered are the
 //! core ones the built-in module serves, Events, Leases, `Status` and `DeleteOptions`, the
 //! access-control kinds (RBAC roles and bindings, token requests and reviews, and access
 //! reviews), the admission kinds (webhook configurations, validating and mutating admission
-//! policies and their bindings) and the service-network kinds (Services, Endpoints,
-//! EndpointSlices, IPAddresses and APIServices).
+//! policies and their bindings), the service-network kinds (Services, Endpoints,
+//! EndpointSlices, IPAddresses and APIServices) and CustomResourceDefinitions.
 //!
 //! Wire form, as in k8s.io/apimachinery `pkg/runtime/serializer/protobuf/protobuf.go` and
 //! `codec_factory.go`:
@@ -23,6 +24,7 @@
 
 mod access_messages;
 mod admission_messages;
+mod apiextensions_messages;
 mod bridge;
 mod error;
 mod messages;
@@ -42,6 +44,7 @@ use k8s_pb::api::discovery::v1 as discovery;
 use k8s_pb::api::events::v1 as events;
 use k8s_pb::api::networking::v1 as networking;
 use k8s_pb::api::rbac::v1 as rbac;
+use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta, Unknown};
 use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
@@ -159,6 +162,9 @@ fn stored(api_version: &str, kind: &str, list: bool) -> Option<KindCodec> {
         "discovery.k8s.io/v1" => discovery::{EndpointSlice, EndpointSliceList};
         "networking.k8s.io/v1" => networking::{IPAddress, IPAddressList};
         "apiregistration.k8s.io/v1" => apiregistration::{APIService, APIServiceList};
+        "apiextensions.k8s.io/v1" => apiextensions::{
+            CustomResourceDefinition, CustomResourceDefinitionList
+        };
         "events.k8s.io/v1" => events::{Event, EventList};
         "coordination.k8s.io/v1" => coordination::{Lease, LeaseList};
         "rbac.authorization.k8s.io/v1" => rbac::{Role, RoleList};
@@ -173,8 +179,12 @@ fn stored(api_version: &str, kind: &str, list: bool) -> Option<KindCodec> {
         ADMISSION_V1 => admission::{
             ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingList
         };
-        ADMISSION_V1BETA1 => admission_beta::{MutatingAdmissionPolicy, MutatingAdmissionPolicyList};
-        ADMISSION_V1BETA1 => admission_beta::{
+        // v1 (Kubernetes 1.36) has v1beta1's fields and field numbers; k8s-pb 0.9 generates
+        // only v1beta1's messages, which therefore carry both.
+        ADMISSION_V1 | ADMISSION_V1BETA1 => admission_beta::{
+            MutatingAdmissionPolicy, MutatingAdmissionPolicyList
+        };
+        ADMISSION_V1 | ADMISSION_V1BETA1 => admission_beta::{
             MutatingAdmissionPolicyBinding, MutatingAdmissionPolicyBindingList
         };
     })

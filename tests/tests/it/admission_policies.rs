@@ -173,7 +173,7 @@ spec:
   policyName: env-label
   paramRef: {name: defaults, namespace: default, parameterNotFoundAction: Deny}
 ---
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata: {name: stamp-secrets}
 spec:
@@ -188,7 +188,7 @@ spec:
                    value: {"stamped-by": request.userInfo.username}}]
   reinvocationPolicy: Never
 ---
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicyBinding
 metadata: {name: stamp-secrets-binding}
 spec:
@@ -227,17 +227,36 @@ spec:
     ]);
     // Development mode makes every request the user `admin`.
     assert_eq!(stamped, r#"{"stamped-by":"admin"}"#);
-    // The kinds are discovered at v1beta1 beside the v1 ones.
+    // The kinds are served at v1, as Kubernetes 1.36 serves them, and still at v1beta1: each
+    // policy reads back at both.
     let resources = k.ok(&[
         "api-resources",
         "--api-group",
         "admissionregistration.k8s.io",
     ]);
     assert!(
-        resources.contains("mutatingadmissionpolicies")
-            && resources.contains("admissionregistration.k8s.io/v1beta1"),
+        resources
+            .lines()
+            .any(|l| l.starts_with("mutatingadmissionpolicies ")
+                && l.contains("admissionregistration.k8s.io/v1 ")),
         "{resources}"
     );
+    for version in ["v1", "v1beta1"] {
+        for (plural, name) in [
+            ("mutatingadmissionpolicies", "env-label"),
+            ("mutatingadmissionpolicies", "stamp-secrets"),
+            ("mutatingadmissionpolicybindings", "stamp-secrets-binding"),
+        ] {
+            let path = format!("/apis/admissionregistration.k8s.io/{version}/{plural}/{name}");
+            let got = k.ok(&["get", "--raw", &path]);
+            let got: serde_json::Value = serde_json::from_str(&got).unwrap();
+            assert_eq!(
+                got["apiVersion"],
+                format!("admissionregistration.k8s.io/{version}"),
+                "{path}"
+            );
+        }
+    }
 }
 
 /// A policy's expressions are type-checked against the kinds it matches, into its status, as

@@ -3,7 +3,8 @@
 //! built-in kind is written as protobuf and read back both ways (protobuf and JSON must agree);
 //! lists and watch streams are protobuf when asked; custom resources stay JSON-only; an
 //! admission policy written as protobuf (its rules nested messages on the wire, inline in JSON)
-//! is enforced.
+//! is enforced; a CustomResourceDefinition written as protobuf, as client-go's apiextensions
+//! clientset writes it, defines a resource whose schema is enforced.
 
 use std::io::Read as _;
 
@@ -11,6 +12,7 @@ use k8s_pb::api::admissionregistration::v1 as admission;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::events::v1 as events;
+use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use prost::Message;
@@ -472,4 +474,154 @@ fn an_admission_policy_written_as_protobuf_is_enforced() {
     }
     assert_eq!(reply.code, 422, "{}", reply.body);
     assert!(reply.body.contains("at most one key"), "{}", reply.body);
+}
+
+/// A CRD as client-go's apiextensions clientset sends it: protobuf, with every non-pointer
+/// field written (empty strings, an empty status), the schema's default as embedded JSON and
+/// its items as a schema. Served, it defaults and validates widgets as its schema says.
+#[test]
+fn a_crd_written_as_protobuf_defines_its_resource() {
+    let host = HostProcess::start(&[]).unwrap();
+    let schema = |kind: &str| apiextensions::JsonSchemaProps {
+        r#type: Some(kind.into()),
+        ..Default::default()
+    };
+    let mut spec_properties = std::collections::BTreeMap::new();
+    spec_properties.insert(
+        "size".to_owned(),
+        apiextensions::JsonSchemaProps {
+            maximum: Some(100.0),
+            ..schema("integer")
+        },
+    );
+    spec_properties.insert(
+        "color".to_owned(),
+        apiextensions::JsonSchemaProps {
+            default: Some(apiextensions::Json {
+                raw: Some(br#""blue""#.to_vec()),
+            }),
+            ..schema("string")
+        },
+    );
+    spec_properties.insert(
+        "tags".to_owned(),
+        apiextensions::JsonSchemaProps {
+            items: Some(Box::new(apiextensions::JsonSchemaPropsOrArray {
+                schema: Some(Box::new(schema("string"))),
+                j_son_schemas: vec![],
+            })),
+            ..schema("array")
+        },
+    );
+    let mut properties = std::collections::BTreeMap::new();
+    properties.insert(
+        "spec".to_owned(),
+        apiextensions::JsonSchemaProps {
+            properties: spec_properties,
+            required: vec!["size".into()],
+            ..schema("object")
+        },
+    );
+    let names = |plural: &str, kind: &str| apiextensions::CustomResourceDefinitionNames {
+        plural: Some(plural.into()),
+        singular: Some(String::new()),
+        kind: Some(kind.into()),
+        list_kind: Some(String::new()),
+        ..Default::default()
+    };
+    let crd = apiextensions::CustomResourceDefinition {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("widgets.example.com".into()),
+            ..Default::default()
+        }),
+        spec: Some(apiextensions::CustomResourceDefinitionSpec {
+            group: Some("example.com".into()),
+            names: Some(names("widgets", "Widget")),
+            scope: Some("Namespaced".into()),
+            versions: vec![apiextensions::CustomResourceDefinitionVersion {
+                name: Some("v1".into()),
+                served: Some(true),
+                storage: Some(true),
+                deprecated: Some(false),
+                schema: Some(apiextensions::CustomResourceValidation {
+                    open_apiv3_schema: Some(apiextensions::JsonSchemaProps {
+                        properties,
+                        ..schema("object")
+                    }),
+                }),
+                ..Default::default()
+            }],
+            conversion: None,
+            preserve_unknown_fields: Some(false),
+        }),
+        status: Some(apiextensions::CustomResourceDefinitionStatus {
+            accepted_names: Some(names("", "")),
+            observed_generation: Some(0),
+            ..Default::default()
+        }),
+    };
+    let (created, json) = round_trip(
+        &host,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        &crd,
+        |c| c.metadata.as_ref().unwrap(),
+    );
+    let spec = created.spec.unwrap();
+    let top = spec.versions[0]
+        .schema
+        .clone()
+        .unwrap()
+        .open_apiv3_schema
+        .unwrap();
+    let color = &top.properties["spec"].properties["color"];
+    assert_eq!(
+        color.default.as_ref().unwrap().raw.as_deref(),
+        Some(&br#""blue""#[..])
+    );
+    assert_eq!(
+        json["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["tags"]["items"],
+        json!({"type": "string"})
+    );
+    let widgets = host.url("/apis/example.com/v1/namespaces/default/widgets");
+    strategy_host_e2e::eventually(
+        "widgets to be served",
+        std::time::Duration::from_secs(10),
+        || call("GET", &widgets, None).unwrap().code == 200,
+    );
+    let made = call("POST", &widgets, Some(&widget("w", 3))).unwrap();
+    assert_eq!(made.code, 201, "{}", made.body);
+    assert_eq!(
+        made.json()["spec"]["color"],
+        "blue",
+        "the default from protobuf"
+    );
+    let refused = call("POST", &widgets, Some(&widget("big", 101))).unwrap();
+    assert_eq!(refused.code, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("should be less than or equal to 100"),
+        "{}",
+        refused.body
+    );
+    // The list reads back as protobuf too, its items established.
+    let list = call_raw(
+        "GET",
+        &host.url("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+        None,
+        &[("Accept", PROTOBUF)],
+    )
+    .unwrap();
+    let (_, kind, list) = open::<apiextensions::CustomResourceDefinitionList>(&list.body);
+    assert_eq!(kind, "CustomResourceDefinitionList");
+    let status = list.items[0].status.clone().unwrap();
+    assert!(
+        status
+            .conditions
+            .iter()
+            .any(|c| c.r#type.as_deref() == Some("Established")
+                && c.status.as_deref() == Some("True")),
+        "{status:?}"
+    );
 }

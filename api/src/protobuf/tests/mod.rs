@@ -6,6 +6,7 @@
 mod access;
 mod access_fixtures;
 mod admission;
+mod apiextensions;
 mod errors;
 mod fixtures;
 mod network;
