@@ -6,8 +6,9 @@
 //! of local APIServices (kube-aggregator's, named `apiservice-autoregistration`), the
 //! availability of remote ones (`apiservice-availability`), the repair of Services' cluster
 //! IP allocations (`ipaddress-repair`), the `default/kubernetes` Service
-//! (`kubernetes-service`), and the publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
-//! `cluster-authentication-trust`). Which run is
+//! (`kubernetes-service`), the publication of `kube-system/extension-apiserver-authentication` (kube-apiserver's
+//! `cluster-authentication-trust`), and in every namespace the `default` ServiceAccount
+//! (`serviceaccount`) and the `kube-root-ca.crt` ConfigMap (`root-ca-cert-publisher`). Which run is
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
 //!
@@ -32,9 +33,12 @@ pub mod kubernetes_service;
 pub mod leader;
 pub mod metrics;
 pub mod namespace;
+mod per_namespace;
 pub mod policy_status;
 pub mod queue;
+pub mod root_ca_publisher;
 pub mod service_account_token;
+pub mod serviceaccount;
 
 use std::sync::Arc;
 
@@ -43,7 +47,7 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 11] = [
+pub const KNOWN: [&str; 13] = [
     "apiservice-autoregistration",
     "apiservice-availability",
     "cluster-authentication-trust",
@@ -53,6 +57,8 @@ pub const KNOWN: [&str; 11] = [
     "ipaddress-repair",
     "kubernetes-service",
     "namespace",
+    "root-ca-cert-publisher",
+    "serviceaccount",
     "serviceaccount-token",
     "validatingadmissionpolicy-status",
 ];
@@ -167,6 +173,9 @@ pub struct Parts {
     pub aggregation: Option<Arc<crate::registry::aggregation::Aggregation>>,
     /// Where the `default/kubernetes` Service points (the controller runs only with it).
     pub kubernetes_service: Option<kubernetes_service::KubernetesService>,
+    /// The CA bundle (PEM) that verifies the serving certificate, published in every namespace
+    /// (none in development mode, which serves plain HTTP).
+    pub root_ca: Option<String>,
 }
 
 /// Starts the controllers of `set` over `registry`.
@@ -213,6 +222,14 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
     }
     if let (true, Some(at)) = (set.runs("kubernetes-service"), parts.kubernetes_service) {
         running.tasks.push(kubernetes_service::start(registry, at));
+    }
+    if set.runs("serviceaccount") {
+        running.tasks.push(serviceaccount::start(registry));
+    }
+    if let (true, Some(ca)) = (set.runs("root-ca-cert-publisher"), &parts.root_ca) {
+        running
+            .tasks
+            .push(root_ca_publisher::start(registry, ca.clone()));
     }
     if set.runs("ipaddress-repair") {
         running.tasks.push(ipaddress_repair::start(registry));

@@ -191,6 +191,11 @@ impl Error {
         matches!(self, Self::Conflict { message, .. } if message.contains("UID in precondition"))
     }
 
+    /// True for a refusal by policy (403), such as a create in a terminating namespace.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, Self::Forbidden { .. })
+    }
+
     /// True for a storage `AlreadyExists`.
     pub fn is_already_exists(&self) -> bool {
         matches!(self, Self::Storage { source, .. } if source.is_already_exists())

@@ -214,6 +214,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
             ca_bundle: secured.pki.as_ref().map(|p| p.serving_ca_pem.clone()),
         })),
         event_ttl: config.event_ttl,
+        root_ca: secured.pki.as_ref().map(|p| p.serving_ca_pem.clone()),
     };
     let controllers = crate::controllers::run(&registry, controllers, config.election(), parts);
     let auditor = crate::api::audit::Auditor::from_flags(

@@ -170,3 +170,56 @@ fn a_service_account_token_secret_is_filled_works_and_goes_with_its_account() {
         .unwrap();
     assert_eq!(refused.code, 401, "{}", refused.body);
 }
+
+/// Every namespace gets the `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap
+/// holding the CA that verifies the server (kube-controller-manager's serviceaccount and root CA
+/// publisher controllers): both come back when deleted, the ConfigMap when changed, and a
+/// namespace being deleted gets neither back.
+#[test]
+fn every_namespace_gets_the_default_account_and_the_root_ca() {
+    let f = SecureFixture::start(&[]);
+    let admin = Credential::Admin;
+    let ca = std::fs::read_to_string(f.ca_file()).unwrap();
+    let account = |ns: &str| format!("/api/v1/namespaces/{ns}/serviceaccounts/default");
+    let root_ca = |ns: &str| format!("/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt");
+    let get = |path: &str| f.call(&admin, "GET", path, None).unwrap();
+    let published = |ns: &str| {
+        let (sa, cm) = (get(&account(ns)), get(&root_ca(ns)));
+        sa.code == 200 && cm.code == 200 && cm.json()["data"]["ca.crt"] == ca.as_str()
+    };
+    for ns in ["default", "kube-system"] {
+        f.eventually(&format!("{ns} to have both"), || published(ns));
+    }
+    f.ok(&admin, &["create", "namespace", "team"]);
+    f.eventually("a new namespace to have both", || published("team"));
+    let cm = get(&root_ca("team")).json();
+    assert!(
+        cm["metadata"]["annotations"]["kubernetes.io/description"].is_string(),
+        "{cm}"
+    );
+
+    // Deleted, both come back (new objects); changed, the ConfigMap is put back.
+    let uid = |path: &str| get(path).json()["metadata"]["uid"].clone();
+    let (old_sa, old_cm) = (uid(&account("team")), uid(&root_ca("team")));
+    for path in [account("team"), root_ca("team")] {
+        assert_eq!(f.call(&admin, "DELETE", &path, None).unwrap().code, 200);
+    }
+    f.eventually("both to come back", || {
+        published("team") && uid(&account("team")) != old_sa && uid(&root_ca("team")) != old_cm
+    });
+    let mut changed = get(&root_ca("team")).json();
+    changed["data"] = json!({"ca.crt": "not a CA"});
+    let put = f
+        .call(&admin, "PUT", &root_ca("team"), Some(&changed))
+        .unwrap();
+    assert_eq!(put.code, 200, "{}", put.body);
+    f.eventually("the ConfigMap to be put back", || published("team"));
+
+    // A namespace being deleted is emptied and gets nothing back.
+    f.ok(&admin, &["delete", "namespace", "team", "--wait=false"]);
+    f.eventually("the namespace to go", || {
+        get("/api/v1/namespaces/team").code == 404
+    });
+    assert_eq!(get(&account("team")).code, 404);
+    assert_eq!(get(&root_ca("team")).code, 404);
+}
