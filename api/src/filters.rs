@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use super::route::Route;
+use super::query::Query;
+use super::route::{Route, Verb};
 use super::status::{Details, Status};
 use super::tls::ConnectionIdentity;
 use crate::authentication::request_header::RequestHeader;
@@ -14,6 +15,7 @@ use crate::authentication::{
     bearer_token, AuthenticatorChain, Credentials, Unauthorized, AUTHENTICATED_GROUP,
 };
 use crate::authorization::{AlwaysAllow, Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
+use crate::storage::predicate::FieldSelector;
 use crate::user::UserInfo;
 
 /// How requests are authenticated and authorized.
@@ -161,8 +163,16 @@ impl Security {
     }
 }
 
-/// The authorization attributes of a routed request.
-pub fn attributes(route: &Route, method: &hyper::Method, path: &str, user: UserInfo) -> Attributes {
+/// The authorization attributes of a routed request. A list or watch whose field selector
+/// requires one `metadata.name` is about that object, as Kubernetes' request info reads it: a
+/// Role granting `resourceNames` allows it.
+pub fn attributes(
+    route: &Route,
+    method: &hyper::Method,
+    path: &str,
+    query: &Query,
+    user: UserInfo,
+) -> Attributes {
     let (p, verb) = match route {
         Route::Resource(p, verb) => (p, Some(*verb)),
         Route::ResourceMethodNotAllowed(p) => (p, None),
@@ -189,8 +199,23 @@ pub fn attributes(route: &Route, method: &hyper::Method, path: &str, user: UserI
         resource: p.plural.clone(),
         subresource: p.subresource.clone().unwrap_or_default(),
         namespace: p.namespace.clone().unwrap_or_default(),
-        name: p.name.clone().unwrap_or_default(),
+        name: p
+            .name
+            .clone()
+            .or_else(|| selected_name(verb, query))
+            .unwrap_or_default(),
     }
+}
+
+/// The name a list's or watch's field selector requires, when it is one a path could hold.
+fn selected_name(verb: Option<Verb>, query: &Query) -> Option<String> {
+    if !matches!(verb, Some(Verb::List | Verb::Watch)) {
+        return None;
+    }
+    let name = FieldSelector::exact_match(query.get("fieldSelector")?, "metadata.name")?;
+    let path_segment =
+        !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '%']);
+    path_segment.then_some(name)
 }
 
 /// Kubernetes' 403 for `attributes` (`responsewriters.Forbidden`).

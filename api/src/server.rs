@@ -247,7 +247,7 @@ async fn guarded(
         Ok(route) => route,
         Err(status) => return response::status(&status),
     };
-    let attributes = filters::attributes(&route, req.method(), req.uri().path(), user);
+    let attributes = filters::attributes(&route, req.method(), req.uri().path(), &query, user);
     // The audit begins before impersonation and authorization, so a refusal is logged too,
     // under the user who asked.
     let audit = state

@@ -261,6 +261,23 @@ impl FieldSelector {
         })
     }
 
+    /// The value a selector's text requires `field` to equal (`field=value` or
+    /// `field==value` among its requirements), whatever other fields it names: Kubernetes'
+    /// `RequiresExactMatch`. `None` when it requires none, or the text does not parse.
+    pub fn exact_match(text: &str, field: &str) -> Option<String> {
+        let fields: Vec<&str> = text
+            .split(',')
+            .filter_map(|part| part.split(['=', '!']).next())
+            .map(str::trim)
+            .collect();
+        let selector = Self::parse(text, &fields).ok()?;
+        selector
+            .requirements
+            .into_iter()
+            .find(|r| r.field == field && !r.negated)
+            .map(|r| r.value)
+    }
+
     /// A selector for exactly one name (what a single-object watch uses).
     pub fn name_equals(name: &str) -> Self {
         Self {
@@ -421,6 +438,17 @@ mod tests {
             let err = LabelSelector::parse(s).unwrap_err();
             assert!(err.is_bad_request(), "{s}: {err}");
         }
+    }
+
+    #[test]
+    fn exact_matches_are_read_whatever_else_the_selector_names() {
+        let name = |s| FieldSelector::exact_match(s, "metadata.name");
+        assert_eq!(name("metadata.name=a").as_deref(), Some("a"));
+        assert_eq!(name("spec.x=1, metadata.name==b").as_deref(), Some("b"));
+        assert_eq!(name("metadata.name!=a"), None);
+        assert_eq!(name("metadata.namespace=a"), None);
+        assert_eq!(name("metadata.name"), None, "not a selector");
+        assert_eq!(name(""), None);
     }
 
     #[test]
