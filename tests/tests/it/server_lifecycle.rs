@@ -23,15 +23,17 @@ fn embedded_server_serves_health_and_stops_on_sigterm() {
     }
     let (code, body) = get(&host.url("/version")).unwrap();
     assert_eq!(code, 200);
+    // With a trailing slash too, as kube-apiserver answers (the Python client's VersionApi).
+    assert_eq!(get(&host.url("/version/")).unwrap(), (code, body.clone()));
     let version: Value = serde_json::from_str(&body).unwrap();
     // The Kubernetes version served, this server's own as build metadata.
     assert_eq!(
         (version["major"].as_str(), version["minor"].as_str()),
-        (Some("1"), Some("34"))
+        (Some("1"), Some("36"))
     );
     let git_version = version["gitVersion"].as_str().unwrap();
     assert!(
-        git_version.starts_with("v1.34.0+strategyhost."),
+        git_version.starts_with("v1.36.0+strategyhost."),
         "{git_version}"
     );
     // kubectl 1.35 sees no version skew.
@@ -40,7 +42,7 @@ fn embedded_server_serves_health_and_stops_on_sigterm() {
     let (ok, out, err) = kubectl.run(&host, &["version"], None);
     assert!(ok, "{err}");
     assert!(
-        out.contains("Server Version: v1.34.0+strategyhost."),
+        out.contains("Server Version: v1.36.0+strategyhost."),
         "{out}"
     );
     assert!(!err.contains("WARNING"), "{err}");
