@@ -27,6 +27,7 @@ mod collection_deletion;
 pub mod crd_cleanup;
 pub mod event_expiry;
 pub mod events;
+pub mod flowcontrol_bootstrap;
 pub mod garbage_collector;
 pub mod ipaddress_repair;
 pub mod kubernetes_service;

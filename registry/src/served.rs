@@ -102,10 +102,11 @@ impl Registry {
             Arc::new(crate::apiservice::definition()),
             Arc::new(crate::apiservice::STRATEGY),
         );
-        // Kinds with Kubernetes' default behaviour: the admission configurations, and the
-        // reviews (create-only; the API answers them).
+        // Kinds with Kubernetes' default behaviour: the admission configurations, API priority
+        // and fairness' configuration, and the reviews (create-only; the API answers them).
         let defaults = ResourceDefinition::admission_kinds()
             .into_iter()
+            .chain(ResourceDefinition::flowcontrol_kinds())
             .chain(ResourceDefinition::review_kinds());
         for def in defaults {
             registry.install(Arc::new(def), Arc::new(crate::strategy::DefaultStrategy));

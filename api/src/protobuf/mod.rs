@@ -3,13 +3,14 @@
 //!
 //! The message types are k8s-pb's (prost code generated from Kubernetes' `.proto` files); the
 //! JSON side is a bridge of our own (`bridge.rs`, `messages.rs`, `access_messages.rs`,
-//! `admission_messages.rs`, `apiextensions_messages.rs`, `network_messages.rs`,
-//! `well_known.rs`). The kinds covered are the
+//! `admission_messages.rs`, `apiextensions_messages.rs`, `flowcontrol_messages.rs`,
+//! `network_messages.rs`, `well_known.rs`). The kinds covered are the
 //! core ones the built-in module serves, Events, Leases, `Status` and `DeleteOptions`, the
 //! access-control kinds (RBAC roles and bindings, token requests and reviews, and access
 //! reviews), the admission kinds (webhook configurations, validating and mutating admission
 //! policies and their bindings), the service-network kinds (Services, Endpoints,
-//! EndpointSlices, IPAddresses and APIServices) and CustomResourceDefinitions.
+//! EndpointSlices, IPAddresses and APIServices), CustomResourceDefinitions, and API priority and
+//! fairness' FlowSchemas and PriorityLevelConfigurations.
 //!
 //! Wire form, as in k8s.io/apimachinery `pkg/runtime/serializer/protobuf/protobuf.go` and
 //! `codec_factory.go`:
@@ -27,6 +28,7 @@ mod admission_messages;
 mod apiextensions_messages;
 mod bridge;
 mod error;
+mod flowcontrol_messages;
 mod messages;
 mod network_messages;
 pub mod shared;
@@ -42,6 +44,7 @@ use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::discovery::v1 as discovery;
 use k8s_pb::api::events::v1 as events;
+use k8s_pb::api::flowcontrol::v1 as flowcontrol;
 use k8s_pb::api::networking::v1 as networking;
 use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
@@ -162,6 +165,10 @@ fn stored(api_version: &str, kind: &str, list: bool) -> Option<KindCodec> {
         "discovery.k8s.io/v1" => discovery::{EndpointSlice, EndpointSliceList};
         "networking.k8s.io/v1" => networking::{IPAddress, IPAddressList};
         "apiregistration.k8s.io/v1" => apiregistration::{APIService, APIServiceList};
+        "flowcontrol.apiserver.k8s.io/v1" => flowcontrol::{FlowSchema, FlowSchemaList};
+        "flowcontrol.apiserver.k8s.io/v1" => flowcontrol::{
+            PriorityLevelConfiguration, PriorityLevelConfigurationList
+        };
         "apiextensions.k8s.io/v1" => apiextensions::{
             CustomResourceDefinition, CustomResourceDefinitionList
         };

@@ -387,6 +387,13 @@ impl ResourceDefinition {
         Self::builtins(include_str!("../admission_kinds.json"))
     }
 
+    /// API priority and fairness' configuration kinds (`flowcontrol.apiserver.k8s.io/v1`
+    /// FlowSchemas and PriorityLevelConfigurations), from `flowcontrol_kinds.json`, served with
+    /// the default strategy.
+    pub fn flowcontrol_kinds() -> Vec<Self> {
+        Self::builtins(include_str!("../flowcontrol_kinds.json"))
+    }
+
     /// The verbs the resource answers, as discovery lists them.
     pub fn verbs(&self) -> &'static [&'static str] {
         if self.create_only {

@@ -4,7 +4,8 @@
 //! lists and watch streams are protobuf when asked; custom resources stay JSON-only; an
 //! admission policy written as protobuf (its rules nested messages on the wire, inline in JSON)
 //! is enforced; a CustomResourceDefinition written as protobuf, as client-go's apiextensions
-//! clientset writes it, defines a resource whose schema is enforced.
+//! clientset writes it, defines a resource whose schema is enforced; API priority and fairness'
+//! configuration is served (discovery, status, protobuf) with its mandatory objects.
 
 use std::io::Read as _;
 
@@ -12,6 +13,7 @@ use k8s_pb::api::admissionregistration::v1 as admission;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::events::v1 as events;
+use k8s_pb::api::flowcontrol::v1 as flowcontrol;
 use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
@@ -623,5 +625,130 @@ fn a_crd_written_as_protobuf_defines_its_resource() {
             .any(|c| c.r#type.as_deref() == Some("Established")
                 && c.status.as_deref() == Some("True")),
         "{status:?}"
+    );
+}
+
+/// `flowcontrol.apiserver.k8s.io/v1` as Kubernetes' API priority and fairness specs use it:
+/// discovered with its status subresources, the mandatory `exempt` and `catch-all` objects
+/// there from the start, a FlowSchema written and read as protobuf, its status its own.
+#[test]
+fn flowcontrol_configuration_is_served_with_its_mandatory_objects() {
+    let host = HostProcess::start(&[]).unwrap();
+    let base = "/apis/flowcontrol.apiserver.k8s.io/v1";
+    let resources = call("GET", &host.url(base), None).unwrap().json();
+    let names: Vec<&str> = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    for name in [
+        "flowschemas",
+        "flowschemas/status",
+        "prioritylevelconfigurations",
+        "prioritylevelconfigurations/status",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    for (plural, name) in [
+        ("prioritylevelconfigurations", "exempt"),
+        ("prioritylevelconfigurations", "catch-all"),
+        ("flowschemas", "exempt"),
+        ("flowschemas", "catch-all"),
+    ] {
+        let got = call_raw(
+            "GET",
+            &host.url(&format!("{base}/{plural}/{name}")),
+            None,
+            &[("Accept", PROTOBUF)],
+        )
+        .unwrap();
+        assert_eq!(got.code, 200, "{plural}/{name}");
+        assert_eq!(got.content_type, PROTOBUF);
+    }
+    let catch_all = call(
+        "GET",
+        &host.url(&format!("{base}/flowschemas/catch-all")),
+        None,
+    )
+    .unwrap()
+    .json();
+    assert_eq!(
+        catch_all["spec"]["matchingPrecedence"], 10000,
+        "{catch_all}"
+    );
+    assert_eq!(
+        catch_all["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
+        "true"
+    );
+
+    let schema = flowcontrol::FlowSchema {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("e2e-example".into()),
+            ..Default::default()
+        }),
+        spec: Some(flowcontrol::FlowSchemaSpec {
+            priority_level_configuration: Some(flowcontrol::PriorityLevelConfigurationReference {
+                name: Some("catch-all".into()),
+            }),
+            matching_precedence: Some(9000),
+            distinguisher_method: None,
+            rules: vec![flowcontrol::PolicyRulesWithSubjects {
+                subjects: vec![flowcontrol::Subject {
+                    kind: Some("User".into()),
+                    user: Some(flowcontrol::UserSubject {
+                        name: Some("example-e2e-non-existent-user".into()),
+                    }),
+                    group: None,
+                    service_account: None,
+                }],
+                resource_rules: vec![],
+                non_resource_rules: vec![flowcontrol::NonResourcePolicyRule {
+                    verbs: vec!["*".into()],
+                    non_resource_ur_ls: vec!["/apis".into()],
+                }],
+            }],
+        }),
+        status: Some(flowcontrol::FlowSchemaStatus::default()),
+    };
+    let (created, json) = round_trip(
+        &host,
+        &format!("{base}/flowschemas"),
+        "flowcontrol.apiserver.k8s.io/v1",
+        "FlowSchema",
+        &schema,
+        |f| f.metadata.as_ref().unwrap(),
+    );
+    assert_eq!(created.spec, schema.spec);
+    assert_eq!(
+        json["spec"]["rules"][0]["subjects"][0]["user"]["name"],
+        "example-e2e-non-existent-user"
+    );
+    // The status is written through its subresource, and only there.
+    let status_url = host.url(&format!("{base}/flowschemas/e2e-example/status"));
+    let mut with_status = json.clone();
+    with_status["status"] =
+        json!({"conditions": [{"type": "StatusUpdated", "status": "True", "reason": "E2E"}]});
+    let put = call("PUT", &status_url, Some(&with_status)).unwrap();
+    assert_eq!(put.code, 200, "{}", put.body);
+    assert_eq!(
+        put.json()["status"]["conditions"][0]["type"],
+        "StatusUpdated"
+    );
+    let mut respecced = put.json();
+    respecced["spec"]["matchingPrecedence"] = json!(8000);
+    respecced["status"] = json!({});
+    let updated = call(
+        "PUT",
+        &host.url(&format!("{base}/flowschemas/e2e-example")),
+        Some(&respecced),
+    )
+    .unwrap();
+    assert_eq!(updated.code, 200, "{}", updated.body);
+    let updated = updated.json();
+    assert_eq!(updated["spec"]["matchingPrecedence"], 8000);
+    assert_eq!(
+        updated["status"]["conditions"][0]["type"], "StatusUpdated",
+        "{updated}"
     );
 }
