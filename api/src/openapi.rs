@@ -71,21 +71,76 @@ fn meta_schemas(prefix: &str) -> Map<String, Value> {
     m
 }
 
-fn strip_for_v2(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.remove("nullable");
-            for x in m.values_mut() {
-                strip_for_v2(x);
-            }
+/// A CRD schema in OpenAPI v2's form, as kube-apiserver publishes it (its
+/// `ToStructuralOpenAPIV2`), at every level: no `allOf`/`oneOf`/`anyOf`/`not`; a nullable value
+/// is untyped, and neither it nor one that preserves unknown fields lists items or properties;
+/// an array without items and an object preserving unknown fields are untyped (kubectl cannot
+/// handle them typed); a nullable property is not required.
+fn to_v2(schema: &mut Value) {
+    let Value::Object(m) = schema else { return };
+    for junctor in ["allOf", "oneOf", "anyOf", "not"] {
+        m.remove(junctor);
+    }
+    let nullable = m.remove("nullable") == Some(Value::Bool(true));
+    let preserves = m.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+    if nullable {
+        m.remove("type");
+    }
+    if nullable || preserves {
+        m.remove("items");
+        m.remove("properties");
+    }
+    let typed = |m: &Map<String, Value>, t: &str| m.get("type").and_then(Value::as_str) == Some(t);
+    if (typed(m, "array") && !m.contains_key("items")) || (preserves && typed(m, "object")) {
+        m.remove("type");
+    }
+    let nullable_properties: Vec<String> = m
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .filter(|(_, v)| v["nullable"] == true)
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if m.get("additionalProperties")
+        .is_some_and(|a| a["nullable"] == true)
+    {
+        m.remove("required");
+    }
+    if let Some(Value::Array(required)) = m.get_mut("required") {
+        required.retain(|r| {
+            !r.as_str()
+                .is_some_and(|r| nullable_properties.iter().any(|n| n == r))
+        });
+        if required.is_empty() {
+            m.remove("required");
         }
-        Value::Array(a) => a.iter_mut().for_each(strip_for_v2),
-        _ => {}
+    }
+    if let Some(Value::Object(properties)) = m.get_mut("properties") {
+        properties.values_mut().for_each(to_v2);
+    }
+    match m.get_mut("items") {
+        Some(Value::Array(items)) => items.iter_mut().for_each(to_v2),
+        Some(items) => to_v2(items),
+        None => {}
+    }
+    if let Some(additional) = m.get_mut("additionalProperties").filter(|a| a.is_object()) {
+        to_v2(additional);
     }
 }
 
-/// The schemas of one resource at one version: the object and its list.
-fn resource_schemas(r: &ServedResource, version: &str, ref_prefix: &str) -> Vec<(String, Value)> {
+/// The schemas of one resource at one version: the object and its list; in OpenAPI v2's form
+/// when `v2`, where a schema that preserves unknown fields at its root (or none at all) is
+/// published as a bare object, as kube-apiserver does, since kubectl would refuse every field
+/// outside a schema's properties.
+fn resource_schemas(
+    r: &ServedResource,
+    version: &str,
+    ref_prefix: &str,
+    v2: bool,
+) -> Vec<(String, Value)> {
     let def = &r.def;
     let mut schema = def
         .version(version)
@@ -94,12 +149,20 @@ fn resource_schemas(r: &ServedResource, version: &str, ref_prefix: &str) -> Vec<
     if !schema.is_object() {
         schema = json!({"type": "object"});
     }
-    let props = schema
-        .as_object_mut()
-        .expect("object")
-        .entry("properties")
-        .or_insert_with(|| json!({}));
-    if let Some(props) = props.as_object_mut() {
+    let bare = v2 && schema["x-kubernetes-preserve-unknown-fields"] == true;
+    if bare {
+        schema = json!({"type": "object"});
+    } else if v2 {
+        to_v2(&mut schema);
+    }
+    let props = (!bare).then(|| {
+        schema
+            .as_object_mut()
+            .expect("object")
+            .entry("properties")
+            .or_insert_with(|| json!({}))
+    });
+    if let Some(props) = props.and_then(Value::as_object_mut) {
         props.insert("apiVersion".into(), json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}));
         props.insert("kind".into(), json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}));
         props.insert("metadata".into(), json!({"allOf": [{"$ref": format!("{ref_prefix}{OBJECT_META}")}], "description": "Standard object's metadata."}));
@@ -281,7 +344,7 @@ pub(crate) fn v3_group_version(registry: &Registry, group: &str, version: &str) 
     let mut schemas = meta_schemas(prefix);
     let mut paths = Map::new();
     for r in &served {
-        schemas.extend(resource_schemas(r, version, prefix));
+        schemas.extend(resource_schemas(r, version, prefix, false));
         paths.extend(paths_for(r, version, prefix));
     }
     Some(json!({
@@ -332,8 +395,7 @@ pub(crate) fn v2(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for r in registry.resources() {
         for v in &r.def.versions {
-            for (name, mut schema) in resource_schemas(&r, &v.name, prefix) {
-                strip_for_v2(&mut schema);
+            for (name, schema) in resource_schemas(&r, &v.name, prefix, true) {
                 definitions.insert(name, schema);
             }
             for (p, mut item) in paths_for(&r, &v.name, prefix) {

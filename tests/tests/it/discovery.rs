@@ -190,3 +190,77 @@ fn kubectl_1_35_reports_an_unserved_kind_as_kubernetes_does() {
         );
     }
 }
+
+/// `/openapi/v2` publishes CRD schemas as kube-apiserver does (Kubernetes' CRD OpenAPI publish
+/// specs compare them): a schema preserving unknown fields at its root is a bare object, and
+/// elsewhere what Swagger 2 and kubectl cannot hold is dropped — junctors, types of nullable
+/// values and of objects preserving unknown fields, nullable properties from `required`.
+#[test]
+fn openapi_v2_publishes_crd_schemas_in_kube_apiservers_v2_form() {
+    let (host, _dir) = start();
+    let crd = |plural: &str, kind: &str, schema: serde_json::Value| {
+        serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.v2.example.com")},
+            "spec": {"group": "v2.example.com", "scope": "Namespaced",
+                     "names": {"plural": plural, "kind": kind},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": schema}}]}
+        })
+    };
+    let crds = host.url("/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    let open = crd(
+        "opens",
+        "Open",
+        serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    let mixed = crd(
+        "mixeds",
+        "Mixed",
+        serde_json::json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "required": ["size", "note"],
+            "allOf": [{"required": ["size"]}],
+            "properties": {
+                "size": {"type": "integer"},
+                "note": {"type": "string", "nullable": true},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                         "properties": {"a": {"type": "string"}}},
+            }
+        }}}),
+    );
+    for body in [&open, &mixed] {
+        assert_eq!(call("POST", &crds, Some(body)).unwrap().code, 201);
+    }
+    let mut definitions = Value::Null;
+    strategy_host_e2e::eventually(
+        "both definitions in /openapi/v2",
+        std::time::Duration::from_secs(10),
+        || {
+            let doc = call("GET", &host.url("/openapi/v2"), None).unwrap().json();
+            definitions = doc["definitions"].clone();
+            definitions.get("com.example.v2.v1.Open").is_some()
+                && definitions.get("com.example.v2.v1.Mixed").is_some()
+        },
+    );
+    let open = &definitions["com.example.v2.v1.Open"];
+    assert_eq!(open["type"], "object", "{open}");
+    assert!(open.get("properties").is_none(), "a bare object: {open}");
+    assert!(
+        open.get("x-kubernetes-preserve-unknown-fields").is_none(),
+        "{open}"
+    );
+    assert!(open["x-kubernetes-group-version-kind"].is_array(), "{open}");
+
+    let mixed = &definitions["com.example.v2.v1.Mixed"];
+    assert!(mixed["properties"]["metadata"].is_object(), "{mixed}");
+    let spec = &mixed["properties"]["spec"];
+    assert!(spec.get("allOf").is_none(), "{spec}");
+    assert_eq!(spec["required"], serde_json::json!(["size"]), "{spec}");
+    assert_eq!(spec["properties"]["note"], serde_json::json!({}), "{spec}");
+    assert_eq!(
+        spec["properties"]["free"],
+        serde_json::json!({"x-kubernetes-preserve-unknown-fields": true}),
+        "{spec}"
+    );
+}
