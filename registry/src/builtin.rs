@@ -42,8 +42,13 @@ fn stored_versions(obj: &Value, kept: Vec<String>) -> (Vec<String>, Vec<FieldErr
     (stored, errors)
 }
 
-/// Checks a definition and sets its status; `kept` are the stored versions recorded before.
-fn crd_admission(obj: &mut Value, kept: Vec<String>) -> Admission {
+/// The conditions the server decides on a definition; any other a client writes through the
+/// status subresource is the client's, and stays.
+const SERVER_CONDITIONS: [&str; 3] = ["NamesAccepted", "Established", "Terminating"];
+
+/// Checks a definition and sets its status; `kept` are the stored versions recorded before,
+/// `theirs` the conditions of others' to keep beside the server's.
+fn crd_admission(obj: &mut Value, kept: Vec<String>, theirs: Vec<Value>) -> Admission {
     match ResourceDefinition::from_crd(obj) {
         Err(field_errors) => Admission {
             field_errors,
@@ -64,6 +69,7 @@ fn crd_admission(obj: &mut Value, kept: Vec<String>) -> Admission {
             ];
             // A definition being deleted keeps reporting how far its cleanup is.
             conditions.extend(super::crd_lifecycle::terminating_condition(obj));
+            conditions.extend(theirs);
             obj["status"] = json!({
                 "conditions": conditions,
                 "acceptedNames": obj["spec"]["names"].clone(),
@@ -84,14 +90,27 @@ impl Strategy for CrdStrategy {
     }
 
     async fn before_create(&self, _ctx: &StrategyContext, obj: &mut Value) -> Answer {
-        Ok(crd_admission(obj, Vec::new()))
+        Ok(crd_admission(obj, Vec::new(), Vec::new()))
     }
 
     async fn before_update(&self, _ctx: &StrategyContext, new: &mut Value, old: &Value) -> Answer {
         // The status as this write leaves it: the old one on a main write, the client's on a
         // status write (which is how a version is dropped from storedVersions).
         let kept = crate::system_fields::strings(new.pointer("/status/storedVersions"));
-        let mut admission = crd_admission(new, kept);
+        let theirs = new
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .map(|conditions| {
+                conditions
+                    .iter()
+                    .filter(|c| {
+                        !SERVER_CONDITIONS.contains(&c["type"].as_str().unwrap_or_default())
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut admission = crd_admission(new, kept, theirs);
         if admission.field_errors.is_empty() {
             for (field, pointer) in [
                 ("spec.group", "/spec/group"),

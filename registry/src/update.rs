@@ -199,6 +199,9 @@ impl RegistryStore {
         let mut warnings = mutated;
         let status_only = scope.subresource.as_deref() == Some("status");
         match scope.subresource.as_deref() {
+            // A namespace's status write may change its metadata too, only not its spec
+            // (kube-apiserver's namespace status strategy).
+            Some("status") if self.def.is_namespaces() => new = spec_kept(&old, new),
             Some("status") => new = status_written_over(&old, &new),
             Some("finalize") => new = finalize_written_over(&old, &new),
             // Only `finalize` changes a namespace's finalizers.
@@ -290,6 +293,17 @@ fn status_written_over(old: &Value, new: &Value) -> Value {
         }
     }
     merged
+}
+
+/// `new` with `old`'s spec.
+fn spec_kept(old: &Value, mut new: Value) -> Value {
+    if let Some(map) = new.as_object_mut() {
+        match old.get("spec") {
+            Some(spec) => map.insert("spec".into(), spec.clone()),
+            None => map.remove("spec"),
+        };
+    }
+    new
 }
 
 /// A write to the main resource of a kind with a status subresource keeps `old`'s status.

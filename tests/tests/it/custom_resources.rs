@@ -325,3 +325,100 @@ fn deleting_a_definition_deletes_its_objects_through_the_registry_first() {
     });
     assert_eq!(s.status(THINGS), 404);
 }
+
+/// Status writes as Kubernetes' API specs make them: a CustomResourceDefinition's status keeps
+/// the conditions a client adds beside the server's own (through PUT and PATCH of `status`), and
+/// a namespace's status write may change its annotations, only not its spec.
+#[test]
+fn status_writes_keep_what_clients_add() {
+    let host = strategy_host_e2e::HostProcess::start(&[]).unwrap();
+    let crds = host.url("/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "foos.status.example.com"},
+        "spec": {"group": "status.example.com", "scope": "Namespaced",
+                 "names": {"plural": "foos", "kind": "Foo"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}
+    });
+    assert_eq!(call("POST", &crds, Some(&crd)).unwrap().code, 201);
+    let status = format!("{crds}/foos.status.example.com/status");
+    let mut read = call("GET", &status, None).unwrap().json();
+    read["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"message": "updated"}));
+    let put = call("PUT", &status, Some(&read)).unwrap();
+    assert_eq!(put.code, 200, "{}", put.body);
+    let conditions = put.json()["status"]["conditions"].clone();
+    assert!(
+        conditions
+            .as_array()
+            .unwrap()
+            .contains(&json!({"message": "updated"})),
+        "{conditions}"
+    );
+    assert!(
+        conditions
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Established"),
+        "the server's own stay: {conditions}"
+    );
+    let patched = strategy_host_e2e::call_with(
+        "PATCH",
+        &status,
+        Some(
+            json!([{"op": "add", "path": "/status/conditions", "value": [{"message": "patched"}]}])
+                .to_string()
+                .as_bytes(),
+        ),
+        &[("Content-Type", "application/json-patch+json")],
+    )
+    .unwrap();
+    assert_eq!(patched.code, 200, "{}", patched.body);
+    let conditions = patched.json()["status"]["conditions"].clone();
+    assert!(
+        conditions
+            .as_array()
+            .unwrap()
+            .contains(&json!({"message": "patched"})),
+        "{conditions}"
+    );
+
+    call(
+        "POST",
+        &host.url("/api/v1/namespaces"),
+        Some(&json!({"metadata": {"name": "team"}})),
+    )
+    .unwrap();
+    let patched = strategy_host_e2e::call_with(
+        "PATCH",
+        &host.url("/api/v1/namespaces/team/status"),
+        Some(
+            json!({
+                "metadata": {"annotations": {"e2e-patched-ns-status": "team"}},
+                "spec": {"finalizers": []},
+                "status": {"conditions": [{"type": "StatusPatch", "status": "True",
+                                           "reason": "E2E", "message": "Patched by an e2e test"}]}
+            })
+            .to_string()
+            .as_bytes(),
+        ),
+        &[("Content-Type", "application/merge-patch+json")],
+    )
+    .unwrap();
+    assert_eq!(patched.code, 200, "{}", patched.body);
+    let ns = patched.json();
+    assert_eq!(
+        ns["metadata"]["annotations"]["e2e-patched-ns-status"], "team",
+        "{ns}"
+    );
+    assert_eq!(ns["status"]["conditions"][0]["reason"], "E2E", "{ns}");
+    assert_eq!(
+        ns["spec"]["finalizers"],
+        json!(["kubernetes"]),
+        "the spec is not the status's: {ns}"
+    );
+}
