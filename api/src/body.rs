@@ -167,8 +167,8 @@ pub fn decode_patch(
     bytes: &[u8],
     mode: FieldValidation,
 ) -> Result<(Patch, Vec<String>), Status> {
-    let (patch, repeated) = Patch::decode(kind, bytes)?;
-    Ok((patch, check_duplicates(repeated, mode)?))
+    let (patch, problems) = Patch::decode(kind, bytes)?;
+    Ok((patch, field_validation(problems, mode)?))
 }
 
 /// Decodes a delete's `DeleteOptions` body (an empty body is the default options).

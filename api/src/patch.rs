@@ -54,19 +54,27 @@ pub enum Patch {
 }
 
 impl Patch {
-    /// Decodes a patch body, with the paths of the fields its JSON repeats (found in the one
-    /// parse; an apply configuration in YAML has none reported).
+    /// Decodes a patch body, with the problems of the fields it repeats, worded as Kubernetes
+    /// words them: `duplicate field "spec.a"` in JSON, `line 9: key "a" already set in map` in
+    /// an apply configuration's YAML.
     ///
     /// # Errors
     /// 400 for malformed JSON or YAML, or a patch of the wrong shape.
     pub fn decode(kind: PatchKind, bytes: &[u8]) -> Result<(Self, Vec<String>), Status> {
         match parse_with_duplicates(bytes) {
-            Ok((value, repeated)) => Ok((Self::from_json(kind, value)?, repeated)),
+            Ok((value, repeated)) => {
+                let problems = repeated
+                    .iter()
+                    .map(|d| format!("duplicate field {d:?}"))
+                    .collect();
+                Ok((Self::from_json(kind, value)?, problems))
+            }
             // JSON is YAML too; serde_yaml reads either (kubectl and client-go send JSON).
             Err(_) if kind == PatchKind::Apply => {
                 let value: Value = serde_yaml::from_slice(bytes)
                     .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
-                Ok((Self::from_json(kind, value)?, Vec::new()))
+                let problems = yaml_duplicate(bytes).into_iter().collect();
+                Ok((Self::from_json(kind, value)?, problems))
             }
             Err(e) => Err(Status::bad_request(format!("error decoding patch: {e}"))),
         }
@@ -126,6 +134,50 @@ pub enum PatchError {
     NotAPatch,
 }
 
+/// The first key a YAML document repeats in one mapping, as Kubernetes' YAML decoder reports
+/// it: `line 9: key "foo" already set in map` (the line of the repeat). serde_yaml finds the
+/// repeat but reports where its mapping starts; the repeat's own line is the second key of that
+/// name at the mapping's indentation below it.
+fn yaml_duplicate(bytes: &[u8]) -> Option<String> {
+    let error = serde_yaml::from_slice::<serde_yaml::Value>(bytes).err()?;
+    let message = error.to_string();
+    let key = message
+        .split_once("duplicate entry with key \"")?
+        .1
+        .split_once('"')?
+        .0
+        .to_string();
+    let location = error.location()?;
+    let text = std::str::from_utf8(bytes).ok()?;
+    let indent = location.column().saturating_sub(1);
+    let entry = format!("{key}:");
+    let mut seen = false;
+    for (index, line) in text
+        .lines()
+        .enumerate()
+        .skip(location.line().saturating_sub(1))
+    {
+        let content = line.trim_start();
+        let depth = line.len() - content.len();
+        if content.is_empty() || content.starts_with('#') || depth > indent {
+            continue;
+        }
+        if depth < indent {
+            break;
+        }
+        if content.starts_with(&entry) || content.starts_with(&format!("\"{key}\":")) {
+            if seen {
+                return Some(format!(
+                    "line {}: key {key:?} already set in map",
+                    index + 1
+                ));
+            }
+            seen = true;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +214,10 @@ mod tests {
             415
         );
         assert!(Patch::decode(PatchKind::Json, b"{}").is_err());
+        let yaml = b"apiVersion: a/v1\nkind: K\nspec:\n  unknown: 1\n  foo: a\n  # c\n  foo: b\n";
+        let (_, problems) = Patch::decode(PatchKind::Apply, yaml).unwrap();
+        assert_eq!(problems, [r#"line 7: key "foo" already set in map"#]);
+        let (_, problems) = Patch::decode(PatchKind::Apply, br#"{"a":1,"a":2}"#).unwrap();
+        assert_eq!(problems, [r#"duplicate field "a""#]);
     }
 }

@@ -73,6 +73,27 @@ impl RegistryStore {
         };
         super::schema::apply_defaults(obj, schema);
         let pruned = super::schema::prune(obj, schema, true);
+        if scope.applying {
+            // Server-side apply types its configuration against the schema first, and words
+            // what the schema lacks as structured-merge-diff does.
+            let problems: Vec<String> = pruned
+                .iter()
+                .map(|p| format!(".{p}: field not declared in schema"))
+                .collect();
+            let judged = scope.field_validation.judge(problems).map_err(|e| {
+                let errors = match e.0.as_slice() {
+                    [one] => one.clone(),
+                    many => format!("errors:\n  {}", many.join("\n  ")),
+                };
+                Error::BadRequest(format!(
+                    "failed to create typed patch object ({}, Kind={}): {errors}",
+                    self.def.api_version(&scope.version),
+                    self.def.kind
+                ))
+            })?;
+            warnings.extend(judged);
+            return Ok(());
+        }
         let problems = pruned
             .iter()
             .map(|p| format!("unknown field {p:?}"))

@@ -315,3 +315,74 @@ fn the_status_subresource_is_applied_under_its_own_entry() {
     let kubectl = entries.iter().find(|e| e["manager"] == "kubectl").unwrap();
     assert!(kubectl["fieldsV1"].get("f:status").is_none(), "{kubectl}");
 }
+
+/// An apply under `fieldValidation=Strict` is refused as kube-apiserver refuses it, in its
+/// words (Kubernetes' field validation specs look for them): a field the CRD's schema lacks is
+/// `.path: field not declared in schema`, a key a YAML body repeats `line N: key "k" already
+/// set in map`; nothing is written.
+#[test]
+fn a_strict_apply_words_unknown_and_repeated_fields_as_kubernetes() {
+    let host = HostProcess::start(&[]).unwrap();
+    let crds = host.url("/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    assert_eq!(
+        call("POST", &crds, Some(&strategy_host_e2e::widget_crd()))
+            .unwrap()
+            .code,
+        201
+    );
+    let widgets = host.url("/apis/example.com/v1/namespaces/default/widgets");
+    strategy_host_e2e::eventually("widgets served", std::time::Duration::from_secs(10), || {
+        call("GET", &widgets, None).unwrap().code == 200
+    });
+    let apply = |name: &str, yaml: &str| {
+        call_with(
+            "PATCH",
+            &format!("{widgets}/{name}?fieldManager=e2e&fieldValidation=Strict"),
+            Some(yaml.as_bytes()),
+            &[("Content-Type", "application/apply-patch+yaml")],
+        )
+        .unwrap()
+    };
+    let unknown = apply(
+        "w1",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nunknownField: x\nspec:\n  size: 1\n",
+    );
+    assert_eq!(unknown.code, 400, "{}", unknown.body);
+    assert!(
+        unknown.body.contains(
+            "failed to create typed patch object (example.com/v1, Kind=Widget): .unknownField: field not declared in schema"
+        ),
+        "{}",
+        unknown.body
+    );
+    let repeated = apply(
+        "w2",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w2\nspec:\n  size: 1\n  color: red\n  color: blue\n",
+    );
+    assert_eq!(repeated.code, 400, "{}", repeated.body);
+    assert!(
+        repeated
+            .body
+            .contains(r#"line 8: key \"color\" already set in map"#),
+        "{}",
+        repeated.body
+    );
+    for name in ["w1", "w2"] {
+        assert_eq!(
+            call("GET", &format!("{widgets}/{name}"), None)
+                .unwrap()
+                .code,
+            404
+        );
+    }
+    // Without Strict the same apply is written, the unknown field dropped.
+    let ok = call_with(
+        "PATCH",
+        &format!("{widgets}/w1?fieldManager=e2e"),
+        Some(b"apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nunknownField: x\nspec:\n  size: 1\n"),
+        &[("Content-Type", "application/apply-patch+yaml")],
+    )
+    .unwrap();
+    assert_eq!(ok.code, 201, "{}", ok.body);
+    assert!(ok.json().get("unknownField").is_none());
+}
