@@ -20,6 +20,12 @@ pub(crate) fn wants_table(accept: Option<&str>) -> bool {
     })
 }
 
+/// True when the Accept header asks for nothing but a Table (no plain form to fall back to).
+pub(crate) fn only_table(accept: Option<&str>) -> bool {
+    wants_table(accept)
+        && accept.is_some_and(|a| a.split(',').all(|part| part.contains("as=Table")))
+}
+
 const CREATION_TIMESTAMP: &str = ".metadata.creationTimestamp";
 
 /// The default `Age` column.

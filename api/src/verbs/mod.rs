@@ -158,6 +158,15 @@ async fn serve(
             crate::registry::FieldValidation::Ignore,
             true,
         )?;
+        // A review has no metadata to print in a Table: a client that accepts only a Table
+        // gets 406, as from kube-apiserver.
+        if crate::table::only_table(header(parts, hyper::header::ACCEPT)) {
+            return Err(Status::not_acceptable(&[
+                "application/json",
+                "application/yaml",
+                crate::protobuf::PROTOBUF,
+            ]));
+        }
         let format = Format::parse(header(parts, hyper::header::ACCEPT), query);
         return if res.def().create_only {
             review::create(state, &res, request, format).await

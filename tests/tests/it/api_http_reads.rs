@@ -423,3 +423,30 @@ fn watches_stream_events_bookmarks_and_end_on_timeout() {
     assert_eq!(mark["object"]["kind"], "Widget");
     assert!(mark["object"].get("spec").is_none());
 }
+
+/// A review has no metadata to print: asked for nothing but a Table it is 406, as Kubernetes'
+/// Table conformance spec expects; with a JSON fallback in Accept it is answered.
+#[test]
+fn a_review_asked_for_only_a_table_is_not_acceptable() {
+    let host = strategy_host_e2e::HostProcess::start(&[]).unwrap();
+    let url = host.url("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews");
+    let review = serde_json::json!({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}
+    })
+    .to_string();
+    let post = |accept: &str| {
+        strategy_host_e2e::call_with(
+            "POST",
+            &url,
+            Some(review.as_bytes()),
+            &[("Content-Type", "application/json"), ("Accept", accept)],
+        )
+        .unwrap()
+    };
+    let table_only = post("application/json;as=Table;v=v1;g=meta.k8s.io");
+    assert_eq!(table_only.code, 406, "{}", table_only.body);
+    assert_eq!(table_only.json()["reason"], "NotAcceptable");
+    let with_fallback = post("application/json;as=Table;v=v1;g=meta.k8s.io, application/json");
+    assert_eq!(with_fallback.code, 201, "{}", with_fallback.body);
+}
