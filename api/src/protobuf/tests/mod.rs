@@ -9,6 +9,7 @@ mod admission;
 mod apiextensions;
 mod errors;
 mod fixtures;
+mod flowcontrol;
 mod network;
 mod well_known;
 
