@@ -116,8 +116,29 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) {
     }
 }
 
+/// The fields of an `ObjectMeta`: what an embedded resource's `metadata` may hold whatever its
+/// schema declares (Kubernetes coerces it to an `ObjectMeta`).
+const OBJECT_META_FIELDS: [&str; 15] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
 /// Removes fields the schema does not know (unless it preserves unknown fields) and returns
-/// their paths. At the root, `apiVersion`, `kind` and `metadata` are always kept.
+/// their paths. At the root, `apiVersion`, `kind` and `metadata` are always kept; in an object
+/// marked `x-kubernetes-embedded-resource` too, its `metadata` pruned to an `ObjectMeta`'s fields.
 pub fn prune(value: &mut Value, schema: &Value, root: bool) -> Vec<String> {
     let mut pruned = Vec::new();
     prune_at(value, schema, root, "", &mut pruned);
@@ -138,9 +159,34 @@ fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, pruned: &
             let props = schema.get("properties").and_then(Value::as_object);
             let additional = schema.get("additionalProperties").filter(|s| s.is_object());
             let keep_all = preserves_unknown(schema) || schema["additionalProperties"] == true;
+            let embedded = !root && schema["x-kubernetes-embedded-resource"] == true;
             let keys: Vec<String> = map.keys().cloned().collect();
             for k in keys {
                 if root && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                if embedded && matches!(k.as_str(), "apiVersion" | "kind") {
+                    continue;
+                }
+                if embedded && k == "metadata" {
+                    if let Some(Value::Object(meta)) = map.get_mut(&k) {
+                        let declared = props
+                            .and_then(|p| p.get("metadata"))
+                            .and_then(|m| m.get("properties"))
+                            .and_then(Value::as_object);
+                        let unknown: Vec<String> = meta
+                            .keys()
+                            .filter(|f| {
+                                !OBJECT_META_FIELDS.contains(&f.as_str())
+                                    && !declared.is_some_and(|d| d.contains_key(f.as_str()))
+                            })
+                            .cloned()
+                            .collect();
+                        for field in unknown {
+                            meta.remove(&field);
+                            pruned.push(join(&join(path, "metadata"), &field));
+                        }
+                    }
                     continue;
                 }
                 let sub = props.and_then(|p| p.get(&k)).or(additional);

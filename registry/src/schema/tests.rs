@@ -74,3 +74,34 @@ fn an_update_ratchets_what_it_leaves_unchanged() {
     assert_eq!(fields(&changed), vec!["spec.map[0].v", "spec.name"]);
     assert_eq!(validate(&old, &schema, "").len(), 4);
 }
+
+/// An object marked `x-kubernetes-embedded-resource` keeps its `apiVersion` and `kind`, and its
+/// `metadata` is an `ObjectMeta` whatever the schema declares of it: its known fields stay,
+/// others are pruned and reported.
+#[test]
+fn an_embedded_resource_keeps_its_type_and_object_meta() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "template": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+            "spec": {"type": "object"}
+        }}
+    }}}});
+    let mut obj = json!({"spec": {"template": {
+        "apiVersion": "foo/v1", "kind": "Sub", "apiversion": "typo",
+        "metadata": {"name": "sub", "namespace": "ns", "labels": {"a": "b"}, "unknownSubMeta": 1},
+        "spec": {}
+    }}});
+    let pruned = super::prune(&mut obj, &schema, true);
+    assert_eq!(
+        pruned,
+        [
+            "spec.template.apiversion",
+            "spec.template.metadata.unknownSubMeta"
+        ]
+    );
+    assert_eq!(
+        obj["spec"]["template"],
+        json!({"apiVersion": "foo/v1", "kind": "Sub",
+               "metadata": {"name": "sub", "namespace": "ns", "labels": {"a": "b"}}, "spec": {}})
+    );
+}
