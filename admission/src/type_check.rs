@@ -12,24 +12,7 @@ use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use kube_cel::cel::parser::Parser;
 use serde_json::Value;
 
-/// The fields of `metadata` (ObjectMeta) an expression may select.
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
+use crate::registry::schema::OBJECT_META_FIELDS;
 
 /// A kind an expression is checked against.
 #[derive(Debug, Clone)]

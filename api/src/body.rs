@@ -8,7 +8,7 @@ use hyper::body::Body as _;
 use hyper::body::Incoming;
 use serde_json::Value;
 
-use super::json_tree::parse_with_duplicates;
+use super::json_tree::{duplicate_field, parse_with_duplicates};
 use super::media::media_type;
 use super::params::DeleteOptionsBody;
 use super::patch::{Patch, PatchKind};
@@ -140,10 +140,7 @@ pub fn field_validation(
 
 /// The problems of a body that repeats the fields at `repeated`, under the field validation mode.
 fn check_duplicates(repeated: Vec<String>, mode: FieldValidation) -> Result<Vec<String>, Status> {
-    let problems = repeated
-        .iter()
-        .map(|d| format!("duplicate field {d:?}"))
-        .collect();
+    let problems = repeated.iter().map(|d| duplicate_field(d)).collect();
     field_validation(problems, mode)
 }
 

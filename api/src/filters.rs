@@ -214,7 +214,7 @@ fn selected_name(verb: Option<Verb>, query: &Query) -> Option<String> {
     }
     let name = FieldSelector::exact_match(query.get("fieldSelector")?, "metadata.name")?;
     let path_segment =
-        !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '%']);
+        !name.is_empty() && crate::registry::names::path_segment_name_error(&name).is_none();
     path_segment.then_some(name)
 }
 

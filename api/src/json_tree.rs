@@ -18,6 +18,11 @@ pub(crate) fn parse_with_duplicates(bytes: &[u8]) -> serde_json::Result<(Value, 
     Ok((value, repeated.iter().map(|path| written(path)).collect()))
 }
 
+/// The problem a repeated field is, as Kubernetes words it for `fieldValidation`.
+pub(crate) fn duplicate_field(path: &str) -> String {
+    format!("duplicate field {path:?}")
+}
+
 /// One step of a path: an object's key or an array's index.
 enum Segment {
     Key(String),

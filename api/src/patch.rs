@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::json_tree::parse_with_duplicates;
+use super::json_tree::{duplicate_field, parse_with_duplicates};
 use super::status::Status;
 
 /// A supported patch type.
@@ -63,10 +63,7 @@ impl Patch {
     pub fn decode(kind: PatchKind, bytes: &[u8]) -> Result<(Self, Vec<String>), Status> {
         match parse_with_duplicates(bytes) {
             Ok((value, repeated)) => {
-                let problems = repeated
-                    .iter()
-                    .map(|d| format!("duplicate field {d:?}"))
-                    .collect();
+                let problems = repeated.iter().map(|d| duplicate_field(d)).collect();
                 Ok((Self::from_json(kind, value)?, problems))
             }
             // JSON is YAML too; serde_yaml reads either (kubectl and client-go send JSON).

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::client::{Client, ObjectRef};
-use crate::registry::system_fields::meta_str;
+use crate::registry::system_fields::{annotation, meta_str};
 use crate::registry::{Registry, Result};
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
@@ -120,7 +120,7 @@ async fn ensure(client: &Client, plural: &str, name: &str, wanted: Value) -> Res
             _ => Ok(()),
         },
         Some(existing) => {
-            let autoupdate = existing["metadata"]["annotations"][AUTOUPDATE] != "false";
+            let autoupdate = annotation(&existing, AUTOUPDATE) != Some("false");
             if !autoupdate || existing["spec"] == wanted["spec"] {
                 return Ok(());
             }

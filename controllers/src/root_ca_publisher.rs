@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::per_namespace::{self, Kept};
+use crate::registry::system_fields::annotation;
 use crate::registry::Registry;
 
 /// The ConfigMap every namespace has.
@@ -50,13 +51,7 @@ pub fn start(registry: &Arc<Registry>, ca: String) -> JoinSet<()> {
 
 /// Puts `data` and the description back into `object`; `false` when both are there.
 fn restore(object: &mut Value, data: &Value) -> bool {
-    let described = object
-        .pointer(&format!(
-            "/metadata/annotations/{}",
-            DESCRIPTION_ANNOTATION.replace('/', "~1")
-        ))
-        .and_then(Value::as_str)
-        .is_some_and(|d| !d.is_empty());
+    let described = annotation(object, DESCRIPTION_ANNOTATION).is_some_and(|d| !d.is_empty());
     if object["data"] == *data && described {
         return false;
     }

@@ -201,7 +201,7 @@ impl RegistryStore {
         match scope.subresource.as_deref() {
             // A namespace's status write may change its metadata too, only not its spec
             // (kube-apiserver's namespace status strategy).
-            Some("status") if self.def.is_namespaces() => new = spec_kept(&old, new),
+            Some("status") if self.def.is_namespaces() => keep_from_old(&old, &mut new, "spec")?,
             Some("status") => new = status_written_over(&old, &new),
             Some("finalize") => new = finalize_written_over(&old, &new),
             // Only `finalize` changes a namespace's finalizers.
@@ -215,7 +215,7 @@ impl RegistryStore {
                 .version(&scope.version)
                 .is_some_and(|v| v.status_subresource)
         {
-            keep_status(&old, &mut new)?;
+            keep_from_old(&old, &mut new, "status")?;
         }
         let mut causes = Vec::new();
         if is_being_deleted(&old) {
@@ -295,25 +295,15 @@ fn status_written_over(old: &Value, new: &Value) -> Value {
     merged
 }
 
-/// `new` with `old`'s spec.
-fn spec_kept(old: &Value, mut new: Value) -> Value {
-    if let Some(map) = new.as_object_mut() {
-        match old.get("spec") {
-            Some(spec) => map.insert("spec".into(), spec.clone()),
-            None => map.remove("spec"),
-        };
-    }
-    new
-}
-
-/// A write to the main resource of a kind with a status subresource keeps `old`'s status.
-fn keep_status(old: &Value, new: &mut Value) -> Result<()> {
+/// `new` keeps `old`'s `field` (absent when `old` has none): the status on a write to the main
+/// resource of a kind with a status subresource, the spec on a namespace's status write.
+fn keep_from_old(old: &Value, new: &mut Value, field: &str) -> Result<()> {
     let map = new
         .as_object_mut()
         .ok_or_else(|| Error::BadRequest("the body must be an object".into()))?;
-    match old.get("status") {
-        Some(s) => map.insert("status".into(), s.clone()),
-        None => map.remove("status"),
+    match old.get(field) {
+        Some(s) => map.insert(field.into(), s.clone()),
+        None => map.remove(field),
     };
     Ok(())
 }

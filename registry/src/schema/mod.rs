@@ -117,8 +117,9 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) {
 }
 
 /// The fields of an `ObjectMeta`: what an embedded resource's `metadata` may hold whatever its
-/// schema declares (Kubernetes coerces it to an `ObjectMeta`).
-const OBJECT_META_FIELDS: [&str; 15] = [
+/// schema declares (Kubernetes coerces it to an `ObjectMeta`), and what a CEL expression may
+/// select on `metadata`.
+pub const OBJECT_META_FIELDS: &[&str] = &[
     "name",
     "generateName",
     "namespace",
