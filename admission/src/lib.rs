@@ -18,6 +18,7 @@ pub mod followed;
 pub mod generic;
 pub mod mutating_policy;
 pub mod policy;
+pub mod resource_quota;
 pub mod rules;
 pub mod type_check;
 pub mod wasm_policy;

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
 use super::metrics::ControllerMetrics;
 use crate::registry::aggregation::backend::Unavailable;
 use crate::registry::aggregation::{is_remote, Aggregation};
 use crate::registry::apiservice::{GROUP, PLURAL};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{meta_str, now_rfc3339};
 use crate::registry::Registry;
 

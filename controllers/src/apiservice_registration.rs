@@ -14,8 +14,8 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
 use crate::registry::apiservice::{local, name_of, AUTOMANAGED_LABEL, GROUP, PLURAL};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{meta_str, now_rfc3339};
 use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;

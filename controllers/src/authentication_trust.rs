@@ -12,7 +12,7 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;

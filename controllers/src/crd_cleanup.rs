@@ -10,9 +10,9 @@ use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
 use super::collection_deletion::Remaining;
 use super::queue::WorkQueue;
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::crd_lifecycle::{set_condition, CLEANUP_FINALIZER, TERMINATING};
 use crate::registry::definition::CRD_GROUP;
 use crate::registry::system_fields::{finalizers, is_being_deleted, meta_str, remove_finalizer};

@@ -11,7 +11,7 @@ use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::{Store, Writer};
 use crate::registry::system_fields::{meta_str, parse_rfc3339};
 use crate::registry::Registry;

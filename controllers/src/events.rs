@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::client::{Client, ObjectRef};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::now_rfc3339;
 
 /// An object an Event is about.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::client::{Client, ObjectRef};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{annotation, meta_str};
 use crate::registry::{Registry, Result};
 

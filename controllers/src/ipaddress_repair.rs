@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::{Store, Writer};
 use crate::registry::service::cluster_ip::parent_ref;
 use crate::registry::system_fields::meta_str;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::client::{Client, ObjectRef};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{format_rfc3339, new_uid};
 use crate::registry::Result;
 

@@ -22,7 +22,6 @@ mod aggregated_content;
 pub mod apiservice_availability;
 pub mod apiservice_registration;
 pub mod authentication_trust;
-pub mod client;
 mod collection_deletion;
 pub mod crd_cleanup;
 pub mod event_expiry;
@@ -37,6 +36,7 @@ pub mod namespace;
 mod per_namespace;
 pub mod policy_status;
 pub mod queue;
+pub mod resource_quota;
 pub mod root_ca_publisher;
 pub mod service_account_token;
 pub mod serviceaccount;
@@ -48,7 +48,7 @@ use tokio::task::JoinSet;
 use crate::registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
-pub const KNOWN: [&str; 13] = [
+pub const KNOWN: [&str; 14] = [
     "apiservice-autoregistration",
     "apiservice-availability",
     "cluster-authentication-trust",
@@ -58,6 +58,7 @@ pub const KNOWN: [&str; 13] = [
     "ipaddress-repair",
     "kubernetes-service",
     "namespace",
+    "resourcequota",
     "root-ca-cert-publisher",
     "serviceaccount",
     "serviceaccount-token",
@@ -145,7 +146,7 @@ pub fn run(
             std::future::pending::<()>().await;
             return;
         };
-        let client = client::Client::new(&registry, "leader-election");
+        let client = crate::registry::client::Client::new(&registry, "leader-election");
         let weak = Arc::downgrade(&registry);
         drop(registry);
         let lead = move || {
@@ -223,6 +224,9 @@ pub fn start(registry: &Arc<Registry>, set: &ControllerSet, parts: &Parts) -> Ru
     }
     if let (true, Some(at)) = (set.runs("kubernetes-service"), parts.kubernetes_service) {
         running.tasks.push(kubernetes_service::start(registry, at));
+    }
+    if set.runs("resourcequota") {
+        running.tasks.push(resource_quota::start(registry));
     }
     if set.runs("serviceaccount") {
         running.tasks.push(serviceaccount::start(registry));

@@ -12,11 +12,11 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::aggregated_content;
-use super::client::{Client, ObjectRef};
 use super::collection_deletion::Remaining;
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::aggregation::Aggregation;
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
 use crate::registry::system_fields::meta_str;
 use crate::registry::system_fields::{is_being_deleted, now_rfc3339, remove_finalizer};

@@ -14,8 +14,8 @@ use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
 use super::queue::WorkQueue;
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{is_being_deleted, meta_str};
 use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;

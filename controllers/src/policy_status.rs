@@ -10,10 +10,10 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
 use super::queue::WorkQueue;
 use crate::admission::rules::strings;
 use crate::admission::type_check::{self, CheckedKind};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;
 

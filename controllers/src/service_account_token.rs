@@ -10,8 +10,8 @@ use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use super::client::{Client, ObjectRef};
 use super::queue::WorkQueue;
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{annotation, is_being_deleted};
 use crate::registry::{Registry, RequestScope, Result};
 use crate::storage::informer::InformerEvent;

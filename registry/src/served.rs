@@ -304,7 +304,8 @@ impl Registry {
         }
     }
 
-    fn resolve_any(&self, group: &str, plural: &str) -> Option<ServedResource> {
+    /// The resource served as `group`/`plural`, at whichever versions it has.
+    pub fn resolve_any(&self, group: &str, plural: &str) -> Option<ServedResource> {
         let table = self.table.read().unwrap_or_else(|p| p.into_inner());
         table
             .resources

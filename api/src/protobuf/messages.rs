@@ -179,6 +179,32 @@ bridge_messages! {
         metadata => "metadata",
         items => "items" (keep),
     }
+    core::ResourceQuota {
+        metadata => "metadata",
+        spec => "spec",
+        status => "status",
+    }
+    core::ResourceQuotaList {
+        metadata => "metadata",
+        items => "items" (keep),
+    }
+    core::ResourceQuotaSpec {
+        hard => "hard",
+        scopes => "scopes",
+        scope_selector => "scopeSelector" (keep),
+    }
+    core::ScopeSelector {
+        match_expressions => "matchExpressions",
+    }
+    core::ScopedResourceSelectorRequirement {
+        scope_name => "scopeName" (keep),
+        operator => "operator" (keep),
+        values => "values",
+    }
+    core::ResourceQuotaStatus {
+        hard => "hard",
+        used => "used",
+    }
     core::ServiceAccount {
         metadata => "metadata",
         secrets => "secrets",

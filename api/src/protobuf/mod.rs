@@ -158,6 +158,7 @@ fn stored(api_version: &str, kind: &str, list: bool) -> Option<KindCodec> {
         "v1" => core::{Namespace, NamespaceList};
         "v1" => core::{ConfigMap, ConfigMapList};
         "v1" => core::{Secret, SecretList};
+        "v1" => core::{ResourceQuota, ResourceQuotaList};
         "v1" => core::{ServiceAccount, ServiceAccountList};
         "v1" => core::{Event, EventList};
         "v1" => core::{Service, ServiceList};

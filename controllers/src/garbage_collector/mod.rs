@@ -21,10 +21,10 @@ use tokio::task::JoinSet;
 
 use self::edits::{drop_finalizer, drop_owner_references, unblock};
 use self::graph::{Graph, Node, OwnerReference, Uid};
-use super::client::{Client, ObjectRef};
 use super::events::{EventRecorder, InvolvedObject};
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
 use crate::storage::Preconditions;

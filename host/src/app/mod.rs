@@ -179,6 +179,10 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         .add(crate::admission::policy::start(&registry));
     registry.admission().add(policy_modules.clone());
     registry.admission().add(validating);
+    // Quota last, as in Kubernetes: a write is charged only once everything else admitted it.
+    if let Some(quota) = crate::admission::resource_quota::start(&registry) {
+        registry.admission().add(quota);
+    }
     let controller_metrics = ControllerMetrics::default();
     let front_proxy = secured.front_proxy.clone();
     let authentication_trust = match (&front_proxy, &secured.pki) {

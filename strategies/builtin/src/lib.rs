@@ -1,5 +1,5 @@
 //! The strategy module of the host's built-in kinds that have no host-side behaviour of their
-//! own: core `configmaps`, `secrets`, `serviceaccounts` and `events`, `events.k8s.io` `events`
+//! own: core `configmaps`, `secrets`, `resourcequotas`, `serviceaccounts` and `events`, `events.k8s.io` `events`
 //! and `coordination.k8s.io` `leases`. The host embeds this module and loads it at start like any other source, so an
 //! operator can replace it; each kind's rules are Kubernetes' own (see each file).
 
@@ -8,6 +8,7 @@ use strategy_guest_sdk::{Context, FieldError, LazyObject, Resource, Scope, Strat
 
 mod event;
 mod lease;
+mod resource_quota;
 mod secret;
 
 /// The strategy of every built-in kind, dispatching on the request's kind.
@@ -114,6 +115,7 @@ fn kind_strategy(ctx: &Context) -> &'static dyn KindStrategy {
     match (ctx.resource.group.as_str(), ctx.resource.kind.as_str()) {
         ("", "ConfigMap") => &ConfigMaps,
         ("", "Secret") => &secret::Secrets,
+        ("", "ResourceQuota") => &resource_quota::ResourceQuotas,
         ("", "Event") => &event::Events,
         ("events.k8s.io", "Event") => &event::EventsV1,
         ("coordination.k8s.io", "Lease") => &lease::Leases,
@@ -127,6 +129,13 @@ impl Strategy for BuiltinKinds {
     const RESOURCES: &'static [Resource] = &[
         Resource::new("", "v1", "ConfigMap", "configmaps", Scope::Namespaced),
         Resource::new("", "v1", "Secret", "secrets", Scope::Namespaced),
+        Resource::new(
+            "",
+            "v1",
+            "ResourceQuota",
+            "resourcequotas",
+            Scope::Namespaced,
+        ),
         Resource::new(
             "",
             "v1",

@@ -3,7 +3,7 @@
 //! finalizer, orphan), collection of what an owner left while the collector was off, namespace
 //! termination held by a custom resource's finalizer, Events found by `kubectl describe`, and
 //! collection moving to the other host when the controllers' leader dies (3-member etcd). The
-//! controllers on a secure server and a kopf operator have their own files.
+//! controllers on a secure server, ResourceQuotas and a kopf operator have their own files.
 
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use strategy_host_e2e::{
 };
 
 mod kopf_operator;
+mod resource_quota;
 mod secure_server;
 
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";

@@ -85,6 +85,7 @@ fn aggregated_discovery_describes_every_group_in_one_document() {
             "endpoints",
             "events",
             "namespaces",
+            "resourcequotas",
             "secrets",
             "serviceaccounts",
             "services"

@@ -130,6 +130,24 @@ pub(super) fn secret(name: &str) -> Value {
     )
 }
 
+pub(super) fn resource_quota(name: &str) -> Value {
+    typed(
+        "v1",
+        "ResourceQuota",
+        json!({
+            "metadata": object_meta(name),
+            "spec": {
+                "hard": {"pods": "5", "memory": "500Mi", "count/replicasets.apps": "5"},
+                "scopes": ["NotTerminating"],
+                "scopeSelector": {"matchExpressions": [
+                    {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}
+                ]}
+            },
+            "status": {"hard": {"pods": "5"}, "used": {"pods": "1"}}
+        }),
+    )
+}
+
 pub(super) fn service_account(name: &str) -> Value {
     typed(
         "v1",
@@ -263,6 +281,7 @@ pub(super) fn all() -> Vec<Value> {
         with_list(namespace, "ns-a"),
         with_list(config_map, "cm-a"),
         with_list(secret, "s-a"),
+        with_list(resource_quota, "rq-a"),
         with_list(service_account, "sa-a"),
         with_list(core_event, "ev-a"),
         with_list(events_event, "ev-b"),

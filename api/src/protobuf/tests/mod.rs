@@ -69,7 +69,7 @@ fn read_as<M: Message + Default>(obj: &Value) -> M {
 #[test]
 fn every_kind_round_trips_fully_populated() {
     let fixtures = fixtures::all();
-    assert_eq!(fixtures.len(), 31);
+    assert_eq!(fixtures.len(), 33);
     for obj in fixtures {
         let (api_version, kind) = (
             obj["apiVersion"].as_str().unwrap(),

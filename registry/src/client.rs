@@ -1,4 +1,5 @@
-//! How a controller acts: the registry's own verbs (get, update, delete, create), as the
+//! The registry's loopback client, how the server's own parts act (controllers, quota
+//! admission): the registry's own verbs (get, update, delete, create), as the
 //! server's identity with the controller's field manager, so every object's strategy,
 //! finalizers, hooks and propagation apply exactly as to a client's request.
 
@@ -6,11 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::registry::system_fields::meta_str;
-use crate::registry::{
-    DeleteOptions, Error, Registry, RequestScope, Result, ServedResource, UpdateFn,
-};
-use crate::storage::{GetOptions, Preconditions};
+use crate::storage::{GetOptions, ListOptions, Preconditions};
+use crate::system_fields::meta_str;
+use crate::{DeleteOptions, Error, Registry, RequestScope, Result, ServedResource, UpdateFn};
 
 /// One object a controller acts on: its resource and where it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -46,7 +45,7 @@ impl ObjectRef {
     }
 }
 
-/// A controller's handle on the registry.
+/// An in-process writer's handle on the registry (a controller's, an admission plugin's).
 #[derive(Debug, Clone)]
 pub struct Client {
     registry: std::sync::Weak<Registry>,
@@ -148,13 +147,47 @@ impl Client {
     /// # Errors
     /// Conflict when the object changed since; the update's other failures.
     pub async fn replace(&self, object: &ObjectRef, obj: Value) -> Result<Value> {
+        self.replace_at(object, None, obj).await
+    }
+
+    /// [`Client::replace`] through `subresource` (`status`): only what the subresource owns
+    /// is written.
+    ///
+    /// # Errors
+    /// Conflict when the object changed since; the update's other failures.
+    pub async fn replace_at(
+        &self,
+        object: &ObjectRef,
+        subresource: Option<&str>,
+        obj: Value,
+    ) -> Result<Value> {
         let served = self.served(object)?;
         let input: UpdateFn = Arc::new(move |_: Option<&Value>| Ok(obj.clone()));
-        let outcome = served
-            .store
-            .update(&self.scope(object), &object.name, input)
-            .await?;
+        let mut scope = self.scope(object);
+        scope.subresource = subresource.map(String::from);
+        let outcome = served.store.update(&scope, &object.name, input).await?;
         Ok(outcome.object)
+    }
+
+    /// Lists, consistently, every object of `group`/`version`/`plural` in `namespace` (none:
+    /// in every namespace, or a cluster-scoped resource's).
+    ///
+    /// # Errors
+    /// Storage failures; the resource is no longer served.
+    pub async fn list(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Value>> {
+        let collection = ObjectRef::new(group, version, plural, namespace, "");
+        let served = self.served(&collection)?;
+        let page = served
+            .store
+            .list(&self.scope(&collection), ListOptions::default())
+            .await?;
+        Ok(page.item_values())
     }
 
     /// Deletes `object` if `preconditions` hold (its uid, its resourceVersion), with
