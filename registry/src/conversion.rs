@@ -77,6 +77,44 @@ impl RegistryStore {
         objects: Vec<Arc<SharedObject>>,
         version: &str,
     ) -> Result<Vec<Arc<SharedObject>>> {
+        let converted = self.converted_at_version(objects, version).await?;
+        Ok(self.defaulted_on_read(converted, version))
+    }
+
+    /// Objects stored before the definition's defaults last changed, with the defaults of
+    /// `version`'s schema filled in, as Kubernetes defaults what it reads from storage; objects
+    /// written since carry them already and are shared untouched.
+    fn defaulted_on_read(
+        &self,
+        objects: Vec<Arc<SharedObject>>,
+        version: &str,
+    ) -> Vec<Arc<SharedObject>> {
+        let since = self.def.defaults_revision;
+        let schema = self.def.version(version).and_then(|v| v.schema.as_ref());
+        let Some(schema) = schema.filter(|_| since > 0) else {
+            return objects;
+        };
+        objects
+            .into_iter()
+            .map(|o| {
+                if o.revision() >= since {
+                    return o;
+                }
+                let mut value = o.to_value();
+                match super::schema::apply_defaults(&mut value, schema) {
+                    true => Arc::new(SharedObject::new(value)),
+                    false => o,
+                }
+            })
+            .collect()
+    }
+
+    /// [`RegistryStore::shared_at_version`] before defaulting.
+    async fn converted_at_version(
+        &self,
+        objects: Vec<Arc<SharedObject>>,
+        version: &str,
+    ) -> Result<Vec<Arc<SharedObject>>> {
         let api_version = self.def.api_version(version);
         let kind = self.def.kind.as_str();
         let at = |o: &SharedObject| self.is_at(o, &api_version);

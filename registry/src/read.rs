@@ -215,9 +215,12 @@ impl RegistryStore {
                     "metadata": metadata,
                 }))))
             }
-            // Errors, and objects already at the version, pass as they are.
+            // Errors, and objects already at the version (and its defaults), pass as they are.
             other => {
-                let Some(object) = other.object().filter(|o| !self.is_at(o, api_version)) else {
+                let as_read = |o: &&Arc<SharedObject>| {
+                    self.is_at(o, api_version) && o.revision() >= self.def.defaults_revision
+                };
+                let Some(object) = other.object().filter(|o| !as_read(o)) else {
                     return other;
                 };
                 let object = object.clone();
@@ -241,7 +244,13 @@ impl RegistryStore {
         objects: Vec<Arc<SharedObject>>,
         version: &str,
     ) -> Result<Vec<Arc<SharedObject>>> {
-        let converter: Box<str> = self.strategy.converter_id().into();
+        // Conversions with other defaults are other answers.
+        let converter: Box<str> = format!(
+            "{}@{}",
+            self.strategy.converter_id(),
+            self.def.defaults_revision
+        )
+        .into();
         let keys: Vec<MemoKey> = objects
             .iter()
             .map(|o| MemoKey {

@@ -287,8 +287,18 @@ impl Registry {
     ) {
         let name = meta_str(crd, "name").unwrap_or("");
         match parsed {
-            Ok(def) => {
+            Ok(mut def) => {
                 let existing = self.resolve_any(&def.group, &def.plural);
+                // Objects stored before the defaults changed are defaulted as they are read; a
+                // definition first seen (at start) may have changed them before any object.
+                let defaults = def.defaults_fingerprint();
+                def.defaults_revision = match &existing {
+                    _ if defaults.is_empty() => 0,
+                    Some(r) if r.def.defaults_fingerprint() == defaults => r.def.defaults_revision,
+                    _ => meta_str(crd, "resourceVersion")
+                        .and_then(|rv| rv.parse().ok())
+                        .unwrap_or(0),
+                };
                 if existing.as_ref().is_some_and(|r| *r.def == def) {
                     return;
                 }

@@ -247,6 +247,7 @@ impl ResourceDefinition {
             create_only: false,
             conversion,
             terminating: crate::system_fields::is_being_deleted(crd),
+            defaults_revision: 0,
         })
     }
 }

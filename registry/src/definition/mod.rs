@@ -197,6 +197,10 @@ pub struct ResourceDefinition {
     pub conversion: Conversion,
     /// The definition is being deleted: its objects are being deleted, no new one is created.
     pub terminating: bool,
+    /// The revision from which stored objects carry the schema's current defaults (the CRD's
+    /// resourceVersion when they last changed); an object stored before it is defaulted as it
+    /// is read, as Kubernetes defaults what it decodes from storage. 0: nothing to default.
+    pub defaults_revision: u64,
 }
 
 /// A subresource as discovery lists it.
@@ -392,6 +396,44 @@ impl ResourceDefinition {
     /// the default strategy.
     pub fn flowcontrol_kinds() -> Vec<Self> {
         Self::builtins(include_str!("../flowcontrol_kinds.json"))
+    }
+
+    /// Every `default` in the versions' schemas, with where it is: equal for definitions that
+    /// default alike, empty when none defaults anything.
+    pub fn defaults_fingerprint(&self) -> String {
+        fn walk(value: &Value, path: &mut String, out: &mut String) {
+            match value {
+                Value::Object(map) => {
+                    for (k, v) in map {
+                        let len = path.len();
+                        path.push('/');
+                        path.push_str(k);
+                        if k == "default" {
+                            out.push_str(&format!("{path}={v};"));
+                        } else {
+                            walk(v, path, out);
+                        }
+                        path.truncate(len);
+                    }
+                }
+                Value::Array(items) => {
+                    for (i, v) in items.iter().enumerate() {
+                        let len = path.len();
+                        path.push_str(&format!("/{i}"));
+                        walk(v, path, out);
+                        path.truncate(len);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = String::new();
+        for version in &self.versions {
+            if let Some(schema) = &version.schema {
+                walk(schema, &mut format!("/{}", version.name), &mut out);
+            }
+        }
+        out
     }
 
     /// The verbs the resource answers, as discovery lists them.

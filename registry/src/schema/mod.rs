@@ -83,8 +83,9 @@ fn preserves_unknown(schema: &Value) -> bool {
     schema["x-kubernetes-preserve-unknown-fields"] == true
 }
 
-/// Fills in `default`s of missing properties, recursively.
-pub fn apply_defaults(value: &mut Value, schema: &Value) {
+/// Fills in `default`s of missing properties, recursively; answers whether it filled any.
+pub fn apply_defaults(value: &mut Value, schema: &Value) -> bool {
+    let mut filled = false;
     match value {
         Value::Object(map) => {
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
@@ -92,28 +93,30 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) {
                     if !map.contains_key(k) {
                         if let Some(d) = sub.get("default") {
                             map.insert(k.clone(), d.clone());
+                            filled = true;
                         }
                     }
                     if let Some(v) = map.get_mut(k) {
-                        apply_defaults(v, sub);
+                        filled |= apply_defaults(v, sub);
                     }
                 }
             }
             if let Some(sub) = schema.get("additionalProperties").filter(|s| s.is_object()) {
                 for v in map.values_mut() {
-                    apply_defaults(v, sub);
+                    filled |= apply_defaults(v, sub);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(sub) = schema.get("items") {
                 for v in items {
-                    apply_defaults(v, sub);
+                    filled |= apply_defaults(v, sub);
                 }
             }
         }
         _ => {}
     }
+    filled
 }
 
 /// The fields of an `ObjectMeta`: what an embedded resource's `metadata` may hold whatever its

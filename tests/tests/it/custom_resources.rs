@@ -1,6 +1,7 @@
 //! Custom resources as operators upgrade and remove them, against the real binary with kubectl:
 //! validation ratcheting after a CRD tightens its schema; a deleted CRD's objects deleted
-//! through the registry (finalizers, garbage collection) before the CRD goes.
+//! through the registry (finalizers, garbage collection) before the CRD goes; defaults added to a
+//! schema given to objects stored before them as they are read.
 
 use std::time::Duration;
 
@@ -420,5 +421,99 @@ fn status_writes_keep_what_clients_add() {
         ns["spec"]["finalizers"],
         json!(["kubernetes"]),
         "the spec is not the status's: {ns}"
+    );
+}
+
+/// The `knobs.defaults.example.com` definition (cluster-scoped, two string fields).
+fn knobs_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "knobs.defaults.example.com"},
+        "spec": {"group": "defaults.example.com", "scope": "Cluster",
+                 "names": {"plural": "knobs", "singular": "knob", "kind": "Knob"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                     "a": {"type": "string"}, "b": {"type": "string"}}}}}]}
+    })
+}
+
+#[test]
+fn defaults_added_to_a_schema_are_given_to_objects_stored_before_them_as_they_are_read() {
+    let k = KubeFixture::start(latest_kubectl_path().unwrap());
+    let host = &k.host;
+    let crds = host.url("/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    assert_eq!(call("POST", &crds, Some(&knobs_crd())).unwrap().code, 201);
+    const KNOBS: &str = "/apis/defaults.example.com/v1/knobs";
+    let knob = |name: &str| json!({"apiVersion": "defaults.example.com/v1", "kind": "Knob", "metadata": {"name": name}});
+    eventually("knobs to be served", Duration::from_secs(10), || {
+        call("POST", &host.url(KNOBS), Some(&knob("old")))
+            .unwrap()
+            .code
+            == 201
+    });
+    let patch_crd = |ops: Value| {
+        let reply = strategy_host_e2e::call_with(
+            "PATCH",
+            &format!("{crds}/knobs.defaults.example.com"),
+            Some(ops.to_string().as_bytes()),
+            &[("Content-Type", "application/json-patch+json")],
+        )
+        .unwrap();
+        assert_eq!(reply.code, 200, "{}", reply.body);
+    };
+    let schema = "/spec/versions/0/schema/openAPIV3Schema/properties";
+    patch_crd(json!([{"op": "add", "path": format!("{schema}/a/default"), "value": "A"}]));
+    // A get, a list and a watch's initial events read the stored object with the default.
+    eventually(
+        "the old object to be read with a's default",
+        Duration::from_secs(10),
+        || k.get(&format!("{KNOBS}/old"))["a"] == "A",
+    );
+    let listed = k.get(KNOBS);
+    assert_eq!(listed["items"][0]["a"], "A", "{listed}");
+    let w = strategy_host_e2e::WatchReader::open(&host.url(&format!(
+        "{KNOBS}?watch=true&resourceVersion=0&timeoutSeconds=5"
+    )))
+    .unwrap();
+    let added = w.next(Duration::from_secs(5)).unwrap();
+    assert_eq!(added["object"]["a"], "A", "{added}");
+    // kubectl reads it the same way.
+    let out = k.ok(&[
+        "get",
+        "knobs.defaults.example.com",
+        "old",
+        "-o",
+        "jsonpath={.a}",
+    ]);
+    assert_eq!(out, "A");
+    // A new object is defaulted as it is written (and stored so).
+    let created = call("POST", &host.url(KNOBS), Some(&knob("new")))
+        .unwrap()
+        .json();
+    assert_eq!(created["a"], "A", "{created}");
+    // Moving the default from a to b: the new object keeps its stored a, both read b.
+    patch_crd(json!([
+        {"op": "remove", "path": format!("{schema}/a/default")},
+        {"op": "add", "path": format!("{schema}/b/default"), "value": "B"}
+    ]));
+    eventually(
+        "both objects to be read with b's default",
+        Duration::from_secs(10),
+        || {
+            let (old, new) = (
+                k.get(&format!("{KNOBS}/old")),
+                k.get(&format!("{KNOBS}/new")),
+            );
+            old["b"] == "B" && new["b"] == "B"
+        },
+    );
+    assert!(
+        k.get(&format!("{KNOBS}/old"))["a"].is_null(),
+        "a's default is gone, and was never stored"
+    );
+    assert_eq!(
+        k.get(&format!("{KNOBS}/new"))["a"],
+        "A",
+        "what was stored stays"
     );
 }
