@@ -271,7 +271,7 @@ async fn guarded(
     };
     audit::set_decision(req.extensions(), decision.allowed(), reason);
     let mut response = if decision.allowed() {
-        let flow = flowcontrol::classify(&attributes);
+        let flow = state.flow_control.classify(&attributes);
         req.extensions_mut().insert(Arc::new(attributes.user));
         routed(req, &state, route, query, flow).await
     } else if let Some(error) = decision.error() {
@@ -297,7 +297,19 @@ async fn routed(
     let info = RequestInfo::of(req.method(), &route);
     let started = Instant::now();
     let _inflight = state.metrics.in_flight(&info);
-    let response = limited(req, state, route, query, flow).await;
+    // Kubernetes names the schema and level that served a request in its response.
+    let served_by = [
+        ("x-kubernetes-pf-flowschema-uid", flow.schema_uid.clone()),
+        ("x-kubernetes-pf-prioritylevel-uid", flow.level_uid.clone()),
+    ];
+    let mut response = limited(req, state, route, query, flow).await;
+    for (header, uid) in served_by {
+        if let Ok(value) = hyper::header::HeaderValue::from_str(&uid) {
+            if !uid.is_empty() {
+                response.headers_mut().insert(header, value);
+            }
+        }
+    }
     state
         .metrics
         .observe(&info, response.status().as_u16(), started.elapsed());

@@ -28,6 +28,7 @@ mod delete_races;
 pub mod error;
 pub mod expiring_cache;
 pub mod fieldmanager;
+pub mod flowcontrol;
 pub mod follow;
 pub mod labels;
 pub mod list;

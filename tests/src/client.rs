@@ -44,6 +44,8 @@ pub struct Reply {
     pub body: String,
     /// The `Retry-After` header, if any.
     pub retry_after: Option<String>,
+    /// Every header by its lower-case name (the last value of a repeated one).
+    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 impl Reply {
@@ -52,7 +54,16 @@ impl Reply {
     /// # Errors
     /// The body cannot be read.
     pub fn read(resp: ureq::Response) -> anyhow::Result<Self> {
+        let headers = resp
+            .headers_names()
+            .into_iter()
+            .filter_map(|name| {
+                let value = resp.header(&name)?.to_string();
+                Some((name.to_ascii_lowercase(), value))
+            })
+            .collect();
         Ok(Reply {
+            headers,
             code: resp.status(),
             warnings: resp.all("warning").iter().map(|s| s.to_string()).collect(),
             content_type: resp.header("content-type").unwrap_or("").to_string(),

@@ -1,17 +1,22 @@
-//! API Priority and Fairness: each request that is not long-running is classified into a
-//! priority level and a flow (its user), its work is estimated in seats, and it waits in its
-//! flow's queue until the level has the seats free, so one user flooding the server with heavy
-//! lists cannot push another user's small writes out. Requests of the exempt level
-//! (`system:masters`, health probes) are bounded only by `--max-requests-inflight`. A request
-//! whose queue is full, or that waited a quarter of the request timeout, is answered 429 with
-//! `Retry-After`, as kube-apiserver does.
+//! API Priority and Fairness: each request that is not long-running is classified by the
+//! FlowSchemas into a priority level and a flow, its work is estimated in seats, and it waits in
+//! its flow's queue until the level has the seats free, so one user flooding the server with
+//! heavy lists cannot push another user's small writes out. The levels and schemas are the
+//! `flowcontrol.apiserver.k8s.io/v1` objects, followed as they change (`config.rs`); a level
+//! whose seats and queues did not change keeps what waits and runs in it. Requests of exempt
+//! levels (`system:masters`, health probes) are bounded only by `--max-requests-inflight`. A
+//! request whose queue is full, that waited a quarter of the request timeout, or that a
+//! rejecting level cannot start at once, is answered 429 with `Retry-After`, as kube-apiserver
+//! does.
 
+mod config;
 mod queue_set;
-mod schemas;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
+use futures::StreamExt as _;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -19,19 +24,24 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry as MetricsRegistry;
+use serde_json::{json, Value};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+pub use self::config::Classification;
+use self::config::{Config, Limit};
 use self::queue_set::{QueueSet, Seats};
-pub use self::schemas::{classify, Classification};
-use self::schemas::{nominal_seats, LEVELS};
 use super::metrics::ScrapedFrom;
 use super::query::Query;
 use super::route::{Route, Verb};
 use super::status::Status;
+use crate::authorization::Attributes;
+use crate::registry::client::{Client, ObjectRef};
+use crate::registry::follow::Writer;
+use crate::registry::system_fields::{meta_str, now_rfc3339};
 use crate::registry::Registry;
 
-/// Requests a flow may have waiting (Kubernetes' `queueLengthLimit` of its suggested levels).
-const QUEUE_LENGTH_LIMIT: usize = 50;
+/// The API group of the configuration objects.
+const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 /// The most seats one request takes (kube-apiserver's default maximum).
 const MAX_SEATS: u32 = 10;
 /// Objects a list reads per seat it takes.
@@ -40,10 +50,109 @@ const OBJECTS_PER_SEAT: usize = 100;
 /// The priority levels and what they admit.
 pub struct FlowControl {
     exempt: Arc<Semaphore>,
-    /// The queued levels' queue sets, by index into `LEVELS` (`None` for exempt).
-    levels: Vec<Option<Arc<QueueSet>>>,
+    /// The seats the limited levels share.
+    total_seats: u32,
+    /// The configuration in force and its levels' queue sets.
+    levels: ArcSwap<Levels>,
     wait_limit: Duration,
     metrics: FlowMetrics,
+}
+
+/// A configuration and the queue sets of its levels.
+struct Levels {
+    config: Config,
+    /// By index into the configuration's levels (`None` for an exempt level).
+    sets: Vec<Option<Arc<QueueSet>>>,
+}
+
+impl Levels {
+    /// `config`'s levels sharing `total` seats; a level of `before` with the same seats and
+    /// queues keeps its queue set.
+    fn new(config: Config, total: u32, before: Option<&Levels>) -> Self {
+        let seats = config.nominal_seats(total);
+        let sets = config
+            .levels
+            .iter()
+            .zip(seats)
+            .map(|(level, seats)| {
+                let Limit::Limited {
+                    queue_length_limit, ..
+                } = level.limit
+                else {
+                    return None;
+                };
+                let seats = seats.unwrap_or(1).max(1);
+                let kept = before.and_then(|b| b.set(&level.name)).filter(|set| {
+                    set.limit() == seats && set.queue_length_limit() == queue_length_limit
+                });
+                Some(kept.unwrap_or_else(|| QueueSet::new(seats, queue_length_limit)))
+            })
+            .collect();
+        Self { config, sets }
+    }
+
+    /// The queue set of the level `name`.
+    fn set(&self, name: &str) -> Option<Arc<QueueSet>> {
+        let at = self.config.levels.iter().position(|l| &*l.name == name)?;
+        self.sets[at].clone()
+    }
+}
+
+/// The field manager of FlowSchema status writes (kube-apiserver's).
+const STATUS_MANAGER: &str = "api-priority-and-fairness-config-consumer-v1";
+
+/// Sets the `Dangling` condition of each of `schemas` whose condition does not say whether
+/// its priority level is among `levels`, as kube-apiserver's configuration consumer does (each
+/// server writes the same condition; one that finds it set writes nothing).
+fn report_dangling(client: &Client, schemas: &[Value], levels: &[Value]) {
+    for schema in schemas {
+        let level = schema["spec"]["priorityLevelConfiguration"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let found = levels
+            .iter()
+            .any(|l| meta_str(l, "name") == Some(level.as_str()));
+        let (status, reason, message) = match found {
+            true => ("False", "Found", format!("This FlowSchema references the PriorityLevelConfiguration object named {level:?} and it exists")),
+            false => ("True", "NotFound", format!("This FlowSchema references the PriorityLevelConfiguration object named {level:?} but there is no such object")),
+        };
+        let current = schema["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Dangling"));
+        if current.is_some_and(|c| {
+            c["status"] == status && c["reason"] == reason && c["message"] == message.as_str()
+        }) {
+            continue;
+        }
+        let name = meta_str(schema, "name").unwrap_or_default().to_string();
+        let uid = meta_str(schema, "uid").unwrap_or_default().to_string();
+        let condition = json!({"type": "Dangling", "status": status, "reason": reason,
+            "message": message, "lastTransitionTime": now_rfc3339()});
+        let client = client.clone();
+        tokio::spawn(async move {
+            let target = ObjectRef::new(GROUP, "v1", "flowschemas", None, &name);
+            let written = client
+                .update(&target, &uid, Some("status"), move |fs| {
+                    let mut conditions: Vec<Value> = fs["status"]["conditions"]
+                        .as_array()
+                        .map(|cs| {
+                            cs.iter()
+                                .filter(|c| c["type"] != "Dangling")
+                                .cloned()
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    conditions.push(condition.clone());
+                    fs["status"]["conditions"] = Value::Array(conditions);
+                    true
+                })
+                .await;
+            if let Err(e) = written {
+                tracing::debug!(flowschema = %name, error = %e, "could not report the Dangling condition");
+            }
+        });
+    }
 }
 
 /// A request's admission: held while it executes.
@@ -58,16 +167,66 @@ impl FlowControl {
     /// Levels sharing `total_seats` by their shares (kube-apiserver sums
     /// `--max-requests-inflight` and `--max-mutating-requests-inflight` for it); exempt
     /// requests bounded by `exempt_limit`; a request waits in its queue at most `wait_limit`.
+    /// The levels are Kubernetes' bootstrap ones until [`FlowControl::follow`] lists the
+    /// objects.
     pub fn new(total_seats: u32, exempt_limit: usize, wait_limit: Duration) -> Self {
         Self {
             exempt: Arc::new(Semaphore::new(exempt_limit.max(1))),
-            levels: nominal_seats(total_seats)
-                .into_iter()
-                .map(|seats| seats.map(|s| QueueSet::new(s, QUEUE_LENGTH_LIMIT)))
-                .collect(),
+            total_seats,
+            levels: ArcSwap::from_pointee(Levels::new(Config::bootstrap(), total_seats, None)),
             wait_limit,
             metrics: FlowMetrics::default(),
         }
+    }
+
+    /// Follows `registry`'s FlowSchemas and PriorityLevelConfigurations: once both are listed,
+    /// and at each change, the levels and schemas are theirs, and each FlowSchema's `Dangling`
+    /// condition says whether its level exists (until `self` is dropped).
+    pub fn follow(self: &Arc<Self>, registry: &Arc<Registry>) {
+        let (Some(schemas), Some(levels)) = (
+            registry.resolve(GROUP, "v1", "flowschemas"),
+            registry.resolve(GROUP, "v1", "prioritylevelconfigurations"),
+        ) else {
+            return;
+        };
+        let mut schema_events = Box::pin(schemas.follow("v1"));
+        let mut level_events = Box::pin(levels.follow("v1"));
+        let control = Arc::downgrade(self);
+        let client = Client::new(registry, STATUS_MANAGER);
+        tokio::spawn(async move {
+            let (mut schemas, mut levels) = (Writer::new(), Writer::new());
+            let (schemas_read, levels_read) = (schemas.reader(), levels.reader());
+            loop {
+                let changed = tokio::select! {
+                    Some(event) = schema_events.next() => schemas.apply(&event),
+                    Some(event) = level_events.next() => levels.apply(&event),
+                    else => return,
+                };
+                if !changed || !schemas_read.is_ready() || !levels_read.is_ready() {
+                    continue;
+                }
+                let Some(control) = control.upgrade() else {
+                    return;
+                };
+                let values = |objects: Vec<Arc<Value>>| -> Vec<Value> {
+                    objects.iter().map(|o| (**o).clone()).collect()
+                };
+                let (schemas, levels) = (values(schemas_read.state()), values(levels_read.state()));
+                report_dangling(&client, &schemas, &levels);
+                let config = Config::from_objects(&schemas, &levels);
+                let before = control.levels.load();
+                control.levels.store(Arc::new(Levels::new(
+                    config,
+                    control.total_seats,
+                    Some(&before),
+                )));
+            }
+        });
+    }
+
+    /// Where a request is served, by the schemas in force.
+    pub fn classify(&self, attributes: &Attributes) -> Classification {
+        self.levels.load().config.classify(attributes)
     }
 
     /// Waits for `seats` seats for a request classified as `c`.
@@ -77,7 +236,13 @@ impl FlowControl {
     /// out, or (exempt) every in-flight slot is taken.
     pub async fn admit(&self, c: &Classification, seats: u32) -> Result<Admitted, Status> {
         let began = Instant::now();
-        let admitted = match &self.levels[c.level] {
+        let levels = self.levels.load();
+        // The configuration it was classified by, or (changed since) its level by name.
+        let set = match levels.config.levels.get(c.level) {
+            Some(level) if level.name == c.level_name => levels.sets[c.level].clone(),
+            _ => levels.set(&c.level_name),
+        };
+        let admitted = match &set {
             None => self
                 .exempt
                 .clone()
@@ -137,15 +302,15 @@ fn list_seats(stored: usize, limit: Option<u64>, selective: bool) -> u32 {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RejectedLabels {
-    flow_schema: &'static str,
-    priority_level: &'static str,
+    flow_schema: String,
+    priority_level: String,
     reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WaitLabels {
-    flow_schema: &'static str,
-    priority_level: &'static str,
+    flow_schema: String,
+    priority_level: String,
     execute: &'static str,
 }
 
@@ -173,12 +338,12 @@ impl FlowMetrics {
         admitted: &Result<Admitted, &'static str>,
         waited: Duration,
     ) {
-        let (schema, level) = (c.schema, c.level_name());
+        let (schema, level) = (c.schema.to_string(), c.level_name.to_string());
         if let Err(reason) = admitted {
             self.rejected
                 .get_or_create(&RejectedLabels {
-                    flow_schema: schema,
-                    priority_level: level,
+                    flow_schema: schema.clone(),
+                    priority_level: level.clone(),
                     reason,
                 })
                 .inc();
@@ -222,11 +387,12 @@ fn level_gauges(
             |q| i64::from(q.load().1),
         ),
     ];
+    let levels = control.levels.load();
     for (name, help, pick) in families {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for (level, queues) in LEVELS.iter().zip(&control.levels) {
+        for (level, queues) in levels.config.levels.iter().zip(&levels.sets) {
             if let Some(queues) = queues {
-                let labels = vec![("priority_level", level.name)];
+                let labels = vec![("priority_level", &*level.name)];
                 ConstGauge::new(pick(queues)).encode(family.encode_family(&labels)?)?;
             }
         }

@@ -29,6 +29,8 @@ pub(super) enum Rejection {
     QueueFull,
     /// It waited in its queue for the longest a request may wait.
     TimedOut,
+    /// Its level rejects what cannot start at once, and it could not.
+    ConcurrencyLimit,
 }
 
 impl Rejection {
@@ -37,6 +39,7 @@ impl Rejection {
         match self {
             Rejection::QueueFull => "queue-full",
             Rejection::TimedOut => "time-out",
+            Rejection::ConcurrencyLimit => "concurrency-limit",
         }
     }
 }
@@ -45,8 +48,8 @@ impl Rejection {
 pub(super) struct QueueSet {
     /// Seats the level may use at once.
     limit: u32,
-    /// Requests a flow may have waiting.
-    queue_length_limit: usize,
+    /// Requests a flow may have waiting; `None`: none wait (a level that rejects).
+    queue_length_limit: Option<usize>,
     state: Mutex<State>,
 }
 
@@ -74,8 +77,9 @@ struct Waiter {
 }
 
 impl QueueSet {
-    /// A level of `limit` seats where each flow may have `queue_length_limit` requests waiting.
-    pub(super) fn new(limit: u32, queue_length_limit: usize) -> Arc<Self> {
+    /// A level of `limit` seats where each flow may have `queue_length_limit` requests waiting
+    /// (`None`: a request that cannot start at once is rejected).
+    pub(super) fn new(limit: u32, queue_length_limit: Option<usize>) -> Arc<Self> {
         Arc::new(Self {
             limit: limit.max(1),
             queue_length_limit,
@@ -86,6 +90,11 @@ impl QueueSet {
     /// The seats the level may use at once.
     pub(super) fn limit(&self) -> u32 {
         self.limit
+    }
+
+    /// Requests a flow may have waiting (`None`: none).
+    pub(super) fn queue_length_limit(&self) -> Option<usize> {
+        self.queue_length_limit
     }
 
     /// Requests waiting and seats in use.
@@ -124,7 +133,7 @@ impl QueueSet {
                 executing_seats: 0,
                 next_dispatch: now,
             });
-            if entry.queue.len() >= self.queue_length_limit {
+            if entry.queue.len() >= self.queue_length_limit.unwrap_or(usize::MAX) {
                 return Err(Rejection::QueueFull);
             }
             if entry.queue.is_empty() && entry.executing_seats == 0 {
@@ -134,6 +143,20 @@ impl QueueSet {
             let id = *next_id;
             entry.queue.push_back(Waiter { id, seats, granted });
             self.dispatch(&mut state);
+            if self.queue_length_limit.is_none() {
+                // A rejecting level: what did not start at once does not wait.
+                let entry = state.flows.get_mut(&flow).expect("queued above");
+                if let Some(at) = entry.queue.iter().position(|w| w.id == id) {
+                    entry.queue.remove(at);
+                    let idle = entry.queue.is_empty()
+                        && entry.executing_seats == 0
+                        && entry.next_dispatch <= state.virtual_time;
+                    if idle {
+                        state.flows.remove(&flow);
+                    }
+                    return Err(Rejection::ConcurrencyLimit);
+                }
+            }
             id
         };
         let mut waiting = Waiting {
@@ -341,7 +364,10 @@ mod tests {
 
     /// A queue set of `limit` seats and queues of `queue_length_limit`, and an empty order.
     fn queue_set(limit: u32, queue_length_limit: usize) -> (Arc<QueueSet>, Order) {
-        (QueueSet::new(limit, queue_length_limit), Order::default())
+        (
+            QueueSet::new(limit, Some(queue_length_limit)),
+            Order::default(),
+        )
     }
 
     /// Admits at once or within [`WAIT`]; panics when refused.
@@ -376,7 +402,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_is_admitted_at_once_while_seats_are_free_and_returns_them() {
-        let set = QueueSet::new(2, 10);
+        let set = QueueSet::new(2, Some(10));
         let a = admitted(&set, "alice", 1).await;
         let b = admitted(&set, "bob", 1).await;
         assert_eq!(set.load(), (0, 2));
@@ -425,12 +451,26 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_that_waits_too_long_is_refused_and_leaves_its_queue() {
-        let set = QueueSet::new(1, 10);
+        let set = QueueSet::new(1, Some(10));
         let held = admitted(&set, "a", 1).await;
         let late = set.admit("b", 1, Duration::from_millis(50)).await.err();
         assert_eq!(late, Some(Rejection::TimedOut));
         assert_eq!(set.load(), (0, 1));
         drop(held);
+        assert_eq!(set.load(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_rejecting_level_runs_what_fits_and_refuses_the_rest_without_queueing() {
+        let set = QueueSet::new(2, None);
+        let one = admitted(&set, "a", 1).await;
+        let two = admitted(&set, "a", 1).await;
+        let refused = set.admit("b", 1, Duration::from_secs(5)).await.err();
+        assert_eq!(refused, Some(Rejection::ConcurrencyLimit));
+        assert_eq!(set.load(), (0, 2), "nothing waits");
+        drop(one);
+        drop(admitted(&set, "b", 1).await);
+        drop(two);
         assert_eq!(set.load(), (0, 0));
     }
 

@@ -161,7 +161,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     let controllers = ControllerSet::parse(&config.controllers)?;
     let chain = Arc::new(crate::authorization::Deferred::default());
     let rbac = security::start_rbac(&config, &registry, &chain).await;
-    crate::controllers::flowcontrol_bootstrap::ensure_mandatory_configuration(&registry).await;
+    crate::controllers::flowcontrol_bootstrap::ensure_configuration(&registry).await;
     let secured = security::secure(&config, &registry, rbac, &chain, modules.clone())?;
     // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.
     let webhook_metrics = crate::admission::webhook::metrics::WebhookMetrics::default();
@@ -285,6 +285,8 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     .with_reviews(secured.reviews)
     .with_encryption(encryption)
     .with_aggregation(aggregation);
+    // API priority and fairness is configured by its objects from here on.
+    state.flow_control.follow(&state.registry);
     serve(
         listener,
         secured.tls,
