@@ -20,6 +20,5 @@ pub mod mutating_policy;
 pub mod policy;
 pub mod resource_quota;
 pub mod rules;
-pub mod type_check;
 pub mod wasm_policy;
 pub mod webhook;

@@ -12,9 +12,8 @@
 //! chosen with `--controllers`, in kube-controller-manager's spelling; hosts sharing a store
 //! run them on one elected host (`leader.rs`).
 //!
-//! A crate beside the api, above the registry and the admission plugins; it knows no api.
+//! A crate beside the api and the admission plugins, above the registry; it knows neither.
 
-pub use strategy_host_admission as admission;
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 

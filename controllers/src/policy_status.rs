@@ -1,7 +1,7 @@
 //! The ValidatingAdmissionPolicy status controller: a policy whose status has not observed its
 //! generation gets `status.observedGeneration` and `status.typeChecking` — each expression
 //! checked against the schemas of the kinds its `matchConstraints` name and of its `paramKind`
-//! (`admission::type_check`) — as Kubernetes' `validatingadmissionpolicy-status-controller`
+//! (`registry::cel::type_check`) — as Kubernetes' `validatingadmissionpolicy-status-controller`
 //! writes them.
 
 use std::sync::Arc;
@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::queue::WorkQueue;
-use crate::admission::rules::strings;
-use crate::admission::type_check::{self, CheckedKind};
+use crate::registry::cel::type_check::{self, CheckedKind};
 use crate::registry::client::{Client, ObjectRef};
+use crate::registry::system_fields::strings_at;
 use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;
 
@@ -133,9 +133,9 @@ fn matched_kinds(registry: &Registry, spec: &Value) -> Vec<CheckedKind> {
     let mut kinds: Vec<CheckedKind> = Vec::new();
     let rules = spec.pointer("/matchConstraints/resourceRules");
     for rule in rules.and_then(Value::as_array).into_iter().flatten() {
-        for group in strings(rule, "apiGroups") {
-            for version in strings(rule, "apiVersions") {
-                for resource in strings(rule, "resources") {
+        for group in strings_at(rule, "/apiGroups") {
+            for version in strings_at(rule, "/apiVersions") {
+                for resource in strings_at(rule, "/resources") {
                     if [&group, &version, &resource]
                         .iter()
                         .any(|s| s.contains('*') || s.contains('/'))

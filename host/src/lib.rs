@@ -6,8 +6,9 @@
 //! host (app, cli, config)
 //!  ├→ api ─────────────┬→ authentication ─┐
 //!  │                   ├→ authorization ──┤
-//!  ├→ controllers → admission → wasm ─────┼→ registry → storage
-//!  │                            └→ wasm-runtime → contract
+//!  ├→ admission → wasm ───────────────────┼→ registry → storage, quantity
+//!  ├→ controllers ────────────────────────┘
+//!  │              wasm → wasm-runtime → contract
 //!  └→ … and every crate below, re-exported here where its module used to be
 //! ```
 //!

@@ -10,6 +10,7 @@
 //! [`expression`] holds the expressions the layers above evaluate over their own variables.
 
 pub mod expression;
+pub mod type_check;
 
 use std::sync::Arc;
 
