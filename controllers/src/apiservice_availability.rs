@@ -19,7 +19,7 @@ use crate::registry::aggregation::backend::Unavailable;
 use crate::registry::aggregation::{is_remote, Aggregation};
 use crate::registry::apiservice::{GROUP, PLURAL};
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::{meta_str, now_rfc3339};
+use crate::registry::system_fields::{meta_str, set_condition};
 use crate::registry::Registry;
 
 /// Who the controller acts as.
@@ -184,24 +184,10 @@ async fn record(
             if o["spec"]["service"].is_null() {
                 return false;
             }
-            let conditions = o
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let before = conditions.iter().find(|c| c["type"] == "Available");
-            let since = match before {
-                Some(c) if c["status"] == status => c["lastTransitionTime"].clone(),
-                _ => json!(now_rfc3339()),
-            };
-            let mut kept: Vec<Value> = conditions
-                .into_iter()
-                .filter(|c| c["type"] != "Available")
-                .collect();
-            kept.push(json!({"type": "Available", "status": status,
-                "lastTransitionTime": since, "reason": reason, "message": message}));
-            o["status"] = json!({"conditions": kept});
-            true
+            set_condition(
+                o,
+                json!({"type": "Available", "status": status, "reason": reason, "message": message}),
+            )
         })
         .await
 }

@@ -7,15 +7,17 @@
 use std::sync::Arc;
 
 use futures::StreamExt as _;
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::collection_deletion::Remaining;
 use super::queue::WorkQueue;
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::crd_lifecycle::{set_condition, CLEANUP_FINALIZER, TERMINATING};
+use crate::registry::crd_lifecycle::{CLEANUP_FINALIZER, TERMINATING};
 use crate::registry::definition::CRD_GROUP;
-use crate::registry::system_fields::{finalizers, is_being_deleted, meta_str, remove_finalizer};
+use crate::registry::system_fields::{
+    finalizers, is_being_deleted, meta_str, remove_finalizer, set_condition,
+};
 use crate::registry::{Registry, ResourceDefinition, Result};
 use crate::storage::informer::InformerEvent;
 
@@ -112,8 +114,10 @@ async fn report(
 ) -> Result<()> {
     client
         .update(definition, uid, Some("status"), move |crd| {
-            set_condition(crd, TERMINATING, true, reason, &message);
-            true
+            set_condition(
+                crd,
+                json!({"type": TERMINATING, "status": "True", "reason": reason, "message": message}),
+            )
         })
         .await
 }

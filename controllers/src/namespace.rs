@@ -18,8 +18,7 @@ use super::queue::WorkQueue;
 use crate::registry::aggregation::Aggregation;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
-use crate::registry::system_fields::meta_str;
-use crate::registry::system_fields::{is_being_deleted, now_rfc3339, remove_finalizer};
+use crate::registry::system_fields::{is_being_deleted, meta_str, remove_finalizer, set_condition};
 use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;
 
@@ -114,8 +113,11 @@ async fn empty(
     let conditions = conditions(&remaining, &failed_discovery);
     client
         .update(&namespace, uid, Some("status"), move |ns| {
-            ns["status"]["conditions"] = merge_conditions(&ns["status"]["conditions"], &conditions);
-            true
+            let mut changed = false;
+            for condition in &conditions {
+                changed |= set_condition(ns, condition.clone());
+            }
+            changed
         })
         .await?;
     // As Kubernetes: content an extension server could not be asked about keeps the
@@ -147,7 +149,6 @@ fn condition(type_: &str, holds: bool, reason: &str, message: &str) -> Value {
     json!({
         "type": type_,
         "status": if holds { "True" } else { "False" },
-        "lastTransitionTime": now_rfc3339(),
         "reason": reason,
         "message": message,
     })
@@ -228,28 +229,6 @@ fn conditions(remaining: &Remaining, failed_discovery: &[String]) -> Vec<Value> 
     ]
 }
 
-/// `current` conditions with `fresh` ones replacing those of their type; a condition whose
-/// status did not change keeps its lastTransitionTime.
-fn merge_conditions(current: &Value, fresh: &[Value]) -> Value {
-    let old = current.as_array().cloned().unwrap_or_default();
-    let mut merged: Vec<Value> = old
-        .iter()
-        .filter(|c| !fresh.iter().any(|f| f["type"] == c["type"]))
-        .cloned()
-        .collect();
-    for f in fresh {
-        let mut f = f.clone();
-        if let Some(prev) = old
-            .iter()
-            .find(|c| c["type"] == f["type"] && c["status"] == f["status"])
-        {
-            f["lastTransitionTime"] = prev["lastTransitionTime"].clone();
-        }
-        merged.push(f);
-    }
-    Value::Array(merged)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,17 +250,5 @@ mod tests {
             "Some content in the namespace has finalizers remaining: example.com/keep in 2 resource instances"
         );
         assert_eq!(of("NamespaceDeletionContentFailure")["status"], "False");
-    }
-
-    #[test]
-    fn an_unchanged_condition_keeps_its_transition_time() {
-        let old = json!([{"type": "A", "status": "True", "lastTransitionTime": "then"}, {"type": "B", "status": "True", "lastTransitionTime": "then"}]);
-        let fresh = [
-            json!({"type": "A", "status": "True", "lastTransitionTime": "now"}),
-            json!({"type": "B", "status": "False", "lastTransitionTime": "now"}),
-        ];
-        let merged = merge_conditions(&old, &fresh);
-        assert_eq!(merged[0]["lastTransitionTime"], "then");
-        assert_eq!(merged[1]["lastTransitionTime"], "now");
     }
 }

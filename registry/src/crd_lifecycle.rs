@@ -6,35 +6,13 @@
 
 use serde_json::{json, Value};
 
-use super::system_fields::now_rfc3339;
+use super::system_fields::{condition, set_condition};
 
 /// The finalizer that keeps a deleted definition until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// The condition type a definition being deleted carries.
 pub const TERMINATING: &str = "Terminating";
-
-/// Sets the condition `type_` of a definition's status (keeping its transition time when its
-/// status does not change).
-pub fn set_condition(crd: &mut Value, type_: &str, holds: bool, reason: &str, message: &str) {
-    let status = if holds { "True" } else { "False" };
-    if !crd["status"]["conditions"].is_array() {
-        crd["status"]["conditions"] = json!([]);
-    }
-    let conditions = crd["status"]["conditions"]
-        .as_array_mut()
-        .expect("made an array above");
-    let since = conditions
-        .iter()
-        .find(|c| c["type"] == type_ && c["status"] == status)
-        .and_then(|c| c.get("lastTransitionTime").cloned())
-        .unwrap_or_else(|| Value::String(now_rfc3339()));
-    conditions.retain(|c| c["type"] != type_);
-    conditions.push(json!({
-        "type": type_, "status": status, "lastTransitionTime": since,
-        "reason": reason, "message": message,
-    }));
-}
 
 /// What the first delete of a definition does to it: the cleanup finalizer and the
 /// `Terminating` condition.
@@ -44,20 +22,14 @@ pub fn mark_terminating(crd: &mut Value, finalizers: &mut Vec<String>) {
     }
     set_condition(
         crd,
-        TERMINATING,
-        true,
-        "InstanceDeletionPending",
-        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        json!({"type": TERMINATING, "status": "True", "reason": "InstanceDeletionPending",
+            "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"}),
     );
 }
 
 /// The `Terminating` condition of `crd`, as a write of its status should keep it.
 pub fn terminating_condition(crd: &Value) -> Option<Value> {
-    crd.pointer("/status/conditions")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|c| c["type"] == TERMINATING)
-        .cloned()
+    condition(crd, TERMINATING).cloned()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rand::Rng as _;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 /// A random RFC 4122 version-4 uid.
 pub fn new_uid() -> String {
@@ -211,6 +211,52 @@ pub fn strings_at(obj: &Value, pointer: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Sets `condition` (a `{type, status, reason, message}` object) among `obj`'s
+/// `status.conditions`: it replaces the one of its type where that one is, or goes last; its
+/// `lastTransitionTime` is the one it replaces while the status stays the same, else now
+/// (Kubernetes' `meta.SetStatusCondition`). Answers whether the conditions changed.
+pub fn set_condition(obj: &mut Value, mut condition: Value) -> bool {
+    if !obj["status"]["conditions"].is_array() {
+        obj["status"]["conditions"] = json!([]);
+    }
+    let conditions = obj["status"]["conditions"]
+        .as_array_mut()
+        .expect("made an array above");
+    let at = conditions
+        .iter()
+        .position(|c| c["type"] == condition["type"]);
+    condition["lastTransitionTime"] = transition_time(at.map(|i| &conditions[i]), &condition);
+    match at {
+        Some(i) if conditions[i] == condition => false,
+        Some(i) => {
+            conditions[i] = condition;
+            true
+        }
+        None => {
+            conditions.push(condition);
+            true
+        }
+    }
+}
+
+/// The `lastTransitionTime` of `condition`, replacing `previous` (of its type): the previous
+/// one's while the status stays the same, else now.
+pub fn transition_time(previous: Option<&Value>, condition: &Value) -> Value {
+    previous
+        .filter(|c| c["status"] == condition["status"])
+        .map(|c| c["lastTransitionTime"].clone())
+        .filter(|t| !t.is_null())
+        .unwrap_or_else(|| json!(now_rfc3339()))
+}
+
+/// The condition of `type_` among `obj`'s `status.conditions`.
+pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
 /// The object's finalizers.
 pub fn finalizers(obj: &Value) -> Vec<String> {
     strings_at(obj, "/metadata/finalizers")
@@ -234,6 +280,41 @@ pub fn is_being_deleted(obj: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_condition_replaces_its_type_in_place_and_keeps_its_time_while_its_status_holds() {
+        let mut obj = json!({"status": {"conditions": [
+            {"type": "A", "status": "True", "reason": "R", "message": "m", "lastTransitionTime": "then"},
+            {"type": "B", "status": "True", "reason": "R", "message": "m", "lastTransitionTime": "then"}]}});
+        let same = json!({"type": "A", "status": "True", "reason": "R", "message": "m"});
+        assert!(!set_condition(&mut obj, same), "nothing changed");
+        let reworded = json!({"type": "A", "status": "True", "reason": "R", "message": "new"});
+        assert!(set_condition(&mut obj, reworded));
+        assert!(set_condition(
+            &mut obj,
+            json!({"type": "B", "status": "False", "reason": "R", "message": "m"})
+        ));
+        assert!(set_condition(
+            &mut obj,
+            json!({"type": "C", "status": "True", "reason": "R", "message": "m"})
+        ));
+        let conditions = obj["status"]["conditions"].as_array().unwrap();
+        let types: Vec<&str> = conditions
+            .iter()
+            .map(|c| c["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["A", "B", "C"]);
+        assert_eq!(conditions[0]["message"], "new");
+        assert_eq!(conditions[0]["lastTransitionTime"], "then");
+        assert_ne!(conditions[1]["lastTransitionTime"], "then");
+        assert!(conditions[2]["lastTransitionTime"].is_string());
+        let mut bare = json!({});
+        assert!(set_condition(
+            &mut bare,
+            json!({"type": "A", "status": "Unknown"})
+        ));
+        assert_eq!(bare["status"]["conditions"][0]["status"], "Unknown");
+    }
 
     #[test]
     fn timestamps_round_trip() {

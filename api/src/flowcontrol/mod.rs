@@ -37,7 +37,7 @@ use super::status::Status;
 use crate::authorization::Attributes;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::Writer;
-use crate::registry::system_fields::{meta_str, now_rfc3339};
+use crate::registry::system_fields::{meta_str, set_condition};
 use crate::registry::Registry;
 
 /// The API group of the configuration objects.
@@ -128,24 +128,13 @@ fn report_dangling(client: &Client, schemas: &[Value], levels: &[Value]) {
         let name = meta_str(schema, "name").unwrap_or_default().to_string();
         let uid = meta_str(schema, "uid").unwrap_or_default().to_string();
         let condition = json!({"type": "Dangling", "status": status, "reason": reason,
-            "message": message, "lastTransitionTime": now_rfc3339()});
+            "message": message});
         let client = client.clone();
         tokio::spawn(async move {
             let target = ObjectRef::new(GROUP, "v1", "flowschemas", None, &name);
             let written = client
                 .update(&target, &uid, Some("status"), move |fs| {
-                    let mut conditions: Vec<Value> = fs["status"]["conditions"]
-                        .as_array()
-                        .map(|cs| {
-                            cs.iter()
-                                .filter(|c| c["type"] != "Dangling")
-                                .cloned()
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    conditions.push(condition.clone());
-                    fs["status"]["conditions"] = Value::Array(conditions);
-                    true
+                    set_condition(fs, condition.clone())
                 })
                 .await;
             if let Err(e) = written {

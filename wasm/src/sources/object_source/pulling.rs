@@ -12,7 +12,7 @@ use super::super::module_object::PULL_SECRET_NAMESPACE;
 use super::super::pull::credentials::{registry_auth, CredentialsError};
 use super::super::pull::Pulled;
 use super::super::pull::RegistryAuth;
-use crate::registry::system_fields::now_rfc3339;
+use crate::registry::system_fields::{self, transition_time};
 use crate::registry::{Registry, RequestScope};
 
 /// The longest wait between two pulls of a version that failed.
@@ -124,16 +124,10 @@ impl PullView {
             ),
             (None, false) => ("Unknown", "Pulling", format!("pulling {}", self.url)),
         };
-        let since = current
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c["type"] == "Pulled"))
-            .filter(|c| c["status"] == state)
-            .and_then(|c| c.get("lastTransitionTime"))
-            .cloned()
-            .unwrap_or_else(|| json!(now_rfc3339()));
-        let condition = json!({"type": "Pulled", "status": state, "reason": reason,
-            "message": message, "lastTransitionTime": since});
+        let mut condition =
+            json!({"type": "Pulled", "status": state, "reason": reason, "message": message});
+        condition["lastTransitionTime"] =
+            transition_time(system_fields::condition(current, "Pulled"), &condition);
         match status["conditions"].as_array_mut() {
             Some(conditions) => conditions.push(condition),
             None => status["conditions"] = json!([condition]),

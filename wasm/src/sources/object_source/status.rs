@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::super::module_object::VERSION;
 use super::replica_id;
-use crate::registry::system_fields::now_rfc3339;
+use crate::registry::system_fields::{self, transition_time};
 use crate::registry::{RequestScope, ServedResource, UpdateFn};
 use crate::strategy::ResourceInfo;
 use crate::{ModuleState, ModuleStatus};
@@ -25,14 +25,11 @@ fn resource_json(r: &ResourceInfo) -> Value {
 
 fn condition(obj: &Value, active: bool, reason: &str, message: &str) -> Value {
     let status = if active { "True" } else { "False" };
-    // The transition time moves only when the condition's status does.
-    let previous = obj
-        .pointer("/status/conditions/0")
-        .filter(|c| c["status"] == status)
-        .and_then(|c| c.get("lastTransitionTime"))
-        .cloned()
-        .unwrap_or_else(|| json!(now_rfc3339()));
-    json!({"type": "Active", "status": status, "reason": reason, "message": message, "lastTransitionTime": previous})
+    let mut condition =
+        json!({"type": "Active", "status": status, "reason": reason, "message": message});
+    condition["lastTransitionTime"] =
+        transition_time(system_fields::condition(obj, "Active"), &condition);
+    condition
 }
 
 pub(super) fn status_of(obj: &Value, s: &ModuleStatus) -> Value {
