@@ -24,11 +24,14 @@ enum LabelRequirement {
     NotIn(String, Vec<String>),
     Exists(String),
     DoesNotExist(String),
+    /// A `matchExpressions` operator Kubernetes does not know: selects nothing.
+    Unsatisfiable(String),
 }
 
 impl LabelRequirement {
     fn matches<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         match self {
+            Self::Unsatisfiable(_) => false,
             Self::Equals(k, v) => get(k) == Some(v.as_str()),
             Self::NotEquals(k, v) => get(k) != Some(v.as_str()),
             Self::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
@@ -71,6 +74,79 @@ impl LabelSelector {
             requirements,
             source: text.trim().to_string(),
         })
+    }
+
+    /// The `metav1.LabelSelector` `selector` (`matchLabels`, `matchExpressions`), as the query
+    /// syntax would say it; `{}` (or no selector) selects everything.
+    ///
+    /// # Examples
+    /// ```
+    /// use strategy_host_storage::predicate::LabelSelector;
+    /// let sel = LabelSelector::from_label_selector(&serde_json::json!({"matchLabels": {"app": "web"},
+    ///     "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]}));
+    /// assert_eq!(sel.to_string(), "app=web,tier notin (db)");
+    /// ```
+    pub fn from_label_selector(selector: &Value) -> Self {
+        let mut requirements = Vec::new();
+        let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+        for (k, v) in match_labels.into_iter().flatten() {
+            let v = v.as_str().map(String::from);
+            requirements.push(match v {
+                Some(v) => LabelRequirement::Equals(k.clone(), v),
+                None => LabelRequirement::Unsatisfiable(k.clone()),
+            });
+        }
+        let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+        for e in expressions.into_iter().flatten() {
+            let key = e
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let values: Vec<String> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|vs| {
+                    vs.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            requirements.push(
+                match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                    "In" => LabelRequirement::In(key, values),
+                    "NotIn" => LabelRequirement::NotIn(key, values),
+                    "Exists" => LabelRequirement::Exists(key),
+                    "DoesNotExist" => LabelRequirement::DoesNotExist(key),
+                    _ => LabelRequirement::Unsatisfiable(key),
+                },
+            );
+        }
+        let source = requirements
+            .iter()
+            .map(|r| match r {
+                LabelRequirement::Equals(k, v) => format!("{k}={v}"),
+                LabelRequirement::NotEquals(k, v) => format!("{k}!={v}"),
+                LabelRequirement::In(k, vs) => format!("{k} in ({})", vs.join(",")),
+                LabelRequirement::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
+                LabelRequirement::Exists(k) => k.clone(),
+                LabelRequirement::DoesNotExist(k) => format!("!{k}"),
+                LabelRequirement::Unsatisfiable(k) => format!("{k} (unsatisfiable)"),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        Self {
+            requirements,
+            source,
+        }
+    }
+
+    /// True when `labels` satisfy every requirement.
+    pub fn matches_labels(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        self.requirements
+            .iter()
+            .all(|r| r.matches(|k| labels.get(k).map(String::as_str)))
     }
 
     /// True when the selector has no requirements.
