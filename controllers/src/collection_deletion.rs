@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{finalizers, is_being_deleted, meta_str};
-use crate::registry::{DeleteOptions, RequestScope, Result, ServedResource};
-use crate::storage::{ListOptions, Preconditions};
+use crate::registry::{Result, ServedResource};
+use crate::storage::Preconditions;
 
 /// What is left after one pass.
 #[derive(Debug, Default)]
@@ -25,15 +26,15 @@ impl Remaining {
         self.objects.is_empty() && self.failures.is_empty()
     }
 
-    /// Deletes every object of `served` (in `namespace`, or all of them), as `requester`;
+    /// Deletes every object of `served` (in `namespace`, or all of them) through `client`;
     /// a failure is noted rather than returned, so one resource does not stop the others.
     pub(super) async fn delete_all(
         &mut self,
+        client: &Client,
         served: &ServedResource,
         namespace: Option<&str>,
-        requester: &str,
     ) {
-        if let Err(e) = self.try_delete_all(served, namespace, requester).await {
+        if let Err(e) = self.try_delete_all(client, served, namespace).await {
             let resource = served.store.target("").qualified_resource();
             self.failures.push(format!("{resource}: {e}"));
         }
@@ -41,45 +42,29 @@ impl Remaining {
 
     async fn try_delete_all(
         &mut self,
+        client: &Client,
         served: &ServedResource,
         namespace: Option<&str>,
-        requester: &str,
     ) -> Result<()> {
-        let scope = RequestScope {
-            version: served.def.storage_version().to_string(),
-            namespace: namespace.map(String::from),
-            request_id: requester.into(),
-            ..Default::default()
-        };
-        let opts = DeleteOptions {
-            preconditions: Preconditions::none(),
-            grace_period_seconds: None,
-            propagation_policy: Some("Background".into()),
-        };
-        let listed = served.store.list(&scope, ListOptions::default()).await?;
-        for item in &listed.items {
-            let obj = item.to_value();
+        let def = &served.def;
+        let (group, version, plural) = (&def.group, def.storage_version(), &def.plural);
+        for obj in client.list(group, version, plural, namespace).await? {
             if is_being_deleted(&obj) {
                 continue;
             }
             // A namespaced object listed across namespaces is deleted in its own.
-            let in_namespace = RequestScope {
-                namespace: meta_str(&obj, "namespace").map(String::from),
-                ..scope.clone()
-            };
             let name = meta_str(&obj, "name").unwrap_or_default();
-            match served.store.delete(&in_namespace, name, &opts).await {
-                Ok(_) => {}
-                Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(e),
-            }
+            let target = ObjectRef::new(group, version, plural, meta_str(&obj, "namespace"), name);
+            client
+                .delete(&target, Preconditions::none(), Some("Background"))
+                .await?;
         }
-        let left = served.store.list(&scope, ListOptions::default()).await?;
-        if !left.items.is_empty() {
+        let left = client.list(group, version, plural, namespace).await?;
+        if !left.is_empty() {
             let resource = served.store.target("").qualified_resource();
-            self.objects.insert(resource, left.items.len());
-            for item in &left.items {
-                for f in finalizers(&item.to_value()) {
+            self.objects.insert(resource, left.len());
+            for item in &left {
+                for f in finalizers(item) {
                     *self.finalizers.entry(f).or_default() += 1;
                 }
             }

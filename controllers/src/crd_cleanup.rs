@@ -81,7 +81,7 @@ async fn clean(client: &Client, (name, uid): &Key) -> Result<bool> {
             "CustomResource deletion is in progress".into(),
         )
         .await?;
-        remaining.delete_all(&served, None, MANAGER).await;
+        remaining.delete_all(client, &served, None).await;
     }
     if !remaining.failures.is_empty() {
         let why = remaining.failures.join(", ");

@@ -102,9 +102,7 @@ async fn empty(
         if !served.def.namespaced || served.def.create_only || served.def.stored_as.is_some() {
             continue;
         }
-        remaining
-            .delete_all(&served, Some(name), "namespace-controller")
-            .await;
+        remaining.delete_all(client, &served, Some(name)).await;
     }
     let failed_discovery = match aggregation {
         Some(aggregation) => aggregated_content::delete(aggregation, name, &mut remaining).await,

@@ -13,9 +13,9 @@ use tokio::task::JoinSet;
 use super::queue::WorkQueue;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{annotation, is_being_deleted};
-use crate::registry::{Registry, RequestScope, Result};
+use crate::registry::{Registry, Result};
 use crate::storage::informer::InformerEvent;
-use crate::storage::{ListOptions, Preconditions};
+use crate::storage::Preconditions;
 
 /// The Secret type this controller fills.
 pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
@@ -211,20 +211,7 @@ async fn delete_secrets_of(
     namespace: &str,
     account: &str,
 ) -> Result<()> {
-    let Some(registry) = client.registry() else {
-        return Ok(());
-    };
-    let Some(secrets) = registry.resolve("", "v1", "secrets") else {
-        return Ok(());
-    };
-    let scope = RequestScope {
-        version: "v1".into(),
-        namespace: Some(namespace.into()),
-        ..Default::default()
-    };
-    let listed = secrets.store.list(&scope, ListOptions::default()).await?;
-    for item in &listed.items {
-        let secret = item.to_value();
+    for secret in client.list("", "v1", "secrets", Some(namespace)).await? {
         if secret["type"] != TOKEN_SECRET_TYPE || annotation(&secret, ACCOUNT_NAME) != Some(account)
         {
             continue;

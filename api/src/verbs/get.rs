@@ -40,10 +40,7 @@ pub(crate) async fn get(
         .get(&scope, res.name(), params.options())
         .await
         .map_err(|e| Status::from(&e))?;
-    if format.as_table {
-        let meta = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()});
-        return Ok(table_response(res, &scope.version, &[obj], meta, &format));
-    }
-    res.audit.log_response_object(&obj);
-    Ok(response::object(200, &obj, &[], format.protobuf))
+    // As a one-row Table.
+    let meta = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()});
+    Ok(table_response(res, &scope.version, &[obj], meta, &format))
 }
