@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 use futures::StreamExt as _;
 use serde_json::Value;
 
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::Writer;
 use crate::registry::Registry;
 
@@ -55,14 +56,7 @@ pub async fn namespace_object(
     registry: &std::sync::Weak<Registry>,
     name: Option<&str>,
 ) -> Option<Value> {
-    let served = registry.upgrade()?.resolve("", "v1", "namespaces")?;
-    let scope = crate::registry::RequestScope {
-        version: "v1".into(),
-        ..Default::default()
-    };
-    let options = crate::storage::GetOptions {
-        resource_version: "0".into(),
-        ignore_not_found: false,
-    };
-    served.store.get(&scope, name?, options).await.ok()
+    let client = Client::new(&registry.upgrade()?, "admission");
+    let namespace = ObjectRef::new("", "v1", "namespaces", None, name?);
+    client.get_cached(&namespace).await.ok().flatten()
 }

@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 
 use crate::cel::{self, Expression};
 use crate::registry::admission::AdmissionRequest;
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::labels::{labels_of, selector_matches};
 use crate::registry::system_fields::meta_str;
-use crate::registry::{Registry, RequestScope};
+use crate::registry::Registry;
 use crate::rules::{strings, MatchResources};
-use crate::storage::{GetOptions, ListOptions};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -201,7 +201,7 @@ fn param_kind_of(spec: &Value) -> Option<(String, String, String)> {
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let (group, version) = crate::storage::object::group_version(api_version);
+        let (group, version) = crate::registry::names::group_version(api_version);
         let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default();
         (group.to_string(), version.to_string(), kind.to_string())
     })
@@ -278,24 +278,20 @@ pub async fn params(
         .or(request.namespace)
         .filter(|_| served.def.namespaced)
         .map(String::from);
-    let scope = RequestScope {
-        version: version.clone(),
-        namespace,
-        ..Default::default()
-    };
-    let found = match param_ref.get("name").and_then(Value::as_str) {
-        Some(name) => match served.store.get(&scope, name, GetOptions::default()).await {
-            Ok(obj) => vec![obj],
-            Err(e) if e.is_not_found() => Vec::new(),
-            Err(e) => return Err(e.into()),
-        },
+    let client = Client::new(&registry, "admission-params");
+    let (group, plural) = (&served.def.group, &served.def.plural);
+    let found: Vec<Value> = match param_ref.get("name").and_then(Value::as_str) {
+        Some(name) => {
+            let object = ObjectRef::new(group, version, plural, namespace.as_deref(), name);
+            client.get(&object).await?.into_iter().collect()
+        }
         None => {
-            let listed = served.store.list(&scope, ListOptions::default()).await?;
+            let listed = client
+                .list(group, version, plural, namespace.as_deref())
+                .await?;
             let selector = param_ref.get("selector").cloned().unwrap_or(Value::Null);
             listed
-                .items
-                .iter()
-                .map(|o| o.to_value())
+                .into_iter()
                 .filter(|o| selector.is_null() || selector_matches(&selector, &labels_of(o)))
                 .collect()
         }

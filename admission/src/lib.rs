@@ -10,7 +10,6 @@
 
 pub use strategy_host_contract::{admission_policy, strategy, user};
 pub use strategy_host_registry as registry;
-pub use strategy_host_storage as storage;
 pub use strategy_host_wasm as wasm;
 
 pub use strategy_host_registry::cel::expression as cel;

@@ -22,9 +22,9 @@ use crate::generic::{record_audit_failures, request_variable};
 use crate::registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
 };
-use crate::registry::{Registry, RequestScope};
+use crate::registry::client::Client;
+use crate::registry::Registry;
 use crate::rules::MatchResources;
-use crate::storage::ListOptions;
 use crate::strategy::{Admission, StrategyContext};
 use crate::user::UserInfo;
 use crate::wasm::rollout::{Role, StagedVersion, Version};
@@ -319,6 +319,7 @@ impl PolicyReplay for WasmPolicies {
             groups: vec!["system:authenticated".into()],
             ..UserInfo::default()
         };
+        let replayer = Client::new(&registry, REPLAY_REQUEST_ID);
         let mut replayed = 0;
         // Each namespace is read once, not once per object in it ("" for cluster-scoped).
         let mut namespaces: HashMap<String, Option<Value>> = HashMap::new();
@@ -330,20 +331,14 @@ impl PolicyReplay for WasmPolicies {
             if def.create_only {
                 continue;
             }
-            let scope = RequestScope {
-                version: version.name.clone(),
-                request_id: REPLAY_REQUEST_ID.into(),
-                ..Default::default()
-            };
-            let listed = served
-                .store
-                .list(&scope, ListOptions::default())
+            let listed = replayer
+                .list(&def.group, &version.name, &def.plural, None)
                 .await
                 .map_err(|source| ReplayError::List {
                     plural: def.plural.clone(),
                     source,
                 })?;
-            for object in listed.item_values() {
+            for object in listed {
                 let text = |p: &str| object.pointer(p).and_then(Value::as_str);
                 let namespace = text("/metadata/namespace").filter(|n| !n.is_empty());
                 let namespace_key = namespace.unwrap_or_default().to_owned();

@@ -108,6 +108,28 @@ impl Client {
         }
     }
 
+    /// Reads `object` as the watch cache holds it (`resourceVersion=0`: no round trip to the
+    /// store); `None` when it does not exist.
+    ///
+    /// # Errors
+    /// Storage failures; the resource is no longer served.
+    pub async fn get_cached(&self, object: &ObjectRef) -> Result<Option<Value>> {
+        let served = self.served(object)?;
+        let cached = GetOptions {
+            resource_version: "0".into(),
+            ignore_not_found: false,
+        };
+        match served
+            .store
+            .get(&self.scope(object), &object.name, cached)
+            .await
+        {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Changes `object` with `edit` if its uid is still `uid` (retried on conflicts by the
     /// registry); nothing when it is gone or `edit` answers `false` (nothing to change).
     ///
