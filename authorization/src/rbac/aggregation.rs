@@ -9,10 +9,11 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 
 use super::policy::{rules_of, PolicyRule, GROUP};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::Writer;
 pub use crate::registry::labels::selector_matches;
-use crate::registry::{Registry, RequestScope, UpdateFn};
-use crate::user::UserInfo;
+use crate::registry::system_fields::meta_str;
+use crate::registry::Registry;
 
 /// The field manager aggregated rules are written under.
 pub const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
@@ -91,6 +92,7 @@ pub fn start(registry: &Arc<Registry>) {
         return;
     };
     let weak: Weak<Registry> = Arc::downgrade(registry);
+    let client = Client::new(registry, FIELD_MANAGER);
     let mut events = Box::pin(served.follow("v1"));
     tokio::spawn(async move {
         let mut writer = Writer::new();
@@ -108,32 +110,29 @@ pub fn start(registry: &Arc<Registry>) {
                 .map(|(name, role)| (name.clone(), ClusterRoleView::from_object(role)))
                 .collect();
             for (name, rules) in stale_roles(&roles) {
-                write_rules(&served, &name, rules).await;
+                let uid = store
+                    .get(None, &name)
+                    .and_then(|role| meta_str(&role, "uid").map(String::from))
+                    .unwrap_or_default();
+                write_rules(&client, &name, &uid, rules).await;
             }
         }
     });
 }
 
-/// Writes `rules` into the ClusterRole `name` as the server (so no escalation check applies).
-async fn write_rules(served: &crate::registry::ServedResource, name: &str, rules: Vec<PolicyRule>) {
-    let scope = RequestScope {
-        version: "v1".into(),
-        request_id: "clusterrole-aggregation".into(),
-        field_manager: FIELD_MANAGER.into(),
-        user: Arc::new(UserInfo::server()),
-        ..RequestScope::default()
-    };
+/// Writes `rules` into the ClusterRole `name` (of `uid`) as the server (so no escalation check
+/// applies).
+async fn write_rules(client: &Client, name: &str, uid: &str, rules: Vec<PolicyRule>) {
     let rules = json!(rules);
-    let update: UpdateFn = Arc::new(move |current: Option<&Value>| {
-        let mut obj = current.cloned().unwrap_or(Value::Null);
-        if let Some(map) = obj.as_object_mut() {
-            map.insert("rules".into(), rules.clone());
-        }
-        Ok(obj)
-    });
-    match served.store.update(&scope, name, update).await {
-        Ok(_) => tracing::info!(clusterrole = %name, "aggregated rules updated"),
-        Err(e) if e.is_not_found() => {}
+    let target = ObjectRef::new(GROUP, "v1", "clusterroles", None, name);
+    let written = client
+        .update(&target, uid, None, move |role| {
+            role["rules"] = rules.clone();
+            true
+        })
+        .await;
+    match written {
+        Ok(()) => tracing::info!(clusterrole = %name, "aggregated rules updated"),
         Err(e) => {
             tracing::warn!(clusterrole = %name, error = %e, "could not write aggregated rules")
         }

@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 
 use super::escalation::covers;
 use super::policy::{rules_of, subjects_of, GROUP};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::meta_str;
-use crate::registry::{Registry, RequestScope, ServedResource, UpdateFn};
-use crate::user::UserInfo;
+use crate::registry::Registry;
 
 /// The annotation that, set to `"false"`, keeps reconciliation away from an object.
 pub const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
@@ -143,27 +143,21 @@ pub fn reconcile_cluster_role_binding(existing: &Value, expected: &Value) -> Opt
     (binding != *existing).then_some(binding)
 }
 
-fn server_scope(namespace: Option<&str>) -> RequestScope {
-    RequestScope {
-        version: "v1".into(),
-        namespace: namespace.map(String::from),
-        request_id: "rbac-bootstrap".into(),
-        field_manager: FIELD_MANAGER.into(),
-        user: Arc::new(UserInfo::server()),
-        ..RequestScope::default()
-    }
-}
-
+/// Creates `expected` when it is missing, or writes what `reconcile` makes of it when that
+/// differs, as the server.
 async fn ensure(
-    served: &ServedResource,
+    client: &Client,
+    plural: &str,
     expected: Value,
     reconcile: fn(&Value, &Value) -> Option<Value>,
 ) {
-    let scope = server_scope(meta_str(&expected, "namespace"));
     let name = meta_str(&expected, "name").unwrap_or_default().to_string();
-    let plural = served.def.plural.clone();
-    match served.store.get(&scope, &name, Default::default()).await {
-        Err(e) if e.is_not_found() => match served.store.create(&scope, expected).await {
+    let target = ObjectRef::new(GROUP, "v1", plural, meta_str(&expected, "namespace"), &name);
+    match client.get(&target).await {
+        Ok(None) => match client
+            .create(GROUP, "v1", plural, target.namespace.as_deref(), expected)
+            .await
+        {
             Ok(_) => tracing::info!(%plural, %name, "created bootstrap RBAC object"),
             Err(e) if e.is_already_exists() => {}
             Err(e) => {
@@ -173,16 +167,24 @@ async fn ensure(
         Err(e) => {
             tracing::warn!(%plural, %name, error = %e, "could not read bootstrap RBAC object")
         }
-        Ok(existing) => {
+        Ok(Some(existing)) => {
             if reconcile(&existing, &expected).is_none() {
                 return;
             }
-            let update: UpdateFn = Arc::new(move |current: Option<&Value>| {
-                let current = current.cloned().unwrap_or_else(|| expected.clone());
-                Ok(reconcile(&current, &expected).unwrap_or(current))
-            });
-            match served.store.update(&scope, &name, update).await {
-                Ok(_) => tracing::info!(%plural, %name, "reconciled bootstrap RBAC object"),
+            let uid = meta_str(&existing, "uid").unwrap_or_default().to_string();
+            let reconciled = client
+                .update(&target, &uid, None, move |current| {
+                    match reconcile(current, &expected) {
+                        Some(object) => {
+                            *current = object;
+                            true
+                        }
+                        None => false,
+                    }
+                })
+                .await;
+            match reconciled {
+                Ok(()) => tracing::info!(%plural, %name, "reconciled bootstrap RBAC object"),
                 Err(e) => {
                     tracing::warn!(%plural, %name, error = %e, "could not reconcile bootstrap RBAC object")
                 }
@@ -193,23 +195,28 @@ async fn ensure(
 
 /// Creates the bootstrap ClusterRoles and ClusterRoleBindings that are missing and reconciles
 /// those that exist, as the server. Failures are logged; the server starts anyway.
-pub async fn ensure_bootstrap_policy(registry: &Registry) {
-    let (Some(roles), Some(bindings)) = (
-        registry.resolve(GROUP, "v1", "clusterroles"),
-        registry.resolve(GROUP, "v1", "clusterrolebindings"),
-    ) else {
+pub async fn ensure_bootstrap_policy(registry: &Arc<Registry>) {
+    let served = |plural| registry.resolve(GROUP, "v1", plural).is_some();
+    if !served("clusterroles") || !served("clusterrolebindings") {
         tracing::warn!("RBAC kinds not served; no bootstrap policy");
         return;
-    };
+    }
+    let client = Client::new(registry, FIELD_MANAGER);
     for role in cluster_roles() {
-        ensure(&roles, role, reconcile_cluster_role).await;
+        ensure(&client, "clusterroles", role, reconcile_cluster_role).await;
     }
     for binding in cluster_role_bindings() {
-        ensure(&bindings, binding, reconcile_cluster_role_binding).await;
+        ensure(
+            &client,
+            "clusterrolebindings",
+            binding,
+            reconcile_cluster_role_binding,
+        )
+        .await;
     }
-    if let Some(namespaced) = registry.resolve(GROUP, "v1", "roles") {
+    if served("roles") {
         for role in namespaced_roles() {
-            ensure(&namespaced, role, reconcile_cluster_role).await;
+            ensure(&client, "roles", role, reconcile_cluster_role).await;
         }
     }
 }

@@ -12,7 +12,8 @@ use super::escalation::{confirm_no_escalation, full_authority};
 use super::index::RbacKind;
 use super::policy::{role_ref_of, rules_of, PolicyRule, RoleRef, GROUP};
 use super::validation;
-use crate::registry::{Registry, RequestScope};
+use crate::registry::client::{Client, ObjectRef};
+use crate::registry::Registry;
 use crate::strategy::{Admission, Answer, Refusal, Strategy, StrategyContext, StrategyError};
 use crate::user::UserInfo;
 use crate::{Attributes, Authorizer, PRIVILEGED_GROUP};
@@ -200,20 +201,10 @@ impl RbacStrategy {
         } else {
             "clusterroles"
         };
-        let Some(served) = registry.resolve(GROUP, "v1", plural) else {
-            return Ok(None);
-        };
-        let scope = RequestScope {
-            version: "v1".into(),
-            namespace: (role_ref.kind == "Role").then(|| namespace.to_string()),
-            ..RequestScope::default()
-        };
-        match served
-            .store
-            .get(&scope, &role_ref.name, Default::default())
-            .await
-        {
-            Ok(role) => Ok(Some(rules_of(&role))),
+        let in_namespace = (role_ref.kind == "Role").then_some(namespace);
+        let role = ObjectRef::new(GROUP, "v1", plural, in_namespace, &role_ref.name);
+        match Client::new(&registry, "rbac").get(&role).await {
+            Ok(role) => Ok(role.as_ref().map(rules_of)),
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(StrategyError {
                 module: self.name().into(),
