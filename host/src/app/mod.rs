@@ -21,8 +21,9 @@ use crate::api::state::AppState;
 use crate::config::{Config, StoreChoice};
 use crate::controllers::metrics::ControllerMetrics;
 use crate::controllers::ControllerSet;
+use crate::registry::client::Client;
 use crate::registry::namespace_lifecycle::SYSTEM_NAMESPACES;
-use crate::registry::{Registry, RequestScope};
+use crate::registry::Registry;
 use crate::storage::embedded::EmbeddedStore;
 use crate::storage::etcd3::Etcd3Store;
 use crate::storage::instrumented::{Instrumented, StorageMetrics};
@@ -307,19 +308,11 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
 /// Creates the system namespaces (`default`, `kube-system`, `kube-public`) where missing, as
 /// kube-apiserver does, so kubectl's default namespace works. A failure (the store is down) is
 /// logged; the server starts anyway.
-async fn ensure_system_namespaces(registry: &Registry) {
-    let Some(ns) = registry.resolve("", "v1", "namespaces") else {
-        return;
-    };
-    let scope = RequestScope {
-        version: "v1".into(),
-        request_id: "startup".into(),
-        field_manager: "strategy-host".into(),
-        ..Default::default()
-    };
+async fn ensure_system_namespaces(registry: &Arc<Registry>) {
+    let client = Client::new(registry, "strategy-host");
     for name in SYSTEM_NAMESPACES {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        match ns.store.create(&scope, obj).await {
+        match client.create("", "v1", "namespaces", None, obj).await {
             Ok(_) => tracing::info!(namespace = name, "created a system namespace"),
             Err(e) if e.is_already_exists() => {}
             Err(e) => {

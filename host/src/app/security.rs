@@ -29,9 +29,9 @@ use crate::authorization::{with_privileged_groups, AlwaysAllow, Authorizer, Defe
 use crate::config::{AuthorizationMode, Config};
 use crate::controllers::service_account_token::TokenSigner;
 use crate::pki::{self, Pki};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::webhook::kubeconfig;
-use crate::registry::{Registry, RequestScope};
-use crate::storage::GetOptions;
+use crate::registry::Registry;
 
 /// How the server is secured, ready to serve.
 pub(super) struct Secured {
@@ -115,18 +115,10 @@ struct RegistryAccounts(Arc<Registry>);
 impl RegistryAccounts {
     /// The uid of the core `plural` object `namespace/name`, from the watch cache.
     async fn uid_of(&self, plural: &str, namespace: &str, name: &str) -> Option<String> {
-        let served = self.0.resolve("", "v1", plural)?;
-        let scope = RequestScope {
-            version: "v1".into(),
-            namespace: Some(namespace.into()),
-            ..RequestScope::default()
-        };
-        let options = GetOptions {
-            resource_version: "0".into(),
-            ignore_not_found: false,
-        };
-        let object = served.store.get(&scope, name, options).await.ok()?;
-        object["metadata"]["uid"].as_str().map(String::from)
+        let object = ObjectRef::new("", "v1", plural, Some(namespace), name);
+        let client = Client::new(&self.0, "serviceaccount-authenticator");
+        let found = client.get_cached(&object).await.ok()??;
+        found["metadata"]["uid"].as_str().map(String::from)
     }
 }
 
