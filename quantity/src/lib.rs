@@ -1,12 +1,15 @@
 //! Kubernetes resource quantities (`resource.Quantity`): a decimal number with an SI
 //! (`k`, `M`, `m`, ...), binary (`Ki`, `Mi`, ...) or exponent (`e3`) suffix, read exactly to the
 //! nano unit (finer values round up, as Kubernetes rounds them), added, compared, and written
-//! back in Kubernetes' canonical form (`1000` → `1k`, `1536Mi` stays, `0.5` → `500m`).
+//! back in Kubernetes' canonical form (`1000` → `1k`, `1536Mi` stays, `0.5` → `500m`); and the
+//! resource names a ResourceQuota limits in them ([`names`]).
 //!
 //! Written here rather than taken from a crate: the crates that parse quantities either wrap
 //! `k8s-openapi`'s types (a whole API version pinned at build time) or keep their parser
 //! private (kube-cel's); this one has no dependencies, so the host's quota and the built-in
 //! kinds' wasm strategy module share it.
+
+pub mod names;
 
 use std::cmp::Ordering;
 use std::fmt;

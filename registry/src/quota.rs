@@ -8,22 +8,12 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
+use strategy_host_quantity::names::CLASSIC_OBJECT_COUNTS as CLASSIC;
 use strategy_host_quantity::Quantity;
 
 /// Amounts by resource name (`pods`, `count/widgets.example.com`, `cpu`), Kubernetes'
 /// `ResourceList`.
 pub type ResourceList = BTreeMap<String, Quantity>;
-
-/// The core resources counted under a classic name as well as `count/<resource>`.
-const CLASSIC: &[&str] = &[
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-];
 
 /// Resources quota never counts: virtual ones that are never stored, and events.
 const IGNORED: &[(&str, &str)] = &[

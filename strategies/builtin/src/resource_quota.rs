@@ -6,45 +6,9 @@
 
 use serde_json::Value;
 use strategy_guest_sdk::{FieldError, FieldPath};
-use strategy_host_quantity::Quantity;
+use strategy_host_quantity::{names, Quantity};
 
 use super::KindStrategy;
-
-/// The resource names a quota may limit without a `/` (Kubernetes' standard quota resources).
-const STANDARD: &[&str] = &[
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "services.nodeports",
-    "services.loadbalancers",
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.storage",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-];
-
-/// The resources counted in whole objects (with every `count/<resource>`).
-const INTEGER: &[&str] = &[
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "services.nodeports",
-    "services.loadbalancers",
-];
 
 /// The scopes Kubernetes 1.36 knows.
 const SCOPES: &[&str] = &[
@@ -111,7 +75,7 @@ fn resource_list(list: &Value, path: &FieldPath) -> Vec<FieldError> {
     };
     for (name, value) in limits {
         let at = path.key(name);
-        if !name.contains('/') && !STANDARD.contains(&name.as_str()) && !is_huge_pages(name) {
+        if !name.contains('/') && !names::is_standard(name) {
             errs.push(FieldError::invalid(
                 &at,
                 name.as_str(),
@@ -134,7 +98,7 @@ fn resource_list(list: &Value, path: &FieldPath) -> Vec<FieldError> {
                 q.to_string(),
                 "must be greater than or equal to 0",
             ));
-        } else if is_integer_resource(name) && q.milli_value() % 1000 != 0 {
+        } else if names::is_integer(name) && q.milli_value() % 1000 != 0 {
             errs.push(FieldError::invalid(
                 &at,
                 q.to_string(),
@@ -143,14 +107,6 @@ fn resource_list(list: &Value, path: &FieldPath) -> Vec<FieldError> {
         }
     }
     errs
-}
-
-fn is_huge_pages(name: &str) -> bool {
-    name.starts_with("hugepages-") || name.starts_with("requests.hugepages-")
-}
-
-fn is_integer_resource(name: &str) -> bool {
-    INTEGER.contains(&name) || name.starts_with("count/")
 }
 
 /// Why `name` is not a qualified name (`[prefix/]name`, the name of at most 63 alphanumerics,
@@ -255,7 +211,8 @@ fn scope_applies(scope: &str, resource: &str) -> bool {
         "pods" | "cpu" | "memory" | "ephemeral-storage" | "count/pods"
     ) || resource.starts_with("requests.")
         || resource.starts_with("limits.")
-        || is_huge_pages(resource);
+        || resource.starts_with("hugepages-")
+        || resource.starts_with("requests.hugepages-");
     match scope {
         "BestEffort" => matches!(resource, "pods" | "count/pods"),
         "VolumeAttributesClass" => matches!(
