@@ -275,6 +275,27 @@ fn an_operators_flow_schema_and_level_take_a_users_requests_until_deleted() {
             })
         })
     });
+    // kubectl shows Kubernetes' columns: the level, precedence, distinguisher, missing level.
+    let shown = f.ok(&admin, &["get", "flowschemas", "bob", "--no-headers"]);
+    let columns: Vec<&str> = shown.split_whitespace().collect();
+    assert_eq!(
+        [columns[0], columns[1], columns[2], columns[3], columns[5]],
+        ["bob", "tight", "500", "ByUser", "False"],
+        "{shown}"
+    );
+    let shown = f.ok(
+        &admin,
+        &[
+            "get",
+            "prioritylevelconfigurations",
+            "tight",
+            "--no-headers",
+        ],
+    );
+    assert!(
+        shown.starts_with("tight") && shown.contains("Limited"),
+        "{shown}"
+    );
     let tight = (
         uid(&f, "flowschemas", "bob"),
         uid(&f, "prioritylevelconfigurations", "tight"),
