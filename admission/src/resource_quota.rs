@@ -6,7 +6,7 @@
 //! together exceed a limit. Usage is what `registry::quota` says; giving it back when objects
 //! go is the quota controller's recount (`controllers/src/resource_quota.rs`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +38,9 @@ pub struct ResourceQuotaAdmission {
     /// Namespaces' quotas read live where the follower had none (a quota created a moment ago
     /// may not have reached it), as Kubernetes' live lookup does.
     live: ExpiringCache<String, Arc<Vec<Value>>>,
+    /// One charge at a time per namespace, so concurrent creates queue rather than race each
+    /// other's compare-and-swap (Kubernetes batches a namespace's admissions the same way).
+    charging: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     follower: tokio::task::JoinHandle<()>,
 }
 
@@ -61,6 +64,7 @@ pub fn start(registry: &Arc<Registry>) -> Option<Arc<ResourceQuotaAdmission>> {
         client: Client::new(registry, MANAGER),
         quotas,
         live: ExpiringCache::new(4096),
+        charging: std::sync::Mutex::default(),
         follower,
     }))
 }
@@ -216,6 +220,13 @@ impl ValidatingAdmission for ResourceQuotaAdmission {
         if charge.is_empty() {
             return Ok(Vec::new());
         }
+        let lock = {
+            let mut locks = self.charging.lock().unwrap_or_else(|p| p.into_inner());
+            // Namespaces no charge holds are forgotten, so the map stays as small as the work.
+            locks.retain(|_, l| Arc::strong_count(l) > 1);
+            locks.entry(namespace.to_string()).or_default().clone()
+        };
+        let _charging = lock.lock().await;
         // Quotas already raised by this request, when a later one changed under it.
         let mut charged = BTreeSet::new();
         for attempt in 0..ATTEMPTS {
