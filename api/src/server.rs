@@ -303,11 +303,9 @@ async fn routed(
         ("x-kubernetes-pf-prioritylevel-uid", flow.level_uid.clone()),
     ];
     let mut response = limited(req, state, route, query, flow).await;
-    for (header, uid) in served_by {
+    for (header, uid) in served_by.into_iter().filter(|(_, uid)| !uid.is_empty()) {
         if let Ok(value) = hyper::header::HeaderValue::from_str(&uid) {
-            if !uid.is_empty() {
-                response.headers_mut().insert(header, value);
-            }
+            response.headers_mut().insert(header, value);
         }
     }
     state

@@ -96,16 +96,7 @@ impl Client {
     /// # Errors
     /// Storage failures; the resource is no longer served.
     pub async fn get(&self, object: &ObjectRef) -> Result<Option<Value>> {
-        let served = self.served(object)?;
-        match served
-            .store
-            .get(&self.scope(object), &object.name, GetOptions::default())
-            .await
-        {
-            Ok(obj) => Ok(Some(obj)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.get_with(object, GetOptions::default()).await
     }
 
     /// Reads `object` as the watch cache holds it (`resourceVersion=0`: no round trip to the
@@ -114,14 +105,18 @@ impl Client {
     /// # Errors
     /// Storage failures; the resource is no longer served.
     pub async fn get_cached(&self, object: &ObjectRef) -> Result<Option<Value>> {
-        let served = self.served(object)?;
         let cached = GetOptions {
             resource_version: "0".into(),
             ignore_not_found: false,
         };
+        self.get_with(object, cached).await
+    }
+
+    async fn get_with(&self, object: &ObjectRef, opts: GetOptions) -> Result<Option<Value>> {
+        let served = self.served(object)?;
         match served
             .store
-            .get(&self.scope(object), &object.name, cached)
+            .get(&self.scope(object), &object.name, opts)
             .await
         {
             Ok(obj) => Ok(Some(obj)),
@@ -252,13 +247,7 @@ impl Client {
         namespace: Option<&str>,
         obj: Value,
     ) -> Result<Value> {
-        let object = ObjectRef {
-            group: group.into(),
-            version: version.into(),
-            plural: plural.into(),
-            namespace: namespace.map(String::from),
-            name: String::new(),
-        };
+        let object = ObjectRef::new(group, version, plural, namespace, "");
         let served = self.served(&object)?;
         let outcome = served.store.create(&self.scope(&object), obj).await?;
         Ok(outcome.object)

@@ -37,7 +37,7 @@ use super::status::Status;
 use crate::authorization::Attributes;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::Writer;
-use crate::registry::system_fields::{meta_str, set_condition};
+use crate::registry::system_fields::{condition, meta_str, set_condition};
 use crate::registry::Registry;
 
 /// The API group of the configuration objects.
@@ -117,24 +117,21 @@ fn report_dangling(client: &Client, schemas: &[Value], levels: &[Value]) {
             true => ("False", "Found", format!("This FlowSchema references the PriorityLevelConfiguration object named {level:?} and it exists")),
             false => ("True", "NotFound", format!("This FlowSchema references the PriorityLevelConfiguration object named {level:?} but there is no such object")),
         };
-        let current = schema["status"]["conditions"]
-            .as_array()
-            .and_then(|cs| cs.iter().find(|c| c["type"] == "Dangling"));
-        if current.is_some_and(|c| {
+        if condition(schema, "Dangling").is_some_and(|c| {
             c["status"] == status && c["reason"] == reason && c["message"] == message.as_str()
         }) {
             continue;
         }
         let name = meta_str(schema, "name").unwrap_or_default().to_string();
         let uid = meta_str(schema, "uid").unwrap_or_default().to_string();
-        let condition = json!({"type": "Dangling", "status": status, "reason": reason,
+        let dangling = json!({"type": "Dangling", "status": status, "reason": reason,
             "message": message});
         let client = client.clone();
         tokio::spawn(async move {
             let target = ObjectRef::new(GROUP, "v1", "flowschemas", None, &name);
             let written = client
                 .update(&target, &uid, Some("status"), move |fs| {
-                    set_condition(fs, condition.clone())
+                    set_condition(fs, dangling.clone())
                 })
                 .await;
             if let Err(e) = written {

@@ -119,6 +119,35 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) -> bool {
     filled
 }
 
+/// Appends each `default` under `schema` to `out` as `path/…/default=value;`, in schema order:
+/// what two schemas default alike share (`path` is where `schema` is; it comes back as it was).
+pub fn fingerprint_defaults(schema: &Value, path: &mut String, out: &mut String) {
+    match schema {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let len = path.len();
+                path.push('/');
+                path.push_str(k);
+                if k == "default" {
+                    out.push_str(&format!("{path}={v};"));
+                } else {
+                    fingerprint_defaults(v, path, out);
+                }
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("/{i}"));
+                fingerprint_defaults(v, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The fields of an `ObjectMeta`: what an embedded resource's `metadata` may hold whatever its
 /// schema declares (Kubernetes coerces it to an `ObjectMeta`), and what a CEL expression may
 /// select on `metadata`.
