@@ -8,7 +8,7 @@ use futures::StreamExt as _;
 use serde_json::Value;
 
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::Writer;
+use crate::registry::follow::{EventStreamExt as _, Writer};
 use crate::registry::Registry;
 
 /// Follows the objects of `group`/`version`/`plural` until `on_change` answers `false` (its
@@ -21,12 +21,10 @@ pub fn follow(
     let Some(served) = registry.resolve(group, version, plural) else {
         return;
     };
-    let mut events = Box::pin(served.follow(version));
+    let mut changes = Box::pin(served.follow(version).reflect_changes(Writer::new()));
     tokio::spawn(async move {
-        let mut writer = Writer::new();
-        let store = writer.reader();
-        while let Some(event) = events.next().await {
-            if writer.apply(&event) && !on_change(&store.state()) {
+        while let Some(store) = changes.next().await {
+            if !on_change(&store.state()) {
                 return;
             }
         }

@@ -6,7 +6,7 @@
 //! One goes when its group/version is no longer served; APIServices without the label are the
 //! user's and are left alone.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,9 +16,9 @@ use tokio::task::JoinSet;
 
 use crate::registry::apiservice::{local, name_of, AUTOMANAGED_LABEL, GROUP, PLURAL};
 use crate::registry::client::{Client, ObjectRef};
+use crate::registry::follow::{EventStreamExt as _, Writer};
 use crate::registry::system_fields::{meta_str, now_rfc3339};
 use crate::registry::{Registry, Result};
-use crate::storage::informer::InformerEvent;
 use crate::storage::options::Preconditions;
 
 /// Who the controller acts as.
@@ -94,73 +94,37 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
     let client = Client::new(registry, MANAGER);
     let mut served_changes = registry.subscribe_changes();
     tasks.spawn(async move {
-        let mut events = Box::pin(apiservices.follow("v1"));
-        let mut present: HashMap<String, Value> = HashMap::new();
-        let mut listing = HashMap::new();
-        let mut listed = false;
+        let writer = Writer::new();
+        let present = writer.reader();
+        let mut events = Box::pin(apiservices.follow("v1").reflect(writer));
         loop {
             // Gather what happened, then settle briefly so a burst makes one pass.
             tokio::select! {
-                event = events.next() => match event {
-                    Some(event) => apply(event, &mut present, &mut listing, &mut listed),
-                    None => return,
-                },
+                event = events.next() => if event.is_none() { return },
                 changed = served_changes.changed() => if changed.is_err() { return },
             }
             let settle = tokio::time::sleep(SETTLE);
             tokio::pin!(settle);
             loop {
                 tokio::select! {
-                    event = events.next() => match event {
-                        Some(event) => apply(event, &mut present, &mut listing, &mut listed),
-                        None => return,
-                    },
+                    event = events.next() => if event.is_none() { return },
                     _ = &mut settle => break,
                 }
             }
             let Some(registry) = client.registry() else {
                 return;
             };
-            if !listed || !registry.is_synced() {
+            if !present.is_ready() || !registry.is_synced() {
                 continue;
             }
             let wanted = wanted(&registry);
             drop(registry);
-            if let Err(e) = reconcile(&client, &wanted, &present).await {
+            if let Err(e) = reconcile(&client, &wanted, &present.by_key()).await {
                 tracing::warn!(error = %e, "APIService autoregistration failed; retried on the next change");
             }
         }
     });
     tasks
-}
-
-/// Folds one event of the APIService watch into `present`.
-fn apply(
-    event: InformerEvent,
-    present: &mut HashMap<String, Value>,
-    listing: &mut HashMap<String, Value>,
-    listed: &mut bool,
-) {
-    let name = |o: &Value| meta_str(o, "name").unwrap_or_default().to_string();
-    match event {
-        InformerEvent::Init => listing.clear(),
-        InformerEvent::InitApply(o) => {
-            let o = o.to_value();
-            listing.insert(name(&o), o);
-        }
-        InformerEvent::InitDone { .. } => {
-            *present = std::mem::take(listing);
-            *listed = true;
-        }
-        InformerEvent::Apply(o) => {
-            let o = o.to_value();
-            present.insert(name(&o), o);
-        }
-        InformerEvent::Delete(o) => {
-            present.remove(&name(&o.to_value()));
-        }
-        InformerEvent::Progress(_) => {}
-    }
 }
 
 fn apiservice_ref(name: &str) -> ObjectRef {
@@ -187,7 +151,7 @@ fn available_locally(obj: &Value) -> bool {
 async fn reconcile(
     client: &Client,
     wanted: &BTreeMap<String, Value>,
-    present: &HashMap<String, Value>,
+    present: &BTreeMap<String, Arc<Value>>,
 ) -> Result<()> {
     for (name, desired) in wanted {
         let current = match present.get(name) {
@@ -211,9 +175,9 @@ async fn reconcile(
                         true
                     })
                     .await?;
-                obj.clone()
+                (**obj).clone()
             }
-            Some(obj) => obj.clone(),
+            Some(obj) => (**obj).clone(),
         };
         if current.is_null() || available_locally(&current) {
             continue;

@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use crate::registry::client::{Client, ObjectRef};
+use crate::registry::follow::Event;
 use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, Result};
-use crate::storage::informer::InformerEvent;
 
 /// Who the controller acts as.
 const MANAGER: &str = "cluster-authentication-trust-controller";
@@ -48,13 +48,13 @@ pub fn start(registry: &Arc<Registry>, data: BTreeMap<String, String>) -> JoinSe
         loop {
             tokio::select! {
                 event = events.next() => match event {
-                    Some(InformerEvent::Apply(o) | InformerEvent::Delete(o)) => {
+                    Some(Event::Apply(o) | Event::Delete(o)) => {
                         // Every ConfigMap's events come here: read the head, not the object.
                         if o.namespace() != Some(NAMESPACE) || o.name() != Some(NAME) {
                             continue;
                         }
                     }
-                    Some(InformerEvent::InitDone { .. }) => {}
+                    Some(Event::InitDone) => {}
                     Some(_) => continue,
                     None => return,
                 },

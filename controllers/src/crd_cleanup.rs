@@ -15,11 +15,11 @@ use super::queue::WorkQueue;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::crd_lifecycle::{CLEANUP_FINALIZER, TERMINATING};
 use crate::registry::definition::CRD_GROUP;
+use crate::registry::follow::EventStreamExt as _;
 use crate::registry::system_fields::{
     finalizers, is_being_deleted, meta_str, remove_finalizer, set_condition,
 };
 use crate::registry::{Registry, ResourceDefinition, Result};
-use crate::storage::informer::InformerEvent;
 
 /// Who the controller acts as.
 const MANAGER: &str = "customresourcedefinition-cleanup-controller";
@@ -36,16 +36,14 @@ fn awaits_cleanup(crd: &Value) -> bool {
 pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let queue: Arc<WorkQueue<Key>> = WorkQueue::new();
-    let mut events = Box::pin(registry.crds().follow("v1"));
+    let mut crds = Box::pin(registry.crds().follow("v1").applied_objects());
     let feed = queue.clone();
     tasks.spawn(async move {
-        while let Some(event) = events.next().await {
-            if let InformerEvent::InitApply(crd) | InformerEvent::Apply(crd) = event {
-                let crd = crd.to_value();
-                if awaits_cleanup(&crd) {
-                    let text = |field| meta_str(&crd, field).unwrap_or_default().to_owned();
-                    feed.add((text("name"), text("uid")));
-                }
+        while let Some(crd) = crds.next().await {
+            let crd = crd.to_value();
+            if awaits_cleanup(&crd) {
+                let text = |field| meta_str(&crd, field).unwrap_or_default().to_owned();
+                feed.add((text("name"), text("uid")));
             }
         }
     });

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{Store, Writer};
+use crate::registry::follow::{EventStreamExt as _, Store, Writer};
 use crate::registry::system_fields::{meta_str, parse_rfc3339};
 use crate::registry::Registry;
 use crate::storage::Preconditions;
@@ -44,14 +44,10 @@ pub fn start(registry: &Arc<Registry>, ttl: Duration) -> JoinSet<()> {
     let Some(events) = registry.resolve("", "v1", "events") else {
         return tasks;
     };
-    let mut followed = Box::pin(events.follow("v1"));
-    let mut writer = Writer::new();
+    let writer = Writer::new();
     let store = writer.reader();
-    tasks.spawn(async move {
-        while let Some(event) = followed.next().await {
-            writer.apply(&event);
-        }
-    });
+    let follower = events.follow("v1").reflect(writer);
+    tasks.spawn(follower.for_each(|_| std::future::ready(())));
     let client = Client::new(registry, "event-expiry-controller");
     let interval = (ttl / 10).clamp(Duration::from_millis(100), MAX_SWEEP_INTERVAL);
     tasks.spawn(async move {

@@ -146,18 +146,9 @@ impl Drop for AbortOnDrop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::informer::InformerEvent;
-    use crate::storage::SharedObject;
 
     fn store(objects: Vec<Value>) -> Store {
-        let mut writer = Writer::new();
-        let reader = writer.reader();
-        writer.apply(&InformerEvent::Init);
-        for obj in objects {
-            writer.apply(&InformerEvent::InitApply(Arc::new(SharedObject::new(obj))));
-        }
-        writer.apply(&InformerEvent::InitDone { revision: 1 });
-        reader
+        objects.into_iter().collect()
     }
 
     fn address(ip: &str, service: &str) -> Value {

@@ -17,10 +17,10 @@ use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::aggregation::Aggregation;
 use crate::registry::client::{Client, ObjectRef};
+use crate::registry::follow::EventStreamExt as _;
 use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
 use crate::registry::system_fields::{is_being_deleted, meta_str, remove_finalizer, set_condition};
 use crate::registry::{Registry, Result};
-use crate::storage::informer::InformerEvent;
 
 /// Namespaces emptied at once.
 const WORKERS: usize = 4;
@@ -40,25 +40,23 @@ pub fn start(
     };
     let client = Client::new(registry, "namespace-controller");
     let queue: Arc<WorkQueue<Key>> = WorkQueue::new();
-    let mut events = Box::pin(namespaces.follow("v1"));
+    let mut applied = Box::pin(namespaces.follow("v1").applied_objects());
     let feed = queue.clone();
     tasks.spawn(async move {
-        while let Some(event) = events.next().await {
-            if let InformerEvent::InitApply(ns) | InformerEvent::Apply(ns) = event {
-                let ns = ns.to_value();
-                if is_being_deleted(&ns)
-                    && spec_finalizers(&ns)
-                        .iter()
-                        .any(|f| f == NAMESPACE_FINALIZER)
-                {
-                    let text = |p: &str| {
-                        ns.pointer(p)
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    feed.add((text("/metadata/name"), text("/metadata/uid")));
-                }
+        while let Some(ns) = applied.next().await {
+            let ns = ns.to_value();
+            if is_being_deleted(&ns)
+                && spec_finalizers(&ns)
+                    .iter()
+                    .any(|f| f == NAMESPACE_FINALIZER)
+            {
+                let text = |p: &str| {
+                    ns.pointer(p)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                feed.add((text("/metadata/name"), text("/metadata/uid")));
             }
         }
     });

@@ -16,9 +16,9 @@ use tokio::task::JoinSet;
 
 use super::queue::WorkQueue;
 use crate::registry::client::{Client, ObjectRef};
+use crate::registry::follow::{Event, EventStreamExt as _};
 use crate::registry::system_fields::{is_being_deleted, meta_str};
 use crate::registry::{Registry, Result};
-use crate::storage::informer::InformerEvent;
 
 /// Brings an existing object back to what it should hold; `false` when it already does.
 pub(crate) type Restore = Arc<dyn Fn(&mut Value) -> bool + Send + Sync>;
@@ -47,15 +47,13 @@ pub(crate) fn start(registry: &Arc<Registry>, kept: Kept) -> JoinSet<()> {
         return tasks;
     };
     let queue: Arc<WorkQueue<String>> = WorkQueue::new();
-    let mut namespace_events = Box::pin(namespaces.follow("v1"));
+    let mut applied_namespaces = Box::pin(namespaces.follow("v1").applied_objects());
     let to_queue = queue.clone();
     tasks.spawn(async move {
-        while let Some(event) = namespace_events.next().await {
-            if let InformerEvent::InitApply(ns) | InformerEvent::Apply(ns) = event {
-                let ns = ns.to_value();
-                if is_active(&ns) {
-                    to_queue.add(meta_str(&ns, "name").unwrap_or_default().to_string());
-                }
+        while let Some(ns) = applied_namespaces.next().await {
+            let ns = ns.to_value();
+            if is_active(&ns) {
+                to_queue.add(meta_str(&ns, "name").unwrap_or_default().to_string());
             }
         }
     });
@@ -65,8 +63,8 @@ pub(crate) fn start(registry: &Arc<Registry>, kept: Kept) -> JoinSet<()> {
     tasks.spawn(async move {
         while let Some(event) = object_events.next().await {
             let object = match event {
-                InformerEvent::Delete(o) => o,
-                InformerEvent::Apply(o) if restores => o,
+                Event::Delete(o) => o,
+                Event::Apply(o) if restores => o,
                 _ => continue,
             };
             // Every object of the kind comes here: read the head, not the object.

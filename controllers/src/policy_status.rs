@@ -13,9 +13,9 @@ use tokio::task::JoinSet;
 use super::queue::WorkQueue;
 use crate::registry::cel::type_check::{self, CheckedKind};
 use crate::registry::client::{Client, ObjectRef};
+use crate::registry::follow::EventStreamExt as _;
 use crate::registry::system_fields::strings_at;
 use crate::registry::{Registry, Result};
-use crate::storage::informer::InformerEvent;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 const PLURAL: &str = "validatingadmissionpolicies";
@@ -29,20 +29,18 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
         return tasks;
     };
     let queue: Arc<WorkQueue<String>> = WorkQueue::new();
-    let mut events = Box::pin(policies.follow("v1"));
+    let mut applied = Box::pin(policies.follow("v1").applied_objects());
     let feed = queue.clone();
     tasks.spawn(async move {
-        while let Some(event) = events.next().await {
-            if let InformerEvent::InitApply(o) | InformerEvent::Apply(o) = &event {
-                let policy = o.to_value();
-                if !observed(&policy) {
-                    feed.add(
-                        policy["metadata"]["name"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .into(),
-                    );
-                }
+        while let Some(policy) = applied.next().await {
+            let policy = policy.to_value();
+            if !observed(&policy) {
+                feed.add(
+                    policy["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .into(),
+                );
             }
         }
     });

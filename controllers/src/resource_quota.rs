@@ -19,11 +19,11 @@ use tokio::task::JoinSet;
 
 use super::queue::WorkQueue;
 use crate::registry::client::{Client, ObjectRef};
+use crate::registry::follow::{Event, EventStreamExt as _};
 use crate::registry::follow::{Store, Writer};
 use crate::registry::quota::{counted_resource, resource_list, resource_list_value, Evaluator};
 use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, Result};
-use crate::storage::informer::InformerEvent;
 
 /// The field manager of its status writes.
 const MANAGER: &str = "resourcequota-controller";
@@ -41,7 +41,7 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
         return tasks;
     };
     let queue: Arc<WorkQueue<QuotaKey>> = WorkQueue::new();
-    let mut writer = Writer::new().with_index("namespace", |q| {
+    let writer = Writer::new().with_index("namespace", |q| {
         meta_str(q, "namespace")
             .map(String::from)
             .into_iter()
@@ -50,21 +50,18 @@ pub fn start(registry: &Arc<Registry>) -> JoinSet<()> {
     let store = writer.reader();
     // The resources some quota counts, to be followed for deletions.
     let (monitor_tx, monitor_rx) = mpsc::unbounded_channel();
-    let mut events = Box::pin(quotas.follow("v1"));
+    let mut applied = Box::pin(quotas.follow("v1").reflect(writer).applied_objects());
     let to_queue = queue.clone();
     tasks.spawn(async move {
-        while let Some(event) = events.next().await {
-            writer.apply(&event);
-            if let InformerEvent::InitApply(q) | InformerEvent::Apply(q) = event {
-                let quota = q.to_value();
-                for name in resource_list(&quota["spec"]["hard"]).keys() {
-                    if let Some(resource) = counted_resource(name) {
-                        let _ = monitor_tx.send(resource);
-                    }
+        while let Some(quota) = applied.next().await {
+            let quota = quota.to_value();
+            for name in resource_list(&quota["spec"]["hard"]).keys() {
+                if let Some(resource) = counted_resource(name) {
+                    let _ = monitor_tx.send(resource);
                 }
-                if needs_recount(&quota) {
-                    to_queue.add(key_of(&quota));
-                }
+            }
+            if needs_recount(&quota) {
+                to_queue.add(key_of(&quota));
             }
         }
     });
@@ -134,8 +131,8 @@ async fn monitor(
         let task = tokio::spawn(async move {
             while let Some(event) = events.next().await {
                 let object = match event {
-                    InformerEvent::Delete(o) => o,
-                    InformerEvent::Apply(o) if charges_updates => o,
+                    Event::Delete(o) => o,
+                    Event::Apply(o) if charges_updates => o,
                     _ => continue,
                 };
                 if let Some(namespace) = object.namespace() {

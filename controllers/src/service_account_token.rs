@@ -12,9 +12,9 @@ use tokio::task::JoinSet;
 
 use super::queue::WorkQueue;
 use crate::registry::client::{Client, ObjectRef};
+use crate::registry::follow::Event;
 use crate::registry::system_fields::{annotation, is_being_deleted};
 use crate::registry::{Registry, Result};
-use crate::storage::informer::InformerEvent;
 use crate::storage::Preconditions;
 
 /// The Secret type this controller fills.
@@ -67,12 +67,10 @@ pub fn start(registry: &Arc<Registry>, signer: Arc<dyn TokenSigner>) -> JoinSet<
         tasks.spawn(async move {
             while let Some(event) = events.next().await {
                 let work = match (&event, watching_secrets) {
-                    (InformerEvent::InitApply(o) | InformerEvent::Apply(o), true) => {
+                    (Event::InitApply(o) | Event::Apply(o), true) => {
                         needs_work(&o.to_value()).then(|| key(&o.to_value(), Work::Secret))
                     }
-                    (InformerEvent::Delete(o), false) => {
-                        Some(key(&o.to_value(), Work::AccountGone))
-                    }
+                    (Event::Delete(o), false) => Some(key(&o.to_value(), Work::AccountGone)),
                     _ => None,
                 };
                 if let Some(work) = work {

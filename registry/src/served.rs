@@ -379,7 +379,7 @@ impl Registry {
     pub fn start(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         let crds = self.crds();
-        let mut events = Box::pin(crds.follow("v1"));
+        let mut events = Box::pin(crds.follow_revisions("v1"));
         tokio::spawn(async move {
             let mut listing = Vec::new();
             while let Some(event) = events.next().await {

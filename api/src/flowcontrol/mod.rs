@@ -36,7 +36,7 @@ use super::route::{Route, Verb};
 use super::status::Status;
 use crate::authorization::Attributes;
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::Writer;
+use crate::registry::follow::{EventStreamExt as _, Writer};
 use crate::registry::system_fields::{condition, meta_str, set_condition};
 use crate::registry::Registry;
 
@@ -175,20 +175,17 @@ impl FlowControl {
         ) else {
             return;
         };
-        let mut schema_events = Box::pin(schemas.follow("v1"));
-        let mut level_events = Box::pin(levels.follow("v1"));
+        let (schema_copy, level_copy) = (Writer::new(), Writer::new());
+        let (schemas_read, levels_read) = (schema_copy.reader(), level_copy.reader());
+        let mut changes = Box::pin(futures::stream::select(
+            schemas.follow("v1").reflect_changes(schema_copy),
+            levels.follow("v1").reflect_changes(level_copy),
+        ));
         let control = Arc::downgrade(self);
         let client = Client::new(registry, STATUS_MANAGER);
         tokio::spawn(async move {
-            let (mut schemas, mut levels) = (Writer::new(), Writer::new());
-            let (schemas_read, levels_read) = (schemas.reader(), levels.reader());
-            loop {
-                let changed = tokio::select! {
-                    Some(event) = schema_events.next() => schemas.apply(&event),
-                    Some(event) = level_events.next() => levels.apply(&event),
-                    else => return,
-                };
-                if !changed || !schemas_read.is_ready() || !levels_read.is_ready() {
+            while changes.next().await.is_some() {
+                if !schemas_read.is_ready() || !levels_read.is_ready() {
                     continue;
                 }
                 let Some(control) = control.upgrade() else {

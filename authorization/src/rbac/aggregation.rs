@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::policy::{rules_of, PolicyRule, GROUP};
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::Writer;
+use crate::registry::follow::{EventStreamExt as _, Writer};
 pub use crate::registry::labels::selector_matches;
 use crate::registry::system_fields::meta_str;
 use crate::registry::Registry;
@@ -93,16 +93,11 @@ pub fn start(registry: &Arc<Registry>) {
     };
     let weak: Weak<Registry> = Arc::downgrade(registry);
     let client = Client::new(registry, FIELD_MANAGER);
-    let mut events = Box::pin(served.follow("v1"));
+    let mut changes = Box::pin(served.follow("v1").reflect_changes(Writer::new()));
     tokio::spawn(async move {
-        let mut writer = Writer::new();
-        let store = writer.reader();
-        while let Some(event) = events.next().await {
+        while let Some(store) = changes.next().await {
             if weak.strong_count() == 0 {
                 return;
-            }
-            if !writer.apply(&event) {
-                continue;
             }
             let roles: BTreeMap<String, ClusterRoleView> = store
                 .by_key()

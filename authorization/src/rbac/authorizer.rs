@@ -11,8 +11,8 @@ use tokio::sync::watch;
 
 use super::index::{PolicyIndex, RbacKind};
 use super::policy::{rule_allows, PolicyRule, GROUP};
+use crate::registry::follow::{Event, EventStreamExt as _, Writer};
 use crate::registry::Registry;
-use crate::storage::informer::InformerEvent;
 use crate::user::UserInfo;
 use crate::{
     Attributes, Authorizer, Decision, NonResourceRule, ResourceRule, RuleResolver, UserRules,
@@ -69,50 +69,33 @@ impl RbacAuthorizer {
                 );
                 continue;
             };
-            let stream = served.follow("v1");
-            streams.push(stream.map(move |event| (kind, event)).boxed());
+            let writer = Writer::new();
+            let copy = writer.reader();
+            let stream = served.follow("v1").reflect(writer);
+            streams.push(stream.map(move |event| (kind, copy.clone(), event)).boxed());
         }
         let this: Weak<Self> = Arc::downgrade(self);
         let registry = Arc::downgrade(registry);
         tokio::spawn(async move {
             let mut events = futures::stream::select_all(streams);
-            let mut listing: Vec<(RbacKind, Vec<Value>)> = Vec::new();
             let mut listed = std::collections::BTreeSet::new();
-            while let Some((kind, event)) = events.next().await {
+            while let Some((kind, copy, event)) = events.next().await {
                 let Some(this) = this.upgrade() else { return };
                 if registry.strong_count() == 0 {
                     return;
                 }
-                let pending = |listing: &mut Vec<(RbacKind, Vec<Value>)>| match listing
-                    .iter()
-                    .position(|(k, _)| *k == kind)
-                {
-                    Some(i) => i,
-                    None => {
-                        listing.push((kind, Vec::new()));
-                        listing.len() - 1
-                    }
-                };
                 match event {
-                    InformerEvent::Init => {
-                        let i = pending(&mut listing);
-                        listing[i].1.clear();
-                    }
-                    InformerEvent::InitApply(obj) => {
-                        let i = pending(&mut listing);
-                        listing[i].1.push(obj.to_value());
-                    }
-                    InformerEvent::InitDone { .. } => {
-                        let i = pending(&mut listing);
-                        let (_, objects) = listing.swap_remove(i);
+                    Event::InitDone => {
+                        let objects: Vec<Value> =
+                            copy.state().iter().map(|o| (**o).clone()).collect();
                         this.write().replace(kind, &objects);
                         if listed.insert(kind) {
                             this.synced.send_replace(listed.len());
                         }
                     }
-                    InformerEvent::Apply(obj) => this.write().apply(kind, &obj.to_value()),
-                    InformerEvent::Delete(obj) => this.write().delete(kind, &obj.to_value()),
-                    InformerEvent::Progress(_) => {}
+                    Event::Apply(obj) => this.write().apply(kind, &obj.to_value()),
+                    Event::Delete(obj) => this.write().delete(kind, &obj.to_value()),
+                    Event::Init | Event::InitApply(_) => {}
                 }
             }
         });

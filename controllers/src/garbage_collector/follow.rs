@@ -12,11 +12,11 @@ use tokio::task::JoinSet;
 
 use super::graph::Uid;
 use super::Collector;
+use crate::registry::follow::Event;
 use crate::registry::Registry;
-use crate::storage::informer::InformerEvent;
 
 /// The informers' events, tagged with the resource they come from.
-type Tagged = (String, String, InformerEvent);
+type Tagged = (String, String, Event);
 
 /// Follows every served resource (starting and stopping informers as definitions come and
 /// go) and keeps the graph; marks the collector synced once every resource was listed.
@@ -92,16 +92,16 @@ pub(super) async fn follow(
             Some((group, plural, event)) = rx.recv() => {
                 let key = (group, plural);
                 match event {
-                    InformerEvent::Init => {
+                    Event::Init => {
                         listing.insert(key.clone(), HashSet::new());
                     }
-                    InformerEvent::InitApply(obj) => {
+                    Event::InitApply(obj) => {
                         let uid = collector.observe(&key, &obj.to_value());
                         if let (Some(uid), Some(seen)) = (uid, listing.get_mut(&key)) {
                             seen.insert(uid);
                         }
                     }
-                    InformerEvent::InitDone { .. } => {
+                    Event::InitDone => {
                         let seen = listing.remove(&key).unwrap_or_default();
                         let mut graph = collector.lock_graph();
                         for uid in graph.uids_of(&key.0, &key.1) {
@@ -116,17 +116,16 @@ pub(super) async fn follow(
                             synced.send_if_modified(|s| !std::mem::replace(s, true));
                         }
                     }
-                    InformerEvent::Apply(obj) => {
+                    Event::Apply(obj) => {
                         collector.observe(&key, &obj.to_value());
                     }
-                    InformerEvent::Delete(obj) => {
+                    Event::Delete(obj) => {
                         if let Some(uid) = obj.to_value().pointer("/metadata/uid").and_then(Value::as_str) {
                             collector.lock_absent().insert(uid);
                             let woken = collector.lock_graph().forget(uid);
                             collector.wake(woken);
                         }
                     }
-                    InformerEvent::Progress(_) => {}
                 }
             }
         }

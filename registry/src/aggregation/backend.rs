@@ -177,9 +177,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::follow::Writer;
-    use crate::storage::informer::InformerEvent;
-    use crate::storage::SharedObject;
+    use crate::follow::{Event, Object, Writer};
 
     fn store(objects: Vec<Value>, index: bool) -> Store {
         let mut writer = Writer::new();
@@ -187,12 +185,11 @@ mod tests {
             writer = writer.with_index("service", slice_service);
         }
         let reader = writer.reader();
-        writer.apply(&InformerEvent::Init);
+        writer.apply(&Event::Init);
         for obj in objects {
-            let shared = std::sync::Arc::new(SharedObject::new(obj));
-            writer.apply(&InformerEvent::InitApply(shared));
+            writer.apply(&Event::InitApply(std::sync::Arc::new(Object::new(obj))));
         }
-        writer.apply(&InformerEvent::InitDone { revision: 1 });
+        writer.apply(&Event::InitDone);
         reader
     }
 

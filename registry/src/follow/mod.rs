@@ -3,11 +3,13 @@
 //! registry serves them at one version, never the storage below it; and the reflector store
 //! ([`Writer`] and cloneable [`Store`] readers) that keeps a follower's copy of what it follows.
 
+mod event;
 mod store;
 
 use async_trait::async_trait;
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 
+pub use event::{Event, EventStreamExt, Object};
 pub use store::{Indexer, Store, Writer};
 
 use super::error::Error;
@@ -63,7 +65,17 @@ impl ListerWatcher for RegistryListerWatcher {
 impl ServedResource {
     /// Follows every object of the resource, at `version`, through the registry-level watch:
     /// list, then watch, relisting when needed; dropping the stream stops it.
-    pub fn follow(&self, version: &str) -> impl Stream<Item = InformerEvent> + Send + 'static {
+    pub fn follow(&self, version: &str) -> impl Stream<Item = Event> + Send + 'static {
+        self.follow_revisions(version)
+            .filter_map(|event| std::future::ready(Event::from_informer(event)))
+    }
+
+    /// [`ServedResource::follow`] with the revisions the informer reaches (its lists' and
+    /// bookmarks'), for the registry's own table of served resources.
+    pub(crate) fn follow_revisions(
+        &self,
+        version: &str,
+    ) -> impl Stream<Item = InformerEvent> + Send + 'static {
         let source = RegistryListerWatcher {
             store: self.store.clone(),
             scope: RequestScope {
@@ -78,25 +90,16 @@ impl ServedResource {
 
     /// Keeps `writer`'s store current from [`ServedResource::follow`] at `version`, in a task
     /// of its own (abort it to stop); answers a reader of the store and the task.
-    pub fn reflect(
-        &self,
-        version: &str,
-        mut writer: Writer,
-    ) -> (Store, tokio::task::JoinHandle<()>) {
-        use futures::StreamExt as _;
+    pub fn reflect(&self, version: &str, writer: Writer) -> (Store, tokio::task::JoinHandle<()>) {
         let reader = writer.reader();
-        let mut events = Box::pin(self.follow(version));
-        let task = tokio::spawn(async move {
-            while let Some(event) = events.next().await {
-                writer.apply(&event);
-            }
-        });
+        let events = self.follow(version).reflect(writer);
+        let task = tokio::spawn(events.for_each(|_| std::future::ready(())));
         (reader, task)
     }
 
     /// [`ServedResource::follow`] at the storage version: objects as stored, no conversion
     /// (what the garbage collector reads of every resource).
-    pub fn follow_stored(&self) -> impl Stream<Item = InformerEvent> + Send + 'static {
+    pub fn follow_stored(&self) -> impl Stream<Item = Event> + Send + 'static {
         self.follow(self.def.storage_version())
     }
 }

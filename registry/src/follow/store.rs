@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::storage::informer::InformerEvent;
+use super::event::Event;
 
 /// The values an index files an object under.
 pub type Indexer = fn(&Value) -> Vec<String>;
@@ -124,35 +124,34 @@ impl Writer {
 
     /// Applies one event; answers whether readers see a change (a list's end, a change; not a
     /// list in progress or a progress notice).
-    pub fn apply(&mut self, event: &InformerEvent) -> bool {
+    pub fn apply(&mut self, event: &Event) -> bool {
         match event {
-            InformerEvent::Init => {
+            Event::Init => {
                 self.listing = Some(BTreeMap::new());
                 false
             }
-            InformerEvent::InitApply(o) => {
+            Event::InitApply(o) => {
                 let obj = o.to_value();
                 self.listing
                     .get_or_insert_with(BTreeMap::new)
                     .insert(object_key(&obj), Arc::new(obj));
                 false
             }
-            InformerEvent::InitDone { .. } => {
+            Event::InitDone => {
                 let listed = self.listing.take().unwrap_or_default();
                 self.write().replace(listed);
                 self.ready.send_if_modified(|r| !std::mem::replace(r, true));
                 true
             }
-            InformerEvent::Apply(o) => {
+            Event::Apply(o) => {
                 let obj = o.to_value();
                 self.write().insert(object_key(&obj), Arc::new(obj));
                 true
             }
-            InformerEvent::Delete(o) => {
+            Event::Delete(o) => {
                 self.write().remove(&object_key(&o.to_value()));
                 true
             }
-            InformerEvent::Progress(_) => false,
         }
     }
 }
@@ -170,6 +169,19 @@ impl std::fmt::Debug for Store {
             .field("objects", &self.len())
             .field("ready", &self.is_ready())
             .finish()
+    }
+}
+
+/// A ready store of the given objects (a follower's copy built by hand, as tests do).
+impl FromIterator<Value> for Store {
+    fn from_iter<I: IntoIterator<Item = Value>>(objects: I) -> Self {
+        let mut writer = Writer::new();
+        writer.apply(&Event::Init);
+        for obj in objects {
+            writer.apply(&Event::InitApply(Arc::new(super::Object::new(obj))));
+        }
+        writer.apply(&Event::InitDone);
+        writer.reader()
     }
 }
 
@@ -232,7 +244,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::storage::SharedObject;
+    use crate::follow::Object as SharedObject;
 
     fn object(namespace: &str, name: &str, team: &str) -> Arc<SharedObject> {
         Arc::new(SharedObject::new(json!({
@@ -259,22 +271,22 @@ mod tests {
         let mut writer = Writer::new().with_index("team", team);
         let store = writer.reader();
         assert!(!store.is_ready());
-        assert!(!writer.apply(&InformerEvent::Init));
-        assert!(!writer.apply(&InformerEvent::InitApply(object("a", "x", "red"))));
+        assert!(!writer.apply(&Event::Init));
+        assert!(!writer.apply(&Event::InitApply(object("a", "x", "red"))));
         assert!(store.is_empty(), "nothing shows before the list is done");
-        assert!(writer.apply(&InformerEvent::InitDone { revision: 3 }));
+        assert!(writer.apply(&Event::InitDone));
         store.wait_until_ready().await;
         assert_eq!(store.get(Some("a"), "x").unwrap()["metadata"]["name"], "x");
         assert!(store.get(Some("b"), "x").is_none());
         // A relist drops what it no longer lists, from the indexes too.
-        writer.apply(&InformerEvent::Init);
-        writer.apply(&InformerEvent::InitApply(object("b", "y", "blue")));
+        writer.apply(&Event::Init);
+        writer.apply(&Event::InitApply(object("b", "y", "blue")));
         assert_eq!(
             names(&store.state()),
             ["x"],
             "the old copy serves meanwhile"
         );
-        writer.apply(&InformerEvent::InitDone { revision: 5 });
+        writer.apply(&Event::InitDone);
         assert_eq!(names(&store.state()), ["y"]);
         assert!(store.indexed("team", "red").is_empty());
         assert_eq!(names(&store.indexed("team", "blue")), ["y"]);
@@ -284,16 +296,15 @@ mod tests {
     fn changes_and_deletes_keep_the_indexes() {
         let mut writer = Writer::new().with_index("team", team);
         let store = writer.reader();
-        writer.apply(&InformerEvent::InitDone { revision: 1 });
-        writer.apply(&InformerEvent::Apply(object("a", "x", "red")));
-        writer.apply(&InformerEvent::Apply(object("a", "y", "red")));
+        writer.apply(&Event::InitDone);
+        writer.apply(&Event::Apply(object("a", "x", "red")));
+        writer.apply(&Event::Apply(object("a", "y", "red")));
         assert_eq!(names(&store.indexed("team", "red")), ["x", "y"]);
-        writer.apply(&InformerEvent::Apply(object("a", "x", "blue")));
+        writer.apply(&Event::Apply(object("a", "x", "blue")));
         assert_eq!(names(&store.indexed("team", "red")), ["y"]);
         assert_eq!(names(&store.indexed("team", "blue")), ["x"]);
-        assert!(writer.apply(&InformerEvent::Delete(object("a", "y", "red"))));
+        assert!(writer.apply(&Event::Delete(object("a", "y", "red"))));
         assert!(store.indexed("team", "red").is_empty());
-        assert!(!writer.apply(&InformerEvent::Progress(9)));
         assert_eq!(store.len(), 1);
     }
 }

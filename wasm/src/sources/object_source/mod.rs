@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::module_object::{source_name, ModuleSource, ModuleSpec, PLURAL, VERSION};
 use super::pull::{PullError, PullRequest, Pulled, Puller, RegistryAuth};
+use crate::registry::follow::{Event, EventStreamExt as _, Writer};
 use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, RequestScope, ServedResource};
-use crate::storage::informer::InformerEvent;
 use crate::{ModuleState, ModuleTable, Refusal};
 use pulling::{agreed_resolution, digest_in_force, pending_status, PullState};
 use status::{rejected_status, rolled_back_here, status_of, write_status};
@@ -97,26 +97,25 @@ impl Follower {
         resource: ServedResource,
         mut pulls_done: tokio::sync::mpsc::UnboundedReceiver<PullDone>,
     ) {
-        let mut events = Box::pin(resource.follow(VERSION));
+        let writer = Writer::new();
+        let copy = writer.reader();
+        let mut events = Box::pin(resource.follow(VERSION).reflect(writer));
         let mut table_events = self.table.subscribe();
         let mut report_tick = tokio::time::interval(REPORT_INTERVAL);
         report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut listing = Vec::new();
         loop {
             if self.registry.strong_count() == 0 {
                 return;
             }
             tokio::select! {
                 event = events.next() => match event {
-                    Some(InformerEvent::Init) => listing.clear(),
-                    Some(InformerEvent::InitApply(o)) => listing.push(o.to_value()),
-                    Some(InformerEvent::InitDone { .. }) => {
-                        let listed = std::mem::take(&mut listing);
+                    Some(Event::InitDone) => {
+                        let listed: Vec<Value> = copy.state().iter().map(|o| (**o).clone()).collect();
                         self.replace_all(&resource, &listed).await;
                     }
-                    Some(InformerEvent::Apply(o)) => self.offer(&resource, &o.to_value()).await,
-                    Some(InformerEvent::Delete(o)) => self.remove(&name_of(&o.to_value())),
-                    Some(InformerEvent::Progress(_)) => {}
+                    Some(Event::Apply(o)) => self.offer(&resource, &o.to_value()).await,
+                    Some(Event::Delete(o)) => self.remove(&name_of(&o.to_value())),
+                    Some(Event::Init | Event::InitApply(_)) => {}
                     None => return,
                 },
                 change = table_events.recv() => {
