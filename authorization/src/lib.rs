@@ -10,7 +10,6 @@
 
 pub use strategy_host_contract::{authorizer, strategy, user};
 pub use strategy_host_registry as registry;
-pub use strategy_host_storage as storage;
 
 pub mod delegated;
 pub mod owner_references;

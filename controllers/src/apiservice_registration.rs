@@ -18,8 +18,8 @@ use crate::registry::apiservice::{local, name_of, AUTOMANAGED_LABEL, GROUP, PLUR
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::{EventStreamExt as _, Writer};
 use crate::registry::system_fields::{meta_str, now_rfc3339};
+use crate::registry::Preconditions;
 use crate::registry::{Registry, Result};
-use crate::storage::options::Preconditions;
 
 /// Who the controller acts as.
 const MANAGER: &str = "apiservice-autoregistration-controller";

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{finalizers, is_being_deleted, meta_str};
+use crate::registry::Preconditions;
 use crate::registry::{Result, ServedResource};
-use crate::storage::Preconditions;
 
 /// What is left after one pass.
 #[derive(Debug, Default)]

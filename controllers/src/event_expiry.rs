@@ -14,8 +14,8 @@ use tokio::task::JoinSet;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::{EventStreamExt as _, Store, Writer};
 use crate::registry::system_fields::{meta_str, parse_rfc3339};
+use crate::registry::Preconditions;
 use crate::registry::Registry;
-use crate::storage::Preconditions;
 
 /// How often the sweep runs at most (and at least every tenth of the TTL).
 const MAX_SWEEP_INTERVAL: Duration = Duration::from_secs(60);

@@ -15,8 +15,8 @@ use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::{Store, Writer};
 use crate::registry::service::cluster_ip::parent_ref;
 use crate::registry::system_fields::meta_str;
+use crate::registry::Preconditions;
 use crate::registry::Registry;
-use crate::storage::options::Preconditions;
 
 /// Who the controller acts as.
 const MANAGER: &str = "ipaddress-repair-controller";

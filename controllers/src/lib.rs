@@ -15,7 +15,6 @@
 //! A crate beside the api and the admission plugins, above the registry; it knows neither.
 
 pub use strategy_host_registry as registry;
-pub use strategy_host_storage as storage;
 
 mod aggregated_content;
 pub mod apiservice_availability;

@@ -14,8 +14,8 @@ use super::queue::WorkQueue;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::Event;
 use crate::registry::system_fields::{annotation, is_being_deleted};
+use crate::registry::Preconditions;
 use crate::registry::{Registry, Result};
-use crate::storage::Preconditions;
 
 /// The Secret type this controller fills.
 pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";

@@ -1,14 +1,18 @@
 //! The registry's loopback client, how the server's own parts act (controllers, quota
-//! admission): the registry's own verbs (get, update, delete, create), as the
-//! server's identity with the controller's field manager, so every object's strategy,
+//! admission, module sources, the modules' host functions): the registry's own verbs (get,
+//! list, create, update, apply, delete) with registry-owned parameters, as the server's
+//! identity (or a user's) with the caller's field manager, so every object's strategy,
 //! finalizers, hooks and propagation apply exactly as to a client's request.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::storage::{GetOptions, ListOptions, Preconditions};
+use crate::storage::{
+    GetOptions, LabelSelector, ListOptions, Preconditions, SelectionPredicate, StorageError,
+};
 use crate::system_fields::meta_str;
+use crate::user::UserInfo;
 use crate::{DeleteOptions, Error, Registry, RequestScope, Result, ServedResource, UpdateFn};
 
 /// One object a controller acts on: its resource and where it is.
@@ -45,21 +49,74 @@ impl ObjectRef {
     }
 }
 
-/// An in-process writer's handle on the registry (a controller's, an admission plugin's).
+/// How a list reads (kube-client's `ListParams`, of what in-process callers ask).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListParams {
+    /// Only the objects this label selector (`app=web,tier!=db`) selects.
+    pub label_selector: Option<String>,
+    /// At most this many objects (the first page).
+    pub limit: Option<u64>,
+    /// As the watch cache holds them (`resourceVersion=0`: no round trip to the store), not a
+    /// consistent read.
+    pub cached: bool,
+}
+
+/// An in-process caller's handle on the registry (a controller's, an admission plugin's, a
+/// module's host functions').
 #[derive(Debug, Clone)]
 pub struct Client {
     registry: std::sync::Weak<Registry>,
     /// The field manager its writes are recorded under.
-    manager: &'static str,
+    manager: Arc<str>,
+    /// Who it acts as; the server itself when none.
+    user: Option<Arc<UserInfo>>,
+    /// For logs; the manager's name when none.
+    request_id: Option<Arc<str>>,
+    /// Writes are dry runs.
+    dry_run: bool,
+    /// The After-hook depth of its writes.
+    hook_depth: u32,
 }
 
 impl Client {
-    /// A client of `registry` writing as `manager`.
-    pub fn new(registry: &Arc<Registry>, manager: &'static str) -> Self {
+    /// A client of `registry` acting as the server, writing as `manager`.
+    pub fn new(registry: &Arc<Registry>, manager: impl Into<Arc<str>>) -> Self {
         Self {
             registry: Arc::downgrade(registry),
-            manager,
+            manager: manager.into(),
+            user: None,
+            request_id: None,
+            dry_run: false,
+            hook_depth: 0,
         }
+    }
+
+    /// The same client acting as `user` (whose admission and audit see who wrote).
+    #[must_use]
+    pub fn as_user(mut self, user: Arc<UserInfo>) -> Self {
+        self.user = Some(user);
+        self
+    }
+
+    /// The same client naming its requests `request_id` in logs.
+    #[must_use]
+    pub fn with_request_id(mut self, request_id: impl Into<Arc<str>>) -> Self {
+        self.request_id = Some(request_id.into());
+        self
+    }
+
+    /// The same client making its writes dry runs when `dry_run` is set.
+    #[must_use]
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// The same client writing at After-hook depth `depth` (a write a hook makes).
+    #[must_use]
+    pub fn at_hook_depth(mut self, depth: u32) -> Self {
+        self.hook_depth = depth;
+        self
     }
 
     /// The registry, while the server runs.
@@ -68,13 +125,23 @@ impl Client {
     }
 
     fn scope(&self, object: &ObjectRef) -> RequestScope {
-        RequestScope {
+        let mut scope = RequestScope {
             version: object.version.clone(),
             namespace: object.namespace.clone(),
-            request_id: self.manager.to_string(),
+            request_id: self
+                .request_id
+                .as_deref()
+                .unwrap_or(&self.manager)
+                .to_string(),
             field_manager: self.manager.to_string(),
+            dry_run: self.dry_run,
+            hook_depth: self.hook_depth,
             ..Default::default()
+        };
+        if let Some(user) = &self.user {
+            scope.user = user.clone();
         }
+        scope
     }
 
     fn served(&self, object: &ObjectRef) -> Result<ServedResource> {
@@ -199,12 +266,53 @@ impl Client {
         namespace: Option<&str>,
     ) -> Result<Vec<Value>> {
         let collection = ObjectRef::new(group, version, plural, namespace, "");
-        let served = self.served(&collection)?;
-        let page = served
-            .store
-            .list(&self.scope(&collection), ListOptions::default())
-            .await?;
+        self.list_with(&collection, &ListParams::default()).await
+    }
+
+    /// Lists the objects of `collection`'s resource in its namespace (none: in every
+    /// namespace, or a cluster-scoped resource's; its name is not looked at), as `params` say.
+    ///
+    /// # Errors
+    /// A label selector that does not parse; storage failures; the resource is no longer
+    /// served.
+    pub async fn list_with(
+        &self,
+        collection: &ObjectRef,
+        params: &ListParams,
+    ) -> Result<Vec<Value>> {
+        let label = match &params.label_selector {
+            Some(selector) => LabelSelector::parse(selector).map_err(|e| match e {
+                StorageError::BadRequest(message) => Error::BadRequest(message),
+                other => Error::Internal(other.to_string()),
+            })?,
+            None => LabelSelector::default(),
+        };
+        let opts = ListOptions {
+            resource_version: if params.cached { "0" } else { "" }.into(),
+            limit: params.limit.unwrap_or(0),
+            predicate: SelectionPredicate {
+                label,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let served = self.served(collection)?;
+        let page = served.store.list(&self.scope(collection), opts).await?;
         Ok(page.item_values())
+    }
+
+    /// Server-side applies `obj` to `object`, as its field manager; `force` takes over the
+    /// fields other managers own (as a controller applies).
+    ///
+    /// # Errors
+    /// The apply's failures (a conflict with another manager when not forced).
+    pub async fn apply(&self, object: &ObjectRef, obj: Value, force: bool) -> Result<Value> {
+        let served = self.served(object)?;
+        let outcome = served
+            .store
+            .apply(&self.scope(object), &object.name, obj, force)
+            .await?;
+        Ok(outcome.object)
     }
 
     /// Deletes `object` if `preconditions` hold (its uid, its resourceVersion), with

@@ -16,7 +16,7 @@ pub mod apply;
 pub mod builtin;
 pub mod cel;
 pub mod client;
-pub use strategy_host_storage::config_file;
+pub use strategy_host_storage::{config_file, go_duration};
 mod conversion;
 mod conversion_memo;
 pub mod crd_lifecycle;
@@ -56,4 +56,6 @@ pub use error::{Error, Result, Target};
 pub use list::ListPage;
 pub use served::{Registry, ServedResource};
 pub use store::{FieldValidation, Outcome, RegistryStore, RequestScope};
+/// What a write or delete requires of the object it changes (its uid, its resourceVersion).
+pub use strategy_host_storage::Preconditions;
 pub use update::UpdateFn;

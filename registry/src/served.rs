@@ -77,6 +77,20 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
+    /// A registry over the embedded store at `path` (opened, or made when absent): a server
+    /// of one process, as tests and single-node setups run it.
+    ///
+    /// # Errors
+    /// The store cannot be opened.
+    pub async fn open_embedded(
+        path: &std::path::Path,
+        resolver: Arc<dyn StrategyResolver>,
+    ) -> Result<Arc<Self>, crate::storage::StorageError> {
+        use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
+        let store = EmbeddedStore::open(EmbeddedConfig::new(path)).await?;
+        Ok(Self::new(Arc::new(store), resolver))
+    }
+
     /// A registry over `base` serving the built-in resources; call [`Registry::start`] to follow
     /// CustomResourceDefinitions. Must run inside a tokio runtime (caches start tasks).
     pub fn new(base: Arc<dyn Storage>, resolver: Arc<dyn StrategyResolver>) -> Arc<Self> {

@@ -8,9 +8,10 @@ use std::sync::{Arc, Weak};
 use serde_json::Value;
 
 use super::runtime::{CallerInfo, Collection, HostApi, HostCallError};
+use crate::registry::client::{Client, ListParams, ObjectRef};
+use crate::registry::names::group_version;
 use crate::registry::system_fields::meta_str;
-use crate::registry::{Registry, RequestScope, ServedResource};
-use crate::storage::{GetOptions, LabelSelector, ListOptions, SelectionPredicate};
+use crate::registry::{Registry, ServedResource};
 use crate::user::UserInfo;
 
 /// Host functions over a registry (held weakly: the runtime outlives nothing).
@@ -35,44 +36,42 @@ impl RegistryHostApi {
         self.registry.upgrade().ok_or(HostCallError::ShuttingDown)
     }
 
-    /// The served resource of `objects`, and the scope `caller` reads it in.
-    fn read(
-        &self,
-        caller: &CallerInfo,
-        objects: Collection<'_>,
-    ) -> Result<(ServedResource, RequestScope), HostCallError> {
-        let Collection {
-            group,
-            plural,
-            namespace,
-        } = objects;
-        let r = self
-            .registry()?
+    /// The served resource of `objects` (at any version).
+    fn served(&self, objects: &Collection<'_>) -> Result<ServedResource, HostCallError> {
+        let Collection { group, plural, .. } = *objects;
+        self.registry()?
             .resources()
             .into_iter()
             .find(|r| r.def.group == group && r.def.plural == plural)
-            .ok_or_else(|| HostCallError::NotServed(format!("{plural}.{group}")))?;
-        let scope = Self::scope(&r, caller, namespace);
-        Ok((r, scope))
+            .ok_or_else(|| HostCallError::NotServed(format!("{plural}.{group}")))
     }
 
-    fn scope(r: &ServedResource, caller: &CallerInfo, namespace: &str) -> RequestScope {
-        RequestScope {
-            version: r.def.storage_version().to_string(),
-            namespace: (!namespace.is_empty() && r.def.namespaced).then(|| namespace.to_string()),
-            dry_run: caller.dry_run,
-            request_id: caller.request_id.clone(),
-            // A module's writes are owned by the module, as a controller's are by its name.
-            field_manager: caller.module.clone(),
-            // And made as the module: its `apply` reaches only the kinds its manifest declares
-            // (checked by the runtime), and the target's strategy and the audit see who wrote.
-            user: Arc::new(UserInfo {
-                username: format!("system:strategy:{}", caller.module),
-                groups: vec!["system:strategies".into(), "system:authenticated".into()],
-                ..UserInfo::default()
-            }),
-            ..Default::default()
-        }
+    /// The object `name` of `objects`, at its storage version.
+    fn object_ref(r: &ServedResource, namespace: &str, name: &str) -> ObjectRef {
+        let namespace = (!namespace.is_empty() && r.def.namespaced).then_some(namespace);
+        ObjectRef::new(
+            &r.def.group,
+            r.def.storage_version(),
+            &r.def.plural,
+            namespace,
+            name,
+        )
+    }
+
+    /// The client `caller` acts through: a module's writes are owned by the module, as a
+    /// controller's are by its name, and made as the module (`system:strategy:<module>`): its
+    /// `apply` reaches only the kinds its manifest declares (checked by the runtime), and the
+    /// target's strategy and the audit see who wrote.
+    fn client(&self, caller: &CallerInfo) -> Result<Client, HostCallError> {
+        let user = UserInfo {
+            username: format!("system:strategy:{}", caller.module),
+            groups: vec!["system:strategies".into(), "system:authenticated".into()],
+            ..UserInfo::default()
+        };
+        Ok(Client::new(&self.registry()?, caller.module.as_str())
+            .as_user(Arc::new(user))
+            .with_request_id(caller.request_id.as_str())
+            .dry_run(caller.dry_run))
     }
 }
 
@@ -83,16 +82,12 @@ impl HostApi for RegistryHostApi {
         objects: Collection<'_>,
         name: &str,
     ) -> Result<Option<Value>, HostCallError> {
-        let (r, scope) = self.read(caller, objects)?;
-        let opts = GetOptions {
-            resource_version: "0".into(),
-            ignore_not_found: false,
-        };
-        match self.runtime.block_on(r.store.get(&scope, name, opts)) {
-            Ok(obj) => Ok(Some(obj)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(HostCallError::failed(e)),
-        }
+        let r = self.served(&objects)?;
+        let object = Self::object_ref(&r, objects.namespace, name);
+        let client = self.client(caller)?;
+        self.runtime
+            .block_on(client.get_cached(&object))
+            .map_err(HostCallError::failed)
     }
 
     fn list(
@@ -101,21 +96,17 @@ impl HostApi for RegistryHostApi {
         objects: Collection<'_>,
         label_selector: &str,
     ) -> Result<Vec<Value>, HostCallError> {
-        let (r, scope) = self.read(caller, objects)?;
-        let label = LabelSelector::parse(label_selector).map_err(HostCallError::failed)?;
-        let opts = ListOptions {
-            resource_version: "0".into(),
-            predicate: SelectionPredicate {
-                label,
-                ..Default::default()
-            },
-            ..Default::default()
+        let r = self.served(&objects)?;
+        let collection = Self::object_ref(&r, objects.namespace, "");
+        let params = ListParams {
+            label_selector: Some(label_selector.to_owned()),
+            cached: true,
+            ..ListParams::default()
         };
-        let list = self
-            .runtime
-            .block_on(r.store.list(&scope, opts))
-            .map_err(HostCallError::failed)?;
-        Ok(list.item_values())
+        let client = self.client(caller)?;
+        self.runtime
+            .block_on(client.list_with(&collection, &params))
+            .map_err(HostCallError::failed)
     }
 
     fn apply(
@@ -133,7 +124,7 @@ impl HostApi for RegistryHostApi {
             .get("kind")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let (group, version) = crate::storage::object::group_version(api_version);
+        let (group, version) = group_version(api_version);
         let r = registry
             .resources()
             .into_iter()
@@ -144,21 +135,18 @@ impl HostApi for RegistryHostApi {
                 api_version: api_version.to_owned(),
                 kind: kind.to_owned(),
             })?;
-        let name = meta_str(&object, "name").unwrap_or_default().to_string();
-        let namespace = meta_str(&object, "namespace").unwrap_or_default();
-        let mut scope = Self::scope(&r, caller, namespace);
-        scope.version = version.to_string();
-        scope.hook_depth = depth;
+        let name = meta_str(&object, "name").unwrap_or_default();
         if name.is_empty() {
             return Err(HostCallError::NoName);
         }
+        let mut target =
+            Self::object_ref(&r, meta_str(&object, "namespace").unwrap_or_default(), name);
+        target.version = version.to_string();
         // Server-side apply as the module's field manager, forced as a controller applies:
         // fields other managers set stay theirs, and the write decides on the state it changes.
-        let store = r.store.clone();
-        let write = async move { store.apply(&scope, &name, object, true).await };
+        let client = self.client(caller)?.at_hook_depth(depth);
         self.runtime
-            .block_on(write)
-            .map(|o| o.object)
+            .block_on(client.apply(&target, object, true))
             .map_err(HostCallError::failed)
     }
 }

@@ -7,12 +7,11 @@
 //! [`RegistryHostApi`] answers the modules' `get`/`list`/`apply` host functions through the
 //! registry.
 //!
-//! It sits above the registry and beside the api: it depends on the registry, the storage it
-//! re-exports, the contract and the runtime, never on the api or the controllers.
+//! It sits above the registry and beside the api: it depends on the registry, the contract and
+//! the runtime, never on the storage below the registry, the api or the controllers.
 
 pub use strategy_host_contract::{admission_policy, authorizer, strategy, user};
 pub use strategy_host_registry as registry;
-pub use strategy_host_storage as storage;
 
 mod host_api;
 mod module_table;

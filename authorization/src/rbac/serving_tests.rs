@@ -7,9 +7,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{ensure_bootstrap_policy, start, RbacAuthorizer};
-use crate::registry::{Error, Registry, RequestScope, ServedResource, UpdateFn};
-use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
-use crate::storage::Storage;
+use crate::registry::client::{Client, ObjectRef};
+use crate::registry::{Error, Registry};
 use crate::strategy::DefaultResolver;
 use crate::user::UserInfo;
 use crate::Attributes;
@@ -17,33 +16,32 @@ use crate::Attributes;
 const GROUP: &str = "rbac.authorization.k8s.io";
 
 async fn serve(dir: &std::path::Path) -> (Arc<Registry>, Arc<RbacAuthorizer>) {
-    let store: Arc<dyn Storage> = Arc::new(
-        EmbeddedStore::open(EmbeddedConfig::new(dir.join("db")))
-            .await
-            .unwrap(),
-    );
-    let registry = Registry::new(store, Arc::new(DefaultResolver));
+    let registry = Registry::open_embedded(&dir.join("db"), Arc::new(DefaultResolver))
+        .await
+        .unwrap();
     registry.start();
     let rbac = start(&registry, None);
     assert!(rbac.wait_synced(Duration::from_secs(5)).await);
     ensure_bootstrap_policy(&registry).await;
-    let ns = registry.resolve("", "v1", "namespaces").unwrap();
-    create(
-        &ns,
-        &as_user(None, UserInfo::server()),
-        json!({"metadata": {"name": "team"}}),
-    )
-    .await;
+    let namespaces = Kind {
+        group: "",
+        plural: "namespaces",
+    };
+    let server = as_user(&registry, None, UserInfo::server());
+    create(&namespaces, &server, json!({"metadata": {"name": "team"}})).await;
     (registry, rbac)
 }
 
-fn as_user(namespace: Option<&str>, user: UserInfo) -> RequestScope {
-    RequestScope {
-        version: "v1".into(),
-        namespace: namespace.map(String::from),
-        request_id: "test".into(),
-        user: Arc::new(user),
-        ..RequestScope::default()
+/// A user's requests in a namespace (none: cluster-wide).
+struct Caller {
+    client: Client,
+    namespace: Option<&'static str>,
+}
+
+fn as_user(registry: &Arc<Registry>, namespace: Option<&'static str>, user: UserInfo) -> Caller {
+    Caller {
+        client: Client::new(registry, "test").as_user(Arc::new(user)),
+        namespace,
     }
 }
 
@@ -55,26 +53,60 @@ fn bob() -> UserInfo {
     }
 }
 
-fn kind(registry: &Registry, plural: &str) -> ServedResource {
-    registry.resolve(GROUP, "v1", plural).expect("served")
+/// A served resource.
+struct Kind {
+    group: &'static str,
+    plural: &'static str,
 }
 
-/// Creates `obj` of `kind` as the user of `scope`.
-async fn create(kind: &ServedResource, scope: &RequestScope, obj: Value) {
-    kind.store.create(scope, obj).await.unwrap();
+fn kind(registry: &Registry, plural: &'static str) -> Kind {
+    registry.resolve(GROUP, "v1", plural).expect("served");
+    Kind {
+        group: GROUP,
+        plural,
+    }
 }
 
-/// The error creating `obj` of `kind` as the user of `scope` is refused with.
-async fn refused(kind: &ServedResource, scope: &RequestScope, obj: Value) -> Error {
-    kind.store.create(scope, obj).await.unwrap_err()
+/// The object `name` of `kind` where `caller` speaks.
+fn object(kind: &Kind, caller: &Caller, name: &str) -> ObjectRef {
+    ObjectRef::new(kind.group, "v1", kind.plural, caller.namespace, name)
 }
 
-/// Reads the object `name` of `kind` as the user of `scope`.
-async fn get(kind: &ServedResource, scope: &RequestScope, name: &str) -> Value {
-    kind.store
-        .get(scope, name, Default::default())
+/// Creates `obj` of `kind` as `caller`.
+async fn create(kind: &Kind, caller: &Caller, obj: Value) {
+    refusal(kind, caller, obj).await.unwrap();
+}
+
+/// The error creating `obj` of `kind` as `caller` is refused with.
+async fn refused(kind: &Kind, caller: &Caller, obj: Value) -> Error {
+    refusal(kind, caller, obj).await.unwrap_err()
+}
+
+async fn refusal(kind: &Kind, caller: &Caller, obj: Value) -> Result<Value, Error> {
+    let (group, plural) = (kind.group, kind.plural);
+    caller
+        .client
+        .create(group, "v1", plural, caller.namespace, obj)
         .await
-        .unwrap()
+}
+
+/// Reads the object `name` of `kind` as `caller`.
+async fn get(kind: &Kind, caller: &Caller, name: &str) -> Value {
+    let name = object(kind, caller, name);
+    caller.client.get(&name).await.unwrap().expect("exists")
+}
+
+/// Changes the object `name` of `kind` with `edit`, as `caller`.
+async fn update(
+    kind: &Kind,
+    caller: &Caller,
+    name: &str,
+    edit: impl Fn(&mut Value) -> bool + Send + Sync + 'static,
+) -> Result<(), Error> {
+    let uid = get(kind, caller, name).await["metadata"]["uid"].clone();
+    let name = object(kind, caller, name);
+    let uid = uid.as_str().unwrap_or_default();
+    caller.client.update(&name, uid, None, edit).await
 }
 
 /// Polls `check` for up to five seconds.
@@ -128,7 +160,7 @@ async fn bootstrap_roles_aggregate_and_masters_hold_everything() {
     let dir = tempfile::tempdir().unwrap();
     let (registry, rbac) = serve(dir.path()).await;
     let roles = kind(&registry, "clusterroles");
-    let server = as_user(None, UserInfo::server());
+    let server = as_user(&registry, None, UserInfo::server());
     eventually("admin aggregating edit and view", async || {
         let admin = get(&roles, &server, "admin").await;
         let text = admin["rules"].to_string();
@@ -163,16 +195,12 @@ async fn bootstrap_roles_aggregate_and_masters_hold_everything() {
     assert!(!allows(&rbac, &bob(), "list", "", "secrets", "team"));
     // A second start changes nothing; a reduced role gets its rules back.
     ensure_bootstrap_policy(&registry).await;
-    let update: UpdateFn = Arc::new(|current: Option<&Value>| {
-        let mut role = current.cloned().unwrap();
+    update(&roles, &server, "system:basic-user", |role| {
         role["rules"] = json!([]);
-        Ok(role)
-    });
-    roles
-        .store
-        .update(&server, "system:basic-user", update)
-        .await
-        .unwrap();
+        true
+    })
+    .await
+    .unwrap();
     ensure_bootstrap_policy(&registry).await;
     let basic = get(&roles, &server, "system:basic-user").await;
     assert!(basic["rules"]
@@ -185,8 +213,8 @@ async fn escalation_is_refused_unless_held_escalate_or_bind() {
     let dir = tempfile::tempdir().unwrap();
     let (registry, rbac) = serve(dir.path()).await;
     let (roles, bindings) = (kind(&registry, "roles"), kind(&registry, "rolebindings"));
-    let server = as_user(Some("team"), UserInfo::server());
-    let bobs = as_user(Some("team"), bob());
+    let server = as_user(&registry, Some("team"), UserInfo::server());
+    let bobs = as_user(&registry, Some("team"), bob());
     // Bob may read configmaps in team.
     let cm_reader = role("cm-reader", json!([rule(&["get"], "", &["configmaps"])]));
     create(&roles, &server, cm_reader).await;
@@ -239,16 +267,12 @@ async fn escalation_is_refused_unless_held_escalate_or_bind() {
     create(&roles, &bobs, more).await;
 
     // A binding's roleRef never changes.
-    let update: UpdateFn = Arc::new(|current: Option<&Value>| {
-        let mut b = current.cloned().unwrap();
+    let err = update(&bindings, &server, "bob-view", |b| {
         b["roleRef"]["name"] = json!("edit");
-        Ok(b)
-    });
-    let err = bindings
-        .store
-        .update(&server, "bob-view", update)
-        .await
-        .unwrap_err();
+        true
+    })
+    .await
+    .unwrap_err();
     let Error::Invalid { causes, .. } = err else {
         panic!("{err}")
     };
@@ -263,7 +287,7 @@ async fn cluster_roles_need_cluster_rights_and_aggregation_needs_cluster_admin()
     let dir = tempfile::tempdir().unwrap();
     let (registry, _) = serve(dir.path()).await;
     let cluster_roles = kind(&registry, "clusterroles");
-    let bobs = as_user(None, bob());
+    let bobs = as_user(&registry, None, bob());
     // Bob holds the discovery URLs cluster-wide, so he may grant them, but not an aggregation.
     let urls = role(
         "urls",
@@ -278,6 +302,6 @@ async fn cluster_roles_need_cluster_rights_and_aggregation_needs_cluster_admin()
         "clusterroles.rbac.authorization.k8s.io \"gather\" is forbidden: must have cluster-admin privileges to use the aggregationRule"
     );
     // Names may carry colons, as the bootstrap roles' do.
-    let server = as_user(None, UserInfo::server());
+    let server = as_user(&registry, None, UserInfo::server());
     create(&cluster_roles, &server, role("team:reader", json!([]))).await;
 }

@@ -218,7 +218,7 @@ pub fn settings(webhook: &WebhookConfiguration, at: &str) -> Result<WebhookSetti
     let mut duration = |field: &str, text: Option<&str>, default: Option<Duration>| {
         let parsed = match text {
             None | Some("") => default,
-            Some(text) => match crate::storage::go_duration::parse(text) {
+            Some(text) => match crate::registry::go_duration::parse(text) {
                 Some(d) => Some(d),
                 None => {
                     errors.push(format!(

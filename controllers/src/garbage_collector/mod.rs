@@ -26,8 +26,8 @@ use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::meta_str;
+use crate::registry::Preconditions;
 use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
-use crate::storage::Preconditions;
 
 /// Objects worked on at once (kube-controller-manager's `--concurrent-gc-syncs` is 20).
 const WORKERS: usize = 16;

@@ -9,8 +9,6 @@ use super::cluster_ip::ServiceIpRange;
 use super::NodePortRange;
 use crate::error::Error;
 use crate::served::Registry;
-use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
-use crate::storage::Storage;
 use crate::store::RequestScope;
 use crate::strategy::DefaultResolver;
 use crate::update::UpdateFn;
@@ -25,12 +23,9 @@ fn scope(namespace: Option<&str>) -> RequestScope {
 
 /// A registry serving Services from `10.0.0.0/28` (14 addresses) with namespace `default`.
 async fn registry(dir: &std::path::Path) -> Arc<Registry> {
-    let store: Arc<dyn Storage> = Arc::new(
-        EmbeddedStore::open(EmbeddedConfig::new(dir.join("db")))
-            .await
-            .unwrap(),
-    );
-    let registry = Registry::new(store, Arc::new(DefaultResolver));
+    let registry = Registry::open_embedded(&dir.join("db"), Arc::new(DefaultResolver))
+        .await
+        .unwrap();
     registry.serve_services("10.0.0.0/28".parse().unwrap(), NodePortRange::default());
     registry.start();
     let namespaces = registry.resolve("", "v1", "namespaces").unwrap();

@@ -10,8 +10,6 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{Error, Registry, RequestScope, UpdateFn};
-use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
-use crate::storage::Storage;
 use crate::strategy::StrategyResolver;
 use crate::strategy::{
     Admission, Answer, FieldError, FieldErrorKind, Strategy, StrategyContext, StrategyError,
@@ -243,12 +241,9 @@ async fn serve_things(
     crd: Value,
     strategy: Arc<TestStrategy>,
 ) -> (Arc<Registry>, super::ServedResource) {
-    let store: Arc<dyn Storage> = Arc::new(
-        EmbeddedStore::open(EmbeddedConfig::new(dir.join("db")))
-            .await
-            .unwrap(),
-    );
-    let registry = Registry::new(store, Arc::new(Resolver(strategy)));
+    let registry = Registry::open_embedded(&dir.join("db"), Arc::new(Resolver(strategy)))
+        .await
+        .unwrap();
     registry.start();
     let created = registry
         .crds()

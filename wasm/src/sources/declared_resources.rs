@@ -8,9 +8,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::registry::client::{Client, ListParams, ObjectRef};
 use crate::registry::definition::CRD_GROUP;
-use crate::registry::{Registry, RequestScope};
-use crate::storage::ListOptions;
+use crate::registry::Registry;
 use crate::strategy::ResourceInfo;
 use crate::{ConversionSample, ModuleState, ModuleStatus, ModuleTable, Refusal};
 
@@ -61,7 +61,7 @@ const CONVERSION_SAMPLE: usize = 20;
 /// check runs where a module is compiled (a blocking thread, or the directory watcher's), and
 /// must not await on it.
 fn conversion_sample(
-    registry: &Registry,
+    registry: &Arc<Registry>,
     runtime: &tokio::runtime::Handle,
     r: &ResourceInfo,
 ) -> Option<ConversionSample> {
@@ -78,28 +78,25 @@ fn conversion_sample(
         .iter()
         .map(|v| def.api_version(&v.name))
         .collect();
-    let scope = RequestScope {
-        version: def.storage_version().to_string(),
-        ..Default::default()
+    let collection = ObjectRef::new(&def.group, def.storage_version(), &def.plural, None, "");
+    let params = ListParams {
+        cached: true,
+        limit: Some(CONVERSION_SAMPLE as u64),
+        ..ListParams::default()
     };
-    let opts = ListOptions {
-        resource_version: "0".into(),
-        limit: CONVERSION_SAMPLE as u64,
-        ..Default::default()
-    };
+    let client = Client::new(registry, "strategy-host").with_request_id("conversion-sample");
     let runtime = runtime.clone();
     let read = std::thread::spawn(move || {
         runtime.block_on(async {
             // Made inside the runtime: a timer needs its clock.
             tokio::time::timeout(
                 std::time::Duration::from_secs(2),
-                served.store.list(&scope, opts),
+                client.list_with(&collection, &params),
             )
             .await
         })
     });
-    let page = read.join().ok()?.ok()?.ok()?;
-    let mut objects = page.item_values();
+    let mut objects = read.join().ok()?.ok()?.ok()?;
     objects.truncate(CONVERSION_SAMPLE);
     Some(ConversionSample {
         api_versions,
@@ -169,7 +166,7 @@ pub fn definition_for(r: &ResourceInfo, module: &str) -> Value {
     })
 }
 
-async fn define_missing(registry: &Registry, status: &ModuleStatus) {
+async fn define_missing(registry: &Arc<Registry>, status: &ModuleStatus) {
     if status.state != ModuleState::Active {
         return;
     }
@@ -182,14 +179,18 @@ async fn define_missing(registry: &Registry, status: &ModuleStatus) {
         if served || r.group.is_empty() {
             continue;
         }
-        let crds = registry.crds();
-        let scope = RequestScope {
-            version: "v1".into(),
-            request_id: format!("declared-by-{module}"),
-            field_manager: "strategy-host".into(),
-            ..Default::default()
-        };
-        match crds.store.create(&scope, definition_for(r, &module)).await {
+        let client =
+            Client::new(registry, "strategy-host").with_request_id(format!("declared-by-{module}"));
+        let created = client
+            .create(
+                CRD_GROUP,
+                "v1",
+                "customresourcedefinitions",
+                None,
+                definition_for(r, &module),
+            )
+            .await;
+        match created {
             Ok(_) => tracing::info!(
                 module,
                 group = r.group,

@@ -9,11 +9,12 @@ use std::sync::{Arc, Weak};
 use futures::StreamExt as _;
 use serde_json::Value;
 
-use super::module_object::{source_name, ModuleSource, ModuleSpec, PLURAL, VERSION};
+use super::module_object::{source_name, ModuleSource, ModuleSpec, GROUP, PLURAL, VERSION};
 use super::pull::{PullError, PullRequest, Pulled, Puller, RegistryAuth};
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::follow::{Event, EventStreamExt as _, Writer};
 use crate::registry::system_fields::meta_str;
-use crate::registry::{Registry, RequestScope, ServedResource};
+use crate::registry::{Registry, ServedResource};
 use crate::{ModuleState, ModuleTable, Refusal};
 use pulling::{agreed_resolution, digest_in_force, pending_status, PullState};
 use status::{rejected_status, rolled_back_here, status_of, write_status};
@@ -24,7 +25,7 @@ mod status;
 /// Follows `StrategyModule` objects into `table` until the registry is dropped, pulling the
 /// modules of those with `spec.url` through `puller`.
 pub fn start(table: Arc<ModuleTable>, registry: &Arc<Registry>, puller: Arc<Puller>) {
-    let Some(resource) = registry.resolve(super::module_object::GROUP, VERSION, PLURAL) else {
+    let Some(resource) = registry.resolve(GROUP, VERSION, PLURAL) else {
         tracing::error!("strategymodules are not served; StrategyModule objects are not followed");
         return;
     };
@@ -111,9 +112,9 @@ impl Follower {
                 event = events.next() => match event {
                     Some(Event::InitDone) => {
                         let listed: Vec<Value> = copy.state().iter().map(|o| (**o).clone()).collect();
-                        self.replace_all(&resource, &listed).await;
+                        self.replace_all(&listed).await;
                     }
-                    Some(Event::Apply(o)) => self.offer(&resource, &o.to_value()).await,
+                    Some(Event::Apply(o)) => self.offer(&o.to_value()).await,
                     Some(Event::Delete(o)) => self.remove(&name_of(&o.to_value())),
                     Some(Event::Init | Event::InitApply(_)) => {}
                     None => return,
@@ -126,20 +127,20 @@ impl Follower {
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                     };
                     if released {
-                        self.retry_rejected(&resource).await;
+                        self.retry_rejected().await;
                     }
                 }
-                Some(done) = pulls_done.recv() => self.pull_done(&resource, done).await,
+                Some(done) = pulls_done.recv() => self.pull_done(done).await,
                 _ = report_tick.tick() => {
-                    self.report_staged(&resource).await;
-                    self.retry_pulls(&resource).await;
+                    self.report_staged().await;
+                    self.retry_pulls().await;
                 }
             }
         }
     }
 
     /// A (re)list: unloads the modules of objects gone, offers every listed one.
-    async fn replace_all(&mut self, resource: &ServedResource, listed: &[Value]) {
+    async fn replace_all(&mut self, listed: &[Value]) {
         let present: BTreeSet<String> = listed.iter().map(name_of).collect();
         let gone: Vec<String> = self
             .seen
@@ -151,13 +152,13 @@ impl Follower {
             self.remove(&name);
         }
         for obj in listed {
-            self.offer(resource, obj).await;
+            self.offer(obj).await;
         }
     }
 
     /// Offers again every object whose version was refused: a module that unloaded may have
     /// released the resource it was refused for (e.g. its file left the strategy directory).
-    async fn retry_rejected(&mut self, resource: &ServedResource) {
+    async fn retry_rejected(&mut self) {
         let rejected: Vec<String> = self
             .seen
             .keys()
@@ -169,20 +170,19 @@ impl Follower {
             .cloned()
             .collect();
         for name in rejected {
-            let scope = RequestScope {
-                version: VERSION.into(),
-                request_id: "strategy-module-retry".into(),
-                ..Default::default()
+            let Some(registry) = self.registry.upgrade() else {
+                return;
             };
-            let opts = crate::storage::GetOptions {
-                resource_version: "0".into(),
-                ..Default::default()
-            };
-            match resource.store.get(&scope, &name, opts).await {
-                Ok(obj) => {
+            let object = ObjectRef::new(GROUP, VERSION, PLURAL, None, &name);
+            let reread = Client::new(&registry, "strategy-module-retry")
+                .get_cached(&object)
+                .await;
+            match reread {
+                Ok(None) => {}
+                Ok(Some(obj)) => {
                     tracing::info!(object = %name, "offering a refused strategy module again");
                     self.seen.remove(&name);
-                    self.offer(resource, &obj).await;
+                    self.offer(&obj).await;
                 }
                 Err(e) => {
                     tracing::warn!(object = %name, error = %e, "could not reread a strategy module")
@@ -200,7 +200,7 @@ impl Follower {
 
     /// Loads the object's module unless this version was already offered (pulling it first when
     /// it is given by URL), then brings the object's status in line with the table's.
-    async fn offer(&mut self, resource: &ServedResource, obj: &Value) {
+    async fn offer(&mut self, obj: &Value) {
         let name = name_of(obj);
         self.objects.insert(name.clone(), obj.clone());
         match ModuleSpec::from_object(obj) {
@@ -211,16 +211,15 @@ impl Follower {
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; ");
-                self.write(resource, &name, |current| rejected_status(current, &reason))
+                self.write(&name, |current| rejected_status(current, &reason))
                     .await;
             }
             Ok(spec) => match spec.source.clone() {
                 ModuleSource::Inline { bytes, digest } => {
                     self.pulls.remove(&name);
-                    self.stage(resource, &name, obj, &spec, bytes.into(), &digest)
-                        .await;
+                    self.stage(&name, obj, &spec, bytes.into(), &digest).await;
                 }
-                ModuleSource::Url { .. } => self.offer_url(resource, &name, obj, &spec).await,
+                ModuleSource::Url { .. } => self.offer_url(&name, obj, &spec).await,
             },
         }
     }
@@ -229,7 +228,6 @@ impl Follower {
     /// table unless it was already offered, and writes the table's status.
     async fn stage(
         &mut self,
-        resource: &ServedResource,
         name: &str,
         obj: &Value,
         spec: &ModuleSpec,
@@ -263,30 +261,21 @@ impl Follower {
                 tracing::error!(source, "loading a strategy module panicked: {e}");
             }
         }
-        self.write_table_status(resource, name).await;
+        self.write_table_status(name).await;
     }
 
     /// Writes the table's status of `name`'s source (with its pull's), or a pending one when no
     /// version of it was offered yet.
-    async fn write_table_status(&self, resource: &ServedResource, name: &str) {
+    async fn write_table_status(&self, name: &str) {
         match self.table.status(&source_name(name)) {
-            Some(s) => {
-                self.write(resource, name, |current| status_of(current, &s))
-                    .await
-            }
-            None => self.write(resource, name, pending_status).await,
+            Some(s) => self.write(name, |current| status_of(current, &s)).await,
+            None => self.write(name, pending_status).await,
         }
     }
 
     /// An object with `spec.url`: serves the module from this host's copy when it holds the
     /// pinned or agreed version, else starts a pull (unless one runs or is backing off).
-    async fn offer_url(
-        &mut self,
-        resource: &ServedResource,
-        name: &str,
-        obj: &Value,
-        spec: &ModuleSpec,
-    ) {
+    async fn offer_url(&mut self, name: &str, obj: &Value, spec: &ModuleSpec) {
         let ModuleSource::Url {
             url,
             pinned,
@@ -329,12 +318,10 @@ impl Follower {
             state.failure = None;
             state.resolved = state.resolved.clone().or(held.resolved.clone());
             state.pulled = Some(held.clone());
-            return self
-                .stage(resource, name, obj, spec, held.bytes, &held.digest)
-                .await;
+            return self.stage(name, obj, spec, held.bytes, &held.digest).await;
         }
         if !state.may_pull() {
-            return self.write_table_status(resource, name).await;
+            return self.write_table_status(name).await;
         }
         state.in_flight = true;
         if let Some(secret) = pull_secret {
@@ -354,7 +341,7 @@ impl Follower {
                         key,
                         result,
                     };
-                    return self.pull_done(resource, done).await;
+                    return self.pull_done(done).await;
                 }
             }
         }
@@ -364,12 +351,12 @@ impl Follower {
             let result = puller.pull(&request).await;
             let _ = sender.send(PullDone { name, key, result });
         });
-        self.write_table_status(resource, &name_of(obj)).await;
+        self.write_table_status(&name_of(obj)).await;
     }
 
     /// A pull ended: its module is offered, or the failure recorded (the version in force keeps
     /// serving; one this host held before a restart is brought back), or the version refused.
-    async fn pull_done(&mut self, resource: &ServedResource, done: PullDone) {
+    async fn pull_done(&mut self, done: PullDone) {
         let Some(state) = self.pulls.get_mut(&done.name) else {
             return;
         };
@@ -392,15 +379,8 @@ impl Follower {
                 state.retry_at = None;
                 state.resolved = state.resolved.clone().or(pulled.resolved.clone());
                 state.pulled = Some(pulled.clone());
-                self.stage(
-                    resource,
-                    &done.name,
-                    &obj,
-                    &spec,
-                    pulled.bytes,
-                    &pulled.digest,
-                )
-                .await;
+                self.stage(&done.name, &obj, &spec, pulled.bytes, &pulled.digest)
+                    .await;
             }
             Err(e) if e.is_permanent() => {
                 tracing::warn!(object = %done.name, "refusing a pulled strategy module: {e}");
@@ -414,7 +394,7 @@ impl Follower {
                 let offered = offered.trim_start_matches("sha256:").to_owned();
                 self.table
                     .refuse(&source, &offered, Refusal::Pull(e.to_string()));
-                self.write_table_status(resource, &done.name).await;
+                self.write_table_status(&done.name).await;
             }
             Err(e) => {
                 tracing::warn!(object = %done.name, "{e}; the version in force keeps serving");
@@ -428,17 +408,17 @@ impl Follower {
                 match held {
                     Some((bytes, digest)) if !in_force => {
                         tracing::info!(object = %done.name, %digest, "serving this host's copy of the version in force");
-                        self.stage(resource, &done.name, &obj, &spec, bytes.into(), &digest)
+                        self.stage(&done.name, &obj, &spec, bytes.into(), &digest)
                             .await;
                     }
-                    _ => self.write_table_status(resource, &done.name).await,
+                    _ => self.write_table_status(&done.name).await,
                 }
             }
         }
     }
 
     /// Starts again the pulls whose backoff is over.
-    async fn retry_pulls(&mut self, resource: &ServedResource) {
+    async fn retry_pulls(&mut self) {
         let due: Vec<String> = self
             .pulls
             .iter()
@@ -447,32 +427,27 @@ impl Follower {
             .collect();
         for name in due {
             if let Some(obj) = self.objects.get(&name).cloned() {
-                self.offer(resource, &obj).await;
+                self.offer(&obj).await;
             }
         }
     }
 
     /// Writes the status of every object whose version is staged (its report moves with traffic).
-    async fn report_staged(&mut self, resource: &ServedResource) {
+    async fn report_staged(&mut self) {
         let names: Vec<String> = self.seen.keys().cloned().collect();
         for name in names {
             let Some(status) = self.table.status(&source_name(&name)) else {
                 continue;
             };
             if status.staged.is_some() {
-                self.write(resource, &name, |current| status_of(current, &status))
+                self.write(&name, |current| status_of(current, &status))
                     .await;
             }
         }
     }
 
     /// Writes the status `status_for` makes of the object as stored now (see [`write_status`]).
-    async fn write(
-        &self,
-        resource: &ServedResource,
-        name: &str,
-        status_for: impl Fn(&Value) -> Value,
-    ) {
+    async fn write(&self, name: &str, status_for: impl Fn(&Value) -> Value) {
         let source = source_name(name);
         let pull = self.pulls.get(name).map(PullState::view);
         let status_for = move |current: &Value| {
@@ -482,7 +457,10 @@ impl Follower {
             }
             status
         };
-        if let Err(e) = write_status(resource, name, status_for).await {
+        let Some(registry) = self.registry.upgrade() else {
+            return;
+        };
+        if let Err(e) = write_status(&registry, name, status_for).await {
             if !e.is_not_found() {
                 tracing::warn!(source, error = %e, "could not write a strategy module's status");
             }

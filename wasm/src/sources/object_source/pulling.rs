@@ -3,6 +3,7 @@
 //! (`status.resolved`, the `Pulled` condition), and the pull secret's credentials, read through
 //! the registry like any Secret.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -12,8 +13,9 @@ use super::super::module_object::PULL_SECRET_NAMESPACE;
 use super::super::pull::credentials::{registry_auth, CredentialsError};
 use super::super::pull::Pulled;
 use super::super::pull::RegistryAuth;
+use crate::registry::client::{Client, ObjectRef};
 use crate::registry::system_fields::{self, transition_time};
-use crate::registry::{Registry, RequestScope};
+use crate::registry::Registry;
 
 /// The longest wait between two pulls of a version that failed.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -167,7 +169,10 @@ pub(super) enum PullSecretError {
     /// This server serves no Secrets.
     #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name}: secrets are not served")]
     NotServed { name: String },
-    /// The Secret cannot be read (it may not exist).
+    /// The Secret does not exist.
+    #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name}: secrets \"{name}\" not found")]
+    Missing { name: String },
+    /// The Secret cannot be read.
     #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name}: {source}")]
     Unread {
         name: String,
@@ -190,28 +195,23 @@ pub(super) enum PullSecretError {
 /// The credentials for `registry` in the `kubernetes.io/dockerconfigjson` Secret `name` of
 /// [`PULL_SECRET_NAMESPACE`].
 pub(super) async fn pull_secret_auth(
-    registry: &Registry,
+    registry: &Arc<Registry>,
     name: &str,
     host: &str,
 ) -> Result<RegistryAuth, PullSecretError> {
     let owned = || name.to_owned();
-    let secrets = registry
-        .resolve("", "v1", "secrets")
-        .ok_or_else(|| PullSecretError::NotServed { name: owned() })?;
-    let scope = RequestScope {
-        version: "v1".into(),
-        namespace: Some(PULL_SECRET_NAMESPACE.into()),
-        request_id: "strategy-module-pull-secret".into(),
-        ..Default::default()
-    };
-    let secret = secrets
-        .store
-        .get(&scope, name, crate::storage::GetOptions::default())
+    if registry.resolve("", "v1", "secrets").is_none() {
+        return Err(PullSecretError::NotServed { name: owned() });
+    }
+    let secret = ObjectRef::new("", "v1", "secrets", Some(PULL_SECRET_NAMESPACE), name);
+    let secret = Client::new(registry, "strategy-module-pull-secret")
+        .get(&secret)
         .await
         .map_err(|source| PullSecretError::Unread {
             name: owned(),
             source,
-        })?;
+        })?
+        .ok_or_else(|| PullSecretError::Missing { name: owned() })?;
     if secret["type"] != "kubernetes.io/dockerconfigjson" {
         return Err(PullSecretError::WrongType {
             name: owned(),

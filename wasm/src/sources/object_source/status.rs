@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::super::module_object::VERSION;
+use super::super::module_object::{GROUP, PLURAL, VERSION};
 use super::replica_id;
-use crate::registry::system_fields::{self, transition_time};
-use crate::registry::{RequestScope, ServedResource, UpdateFn};
+use crate::registry::client::{Client, ObjectRef};
+use crate::registry::system_fields::{self, meta_str, transition_time};
+use crate::registry::Registry;
 use crate::strategy::ResourceInfo;
 use crate::{ModuleState, ModuleStatus};
 
@@ -184,43 +185,32 @@ pub(super) fn rejected_status(obj: &Value, reason: &str) -> Value {
     })
 }
 
-fn status_scope() -> RequestScope {
-    RequestScope {
-        version: VERSION.into(),
-        request_id: "strategy-module-status".into(),
-        field_manager: "strategy-host".into(),
-        subresource: Some("status".into()),
-        ..Default::default()
-    }
-}
-
 /// Reads the object once, makes its status with `status_for`, and writes it (with the other
 /// replicas' rollout entries folded in) unless the object already has it (so replicas agreeing
 /// write once).
 pub(super) async fn write_status(
-    resource: &ServedResource,
+    registry: &Arc<Registry>,
     name: &str,
     status_for: impl Fn(&Value) -> Value,
 ) -> crate::registry::Result<()> {
-    let scope = status_scope();
-    let current = resource
-        .store
-        .get(&scope, name, crate::storage::GetOptions::default())
-        .await?;
+    let client = Client::new(registry, "strategy-host").with_request_id("strategy-module-status");
+    let object = ObjectRef::new(GROUP, VERSION, PLURAL, None, name);
+    let Some(current) = client.get(&object).await? else {
+        return Ok(());
+    };
     let status = status_for(&current);
     let mut merged = status.clone();
     merge_replicas(current.get("status"), &mut merged);
     if current.get("status") == Some(&merged) {
         return Ok(());
     }
-    let input: UpdateFn = Arc::new(move |current: Option<&Value>| {
-        let mut next = current.cloned().unwrap_or(Value::Null);
-        if next.is_object() {
+    let uid = meta_str(&current, "uid").unwrap_or_default();
+    client
+        .update(&object, uid, Some("status"), move |next| {
             let mut status = status.clone();
             merge_replicas(next.get("status"), &mut status);
             next["status"] = status;
-        }
-        Ok(next)
-    });
-    resource.store.update(&scope, name, input).await.map(|_| ())
+            true
+        })
+        .await
 }
