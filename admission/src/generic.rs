@@ -201,7 +201,7 @@ fn param_kind_of(spec: &Value) -> Option<(String, String, String)> {
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let (group, version) = crate::registry::names::group_version(api_version);
+        let (group, version) = strategy_host_apimachinery::group_version(api_version);
         let kind = p.get("kind").and_then(Value::as_str).unwrap_or_default();
         (group.to_string(), version.to_string(), kind.to_string())
     })

@@ -15,8 +15,8 @@ use crate::authentication::{
     bearer_token, AuthenticatorChain, Credentials, Unauthorized, AUTHENTICATED_GROUP,
 };
 use crate::authorization::{AlwaysAllow, Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
-use crate::storage::predicate::FieldSelector;
 use crate::user::UserInfo;
+use strategy_host_apimachinery::FieldSelector;
 
 /// How requests are authenticated and authorized.
 pub enum Security {

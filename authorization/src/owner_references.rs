@@ -108,7 +108,7 @@ impl ValidatingAdmission for OwnerReferencesPermissionEnforcement {
         for owner in newly_blocking(&new, &old) {
             let text = |f: &str| owner[f].as_str().unwrap_or_default().to_string();
             let (api_version, kind) = (text("apiVersion"), text("kind"));
-            let (group, version) = crate::registry::names::group_version(&api_version);
+            let (group, version) = strategy_host_apimachinery::group_version(&api_version);
             let served = self
                 .registry
                 .upgrade()

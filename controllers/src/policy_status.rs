@@ -162,7 +162,7 @@ fn matched_kinds(registry: &Registry, spec: &Value) -> Vec<CheckedKind> {
 fn param_schema(registry: &Registry, spec: &Value) -> Option<Value> {
     let api_version = spec.pointer("/paramKind/apiVersion")?.as_str()?;
     let kind = spec.pointer("/paramKind/kind")?.as_str()?;
-    let (group, version) = crate::registry::names::group_version(api_version);
+    let (group, version) = strategy_host_apimachinery::group_version(api_version);
     let served = registry.resolve_kind(group, version, kind)?;
     served.def.version(version)?.schema.clone()
 }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::storage::{
-    GetOptions, LabelSelector, ListOptions, Preconditions, SelectionPredicate, StorageError,
-};
+use strategy_host_apimachinery::LabelSelector;
+
+use crate::storage::{GetOptions, ListOptions, Preconditions, SelectionPredicate};
 use crate::system_fields::meta_str;
 use crate::user::UserInfo;
 use crate::{DeleteOptions, Error, Registry, RequestScope, Result, ServedResource, UpdateFn};
@@ -281,10 +281,7 @@ impl Client {
         params: &ListParams,
     ) -> Result<Vec<Value>> {
         let label = match &params.label_selector {
-            Some(selector) => LabelSelector::parse(selector).map_err(|e| match e {
-                StorageError::BadRequest(message) => Error::BadRequest(message),
-                other => Error::Internal(other.to_string()),
-            })?,
+            Some(selector) => LabelSelector::parse(selector).map_err(|e| Error::BadRequest(e.0))?,
             None => LabelSelector::default(),
         };
         let opts = ListOptions {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::storage::predicate::LabelSelector;
+use strategy_host_apimachinery::LabelSelector;
 
 /// The `metadata.labels` of `obj` (string values only).
 pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {

@@ -16,7 +16,6 @@ pub mod apply;
 pub mod builtin;
 pub mod cel;
 pub mod client;
-pub use strategy_host_storage::{config_file, go_duration};
 mod conversion;
 mod conversion_memo;
 pub mod crd_lifecycle;

@@ -1,11 +1,9 @@
 //! Kubernetes' name and metadata validation rules: DNS-1123 names, qualified label keys, label
-//! values and annotation sizes, plus generateName suffixes and an `apiVersion`'s parts.
+//! values and annotation sizes, plus generateName suffixes.
 
 use rand::Rng as _;
 use serde_json::Value;
 
-/// An `apiVersion`'s group and version (`""` and `v1` for the core group's `v1`).
-pub use crate::storage::object::group_version;
 use crate::strategy::{FieldError, FieldErrorKind};
 
 /// Longest DNS-1123 subdomain.

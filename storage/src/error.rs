@@ -78,6 +78,13 @@ macro_rules! is_variant {
     )*};
 }
 
+/// A selector that does not parse is a bad request.
+impl From<strategy_host_apimachinery::SelectorError> for StorageError {
+    fn from(e: strategy_host_apimachinery::SelectorError) -> Self {
+        Self::BadRequest(e.0)
+    }
+}
+
 impl StorageError {
     /// Builds a `NotFound` for `key`.
     pub fn not_found(key: impl Into<String>) -> Self {

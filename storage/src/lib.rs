@@ -19,13 +19,11 @@
 //! A resourceVersion is the store revision of an object's last write.
 
 pub mod cacher;
-pub mod config_file;
 pub mod continue_token;
 pub mod embedded;
 pub mod encryption;
 pub mod error;
 pub mod etcd3;
-pub mod go_duration;
 pub mod informer;
 pub mod instrumented;
 pub mod key;

@@ -299,18 +299,6 @@ impl SharedObject {
     }
 }
 
-/// The group and version of an `apiVersion`: `apps/v1` → (`apps`, `v1`); the core group's `v1`
-/// → (`""`, `v1`). The one reading of an apiVersion every layer above uses.
-///
-/// ```
-/// use strategy_host_storage::object::group_version;
-/// assert_eq!(group_version("apps/v1"), ("apps", "v1"));
-/// assert_eq!(group_version("v1"), ("", "v1"));
-/// ```
-pub fn group_version(api_version: &str) -> (&str, &str) {
-    api_version.rsplit_once('/').unwrap_or(("", api_version))
-}
-
 impl std::fmt::Display for SharedObject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&String::from_utf8_lossy(&self.json))

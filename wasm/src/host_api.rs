@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use super::runtime::{CallerInfo, Collection, HostApi, HostCallError};
 use crate::registry::client::{Client, ListParams, ObjectRef};
-use crate::registry::names::group_version;
 use crate::registry::system_fields::meta_str;
 use crate::registry::{Registry, ServedResource};
 use crate::user::UserInfo;
+use strategy_host_apimachinery::group_version;
 
 /// Host functions over a registry (held weakly: the runtime outlives nothing).
 pub struct RegistryHostApi {

@@ -6,9 +6,10 @@ use serde::Deserialize;
 use super::query::Query;
 use super::status::Status;
 use crate::registry::{DeleteOptions, FieldValidation};
+use strategy_host_apimachinery::{FieldSelector, LabelSelector};
+
 use crate::storage::{
-    FieldSelector, GetOptions, LabelSelector, ListOptions, Preconditions, ResourceVersionMatch,
-    SelectionPredicate,
+    GetOptions, ListOptions, Preconditions, ResourceVersionMatch, SelectionPredicate,
 };
 
 /// `?dryRun=All` (any other value is refused, as Kubernetes does).
@@ -172,10 +173,10 @@ impl ListParams {
     /// for a resourceVersion beside a continue token.
     pub(crate) fn from_query(query: &Query, selectable: &[&str]) -> Result<Self, Status> {
         let label_selector = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))
-            .map_err(|e| Status::from(&e))?;
+            .map_err(|e| Status::bad_request(e.0))?;
         let field_selector =
             FieldSelector::parse(query.get("fieldSelector").unwrap_or(""), selectable)
-                .map_err(|e| Status::from(&e))?;
+                .map_err(|e| Status::bad_request(e.0))?;
         let resource_version_match = match query.non_empty("resourceVersionMatch") {
             None => None,
             Some("NotOlderThan") => Some(ResourceVersionMatch::NotOlderThan),

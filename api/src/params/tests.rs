@@ -1,7 +1,7 @@
 //! Tests of the typed query parameters of each verb.
 
 use super::*;
-use crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS;
+use strategy_host_apimachinery::fields::DEFAULT_SELECTABLE_FIELDS;
 
 fn q(s: &str) -> Query {
     Query::parse(Some(s))

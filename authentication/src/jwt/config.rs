@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::config_file::InvalidConfiguration;
+use strategy_host_apimachinery::config_file::InvalidConfiguration;
 
 /// The file's content.
 #[derive(Debug, Clone, Deserialize, PartialEq)]

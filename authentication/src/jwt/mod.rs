@@ -1,6 +1,6 @@
 //! Structured authentication's JWT issuers (`--authentication-config`): each issuer of the
 //! file authenticates the bearer tokens whose `iss` it is, and the file is read again when it
-//! changes, without a restart (`registry::config_file`: a file that no longer reads keeps the
+//! changes, without a restart (`strategy_host_apimachinery::config_file`: a file that no longer reads keeps the
 //! issuers of the last good one); issuers whose configuration did not change keep the keys they
 //! fetched.
 
@@ -20,8 +20,8 @@ pub use config::{parse, Anonymous, AuthenticationConfiguration};
 use issuer::IssuerAuthenticator;
 use metrics::JwtMetrics;
 
-use crate::registry::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 use crate::{Authenticator, Credentials, Outcome};
+use strategy_host_apimachinery::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 
 /// The configured JWT issuers, as one authenticator; and the configuration's anonymous access.
 pub struct JwtAuthenticators {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::registry::cel::expression::Expression;
-use crate::registry::config_file::InvalidConfiguration;
+use strategy_host_apimachinery::config_file::InvalidConfiguration;
 
 /// The file's content.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -218,7 +218,7 @@ pub fn settings(webhook: &WebhookConfiguration, at: &str) -> Result<WebhookSetti
     let mut duration = |field: &str, text: Option<&str>, default: Option<Duration>| {
         let parsed = match text {
             None | Some("") => default,
-            Some(text) => match crate::registry::go_duration::parse(text) {
+            Some(text) => match strategy_host_apimachinery::go_duration::parse(text) {
                 Some(d) => Some(d),
                 None => {
                     errors.push(format!(

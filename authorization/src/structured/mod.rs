@@ -3,7 +3,7 @@
 //! kube-apiserver's union authorizer asks them. A webhook that fails lets the chain go on under
 //! failure policy `NoOpinion` and ends it under `Deny`; when none allowed and one failed, the
 //! request answers 500 with the failure ([`Decision::Error`]). The file is read again when it
-//! changes (`registry::config_file`); a file that no longer reads keeps the last good chain.
+//! changes (`strategy_host_apimachinery::config_file`); a file that no longer reads keeps the last good chain.
 
 pub mod config;
 pub use crate::registry::webhook::kubeconfig;
@@ -27,10 +27,10 @@ use serde_json::Value;
 use crate::authorizer::AuthorizerModules;
 use crate::rbac::authorizer::aggregate;
 use crate::rbac::RbacAuthorizer;
-use crate::registry::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 use crate::strategy::{ResourceInfo, StrategyContext};
 use crate::user::UserInfo;
 use crate::{Attributes, Authorizer, Decision, RuleResolver, UserRules};
+use strategy_host_apimachinery::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 
 /// What one link of the chain is.
 enum Link {

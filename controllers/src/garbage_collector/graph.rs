@@ -31,7 +31,7 @@ pub struct OwnerReference {
 impl OwnerReference {
     /// The group and version of `api_version`.
     pub fn group_version(&self) -> (&str, &str) {
-        crate::registry::names::group_version(&self.api_version)
+        strategy_host_apimachinery::group_version(&self.api_version)
     }
 
     fn parse(value: &Value) -> Option<Self> {
@@ -79,7 +79,7 @@ impl Node {
         let uid = meta.get("uid")?.as_str()?.to_string();
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
         let api_version = text(obj.get("apiVersion"));
-        let version = crate::registry::names::group_version(&api_version)
+        let version = strategy_host_apimachinery::group_version(&api_version)
             .1
             .to_owned();
         let owners = meta

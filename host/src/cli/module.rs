@@ -126,7 +126,7 @@ impl LoadedModule {
     pub fn context(&self, object: &InputObject) -> Result<(StrategyContext, Role)> {
         let api_version = object.object["apiVersion"].as_str().unwrap_or("");
         let kind = object.object["kind"].as_str().unwrap_or("");
-        let (group, version) = crate::storage::object::group_version(api_version);
+        let (group, version) = strategy_host_apimachinery::group_version(api_version);
         let manifest = self.strategy.module().manifest();
         if manifest.admission_policy.is_some() {
             return Ok(policy_context(object, group, version, kind));

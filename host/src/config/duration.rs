@@ -5,7 +5,7 @@
 /// # Errors
 /// A value that is not a sequence of number+unit pairs.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::storage::go_duration::parse(text.trim())
+    strategy_host_apimachinery::go_duration::parse(text.trim())
         .ok_or_else(|| format!("invalid duration {text:?}: use e.g. 1h, 30m, 90s or 1h30m0s"))
 }
 

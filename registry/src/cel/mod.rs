@@ -100,7 +100,7 @@ impl CelRules {
     ) -> Vec<FieldError> {
         let root = RootContext {
             api_version: api_version.into(),
-            api_group: crate::storage::object::group_version(api_version)
+            api_group: strategy_host_apimachinery::group_version(api_version)
                 .0
                 .to_owned(),
             kind: kind.into(),

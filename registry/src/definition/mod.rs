@@ -274,7 +274,7 @@ impl ResourceDefinition {
     /// The fields a field selector may name at `version`: `metadata.name`,
     /// `metadata.namespace` and the version's `selectableFields`.
     pub fn selectable_fields(&self, version: &str) -> Vec<&str> {
-        let mut fields = crate::storage::predicate::DEFAULT_SELECTABLE_FIELDS.to_vec();
+        let mut fields = strategy_host_apimachinery::fields::DEFAULT_SELECTABLE_FIELDS.to_vec();
         if let Some(v) = self.version(version) {
             fields.extend(v.selectable_fields.iter().map(String::as_str));
         }

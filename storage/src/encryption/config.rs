@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::kms::KmsProvider;
 use super::providers::{Key, Provider};
 use super::{Rules, Selector};
-use crate::config_file::InvalidConfiguration;
+use strategy_host_apimachinery::config_file::InvalidConfiguration;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -253,7 +253,7 @@ fn kms_provider(
     }
     let timeout = match kms.timeout.as_deref() {
         None => KMS_TIMEOUT,
-        Some(text) => match crate::go_duration::parse(text) {
+        Some(text) => match strategy_host_apimachinery::go_duration::parse(text) {
             Some(t) if !t.is_zero() => t,
             _ => {
                 errors.push(format!(

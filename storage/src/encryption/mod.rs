@@ -13,9 +13,9 @@ mod providers;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 use crate::error::{Result, StorageError};
 use providers::{Provider, ENCRYPTED};
+use strategy_host_apimachinery::config_file::{InvalidConfiguration, LoadError, ReloadedFile};
 
 /// (which keys, relative to a store's prefix, their providers), in the file's order: the first
 /// entry naming a resource decides.

@@ -1,25 +1,13 @@
-//! Selection predicates: label and field selectors parsed from Kubernetes' query syntax and
-//! matched against JSON objects.
-//!
-//! Label selectors take `=`, `==`, `!=`, `in (...)`, `notin (...)`, `key` (exists) and `!key`
-//! (does not exist), joined by commas. Field selectors take `=`, `==` and `!=` on the fields a
-//! resource supports (`metadata.name` and `metadata.namespace` for every resource).
-//!
-//! Label selectors are in `labels.rs` (they also read `metav1.LabelSelector` JSON), field
-//! selectors in `fields.rs`.
-
-mod fields;
-mod labels;
+//! Selection predicates: a list's or watch's label and field selectors (apimachinery's, parsed
+//! from Kubernetes' query syntax) matched against JSON objects and stored objects' heads.
 
 use serde_json::Value;
 
-pub use fields::FieldSelector;
-pub use labels::LabelSelector;
+pub use strategy_host_apimachinery::fields::DEFAULT_SELECTABLE_FIELDS;
+pub use strategy_host_apimachinery::{FieldSelector, LabelSelector};
 
 use super::object::SharedObject;
 
-/// The fields every resource can be selected by.
-pub const DEFAULT_SELECTABLE_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
 /// Which objects a list or watch wants: both selectors must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SelectionPredicate {
@@ -40,15 +28,23 @@ impl SelectionPredicate {
         self.label.matches(obj) && self.field.matches(obj)
     }
 
-    /// True when a shared object is selected (see [`FieldSelector::matches_object`]).
+    /// True when a shared object is selected: its labels, name and namespace are read from
+    /// its head; any other field a selector names parses the object once.
     pub fn matches_object(&self, obj: &SharedObject) -> bool {
-        self.is_everything() || (self.label.matches_object(obj) && self.field.matches_object(obj))
+        self.is_everything()
+            || (self.label.matches_with(|k| obj.label(k))
+                && self.field.matches_with(
+                    obj.name().unwrap_or_default(),
+                    obj.namespace().unwrap_or_default(),
+                    || obj.to_value(),
+                ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StorageError;
     use serde_json::json;
 
     fn obj(labels: Value) -> Value {
@@ -103,7 +99,7 @@ mod tests {
             "a=b c",
             "k in",
         ] {
-            let err = LabelSelector::parse(s).unwrap_err();
+            let err = StorageError::from(LabelSelector::parse(s).unwrap_err());
             assert!(err.is_bad_request(), "{s}: {err}");
         }
     }
@@ -126,9 +122,8 @@ mod tests {
         assert!(f("metadata.name=a").matches(&o));
         assert!(f("metadata.name==a,metadata.namespace=ns").matches(&o));
         assert!(!f("metadata.name!=a").matches(&o));
-        assert!(FieldSelector::parse("spec.x=1", DEFAULT_SELECTABLE_FIELDS)
-            .unwrap_err()
-            .is_bad_request());
+        let err = FieldSelector::parse("spec.x=1", DEFAULT_SELECTABLE_FIELDS).unwrap_err();
+        assert!(StorageError::from(err).is_bad_request());
         assert!(FieldSelector::name_equals("a").matches(&o));
     }
 

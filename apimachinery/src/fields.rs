@@ -5,8 +5,12 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::error::{Result, StorageError};
-use crate::object::SharedObject;
+use crate::SelectorError;
+
+type Result<T> = std::result::Result<T, SelectorError>;
+
+/// The fields every resource can be selected by.
+pub const DEFAULT_SELECTABLE_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
 
 /// One field requirement: `path = value` or `path != value`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +31,7 @@ impl FieldSelector {
     /// Parses `field=value,field!=value`, accepting only the fields in `selectable`.
     ///
     /// # Errors
-    /// `BadRequest` for bad syntax or a field the resource does not support.
+    /// A [`SelectorError`] for bad syntax or a field the resource does not support.
     pub fn parse(text: &str, selectable: &[&str]) -> Result<Self> {
         let mut requirements = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -38,15 +42,13 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, v, false)
             } else {
-                return Err(StorageError::BadRequest(format!(
+                return Err(SelectorError(format!(
                     "invalid field selector {part:?}: expected field=value"
                 )));
             };
             let field = field.trim();
             if !selectable.contains(&field) {
-                return Err(StorageError::BadRequest(format!(
-                    "field label not supported: {field}"
-                )));
+                return Err(SelectorError(format!("field label not supported: {field}")));
             }
             requirements.push(FieldRequirement {
                 field: field.to_string(),
@@ -112,15 +114,26 @@ impl FieldSelector {
             .all(|r| r.holds(&field_text(obj, &r.field)))
     }
 
-    /// True when every requirement holds on a shared object: `metadata.name` and
-    /// `metadata.namespace` come from its head; any other field parses the object once.
-    pub fn matches_object(&self, obj: &SharedObject) -> bool {
+    /// True when every requirement holds on an object whose name and namespace are known
+    /// apart from its fields (a stored object's head): any other field reads `object()`, at
+    /// most once.
+    pub fn matches_with(
+        &self,
+        name: &str,
+        namespace: &str,
+        object: impl FnOnce() -> Value,
+    ) -> bool {
+        let mut object = Some(object);
         let mut parsed: Option<Value> = None;
         self.requirements.iter().all(|r| {
             let actual = match r.field.as_str() {
-                "metadata.name" => obj.name().unwrap_or_default().to_string(),
-                "metadata.namespace" => obj.namespace().unwrap_or_default().to_string(),
-                field => field_text(parsed.get_or_insert_with(|| obj.to_value()), field),
+                "metadata.name" => name.to_string(),
+                "metadata.namespace" => namespace.to_string(),
+                field => {
+                    let obj = parsed
+                        .get_or_insert_with(|| object.take().map(|f| f()).unwrap_or_default());
+                    field_text(obj, field)
+                }
             };
             r.holds(&actual)
         })

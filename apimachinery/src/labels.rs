@@ -6,8 +6,9 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::error::{Result, StorageError};
-use crate::object::SharedObject;
+use crate::SelectorError;
+
+type Result<T> = std::result::Result<T, SelectorError>;
 
 /// One label requirement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,11 +48,11 @@ impl LabelSelector {
     /// Parses Kubernetes' label selector syntax.
     ///
     /// # Errors
-    /// `BadRequest` naming the offending part.
+    /// A [`SelectorError`] naming the offending part.
     ///
     /// # Examples
     /// ```
-    /// use strategy_host_storage::predicate::LabelSelector;
+    /// use strategy_host_apimachinery::LabelSelector;
     /// let sel = LabelSelector::parse("app=web,tier in (a, b),!legacy").unwrap();
     /// assert!(sel.matches(&serde_json::json!({"metadata": {"labels": {"app": "web", "tier": "b"}}})));
     /// ```
@@ -75,7 +76,7 @@ impl LabelSelector {
     ///
     /// # Examples
     /// ```
-    /// use strategy_host_storage::predicate::LabelSelector;
+    /// use strategy_host_apimachinery::LabelSelector;
     /// let sel = LabelSelector::from_label_selector(&serde_json::json!({"matchLabels": {"app": "web"},
     ///     "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]}));
     /// assert_eq!(sel.to_string(), "app=web,tier notin (db)");
@@ -155,12 +156,10 @@ impl LabelSelector {
         self.requirements.iter().all(|r| r.matches(get))
     }
 
-    /// True when a shared object's labels satisfy every requirement (read from its head,
-    /// without parsing the object).
-    pub fn matches_object(&self, obj: &SharedObject) -> bool {
-        self.requirements
-            .iter()
-            .all(|r| r.matches(|k| obj.label(k)))
+    /// True when the labels `label` reads (a label's value by its key) satisfy every
+    /// requirement: how a store matches an object without parsing all of it.
+    pub fn matches_with<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.requirements.iter().all(|r| r.matches(&label))
     }
 }
 
@@ -198,8 +197,8 @@ fn split_top_level(text: &str) -> Result<Vec<&str>> {
     Ok(parts)
 }
 
-fn bad_selector(text: &str, why: &str) -> StorageError {
-    StorageError::BadRequest(format!("unable to parse requirement {text:?}: {why}"))
+fn bad_selector(text: &str, why: &str) -> SelectorError {
+    SelectorError(format!("unable to parse requirement {text:?}: {why}"))
 }
 
 fn parse_label_requirement(part: &str) -> Result<LabelRequirement> {
