@@ -29,6 +29,7 @@ pub mod expiring_cache;
 pub mod fieldmanager;
 pub mod flowcontrol;
 pub mod follow;
+pub mod kinds;
 pub mod labels;
 pub mod list;
 pub mod names;

@@ -11,9 +11,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::admission::AdmissionChain;
-use super::builtin::CrdStrategy;
 use super::definition::ResourceDefinition;
-use super::namespace_lifecycle::NamespaceStrategy;
 use super::store::RegistryStore;
 use crate::storage::cacher::{Cacher, CacherConfig, CacherStats};
 use crate::storage::informer::InformerEvent;
@@ -77,8 +75,9 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// A registry over the embedded store at `path` (opened, or made when absent): a server
-    /// of one process, as tests and single-node setups run it.
+    /// A registry over the embedded store at `path` (opened, or made when absent) serving the
+    /// [`Core`](crate::kinds::Core) kinds and the [`ModuleKinds`](crate::kinds::ModuleKinds):
+    /// a server of one process, as tests run it.
     ///
     /// # Errors
     /// The store cannot be opened.
@@ -88,13 +87,16 @@ impl Registry {
     ) -> Result<Arc<Self>, crate::storage::StorageError> {
         use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
         let store = EmbeddedStore::open(EmbeddedConfig::new(path)).await?;
-        Ok(Self::new(Arc::new(store), resolver))
+        let registry = Self::new(Arc::new(store), resolver);
+        registry.serve_kinds(&[&crate::kinds::Core, &crate::kinds::ModuleKinds]);
+        Ok(registry)
     }
 
-    /// A registry over `base` serving the built-in resources; call [`Registry::start`] to follow
-    /// CustomResourceDefinitions. Must run inside a tokio runtime (caches start tasks).
+    /// A registry over `base` serving nothing yet: serve the built-in kinds' providers with
+    /// [`Registry::serve_kinds`] (the [`Core`](crate::kinds::Core) ones at least), then call
+    /// [`Registry::start`] to follow CustomResourceDefinitions. Must run inside a tokio runtime (caches start tasks).
     pub fn new(base: Arc<dyn Storage>, resolver: Arc<dyn StrategyResolver>) -> Arc<Self> {
-        let registry = Arc::new(Self {
+        Arc::new(Self {
             base: base.clone(),
             resolver,
             table: RwLock::default(),
@@ -102,34 +104,12 @@ impl Registry {
             synced: watch::Sender::new(false),
             generation: watch::Sender::new(0),
             admission: Arc::default(),
-        });
-        let crd_strategy: Arc<dyn Strategy> = Arc::new(CrdStrategy);
-        registry.install(
-            Arc::new(ResourceDefinition::custom_resource_definitions()),
-            crd_strategy,
-        );
-        registry.install(
-            Arc::new(ResourceDefinition::namespaces()),
-            Arc::new(NamespaceStrategy),
-        );
-        registry.install(
-            Arc::new(crate::apiservice::definition()),
-            Arc::new(crate::apiservice::STRATEGY),
-        );
-        // Kinds with Kubernetes' default behaviour: the admission configurations, API priority
-        // and fairness' configuration, and the reviews (create-only; the API answers them).
-        let defaults = ResourceDefinition::admission_kinds()
-            .into_iter()
-            .chain(ResourceDefinition::flowcontrol_kinds())
-            .chain(ResourceDefinition::review_kinds());
-        for def in defaults {
-            registry.install(Arc::new(def), Arc::new(crate::strategy::DefaultStrategy));
-        }
-        for def in ResourceDefinition::builtin_kinds() {
-            let strategy = registry.resolver.strategy(&def.group, &def.kind);
-            registry.install(Arc::new(def), strategy);
-        }
-        registry
+        })
+    }
+
+    /// The resolver of the kinds whose strategy is a module's.
+    pub(crate) fn resolver(&self) -> &Arc<dyn StrategyResolver> {
+        &self.resolver
     }
 
     fn storage_for(&self, table: &mut Table, prefix: &str) -> Arc<dyn Storage> {
@@ -209,36 +189,8 @@ impl Registry {
             .cloned()
     }
 
-    /// Serves Services (cluster IPs from `cluster_ips`, node ports from `node_ports`), their
-    /// Endpoints and EndpointSlices, and the IPAddresses that record allocated cluster IPs.
-    pub fn serve_services(
-        self: &Arc<Self>,
-        cluster_ips: crate::service::cluster_ip::ServiceIpRange,
-        node_ports: crate::service::NodePortRange,
-    ) {
-        use crate::service::{cluster_ip::ClusterIpAllocator, IpAddressStrategy, ServiceStrategy};
-        let mut defs = crate::service::definitions();
-        let take = |defs: &mut Vec<ResourceDefinition>, plural: &str| {
-            let at = defs.iter().position(|d| d.plural == plural);
-            defs.remove(at.expect("service_kinds.json defines it"))
-        };
-        self.install(
-            Arc::new(take(&mut defs, "ipaddresses")),
-            Arc::new(IpAddressStrategy),
-        );
-        let addresses = self
-            .resolve("networking.k8s.io", "v1", "ipaddresses")
-            .expect("just installed");
-        let allocator = ClusterIpAllocator::new(cluster_ips, addresses.store);
-        let services = ServiceStrategy::new(allocator, node_ports, self);
-        self.install(Arc::new(take(&mut defs, "services")), Arc::new(services));
-        for def in defs {
-            self.install(Arc::new(def), Arc::new(crate::strategy::DefaultStrategy));
-        }
-    }
-
-    /// Serves a resource the host defines itself (not from a CustomResourceDefinition), with
-    /// its own strategy, e.g. the wasm runtime's `StrategyModule` kind.
+    /// Serves a built-in kind (not from a CustomResourceDefinition) with `strategy`: what a
+    /// [`KindProvider`](crate::kinds::KindProvider) calls.
     pub fn serve_builtin(&self, def: ResourceDefinition, strategy: Arc<dyn Strategy>) {
         self.install(Arc::new(def), strategy);
     }

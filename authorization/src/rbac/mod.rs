@@ -2,8 +2,9 @@
 //! ClusterRoleBindings) served with their own strategy, the authorizer that decides by them,
 //! ClusterRole aggregation, and the bootstrap policy.
 //!
-//! [`start`] wires it all: serve the kinds, follow them into the authorizer's index, run the
-//! aggregation controller; then [`ensure_bootstrap_policy`] writes the default roles.
+//! [`Kinds`] is the provider that serves the kinds; [`start`] follows them into the authorizer's
+//! index and runs the aggregation controller; then [`ensure_bootstrap_policy`] writes the
+//! default roles.
 
 pub mod aggregation;
 pub mod authorizer;
@@ -24,6 +25,7 @@ pub use authorizer::RbacAuthorizer;
 pub use bootstrap::ensure_bootstrap_policy;
 pub use index::RbacKind;
 
+use crate::registry::kinds::KindProvider;
 use crate::registry::{Registry, ResourceDefinition};
 use crate::Authorizer;
 
@@ -33,25 +35,48 @@ pub fn definitions() -> Vec<ResourceDefinition> {
     ResourceDefinition::builtins(include_str!("rbac_kinds.json"))
 }
 
-/// Serves the four kinds on `registry` with their strategy, starts the authorizer's index and
-/// the aggregation controller, and returns the authorizer. `escalation_authorizer` is what
-/// `escalate` and `bind` are asked of (the server's authorizer chain); `None` asks RBAC itself,
-/// which is the same under `--authorization-mode=RBAC` since `system:masters` never needs it.
-/// Call [`ensure_bootstrap_policy`] afterwards, and [`RbacAuthorizer::wait_synced`] before
-/// serving requests.
-pub fn start(
-    registry: &Arc<Registry>,
-    escalation_authorizer: Option<Arc<dyn Authorizer>>,
-) -> Arc<RbacAuthorizer> {
-    let rbac = Arc::new(RbacAuthorizer::default());
-    let asked: Arc<dyn Authorizer> = escalation_authorizer.unwrap_or_else(|| rbac.clone());
-    for (def, kind) in definitions().into_iter().zip(RbacKind::ALL) {
-        debug_assert_eq!(def.plural, kind.plural());
-        let strategy = strategy::RbacStrategy::new(kind, rbac.clone(), asked.clone());
-        strategy.set_registry(registry);
-        registry.serve_builtin(def, Arc::new(strategy));
+/// The four kinds, served with the strategy that refuses escalation: it asks `escalate` and
+/// `bind` of the escalation authorizer (the server's authorizer chain; by default the RBAC
+/// authorizer itself, which is the same under `--authorization-mode=RBAC` since
+/// `system:masters` never needs it).
+pub struct Kinds {
+    authorizer: Arc<RbacAuthorizer>,
+    escalation: Arc<dyn Authorizer>,
+}
+
+impl Kinds {
+    /// The kinds `authorizer` decides by, asking `escalation_authorizer` (none: `authorizer`).
+    pub fn new(
+        authorizer: &Arc<RbacAuthorizer>,
+        escalation_authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> Self {
+        Self {
+            authorizer: authorizer.clone(),
+            escalation: escalation_authorizer.unwrap_or_else(|| authorizer.clone()),
+        }
     }
-    rbac.follow(registry);
+}
+
+impl KindProvider for Kinds {
+    fn name(&self) -> &'static str {
+        "rbac"
+    }
+
+    fn serve(&self, registry: &Arc<Registry>) {
+        for (def, kind) in definitions().into_iter().zip(RbacKind::ALL) {
+            debug_assert_eq!(def.plural, kind.plural());
+            let strategy =
+                strategy::RbacStrategy::new(kind, self.authorizer.clone(), self.escalation.clone());
+            strategy.set_registry(registry);
+            registry.serve_builtin(def, Arc::new(strategy));
+        }
+    }
+}
+
+/// Follows the kinds (served by [`Kinds`]) into `authorizer`'s index and starts the
+/// aggregation controller. Call [`ensure_bootstrap_policy`] afterwards, and
+/// [`RbacAuthorizer::wait_synced`] before serving requests.
+pub fn start(registry: &Arc<Registry>, authorizer: &Arc<RbacAuthorizer>) {
+    authorizer.follow(registry);
     aggregation::start(registry);
-    rbac
 }

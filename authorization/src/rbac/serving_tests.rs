@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{ensure_bootstrap_policy, start, RbacAuthorizer};
+use super::{ensure_bootstrap_policy, start, Kinds, RbacAuthorizer};
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::{Error, Registry};
 use crate::strategy::DefaultResolver;
@@ -20,7 +20,9 @@ async fn serve(dir: &std::path::Path) -> (Arc<Registry>, Arc<RbacAuthorizer>) {
         .await
         .unwrap();
     registry.start();
-    let rbac = start(&registry, None);
+    let rbac = Arc::new(RbacAuthorizer::default());
+    registry.serve_kinds(&[&Kinds::new(&rbac, None)]);
+    start(&registry, &rbac);
     assert!(rbac.wait_synced(Duration::from_secs(5)).await);
     ensure_bootstrap_policy(&registry).await;
     let namespaces = Kind {

@@ -4,57 +4,42 @@
 //! `default` namespace), TLS, authentication and authorization (`security.rs`), and HTTPS until
 //! SIGTERM or SIGINT.
 
+mod modules;
 mod security;
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::admission::wasm_policy::WasmPolicies;
+use crate::admission::webhook::metrics::WebhookMetrics;
+use crate::api::audit::{Auditor, LogRotation};
 use crate::api::flowcontrol::FlowControl;
 use crate::api::metrics::ServerMetrics;
 use crate::api::server::{serve, ConnectionLimits, REQUEST_TIMEOUT};
 use crate::api::state::AppState;
+use crate::authorization::owner_references::OwnerReferencesPermissionEnforcement;
+use crate::authorization::rbac::RbacAuthorizer;
 use crate::config::{Config, StoreChoice};
 use crate::controllers::metrics::ControllerMetrics;
 use crate::controllers::ControllerSet;
+use crate::registry::admission::{MutatingAdmission, ValidatingAdmission};
+use crate::registry::aggregation::Aggregation;
 use crate::registry::client::Client;
+use crate::registry::kinds::{Core, ModuleKinds, Services};
 use crate::registry::namespace_lifecycle::SYSTEM_NAMESPACES;
 use crate::registry::Registry;
 use crate::storage::embedded::EmbeddedStore;
+use crate::storage::encryption::EncryptionConfig;
 use crate::storage::etcd3::Etcd3Store;
 use crate::storage::instrumented::{Instrumented, StorageMetrics};
 use crate::storage::Storage;
-use crate::strategy::{Strategy, StrategyResolver};
 use crate::wasm::sources::module_object;
-use crate::wasm::sources::pull::{PullConfig, Puller};
-use crate::wasm::sources::{builtin_modules, declared_resources, object_source, DirectoryWatcher};
-use crate::wasm::{ModuleTable, RegistryHostApi, Runtime, RuntimeConfig};
-
-/// How long startup waits for the first list of definitions before loading modules.
-const DEFINITIONS_SYNC_WAIT: Duration = Duration::from_secs(10);
-
-/// Native strategies by (group, kind), standing in for modules: the baseline wasm strategies
-/// are measured against.
-pub type NativeStrategies = HashMap<(String, String), Arc<dyn Strategy>>;
-
-/// Resolves to a native strategy where one is given, else to the module table.
-struct WithNatives {
-    natives: NativeStrategies,
-    modules: Arc<ModuleTable>,
-}
-
-impl StrategyResolver for WithNatives {
-    fn strategy(&self, group: &str, kind: &str) -> Arc<dyn Strategy> {
-        match self.natives.get(&(group.to_owned(), kind.to_owned())) {
-            Some(s) => s.clone(),
-            None => self.modules.strategy(group, kind),
-        }
-    }
-}
+use crate::wasm::ModuleTable;
+pub use modules::NativeStrategies;
+use security::Secured;
 
 /// Runs the server `config` describes until SIGTERM or SIGINT; `natives` replace the module
 /// table for their resources (empty for the real binary).
@@ -64,177 +49,41 @@ impl StrategyResolver for WithNatives {
 /// cannot be watched, or the address cannot be bound.
 pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()> {
     let encryption = config.encryption()?;
-    if let Some(encryption) = &encryption {
-        tracing::info!("encryption at rest on, as --encryption-provider-config says");
-        encryption.spawn_reloader();
-    }
-    let storage: Arc<dyn Storage> = match config.store() {
-        StoreChoice::Embedded(mut c) => {
-            c.encryption = encryption.clone();
-            let dir = c.data_dir.display().to_string();
-            let store = EmbeddedStore::open(c)
-                .await
-                .with_context(|| format!("opening the embedded store in {dir}"))?;
-            tracing::info!(data_dir = %dir, "serving from the embedded store");
-            Arc::new(store)
-        }
-        StoreChoice::Etcd3(mut c) => {
-            c.encryption = encryption.clone();
-            let endpoints = c.endpoints.join(",");
-            let store = Etcd3Store::connect(c)
-                .await
-                .with_context(|| format!("connecting to etcd at {endpoints}"))?;
-            tracing::info!(%endpoints, "serving from etcd");
-            Arc::new(store)
-        }
-    };
-    // Every storage call is timed (etcd_request_duration_seconds), below the caches.
-    let storage_metrics = StorageMetrics::default();
-    let storage: Arc<dyn Storage> = Arc::new(Instrumented::new(storage, storage_metrics.clone()));
-    // The runtime always runs: `StrategyModule` objects load modules with or without a directory.
-    let runtime = Runtime::new(RuntimeConfig {
-        cache_dir: config.module_cache(),
-        real_clock: config.wasm_real_clock,
-        tiered_compilation: config.tiered_compilation,
-        ..RuntimeConfig::default()
-    })
-    .context("starting the wasm runtime")?;
-    let modules = Arc::new(ModuleTable::new(runtime));
-    let resolver: Arc<dyn StrategyResolver> = if natives.is_empty() {
-        modules.clone()
-    } else {
-        Arc::new(WithNatives {
-            natives,
-            modules: modules.clone(),
-        })
-    };
-    let registry = Registry::new(storage.clone(), resolver);
-    registry.serve_builtin(
-        module_object::definition(),
-        Arc::new(module_object::STRATEGY),
-    );
-    registry.serve_services(
-        config.service_cluster_ip_range,
-        config.service_node_port_range,
-    );
-    // Strategies' get/list/apply host functions go through the registry.
-    modules
-        .runtime()
-        .set_host_api(Arc::new(RegistryHostApi::new(&registry)));
-    registry.start();
-    // Manifests are checked against the served definitions, so let the first list land first.
-    if !registry.wait_synced(DEFINITIONS_SYNC_WAIT).await {
-        tracing::warn!(
-            "resource definitions not listed yet; modules load unchecked until they are"
-        );
-    }
-    declared_resources::start(&modules, &registry);
-    let table = modules.clone();
-    tokio::task::spawn_blocking(move || builtin_modules::load(&table))
-        .await?
-        .context("loading the built-in kinds' module")?;
-    // The strategy directory loads while the server listens (a Go module takes seconds to
-    // compile): until it has, /readyz says what is compiling and resource requests answer 503.
-    // The handle holds the watcher until the server stops.
-    let _strategy_watcher = match &config.strategy_dir {
-        Some(dir) => {
-            std::fs::read_dir(dir)
-                .with_context(|| format!("reading the strategy directory {}", dir.display()))?;
-            modules.set_starting(true);
-            let (table, dir, served) = (modules.clone(), dir.clone(), registry.clone());
-            Some(tokio::task::spawn_blocking(move || {
-                let watcher = DirectoryWatcher::start(table.clone(), dir.clone());
-                wait_for_declared_resources(&table, &served, DECLARED_RESOURCES_WAIT);
-                table.set_starting(false);
-                tracing::info!(dir = %dir.display(), "strategy directory loaded: resource requests are served");
-                watcher
-                    .inspect_err(|e| {
-                        tracing::error!(dir = %dir.display(), "cannot watch the strategy directory: {e}")
-                    })
-                    .ok()
-            }))
-        }
-        None => None,
-    };
-    let puller = Arc::new(Puller::new(pull_config(&config)?));
-    object_source::start(modules.clone(), &registry, puller.clone());
+    let (storage, storage_metrics) = open_store(&config, encryption.as_ref()).await?;
+    let modules = modules::module_table(&config)?;
+    let registry = Registry::new(storage.clone(), modules::resolver(&modules, natives));
+    let chain = Arc::new(crate::authorization::Deferred::default());
+    let rbac = Arc::new(RbacAuthorizer::default());
+    // Every built-in kind, from its provider; the order is the order they are served in.
+    registry.serve_kinds(&[
+        &Core,
+        &ModuleKinds,
+        &module_object::Kinds,
+        &Services {
+            cluster_ips: config.service_cluster_ip_range,
+            node_ports: config.service_node_port_range,
+        },
+        &security::rbac_kinds(&config, &rbac, &chain),
+    ]);
+    let (_strategy_watcher, puller) = modules::load(&config, &modules, &registry).await?;
     ensure_system_namespaces(&registry).await;
     let controllers = ControllerSet::parse(&config.controllers)?;
-    let chain = Arc::new(crate::authorization::Deferred::default());
-    let rbac = security::start_rbac(&config, &registry, &chain).await;
+    security::start_rbac(&registry, &rbac).await;
     crate::controllers::flowcontrol_bootstrap::ensure_configuration(&registry).await;
     let secured = security::secure(&config, &registry, rbac, &chain, modules.clone())?;
-    // Built-in admission (added by `secure`) runs before the webhooks, as in Kubernetes.
-    let webhook_metrics = crate::admission::webhook::metrics::WebhookMetrics::default();
-    let (mutating, validating) = crate::admission::webhook::start(&registry, &webhook_metrics);
-    // Kubernetes' order within each phase: policies (CEL, then modules), then webhooks.
-    let policy_modules =
-        crate::admission::wasm_policy::WasmPolicies::new(modules.clone(), &registry);
-    registry
-        .admission()
-        .add_mutating(crate::admission::mutating_policy::start(&registry));
-    registry.admission().add_mutating(policy_modules.clone());
-    registry.admission().add_mutating(mutating);
-    registry
-        .admission()
-        .add(crate::admission::policy::start(&registry));
-    registry.admission().add(policy_modules.clone());
-    registry.admission().add(validating);
-    // Quota last, as in Kubernetes: a write is charged only once everything else admitted it.
-    if let Some(quota) = crate::admission::resource_quota::start(&registry) {
-        registry.admission().add(quota);
-    }
-    let controller_metrics = ControllerMetrics::default();
-    let front_proxy = secured.front_proxy.clone();
-    let authentication_trust = match (&front_proxy, &secured.pki) {
-        (Some(front_proxy), Some(pki)) => {
-            Some(front_proxy.extension_apiserver_authentication(&pki.client_ca_pem))
-        }
-        _ => None,
-    };
+    let (webhook_metrics, policy_modules) = admission_chain(&registry, &modules, &secured);
     // Extension API servers are shown the front proxy's client certificate.
-    let aggregation = crate::registry::aggregation::Aggregation::start(
-        &registry,
-        front_proxy
-            .as_ref()
-            .map(|f| crate::registry::webhook::ClientCertificate {
-                certificate: f.client_cert_pem.clone().into_bytes(),
-                key: f.client_key_pem.clone().into_bytes(),
-            }),
-    );
+    let aggregation = Aggregation::start(&registry, secured.front_proxy_certificate());
     // Bound before the controllers start: the `kubernetes` Service names the bound address.
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
     let bound = listener.local_addr()?;
-    let parts = crate::controllers::Parts {
-        authentication_trust,
-        kubernetes_service: Some(crate::controllers::kubernetes_service::KubernetesService {
-            cluster_ip: config.service_cluster_ip_range.first(),
-            listen: bound,
-        }),
-        aggregation: Some(aggregation.clone()),
-        metrics: controller_metrics.clone(),
-        signer: Some(Arc::new(security::SecretTokens {
-            tokens: secured.tokens.clone(),
-            ca_bundle: secured.pki.as_ref().map(|p| p.serving_ca_pem.clone()),
-        })),
-        event_ttl: config.event_ttl,
-        root_ca: secured.pki.as_ref().map(|p| p.serving_ca_pem.clone()),
-    };
+    let controller_metrics = ControllerMetrics::default();
+    let parts =
+        security::controller_parts(&config, &secured, &aggregation, bound, &controller_metrics);
     let controllers = crate::controllers::run(&registry, controllers, config.election(), parts);
-    let auditor = crate::api::audit::Auditor::from_flags(
-        config.security.audit_log_path.as_deref(),
-        config.security.audit_policy_file.as_deref(),
-        &config.security.audit_level,
-        crate::api::audit::LogRotation::from_flags(
-            config.security.audit_log_maxsize,
-            config.security.audit_log_maxbackup,
-            config.security.audit_log_maxage,
-            config.security.audit_log_compress,
-        ),
-    )
-    .context("opening the audit log")?;
+    let auditor = auditor(&config)?;
     security::announce(&config, secured.pki.as_ref(), bound)?;
     let issuer_discovery = security::issuer_discovery(&config, &secured, bound);
     let scheme = if secured.tls.is_some() {
@@ -250,12 +99,7 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         auditor.as_ref().map(|a| a.metrics()),
     );
     metrics.register_with(|m| {
-        if let Some(jwt) = &secured.jwt {
-            jwt.register(m);
-        }
-        if let Some(authorization) = &secured.structured_authorizer {
-            authorization.register(m);
-        }
+        secured.register(m);
         if let Some(encryption) = &encryption {
             encryption.register(m);
         }
@@ -265,19 +109,20 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
         puller.metrics().register(m);
         crate::allocator::register(m);
     });
+    let flow_control = FlowControl::new(
+        u32::try_from(config.max_requests_inflight + config.max_mutating_requests_inflight)
+            .unwrap_or(u32::MAX),
+        config.max_requests_inflight,
+        // A request waits in its queue at most a quarter of its timeout, as kube-apiserver.
+        REQUEST_TIMEOUT / 4,
+    );
     let state = AppState::new(
         storage,
         registry,
         secured.security,
         metrics,
         config.max_request_body_bytes,
-        FlowControl::new(
-            u32::try_from(config.max_requests_inflight + config.max_mutating_requests_inflight)
-                .unwrap_or(u32::MAX),
-            config.max_requests_inflight,
-            // A request waits in its queue at most a quarter of its timeout, as kube-apiserver.
-            REQUEST_TIMEOUT / 4,
-        ),
+        flow_control,
     )
     .with_modules(modules)
     .with_tokens(secured.tokens)
@@ -288,21 +133,114 @@ pub async fn run(config: Config, natives: NativeStrategies) -> anyhow::Result<()
     .with_aggregation(aggregation);
     // API priority and fairness is configured by its objects from here on.
     state.flow_control.follow(&state.registry);
-    serve(
-        listener,
-        secured.tls,
-        state,
-        ConnectionLimits {
-            read_header_timeout: config.read_header_timeout,
-            http2_max_streams: config.http2_max_streams(),
-            idle_timeout: config.idle_connection_timeout,
-        },
-        shutdown_signal()?,
-    )
-    .await?;
+    let limits = ConnectionLimits {
+        read_header_timeout: config.read_header_timeout,
+        http2_max_streams: config.http2_max_streams(),
+        idle_timeout: config.idle_connection_timeout,
+    };
+    serve(listener, secured.tls, state, limits, shutdown_signal()?).await?;
     controllers.abort();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Opens the store `config` chooses (encrypting with `encryption`, whose key file is then
+/// reloaded as it changes), every call of it timed (etcd_request_duration_seconds).
+async fn open_store(
+    config: &Config,
+    encryption: Option<&EncryptionConfig>,
+) -> anyhow::Result<(Arc<dyn Storage>, StorageMetrics)> {
+    if let Some(encryption) = encryption {
+        tracing::info!("encryption at rest on, as --encryption-provider-config says");
+        encryption.spawn_reloader();
+    }
+    let storage: Arc<dyn Storage> = match config.store() {
+        StoreChoice::Embedded(mut c) => {
+            c.encryption = encryption.cloned();
+            let dir = c.data_dir.display().to_string();
+            let store = EmbeddedStore::open(c)
+                .await
+                .with_context(|| format!("opening the embedded store in {dir}"))?;
+            tracing::info!(data_dir = %dir, "serving from the embedded store");
+            Arc::new(store)
+        }
+        StoreChoice::Etcd3(mut c) => {
+            c.encryption = encryption.cloned();
+            let endpoints = c.endpoints.join(",");
+            let store = Etcd3Store::connect(c)
+                .await
+                .with_context(|| format!("connecting to etcd at {endpoints}"))?;
+            tracing::info!(%endpoints, "serving from etcd");
+            Arc::new(store)
+        }
+    };
+    let metrics = StorageMetrics::default();
+    Ok((
+        Arc::new(Instrumented::new(storage, metrics.clone())),
+        metrics,
+    ))
+}
+
+/// The admission chain, in Kubernetes' order, built here and only here. Mutating: the
+/// MutatingAdmissionPolicies, the modules' policies, the mutating webhooks. Validating: the
+/// built-in plugins (OwnerReferencesPermissionEnforcement, unless in development mode), the
+/// ValidatingAdmissionPolicies, the modules' policies, the validating webhooks, and quota last:
+/// a write is charged only once everything else admitted it. Answers what has metrics.
+fn admission_chain(
+    registry: &Arc<Registry>,
+    modules: &Arc<ModuleTable>,
+    secured: &Secured,
+) -> (WebhookMetrics, Arc<WasmPolicies>) {
+    let webhook_metrics = WebhookMetrics::default();
+    let (mutating_webhooks, validating_webhooks) =
+        crate::admission::webhook::start(registry, &webhook_metrics);
+    let policy_modules = WasmPolicies::new(modules.clone(), registry);
+    let mutating: [Arc<dyn MutatingAdmission>; 3] = [
+        crate::admission::mutating_policy::start(registry),
+        policy_modules.clone(),
+        mutating_webhooks,
+    ];
+    let owner_references = secured.pki.is_some().then(|| {
+        let authorizer = secured.reviews.authorizer.clone();
+        Arc::new(OwnerReferencesPermissionEnforcement::new(
+            authorizer, registry,
+        )) as Arc<dyn ValidatingAdmission>
+    });
+    let quota = crate::admission::resource_quota::start(registry);
+    let validating: [Option<Arc<dyn ValidatingAdmission>>; 5] = [
+        owner_references,
+        Some(crate::admission::policy::start(registry)),
+        Some(policy_modules.clone()),
+        Some(validating_webhooks),
+        quota.map(|q| q as Arc<dyn ValidatingAdmission>),
+    ];
+    let chain = registry.admission();
+    mutating
+        .into_iter()
+        .for_each(|plugin| chain.add_mutating(plugin));
+    validating
+        .into_iter()
+        .flatten()
+        .for_each(|plugin| chain.add(plugin));
+    (webhook_metrics, policy_modules)
+}
+
+/// The audit log the flags ask for (none without `--audit-log-path`).
+fn auditor(config: &Config) -> anyhow::Result<Option<Auditor>> {
+    let s = &config.security;
+    let rotation = LogRotation::from_flags(
+        s.audit_log_maxsize,
+        s.audit_log_maxbackup,
+        s.audit_log_maxage,
+        s.audit_log_compress,
+    );
+    Auditor::from_flags(
+        s.audit_log_path.as_deref(),
+        s.audit_policy_file.as_deref(),
+        &s.audit_level,
+        rotation,
+    )
+    .context("opening the audit log")
 }
 
 /// Creates the system namespaces (`default`, `kube-system`, `kube-public`) where missing, as
@@ -331,47 +269,5 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
             _ = term.recv() => tracing::info!("SIGTERM received"),
             _ = int.recv() => tracing::info!("SIGINT received"),
         }
-    })
-}
-
-/// How long the end of startup waits for the resources the strategy directory's modules declare
-/// to be served.
-const DECLARED_RESOURCES_WAIT: Duration = Duration::from_secs(10);
-
-/// Waits (at most `limit`) until every resource the active modules serve is served by the
-/// registry: a module's declared definition is created a moment after the module loads, and a
-/// request in between would find no such resource.
-fn wait_for_declared_resources(table: &ModuleTable, registry: &Registry, limit: Duration) {
-    let deadline = std::time::Instant::now() + limit;
-    let declared: Vec<_> = table
-        .statuses()
-        .into_iter()
-        .filter(|s| s.state == crate::wasm::ModuleState::Active)
-        .flat_map(|s| s.resources)
-        .collect();
-    while std::time::Instant::now() < deadline
-        && !declared
-            .iter()
-            .all(|r| registry.resolve(&r.group, &r.version, &r.plural).is_some())
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// How `StrategyModule` URLs are pulled: `--insecure-registry`, `--registry-ca` (read now), the
-/// runtime's module size limit, and where pulled modules are kept.
-fn pull_config(config: &Config) -> anyhow::Result<PullConfig> {
-    let mut registry_cas = std::collections::BTreeMap::new();
-    for ca in &config.registry_cas {
-        let pem = std::fs::read(&ca.file)
-            .with_context(|| format!("--registry-ca {}={}", ca.host, ca.file.display()))?;
-        registry_cas.insert(ca.host.clone(), pem);
-    }
-    Ok(PullConfig {
-        store_dir: Some(config.pulled_modules_dir()),
-        insecure_registries: config.insecure_registries.clone(),
-        registry_cas,
-        max_module_bytes: RuntimeConfig::default().module_size_limit,
-        ..PullConfig::default()
     })
 }

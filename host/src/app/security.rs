@@ -21,16 +21,19 @@ use crate::authentication::x509::X509Authenticator;
 use crate::authentication::{Authenticator, AuthenticatorChain};
 use crate::authorization::authorizer::AuthorizerModules;
 use crate::authorization::delegated::DelegatedAuthorizer;
-use crate::authorization::owner_references::OwnerReferencesPermissionEnforcement;
 use crate::authorization::rbac::{self, RbacAuthorizer};
 use crate::authorization::structured::AuthorizerMetrics;
 use crate::authorization::structured::StructuredAuthorizer;
 use crate::authorization::{with_privileged_groups, AlwaysAllow, Authorizer, Deferred};
 use crate::config::{AuthorizationMode, Config};
+use crate::controllers::kubernetes_service::KubernetesService;
+use crate::controllers::metrics::ControllerMetrics;
 use crate::controllers::service_account_token::TokenSigner;
+use crate::controllers::Parts;
 use crate::pki::{self, Pki};
+use crate::registry::aggregation::Aggregation;
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::webhook::kubeconfig;
+use crate::registry::webhook::{kubeconfig, ClientCertificate};
 use crate::registry::Registry;
 
 /// How the server is secured, ready to serve.
@@ -54,6 +57,59 @@ pub(super) struct Secured {
     pub front_proxy: Option<crate::pki::front_proxy::FrontProxy>,
     /// What the access and rules reviews ask.
     pub reviews: Reviews,
+}
+
+impl Secured {
+    /// The client certificate extension API servers are shown (the front proxy's).
+    pub(super) fn front_proxy_certificate(&self) -> Option<ClientCertificate> {
+        self.front_proxy.as_ref().map(|f| ClientCertificate {
+            certificate: f.client_cert_pem.clone().into_bytes(),
+            key: f.client_key_pem.clone().into_bytes(),
+        })
+    }
+
+    /// Registers the metrics of the JWT issuers and the authorizer chain.
+    pub(super) fn register(&self, metrics: &mut prometheus_client::registry::Registry) {
+        if let Some(jwt) = &self.jwt {
+            jwt.register(metrics);
+        }
+        if let Some(authorization) = &self.structured_authorizer {
+            authorization.register(metrics);
+        }
+    }
+}
+
+/// What the controllers are given of the secured server: the published front-proxy trust,
+/// the `kubernetes` Service's address (`bound`), the aggregator, the token signer, the root
+/// CA, and where they record their metrics.
+pub(super) fn controller_parts(
+    config: &Config,
+    secured: &Secured,
+    aggregation: &Arc<Aggregation>,
+    bound: SocketAddr,
+    metrics: &ControllerMetrics,
+) -> Parts {
+    let authentication_trust = match (&secured.front_proxy, &secured.pki) {
+        (Some(front_proxy), Some(pki)) => {
+            Some(front_proxy.extension_apiserver_authentication(&pki.client_ca_pem))
+        }
+        _ => None,
+    };
+    Parts {
+        authentication_trust,
+        kubernetes_service: Some(KubernetesService {
+            cluster_ip: config.service_cluster_ip_range.first(),
+            listen: bound,
+        }),
+        aggregation: Some(aggregation.clone()),
+        metrics: metrics.clone(),
+        signer: Some(Arc::new(SecretTokens {
+            tokens: secured.tokens.clone(),
+            ca_bundle: secured.pki.as_ref().map(|p| p.serving_ca_pem.clone()),
+        })),
+        event_ttl: config.event_ttl,
+        root_ca: secured.pki.as_ref().map(|p| p.serving_ca_pem.clone()),
+    }
 }
 
 /// The token controller's signer: the server's ServiceAccount token issuer and its CA.
@@ -82,14 +138,14 @@ impl TokenSigner for SecretTokens {
 /// How long startup waits for the first list of roles and bindings.
 const RBAC_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Serves the RBAC kinds, follows them, and creates the bootstrap policy. Under RBAC, `escalate`
-/// and `bind` are RBAC's to grant, under `--authorization-config` the chain's (`chain`, set once
-/// [`secure`] builds it); otherwise every user may grant anything.
-pub(super) async fn start_rbac(
+/// The RBAC kinds over `authorizer`. Under RBAC, `escalate` and `bind` are RBAC's to grant,
+/// under `--authorization-config` the chain's (`chain`, set once [`secure`] builds it);
+/// otherwise every user may grant anything.
+pub(super) fn rbac_kinds(
     config: &Config,
-    registry: &Arc<Registry>,
+    authorizer: &Arc<RbacAuthorizer>,
     chain: &Arc<Deferred>,
-) -> Arc<RbacAuthorizer> {
+) -> rbac::Kinds {
     let s = &config.security;
     let escalation: Option<Arc<dyn Authorizer>> = if config.dev_mode {
         Some(Arc::new(AlwaysAllow))
@@ -101,12 +157,17 @@ pub(super) async fn start_rbac(
     } else {
         Some(Arc::new(AlwaysAllow))
     };
-    let authorizer = rbac::start(registry, escalation);
+    rbac::Kinds::new(authorizer, escalation)
+}
+
+/// Follows the RBAC kinds (served by [`rbac_kinds`]) into `authorizer` and creates the
+/// bootstrap policy.
+pub(super) async fn start_rbac(registry: &Arc<Registry>, authorizer: &Arc<RbacAuthorizer>) {
+    rbac::start(registry, authorizer);
     rbac::ensure_bootstrap_policy(registry).await;
     if !authorizer.wait_synced(RBAC_SYNC_WAIT).await {
         tracing::warn!("roles and bindings not listed yet; requests are denied until they are");
     }
-    authorizer
 }
 
 /// ServiceAccounts as the watch cache has them.
@@ -273,12 +334,6 @@ pub(super) fn secure(
         }
         None => reviews,
     };
-    registry
-        .admission()
-        .add(Arc::new(OwnerReferencesPermissionEnforcement::new(
-            reviews.authorizer.clone(),
-            registry,
-        )));
     let mut authentication = AuthenticatorChain::new(authenticators, s.anonymous_auth);
     if let Some(jwt) = &jwt {
         authentication = authentication.with_anonymous(jwt.anonymous_access(s.anonymous_auth));

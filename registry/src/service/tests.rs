@@ -26,7 +26,10 @@ async fn registry(dir: &std::path::Path) -> Arc<Registry> {
     let registry = Registry::open_embedded(&dir.join("db"), Arc::new(DefaultResolver))
         .await
         .unwrap();
-    registry.serve_services("10.0.0.0/28".parse().unwrap(), NodePortRange::default());
+    registry.serve_kinds(&[&crate::kinds::Services {
+        cluster_ips: "10.0.0.0/28".parse().unwrap(),
+        node_ports: NodePortRange::default(),
+    }]);
     registry.start();
     let namespaces = registry.resolve("", "v1", "namespaces").unwrap();
     namespaces

@@ -9,6 +9,8 @@ use serde_json::Value;
 use super::pull::ModuleUrl;
 use crate::module_table::KindRefusals;
 use crate::registry::definition::ResourceDefinition;
+use crate::registry::kinds::KindProvider;
+use crate::registry::Registry;
 use crate::rollout::RolloutSpec;
 use crate::runtime::{digest, StrategyModule};
 use crate::strategy::{Admission, AdmitStrategy, FieldError, FieldErrorKind};
@@ -35,6 +37,20 @@ pub fn definition() -> ResourceDefinition {
     ResourceDefinition::builtins(include_str!("strategy_module_kind.json"))
         .pop()
         .expect("strategy_module_kind.json holds the definition")
+}
+
+/// The `StrategyModule` kind, served with [`STRATEGY`].
+#[derive(Debug, Clone, Copy)]
+pub struct Kinds;
+
+impl KindProvider for Kinds {
+    fn name(&self) -> &'static str {
+        "strategymodules"
+    }
+
+    fn serve(&self, registry: &std::sync::Arc<Registry>) {
+        registry.serve_builtin(definition(), std::sync::Arc::new(STRATEGY));
+    }
 }
 
 /// Where a `StrategyModule`'s module comes from: exactly one of `spec.module` and `spec.url`.
