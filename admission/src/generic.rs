@@ -8,13 +8,13 @@ use std::sync::{Arc, RwLock, Weak};
 
 use serde_json::{json, Value};
 
-use crate::cel::{self, Expression};
 use crate::registry::admission::AdmissionRequest;
 use crate::registry::client::{Client, ObjectRef};
 use crate::registry::labels::{labels_of, selector_matches};
 use crate::registry::system_fields::meta_str;
 use crate::registry::Registry;
 use crate::rules::{strings, MatchResources};
+use strategy_host_cel::expression::{self as cel, Expression};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 

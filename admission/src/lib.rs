@@ -12,7 +12,6 @@ pub use strategy_host_contract::{admission_policy, strategy, user};
 pub use strategy_host_registry as registry;
 pub use strategy_host_wasm as wasm;
 
-pub use strategy_host_registry::cel::expression as cel;
 pub mod followed;
 pub mod generic;
 pub mod mutating_policy;

@@ -13,13 +13,13 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::cel::{self, Activation, Expression};
 use crate::generic::{
     compile, items, params, request_variable, Followed, GenericPolicy, PolicySpec,
 };
 use crate::registry::admission::{AdmissionRequest, MutatingAdmission, Rejection, Verdict};
 use crate::registry::fieldmanager::structure;
 use crate::registry::Registry;
+use strategy_host_cel::expression::{self as cel, Activation, Expression};
 
 /// One mutation of a policy.
 #[derive(Debug)]

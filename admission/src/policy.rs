@@ -11,13 +11,13 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::cel::{self, Activation, Expression};
 use crate::generic::{
     compile, items, params, record_audit_failures, request_variable, Followed, GenericPolicy,
     PolicySpec,
 };
 use crate::registry::admission::{AdmissionRequest, Rejection, ValidatingAdmission, Verdict};
 use crate::registry::Registry;
+use strategy_host_cel::expression::{self as cel, Activation, Expression};
 
 /// One validation of a policy.
 #[derive(Debug)]

@@ -16,12 +16,12 @@ use serde_json::Value;
 use crate::admission_policy::Operation;
 use crate::registry::admission::{AdmissionRequest, Rejection, ValidatingAdmission, Verdict};
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::expiring_cache::ExpiringCache;
 use crate::registry::follow::{Store, Writer};
 use crate::registry::quota::{pretty, resource_list, resource_list_value, Evaluator, ResourceList};
 use crate::registry::system_fields::meta_str;
 use crate::registry::Registry;
 use crate::strategy::Refusal;
+use strategy_host_apimachinery::expiring_cache::ExpiringCache;
 
 /// The field manager of the status writes that charge a quota.
 const MANAGER: &str = "resourcequota-admission";

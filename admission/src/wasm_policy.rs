@@ -17,7 +17,6 @@ use prometheus_client::registry::Registry as MetricsRegistry;
 use serde_json::Value;
 
 use crate::admission_policy::{AdmissionAttributes, AdmissionPhase};
-use crate::cel::{self, Activation, Expression};
 use crate::generic::{record_audit_failures, request_variable};
 use crate::registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
@@ -30,6 +29,7 @@ use crate::user::UserInfo;
 use crate::wasm::rollout::{Role, StagedVersion, Version};
 use crate::wasm::runtime::{PolicyDeclaration, ValidationAction};
 use crate::wasm::{ModuleTable, PolicyInForce, PolicyReplay, ReplayError};
+use strategy_host_cel::expression::{self as cel, Activation, Expression};
 
 /// A policy module's declaration, read once per version (by digest).
 struct Compiled {

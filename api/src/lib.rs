@@ -10,7 +10,6 @@ pub use strategy_host_authentication as authentication;
 pub use strategy_host_authorization as authorization;
 pub use strategy_host_contract::{strategy, user};
 pub use strategy_host_registry as registry;
-pub use strategy_host_registry::pki;
 pub use strategy_host_storage as storage;
 pub use strategy_host_wasm as wasm;
 

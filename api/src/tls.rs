@@ -13,8 +13,8 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::authentication::request_header::RequestHeader;
 use crate::authentication::x509::{CertificateRefused, ClientCaError, ClientCertificates};
-use crate::pki::Pki;
 use crate::user::UserInfo;
+use strategy_host_https::pki::Pki;
 
 /// A handshake that takes longer than this is dropped (a slow or idle client holds no task).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,13 +1,16 @@
 //! Kubernetes' apimachinery vocabulary, which every layer of Strategy Host speaks and none owns:
 //! label selectors (the query syntax and `metav1.LabelSelector`), field selectors, the
-//! reading of an `apiVersion`, Go's durations, and configuration files reloaded as they change.
+//! reading of an `apiVersion`, uids and timestamps, Go's durations, configuration files reloaded
+//! as they change, and a cache whose entries expire.
 //!
 //! A leaf crate: it knows nothing of storage, the registry or the API above it.
 
 pub mod config_file;
+pub mod expiring_cache;
 pub mod fields;
 pub mod go_duration;
 pub mod labels;
+pub mod meta;
 
 pub use fields::FieldSelector;
 pub use labels::LabelSelector;

@@ -7,12 +7,10 @@
 //! rejects answers 401; a request with no credential is `system:anonymous` when anonymous
 //! access is on. Everyone authenticated is also in `system:authenticated`.
 //!
-//! A crate above the registry, below the api that asks it; it knows neither the api nor the
-//! wasm modules.
+//! A crate below the api that asks it, beside the registry: it knows the HTTPS client and PKI,
+//! CEL and apimachinery, never storage, the registry, the api or the wasm modules.
 
 pub use strategy_host_contract::user;
-pub use strategy_host_registry as registry;
-pub use strategy_host_registry::pki;
 
 pub mod issuer_discovery;
 pub mod jwt;

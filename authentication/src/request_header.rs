@@ -7,9 +7,9 @@
 
 use rustls::pki_types::CertificateDer;
 
-use crate::pki::front_proxy::FrontProxy;
 use crate::user::UserInfo;
 use crate::x509::{ClientCaError, ClientCertificates};
+use strategy_host_https::pki::front_proxy::FrontProxy;
 
 /// Who may act as a front proxy, and the headers it names users with.
 #[derive(Debug, Clone)]
@@ -125,8 +125,8 @@ impl RequestHeader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pki::front_proxy::{load_or_generate, FrontProxyFlags};
     use crate::x509::tests::der;
+    use strategy_host_https::pki::front_proxy::{load_or_generate, FrontProxyFlags};
 
     /// A front proxy generated as with no flags, into a directory kept as long as it.
     fn generated() -> (tempfile::TempDir, FrontProxy) {

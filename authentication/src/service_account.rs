@@ -258,7 +258,7 @@ impl ServiceAccountTokens {
             exp: iat + lifetime,
             iat,
             nbf: iat,
-            jti: crate::registry::system_fields::new_uid(),
+            jti: strategy_host_apimachinery::meta::new_uid(),
             kubernetes: KubernetesClaims {
                 namespace: namespace.into(),
                 serviceaccount: account,

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::service_account::{ServiceAccountTokens, DEFAULT_EXPIRATION_SECONDS};
-use crate::registry::system_fields::format_rfc3339;
+use strategy_host_apimachinery::meta::format_rfc3339;
 
 /// Answers a TokenRequest (`POST .../serviceaccounts/{name}/token`) for the account `account`
 /// (its stored object): the response object, or a 422-style message for a bad spec.

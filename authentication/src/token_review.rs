@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use sha2::Digest as _;
 
 use super::{Authenticator, Credentials, Outcome};
-use crate::registry::expiring_cache::ExpiringCache;
-use crate::registry::webhook::kubeconfig::WebhookEndpoint;
-use crate::registry::webhook::{self, Dial};
 use crate::user::UserInfo;
+use strategy_host_apimachinery::expiring_cache::ExpiringCache;
+use strategy_host_https::webhook::kubeconfig::WebhookEndpoint;
+use strategy_host_https::webhook::{self, Dial};
 
 /// How long an answer is kept (k8s.io/apiserver's default cache TTL).
 const CACHE_TTL: Duration = Duration::from_secs(10);

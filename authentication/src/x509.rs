@@ -23,7 +23,7 @@ pub const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 pub enum ClientCaError {
     /// The CA file does not parse.
     #[error(transparent)]
-    Read(#[from] crate::pki::TrustStoreError),
+    Read(#[from] strategy_host_https::pki::TrustStoreError),
     /// rustls refuses the CAs (none given, for one).
     #[error("building the client certificate verifier: {0}")]
     Verifier(#[source] rustls::server::VerifierBuilderError),
@@ -62,7 +62,7 @@ impl ClientCertificates {
     /// # Errors
     /// `ca_pem` holds no usable certificate.
     pub fn new(ca_pem: &str) -> Result<Self, ClientCaError> {
-        let roots = crate::pki::trust_store(ca_pem.as_bytes(), "the client CA")?;
+        let roots = strategy_host_https::pki::trust_store(ca_pem.as_bytes(), "the client CA")?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let webpki =
             rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
@@ -187,8 +187,8 @@ impl Authenticator for X509Authenticator {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::pki::{client_certificate, load_or_generate, PkiFlags};
     use rustls::pki_types::pem::PemObject as _;
+    use strategy_host_https::pki::{client_certificate, load_or_generate, PkiFlags};
 
     /// The certificates of a PEM chain (the request-header tests use it too).
     pub(crate) fn der(pem: &str) -> Vec<CertificateDer<'static>> {

@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::registry::webhook::kubeconfig::WebhookEndpoint;
 use crate::structured::config::WebhookSettings;
 use crate::structured::{AuthorizerMetrics, WebhookAuthorizer};
 use crate::{Attributes, Authorizer, Decision};
+use strategy_host_https::webhook::kubeconfig::WebhookEndpoint;
 
 /// The parent's SubjectAccessReviews, then the server's own authorizer.
 #[derive(derive_more::Debug)]

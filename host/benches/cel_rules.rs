@@ -5,7 +5,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
-use strategy_host::registry::cel::CelRules;
+use strategy_host_cel::CelRules;
 
 fn gateway_schema() -> Value {
     let path = concat!(

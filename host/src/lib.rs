@@ -1,15 +1,26 @@
 //! Strategy Host: a Kubernetes-style API server whose per-resource behaviour comes from
 //! WebAssembly strategy modules. This crate is the binary's: it assembles the layers, each a
-//! crate that depends only on the crates below it, so the compiler keeps the layering:
+//! crate that depends only on the crates below it, so the compiler keeps the layering.
+//!
+//! The crate graph (each server crate → the server crates it depends on), from the crates'
+//! Cargo.toml files (a test keeps this drawing and docs/operations.md's equal to them):
 //!
 //! ```text
-//! host (app, cli, config)
-//!  ├→ api ─────────────┬→ authentication ─┐
-//!  │                   ├→ authorization ──┤
-//!  ├→ admission → wasm ───────────────────┼→ registry → storage, quantity
-//!  ├→ controllers ────────────────────────┘
-//!  │              wasm → wasm-runtime → contract
-//!  └→ … and every crate below, re-exported here where its module used to be
+//! host           → admission api apimachinery authentication authorization contract controllers https registry storage wasm
+//! api            → apimachinery authentication authorization contract https registry storage wasm
+//! admission      → apimachinery cel contract https registry wasm
+//! controllers    → apimachinery cel registry
+//! authentication → apimachinery cel contract https
+//! authorization  → apimachinery cel contract https registry
+//! wasm           → apimachinery contract registry wasm-runtime
+//! wasm-runtime   → contract
+//! registry       → apimachinery cel contract https quantity storage
+//! cel            → apimachinery contract
+//! https          →
+//! storage        → apimachinery
+//! contract       →
+//! quantity       →
+//! apimachinery   →
 //! ```
 //!
 //! - `api` (`strategy-host-api`; the server runs it through [`app::run`]): HTTP (routing,
@@ -23,8 +34,14 @@
 //!   (directory, `StrategyModule` objects, declared resources), the module table and the
 //!   `Strategy` that calls a module;
 //! - [`registry`]: one generic store per served resource, driving its strategy around storage,
-//!   and the registry-level watch every follower (controllers, admission configuration, RBAC,
-//!   module sources) follows resources with; [`webhook`] and [`pki`] live beside it;
+//!   the built-in kinds' providers, the loopback client every in-process caller uses, and the
+//!   registry-level watch every follower (controllers, admission configuration, RBAC, module
+//!   sources) follows resources with;
+//! - `https` (`strategy-host-https`): [`pki`], the certificates the server makes and trusts, and
+//!   [`webhook`], the one client it calls out with; `cel` (`strategy-host-cel`): Kubernetes'
+//!   CEL for CRD rules, policies and configurations; `apimachinery`
+//!   (`strategy-host-apimachinery`): selectors, apiVersions, uids and timestamps, durations,
+//!   configuration files; `quantity` (`strategy-host-quantity`): resource quantities;
 //! - [`strategy`] and [`user`] (`strategy-host-contract`): the contract between the registry
 //!   and whatever supplies behaviour, and who makes a request;
 //! - [`storage`]: the `Storage` trait, the informer, the cacher, etcd3 and the embedded store;
@@ -39,12 +56,14 @@ pub mod cli;
 pub mod config;
 pub use strategy_host_contract::{admission_policy, strategy, user};
 pub use strategy_host_controllers as controllers;
+pub use strategy_host_https::{pki, webhook};
 pub use strategy_host_registry as registry;
-pub use strategy_host_registry::{pki, webhook};
 pub use strategy_host_storage as storage;
 pub use strategy_host_wasm as wasm;
 
 pub mod allocator;
+#[cfg(test)]
+mod layering;
 
 /// What benchmarks measure of the private `api` layer (the `testing` feature).
 #[cfg(feature = "testing")]

@@ -1,7 +1,7 @@
 //! Strategy Host's registry layer: one generic store per served resource, driving its strategy
 //! around storage, and the table of served resources, kept current from a watch on
-//! CustomResourceDefinitions; the registry-level watch followers use; the webhook client
-//! (conversion and admission webhooks) and the certificates the server makes.
+//! CustomResourceDefinitions; the registry-level watch followers use; the built-in kinds'
+//! providers.
 //!
 //! It depends on the storage layer and the strategy contract only: the compiler keeps it from
 //! knowing the api, the wasm modules or the controllers above it.
@@ -14,7 +14,6 @@ pub mod aggregation;
 pub mod apiservice;
 pub mod apply;
 pub mod builtin;
-pub mod cel;
 pub mod client;
 mod conversion;
 mod conversion_memo;
@@ -25,7 +24,6 @@ mod delete;
 #[cfg(test)]
 mod delete_races;
 pub mod error;
-pub mod expiring_cache;
 pub mod fieldmanager;
 pub mod flowcontrol;
 pub mod follow;
@@ -34,7 +32,6 @@ pub mod labels;
 pub mod list;
 pub mod names;
 pub mod namespace_lifecycle;
-pub mod pki;
 pub mod quota;
 mod read;
 pub mod scale;
@@ -46,7 +43,6 @@ pub mod system_fields;
 #[cfg(test)]
 mod tests;
 mod update;
-pub mod webhook;
 mod write_checks;
 
 pub use create::check_type;

@@ -5,16 +5,16 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::registry::webhook::ClientConfig;
 use serde_json::Value;
+use strategy_host_https::webhook::ClientConfig;
 
 use std::sync::Arc;
 
-use crate::cel::Expression;
 use crate::registry::admission::AdmissionRequest;
 use crate::registry::labels::{labels_of, selector_matches};
 use crate::registry::system_fields::meta_str;
 use crate::rules::Rule;
+use strategy_host_cel::expression::Expression;
 
 /// The default and the most a webhook may take (`timeoutSeconds`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,7 +43,7 @@ pub struct Webhook {
     pub timeout: Duration,
     /// `matchConditions`, compiled (an expression that does not compile is an error when
     /// the webhook is matched).
-    pub match_conditions: Vec<Arc<crate::cel::Result<Expression>>>,
+    pub match_conditions: Vec<Arc<strategy_host_cel::expression::Result<Expression>>>,
 }
 
 fn text<'a>(v: &'a Value, field: &str) -> &'a str {

@@ -199,13 +199,16 @@ fn review(request: &AdmissionRequest<'_>, object: &Value) -> Value {
 ///
 /// # Errors
 /// A condition that does not compile or evaluate.
-fn conditions_hold(webhook: &Webhook, request: &AdmissionRequest<'_>) -> crate::cel::Result<bool> {
+fn conditions_hold(
+    webhook: &Webhook,
+    request: &AdmissionRequest<'_>,
+) -> strategy_host_cel::expression::Result<bool> {
     if webhook.match_conditions.is_empty() {
         return Ok(true);
     }
     let old = request.old_object.cloned().unwrap_or(Value::Null);
     let asked = review(request, request.object);
-    let activation = crate::cel::Activation::new(&[
+    let activation = strategy_host_cel::expression::Activation::new(&[
         ("object", request.object),
         ("oldObject", &old),
         ("request", &asked["request"]),
@@ -265,7 +268,7 @@ async fn call_webhook(webhook: &Webhook, request: &AdmissionRequest<'_>, object:
 enum NotAnswered {
     /// The call failed.
     #[error(transparent)]
-    Call(#[from] crate::registry::webhook::CallError),
+    Call(#[from] strategy_host_https::webhook::CallError),
     /// The review came back without a `response`.
     #[error("expected response in AdmissionReview")]
     NoResponse,

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::config::{JwtAuthenticator, PrefixedClaim};
-use crate::registry::cel::expression::{Activation, Error as CelError, Expression};
 use crate::user::UserInfo;
+use strategy_host_cel::expression::{Activation, Error as CelError, Expression};
 
 /// Why an issuer's CEL refused a token's claims or its user, worded as Kubernetes' JWT
 /// authenticator words it.

@@ -12,9 +12,9 @@ use super::claim_expressions::{ClaimExpressions, ExpressionError};
 use super::config::{JwtAuthenticator, PrefixedClaim};
 use super::keys::{IssuerKeys, NoVerifyingKey};
 use super::metrics::{issuer_hash, JwtMetrics};
-use crate::registry::expiring_cache::ExpiringCache;
 use crate::user::UserInfo;
 use crate::Outcome;
+use strategy_host_apimachinery::expiring_cache::ExpiringCache;
 
 /// Tokens slightly past `exp` or before `nbf` are accepted, for clock skew (Kubernetes: 60 s).
 const LEEWAY_SECONDS: u64 = 60;

@@ -10,7 +10,7 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use tokio::sync::Mutex;
 
 use super::config::Issuer;
-use crate::registry::webhook::CallError;
+use strategy_host_https::webhook::CallError;
 
 /// A token naming an unknown key fetches the key set again, but no more often than this (a
 /// flood of forged `kid`s must not become a flood of requests to the identity provider).
@@ -134,7 +134,7 @@ impl IssuerKeys {
     async fn fetch(&self) -> Result<Vec<Jwk>, KeyFetchError> {
         let ca = self.ca.as_deref();
         let configuration =
-            crate::registry::webhook::get(&self.configuration_url, ca, FETCH_TIMEOUT).await?;
+            strategy_host_https::webhook::get(&self.configuration_url, ca, FETCH_TIMEOUT).await?;
         // As go-oidc: the configuration must name the issuer configured.
         let named = configuration["issuer"].as_str().unwrap_or_default();
         if named.trim_end_matches('/') != self.issuer.trim_end_matches('/') {
@@ -146,7 +146,7 @@ impl IssuerKeys {
         let Some(jwks_uri) = configuration["jwks_uri"].as_str() else {
             return Err(KeyFetchError::NoJwksUri);
         };
-        let set = crate::registry::webhook::get(jwks_uri, ca, FETCH_TIMEOUT).await?;
+        let set = strategy_host_https::webhook::get(jwks_uri, ca, FETCH_TIMEOUT).await?;
         let set: JwkSet = serde_json::from_value(set).map_err(|source| KeyFetchError::KeySet {
             uri: jwks_uri.to_owned(),
             source,

@@ -3,7 +3,7 @@
 //! claim mappings (claims with prefixes or CEL), extra keys and user validation rules.
 
 use super::config::{AuthenticationConfiguration, JwtAuthenticator, PrefixedClaim};
-use crate::registry::cel::expression::Expression;
+use strategy_host_cel::expression::Expression;
 
 /// `{at}: Invalid value` when `expression` does not compile.
 fn compiles(expression: &str, at: &str, errors: &mut Vec<String>) {
@@ -102,7 +102,9 @@ pub(super) fn validate(config: &AuthenticationConfiguration) -> Vec<String> {
             )),
         }
         if let Some(ca) = &issuer.certificate_authority {
-            if let Err(e) = crate::pki::trust_store(ca.as_bytes(), "certificateAuthority") {
+            if let Err(e) =
+                strategy_host_https::pki::trust_store(ca.as_bytes(), "certificateAuthority")
+            {
                 errors.push(format!(
                     "{}: Invalid value: \"<omitted>\": {e}",
                     at("issuer.certificateAuthority")

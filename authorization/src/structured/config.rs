@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::registry::cel::expression::Expression;
 use strategy_host_apimachinery::config_file::InvalidConfiguration;
+use strategy_host_cel::expression::Expression;
 
 /// The file's content.
 #[derive(Debug, Clone, Deserialize, PartialEq)]

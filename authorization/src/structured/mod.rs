@@ -6,7 +6,7 @@
 //! changes (`strategy_host_apimachinery::config_file`); a file that no longer reads keeps the last good chain.
 
 pub mod config;
-pub use crate::registry::webhook::kubeconfig;
+pub use strategy_host_https::webhook::kubeconfig;
 mod metrics;
 mod subject_access_review;
 mod webhook;

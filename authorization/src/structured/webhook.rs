@@ -12,10 +12,10 @@ use super::config::{MatchCondition, WebhookSettings};
 use super::kubeconfig::WebhookEndpoint;
 use super::metrics::AuthorizerMetrics;
 use super::subject_access_review::{decision, review, review_spec};
-use crate::registry::cel::expression::{self, Activation, Expression};
-use crate::registry::expiring_cache::ExpiringCache;
-use crate::registry::webhook::{self, Dial};
 use crate::{Attributes, Decision};
+use strategy_host_apimachinery::expiring_cache::ExpiringCache;
+use strategy_host_cel::expression::{self, Activation, Expression};
+use strategy_host_https::webhook::{self, Dial};
 
 /// Answers kept at most (the cache is emptied when full).
 const MAX_CACHED: usize = 8192;

@@ -30,11 +30,11 @@ use crate::controllers::kubernetes_service::KubernetesService;
 use crate::controllers::metrics::ControllerMetrics;
 use crate::controllers::service_account_token::TokenSigner;
 use crate::controllers::Parts;
-use crate::pki::{self, Pki};
 use crate::registry::aggregation::Aggregation;
 use crate::registry::client::{Client, ObjectRef};
-use crate::registry::webhook::{kubeconfig, ClientCertificate};
 use crate::registry::Registry;
+use strategy_host_https::pki::{self, Pki};
+use strategy_host_https::webhook::{kubeconfig, ClientCertificate};
 
 /// How the server is secured, ready to serve.
 pub(super) struct Secured {
@@ -54,7 +54,7 @@ pub(super) struct Secured {
     pub pki: Option<Pki>,
     /// The front proxy: what this server shows extension API servers, and whom it trusts to
     /// name users in request headers (unless in development mode).
-    pub front_proxy: Option<crate::pki::front_proxy::FrontProxy>,
+    pub front_proxy: Option<strategy_host_https::pki::front_proxy::FrontProxy>,
     /// What the access and rules reviews ask.
     pub reviews: Reviews,
 }
@@ -259,9 +259,11 @@ pub(super) fn secure(
             reviews: Reviews::always_allow(),
         });
     };
-    let front_proxy =
-        crate::pki::front_proxy::load_or_generate(&config.front_proxy_flags(), &config.data_dir)
-            .context("preparing the front proxy's certificate")?;
+    let front_proxy = strategy_host_https::pki::front_proxy::load_or_generate(
+        &config.front_proxy_flags(),
+        &config.data_dir,
+    )
+    .context("preparing the front proxy's certificate")?;
     let request_header =
         RequestHeader::new(&front_proxy).context("reading --requestheader-client-ca-file")?;
     let tls = TlsServing::new(&pki, request_header.clone())?;

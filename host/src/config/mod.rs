@@ -267,9 +267,9 @@ pub struct Config {
 
 impl Config {
     /// The key and certificate files the flags name.
-    pub fn pki_flags(&self) -> crate::pki::PkiFlags {
+    pub fn pki_flags(&self) -> strategy_host_https::pki::PkiFlags {
         let s = &self.security;
-        crate::pki::PkiFlags {
+        strategy_host_https::pki::PkiFlags {
             tls_cert_file: s.tls_cert_file.clone(),
             tls_private_key_file: s.tls_private_key_file.clone(),
             client_ca_file: s.client_ca_file.clone(),
@@ -279,9 +279,9 @@ impl Config {
     }
 
     /// The front proxy's files and headers the flags name.
-    pub fn front_proxy_flags(&self) -> crate::pki::front_proxy::FrontProxyFlags {
+    pub fn front_proxy_flags(&self) -> strategy_host_https::pki::front_proxy::FrontProxyFlags {
         let s = &self.security;
-        crate::pki::front_proxy::FrontProxyFlags {
+        strategy_host_https::pki::front_proxy::FrontProxyFlags {
             proxy_client_cert_file: s.proxy_client_cert_file.clone(),
             proxy_client_key_file: s.proxy_client_key_file.clone(),
             requestheader_client_ca_file: s.requestheader_client_ca_file.clone(),

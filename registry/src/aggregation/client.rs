@@ -17,7 +17,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
 
-use crate::webhook::{ClientCertificate, Dial, Failure};
+use strategy_host_https::webhook::{ClientCertificate, Dial, Failure};
 
 /// A request or response body passed through (a client's upload, a backend's stream).
 pub type ProxyBody = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
@@ -63,7 +63,7 @@ impl BackendClient {
                     client_certificate: identity,
                     bearer_token: None,
                 };
-                (*crate::webhook::tls_config(&dial)?).clone()
+                (*strategy_host_https::webhook::tls_config(&dial)?).clone()
             }
             BackendTrust::Insecure => insecure_config(identity)?,
         };
@@ -130,7 +130,7 @@ fn insecure_config(identity: Option<&ClientCertificate>) -> Result<rustls::Clien
         .map_err(Failure::Tls)?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
-    crate::webhook::with_identity(builder, identity)
+    strategy_host_https::webhook::with_identity(builder, identity)
 }
 
 /// Accepts every certificate, still checking the handshake's signatures.
@@ -250,7 +250,7 @@ impl tower_service::Service<Uri> for TlsConnector {
                 .to_owned();
             let port = uri.port_u16().unwrap_or(443);
             let dial = async {
-                let tcp = crate::webhook::dial_tcp(&host, port).await?;
+                let tcp = strategy_host_https::webhook::dial_tcp(&host, port).await?;
                 let stream = tls.connect(name, tcp).await.map_err(Failure::Handshake)?;
                 Ok(TlsConnection(TokioIo::new(stream)))
             };

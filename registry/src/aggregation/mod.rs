@@ -20,9 +20,9 @@ use serde_json::Value;
 
 use crate::follow::{Store, Writer};
 use crate::served::Registry;
-use crate::webhook::ClientCertificate;
 use backend::{slice_service, Location, ServiceStores, Unavailable};
 use client::{BackendClient, BackendTrust, ProxyBody};
+use strategy_host_https::webhook::ClientCertificate;
 
 /// The user kube-aggregator asks backends' discovery as.
 pub const AGGREGATOR_USER: &str = "system:kube-aggregator";

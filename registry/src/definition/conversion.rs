@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::strategy::{FieldError, FieldErrorKind};
-use crate::webhook::{ClientConfig, Endpoint};
+use strategy_host_https::webhook::{ClientConfig, Endpoint};
 
 /// How a resource's objects are converted between its versions.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -145,7 +145,7 @@ impl ResourceDefinition {
                 }
             }
             let cel = match &schema {
-                Some(schema) if schema.is_object() => crate::cel::CelRules::compile(
+                Some(schema) if schema.is_object() => strategy_host_cel::CelRules::compile(
                     schema,
                     &format!("spec.versions[{i}].schema.openAPIV3Schema"),
                 )

@@ -124,7 +124,7 @@ pub struct VersionDefinition {
     /// `additionalPrinterColumns`.
     pub printer_columns: Vec<PrinterColumn>,
     /// The schema's CEL rules, compiled (none when it has none).
-    pub cel: Option<super::cel::CelRules>,
+    pub cel: Option<strategy_host_cel::CelRules>,
     /// `selectableFields`: the fields a field selector may name beside `metadata.name` and
     /// `metadata.namespace` (`spec.color`, `involvedObject.name`, ...).
     pub selectable_fields: Vec<String>,

@@ -148,26 +148,7 @@ pub fn fingerprint_defaults(schema: &Value, path: &mut String, out: &mut String)
     }
 }
 
-/// The fields of an `ObjectMeta`: what an embedded resource's `metadata` may hold whatever its
-/// schema declares (Kubernetes coerces it to an `ObjectMeta`), and what a CEL expression may
-/// select on `metadata`.
-pub const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
+pub use strategy_host_apimachinery::meta::OBJECT_META_FIELDS;
 
 /// Removes fields the schema does not know (unless it preserves unknown fields) and returns
 /// their paths. At the root, `apiVersion`, `kind` and `metadata` are always kept; in an object

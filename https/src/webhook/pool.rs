@@ -55,7 +55,7 @@ fn endpoints() -> &'static Endpoints {
 }
 
 /// The rustls configuration `dial` describes: whom to trust, which identity to present.
-pub(crate) fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, Failure> {
+pub fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, Failure> {
     let roots = match dial.ca_bundle.filter(|pem| !pem.is_empty()) {
         Some(pem) => crate::pki::trust_store(pem, "the webhook's caBundle")?,
         // Without a caBundle the system's roots are trusted, as kube-apiserver trusts them.
@@ -70,7 +70,7 @@ pub(crate) fn tls_config(dial: &Dial<'_>) -> Result<Arc<rustls::ClientConfig>, F
 }
 
 /// `builder` finished presenting `identity` (none: no client certificate).
-pub(crate) fn with_identity(
+pub fn with_identity(
     builder: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>,
     identity: Option<&super::ClientCertificate>,
 ) -> Result<rustls::ClientConfig, Failure> {
@@ -118,7 +118,7 @@ fn endpoint(host: &str, port: u16, dial: &Dial<'_>) -> Result<Arc<Endpoint>, Fai
 
 /// A TCP connection to `host`:`port`, sending each write at once (no Nagle delay); failing in
 /// Go's words (`dial tcp …`).
-pub(crate) async fn dial_tcp(host: &str, port: u16) -> Result<tokio::net::TcpStream, Failure> {
+pub async fn dial_tcp(host: &str, port: u16) -> Result<tokio::net::TcpStream, Failure> {
     let tcp = tokio::net::TcpStream::connect((host, port))
         .await
         .map_err(|source| Failure::Dial {

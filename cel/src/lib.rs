@@ -1,5 +1,6 @@
-//! CEL validation rules of CRD schemas (`x-kubernetes-validations`), through the kube-rs
-//! organisation's `kube-cel` (Kubernetes' CEL libraries over the `cel` crate): compiled once per
+//! Kubernetes' CEL for every layer of Strategy Host. Here the validation rules of CRD schemas
+//! (`x-kubernetes-validations`), through the kube-rs organisation's `kube-cel` (Kubernetes' CEL
+//! libraries over the `cel` crate): compiled once per
 //! definition version when a definition is read (a rule that does not compile, or whose estimated
 //! cost exceeds Kubernetes' per-rule budget, refuses the CRD write with 422), and evaluated on
 //! create and update with `self`, `oldSelf` (transition rules, on update only unless
@@ -7,7 +8,12 @@
 //!
 //! `kube-cel`'s base has no runtime cost accounting; the estimate at CRD write time (lists and
 //! strings without `maxItems`/`maxLength` counted as Kubernetes' defaults) is what bounds a rule.
-//! [`expression`] holds the expressions the layers above evaluate over their own variables.
+//! [`expression`] holds the expressions the layers above evaluate over their own variables
+//! (admission policies, authentication and authorization configurations), and [`type_check`]
+//! checks them against the kinds they will see.
+//!
+//! A crate below the registry: it knows the strategy contract's field errors and
+//! apimachinery's object metadata, nothing of storage or the registry.
 
 pub mod expression;
 pub mod type_check;
@@ -24,7 +30,7 @@ use kube_cel::{
 };
 use serde_json::Value;
 
-use crate::strategy::{FieldError, FieldErrorKind};
+use strategy_host_contract::strategy::{FieldError, FieldErrorKind};
 
 /// The compiled rules of one schema.
 #[derive(Clone)]

@@ -12,7 +12,7 @@ use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use kube_cel::cel::parser::Parser;
 use serde_json::Value;
 
-use crate::schema::OBJECT_META_FIELDS;
+use strategy_host_apimachinery::meta::OBJECT_META_FIELDS;
 
 /// A kind an expression is checked against.
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ mod pool;
 pub use call::{get, post, post_as};
 pub use client_config::{ClientConfig, Endpoint};
 pub use error::{CallError, Failure};
-pub(crate) use pool::{dial_tcp, tls_config, with_identity};
+pub use pool::{dial_tcp, tls_config, with_identity};
 
 /// A client certificate and its key (PEM), presented to a webhook that asks for one.
 #[derive(Debug, Clone, PartialEq, Eq)]
