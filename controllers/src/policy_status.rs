@@ -1,7 +1,7 @@
 //! The ValidatingAdmissionPolicy status controller: a policy whose status has not observed its
 //! generation gets `status.observedGeneration` and `status.typeChecking` — each expression
 //! checked against the schemas of the kinds its `matchConstraints` name and of its `paramKind`
-//! (`registry::cel::type_check`) — as Kubernetes' `validatingadmissionpolicy-status-controller`
+//! (`strategy_host_cel::type_check`) — as Kubernetes' `validatingadmissionpolicy-status-controller`
 //! writes them.
 
 use std::sync::Arc;
