@@ -7,9 +7,9 @@ use std::sync::{Arc, RwLock};
 use futures::StreamExt as _;
 use serde_json::Value;
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{EventStreamExt as _, Writer};
-use crate::registry::Registry;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{EventStreamExt as _, Writer};
+use strategy_host_registry::Registry;
 
 /// Follows the objects of `group`/`version`/`plural` until `on_change` answers `false` (its
 /// owner is gone).

@@ -8,13 +8,13 @@ use std::sync::{Arc, RwLock, Weak};
 
 use serde_json::{json, Value};
 
-use crate::registry::admission::AdmissionRequest;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::labels::{labels_of, selector_matches};
-use crate::registry::system_fields::meta_str;
-use crate::registry::Registry;
 use crate::rules::{strings, MatchResources};
 use strategy_host_cel::expression::{self as cel, Expression};
+use strategy_host_registry::admission::AdmissionRequest;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::labels::{labels_of, selector_matches};
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::Registry;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -239,7 +239,7 @@ pub enum ParamsError {
     Stopping,
     /// Reading the params failed.
     #[error(transparent)]
-    Read(#[from] crate::registry::Error),
+    Read(#[from] strategy_host_registry::Error),
     /// None found, and the binding's `parameterNotFoundAction` is `Deny`.
     #[error("no params found for policy binding with `Deny` parameterNotFoundAction")]
     NotFound,

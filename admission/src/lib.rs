@@ -9,8 +9,6 @@
 //! and the controllers, which it does not know.
 
 pub use strategy_host_contract::{admission_policy, strategy, user};
-pub use strategy_host_registry as registry;
-pub use strategy_host_wasm as wasm;
 
 pub mod followed;
 pub mod generic;

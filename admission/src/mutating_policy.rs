@@ -16,10 +16,10 @@ use serde_json::Value;
 use crate::generic::{
     compile, items, params, request_variable, Followed, GenericPolicy, PolicySpec,
 };
-use crate::registry::admission::{AdmissionRequest, MutatingAdmission, Rejection, Verdict};
-use crate::registry::fieldmanager::structure;
-use crate::registry::Registry;
 use strategy_host_cel::expression::{self as cel, Activation, Expression};
+use strategy_host_registry::admission::{AdmissionRequest, MutatingAdmission, Rejection, Verdict};
+use strategy_host_registry::fieldmanager::structure;
+use strategy_host_registry::Registry;
 
 /// One mutation of a policy.
 #[derive(Debug)]
@@ -169,7 +169,7 @@ impl MutatingPolicies {
     ) -> Result<Vec<(usize, bool, bool)>, Rejection> {
         let in_force = self.followed.in_force();
         if in_force.bindings.is_empty()
-            || request.operation == crate::registry::admission::Operation::Delete
+            || request.operation == strategy_host_registry::admission::Operation::Delete
         {
             return Ok(Vec::new());
         }

@@ -15,9 +15,11 @@ use crate::generic::{
     compile, items, params, record_audit_failures, request_variable, Followed, GenericPolicy,
     PolicySpec,
 };
-use crate::registry::admission::{AdmissionRequest, Rejection, ValidatingAdmission, Verdict};
-use crate::registry::Registry;
 use strategy_host_cel::expression::{self as cel, Activation, Expression};
+use strategy_host_registry::admission::{
+    AdmissionRequest, Rejection, ValidatingAdmission, Verdict,
+};
+use strategy_host_registry::Registry;
 
 /// One validation of a policy.
 #[derive(Debug)]

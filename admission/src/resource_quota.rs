@@ -14,14 +14,18 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::admission_policy::Operation;
-use crate::registry::admission::{AdmissionRequest, Rejection, ValidatingAdmission, Verdict};
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{Store, Writer};
-use crate::registry::quota::{pretty, resource_list, resource_list_value, Evaluator, ResourceList};
-use crate::registry::system_fields::meta_str;
-use crate::registry::Registry;
 use crate::strategy::Refusal;
 use strategy_host_apimachinery::expiring_cache::ExpiringCache;
+use strategy_host_registry::admission::{
+    AdmissionRequest, Rejection, ValidatingAdmission, Verdict,
+};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{Store, Writer};
+use strategy_host_registry::quota::{
+    pretty, resource_list, resource_list_value, Evaluator, ResourceList,
+};
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::Registry;
 
 /// The field manager of the status writes that charge a quota.
 const MANAGER: &str = "resourcequota-admission";

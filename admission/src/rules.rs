@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use crate::registry::admission::AdmissionRequest;
-use crate::registry::labels::{labels_of, selector_matches};
+use strategy_host_registry::admission::AdmissionRequest;
+use strategy_host_registry::labels::{labels_of, selector_matches};
 
 /// One rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct Rule {
 
 /// The strings of `v[field]`.
 pub fn strings(v: &Value, field: &str) -> Vec<String> {
-    crate::registry::system_fields::strings_at(v, &format!("/{field}"))
+    strategy_host_registry::system_fields::strings_at(v, &format!("/{field}"))
 }
 
 impl Rule {
@@ -145,9 +145,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::registry::admission::Operation;
-    use crate::registry::definition::ResourceDefinition;
     use crate::user::UserInfo;
+    use strategy_host_registry::admission::Operation;
+    use strategy_host_registry::definition::ResourceDefinition;
 
     fn configmaps() -> ResourceDefinition {
         ResourceDefinition::builtin_kinds()

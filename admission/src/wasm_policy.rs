@@ -18,18 +18,18 @@ use serde_json::Value;
 
 use crate::admission_policy::{AdmissionAttributes, AdmissionPhase};
 use crate::generic::{record_audit_failures, request_variable};
-use crate::registry::admission::{
-    AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
-};
-use crate::registry::client::Client;
-use crate::registry::Registry;
 use crate::rules::MatchResources;
 use crate::strategy::{Admission, StrategyContext};
 use crate::user::UserInfo;
-use crate::wasm::rollout::{Role, StagedVersion, Version};
-use crate::wasm::runtime::{PolicyDeclaration, ValidationAction};
-use crate::wasm::{ModuleTable, PolicyInForce, PolicyReplay, ReplayError};
 use strategy_host_cel::expression::{self as cel, Activation, Expression};
+use strategy_host_registry::admission::{
+    AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
+};
+use strategy_host_registry::client::Client;
+use strategy_host_registry::Registry;
+use strategy_host_wasm::rollout::{Role, StagedVersion, Version};
+use strategy_host_wasm::{ModuleTable, PolicyInForce, PolicyReplay, ReplayError};
+use strategy_host_wasm_runtime::{PolicyDeclaration, ValidationAction};
 
 /// A policy module's declaration, read once per version (by digest).
 struct Compiled {

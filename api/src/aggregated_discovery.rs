@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::media::media_type;
-use crate::registry::aggregation::Aggregation;
-use crate::registry::{Registry, ServedResource};
+use strategy_host_registry::aggregation::Aggregation;
+use strategy_host_registry::{Registry, ServedResource};
 
 /// The content type of an aggregated discovery answer.
 pub(crate) const CONTENT_TYPE: &str =
@@ -154,7 +154,7 @@ pub(crate) fn document(
                             a.discovery()
                                 .version(&format!("{version}.{group}"))
                                 .unwrap_or(
-                                    crate::registry::aggregation::discovery::RemoteVersion {
+                                    strategy_host_registry::aggregation::discovery::RemoteVersion {
                                         resources: Vec::new(),
                                         stale: true,
                                     },

@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use super::response::{self, Body};
 use super::status::Status;
-use crate::registry::aggregation::{is_available, proxy_body, Aggregation};
 use crate::user::UserInfo;
+use strategy_host_registry::aggregation::{is_available, proxy_body, Aggregation};
 
 /// Headers of one hop, never forwarded (RFC 9110 §7.6.1), and `Host` (the backend's own).
 const HOP_BY_HOP: &[&str] = &[

@@ -13,7 +13,7 @@ use super::media::media_type;
 use super::params::DeleteOptionsBody;
 use super::patch::{Patch, PatchKind};
 use super::status::Status;
-use crate::registry::FieldValidation;
+use strategy_host_registry::FieldValidation;
 
 /// The default request body cap: 3 MiB, as Kubernetes.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;

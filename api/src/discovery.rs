@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::registry::aggregation::{is_remote, Aggregation};
-pub(crate) use crate::registry::definition::compare_versions;
-use crate::registry::definition::ResourceDefinition;
-use crate::registry::{Registry, ServedResource};
+use strategy_host_registry::aggregation::{is_remote, Aggregation};
+pub(crate) use strategy_host_registry::definition::compare_versions;
+use strategy_host_registry::definition::ResourceDefinition;
+use strategy_host_registry::{Registry, ServedResource};
 
 /// group → versions, preferred first, in the order `/apis` lists them: the groups this server
 /// serves and those APIServices name a Service for (`aggregation`), ordered as kube-aggregator

@@ -38,7 +38,7 @@ fn not_found(path: &str) -> Response<Body> {
 /// The ServiceAccount issuer's OpenID configuration or key set (`keys`), cacheable as
 /// kube-apiserver serves them; 404 when the issuer allows neither.
 fn issuer_document(state: &AppState, keys: bool, path: &str) -> Response<Body> {
-    use crate::authentication::issuer_discovery::{CACHE_CONTROL, JWKS_CONTENT_TYPE};
+    use strategy_host_authentication::issuer_discovery::{CACHE_CONTROL, JWKS_CONTENT_TYPE};
     let Some(discovery) = &state.issuer_discovery else {
         return not_found(path);
     };

@@ -10,13 +10,15 @@ use super::query::Query;
 use super::route::{Route, Verb};
 use super::status::{Details, Status};
 use super::tls::ConnectionIdentity;
-use crate::authentication::request_header::RequestHeader;
-use crate::authentication::{
-    bearer_token, AuthenticatorChain, Credentials, Unauthorized, AUTHENTICATED_GROUP,
-};
-use crate::authorization::{AlwaysAllow, Attributes, Authorizer, Decision, PRIVILEGED_GROUP};
 use crate::user::UserInfo;
 use strategy_host_apimachinery::FieldSelector;
+use strategy_host_authentication::request_header::RequestHeader;
+use strategy_host_authentication::{
+    bearer_token, AuthenticatorChain, Credentials, Unauthorized, AUTHENTICATED_GROUP,
+};
+use strategy_host_authorization::{
+    AlwaysAllow, Attributes, Authorizer, Decision, PRIVILEGED_GROUP,
+};
 
 /// How requests are authenticated and authorized.
 pub enum Security {
@@ -214,7 +216,7 @@ fn selected_name(verb: Option<Verb>, query: &Query) -> Option<String> {
     }
     let name = FieldSelector::exact_match(query.get("fieldSelector")?, "metadata.name")?;
     let path_segment =
-        !name.is_empty() && crate::registry::names::path_segment_name_error(&name).is_none();
+        !name.is_empty() && strategy_host_registry::names::path_segment_name_error(&name).is_none();
     path_segment.then_some(name)
 }
 

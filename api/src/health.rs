@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::status::Status;
-use crate::storage::Storage;
+use strategy_host_storage::Storage;
 
 /// How long `/readyz` waits for the store before reporting it unready.
 const READY_PROBE_TIMEOUT: Duration = Duration::from_secs(2);

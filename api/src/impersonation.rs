@@ -8,9 +8,9 @@ use hyper::HeaderMap;
 use super::audit::AuditContext;
 use super::filters::Security;
 use super::status::Status;
-use crate::authentication::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
-use crate::authorization::{Attributes, Authorizer};
 use crate::user::UserInfo;
+use strategy_host_authentication::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
+use strategy_host_authorization::{Attributes, Authorizer};
 
 const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";
@@ -246,7 +246,7 @@ fn strip(headers: &mut HeaderMap) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authorization::Decision;
+    use strategy_host_authorization::Decision;
 
     /// Allows impersonating anything but the user `root` and the group `wheel`.
     struct Rules;

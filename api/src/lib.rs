@@ -6,12 +6,7 @@
 //! The top of the stack, below only the binary that assembles it: it depends on the registry,
 //! the wasm layer, authentication and authorization; nothing depends on it but the binary.
 
-pub use strategy_host_authentication as authentication;
-pub use strategy_host_authorization as authorization;
 pub use strategy_host_contract::{strategy, user};
-pub use strategy_host_registry as registry;
-pub use strategy_host_storage as storage;
-pub use strategy_host_wasm as wasm;
 
 mod aggregated_discovery;
 mod aggregator;

@@ -17,10 +17,10 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry as MetricsRegistry;
 
 use super::route::{Route, Verb};
-use crate::registry::Registry;
-use crate::storage::instrumented::StorageMetrics;
-use crate::storage::key::resource_of;
-use crate::wasm::ModuleTable;
+use strategy_host_registry::Registry;
+use strategy_host_storage::instrumented::StorageMetrics;
+use strategy_host_storage::key::resource_of;
+use strategy_host_wasm::ModuleTable;
 
 /// The labels of `apiserver_request_total`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -287,7 +287,7 @@ fn watch_caches(
         .into_iter()
         .map(|(prefix, s)| (vec![("resource", resource_of(&prefix))], s))
         .collect();
-    type Pick = fn(&crate::storage::cacher::CacherStats) -> u64;
+    type Pick = fn(&strategy_host_storage::cacher::CacherStats) -> u64;
     // Every family is a gauge but the counts of what happened since start.
     let families: [(&str, &str, MetricType, Pick); 8] = [
         (

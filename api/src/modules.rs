@@ -9,7 +9,7 @@ use std::time::UNIX_EPOCH;
 use serde_json::{json, Value};
 
 use super::health::Reply;
-use crate::wasm::{ModuleStatus, ModuleTable};
+use strategy_host_wasm::{ModuleStatus, ModuleTable};
 
 fn status_json(s: &ModuleStatus) -> Value {
     json!({

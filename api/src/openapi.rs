@@ -6,8 +6,8 @@
 use serde_json::{json, Map, Value};
 use sha2::Digest as _;
 
-use crate::registry::aggregation::Aggregation;
-use crate::registry::{Registry, ResourceDefinition, ServedResource};
+use strategy_host_registry::aggregation::Aggregation;
+use strategy_host_registry::{Registry, ResourceDefinition, ServedResource};
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
@@ -23,7 +23,7 @@ pub(crate) fn schema_name(def: &ResourceDefinition, version: &str, kind: &str) -
     if def.group.is_empty() {
         return format!("io.k8s.api.core.{version}.{kind}");
     }
-    if def.group == crate::registry::definition::CRD_GROUP {
+    if def.group == strategy_host_registry::definition::CRD_GROUP {
         return format!("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{version}.{kind}");
     }
     let reversed: Vec<&str> = def.group.split('.').rev().collect();

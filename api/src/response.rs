@@ -13,7 +13,7 @@ use hyper::Response;
 use serde_json::Value;
 
 use super::status::Status;
-use crate::registry::ListPage;
+use strategy_host_registry::ListPage;
 
 /// The body of every response.
 pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;

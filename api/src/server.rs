@@ -32,7 +32,7 @@ use super::route::Route;
 use super::state::AppState;
 use super::status::Status;
 use super::tls::{ConnectionIdentity, TlsServing};
-use crate::authorization::Attributes;
+use strategy_host_authorization::Attributes;
 
 /// How long in-flight requests may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

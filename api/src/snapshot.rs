@@ -1,5 +1,5 @@
 //! `GET /storage/snapshot`: a consistent snapshot of the whole store, streamed as it is read
-//! (the format of [`crate::storage::snapshot`]); what `etcdctl snapshot save` is to etcd.
+//! (the format of [`strategy_host_storage::snapshot`]); what `etcdctl snapshot save` is to etcd.
 //! RBAC admits cluster administrators only (a non-resource path no default role grants). A
 //! failure part way ends the stream without its trailer, so the file reads as cut off.
 
@@ -14,7 +14,7 @@ use hyper::Response;
 use super::response::{self, Body};
 use super::state::AppState;
 use super::status::Status;
-use crate::storage::snapshot::{entry_line, header_line, trailer_line, SnapshotEntry};
+use strategy_host_storage::snapshot::{entry_line, header_line, trailer_line, SnapshotEntry};
 
 /// The media type of a snapshot (JSON lines).
 const MEDIA_TYPE: &str = "application/jsonl";
@@ -63,7 +63,7 @@ pub(crate) async fn save(state: &AppState) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(response::full(Bytes::new())))
 }
 
-fn lines(chunk: &[SnapshotEntry]) -> crate::storage::Result<Vec<u8>> {
+fn lines(chunk: &[SnapshotEntry]) -> strategy_host_storage::Result<Vec<u8>> {
     let mut out = Vec::new();
     for entry in chunk {
         out.extend(entry_line(entry)?);
@@ -71,7 +71,7 @@ fn lines(chunk: &[SnapshotEntry]) -> crate::storage::Result<Vec<u8>> {
     Ok(out)
 }
 
-fn failed<T>(e: &crate::storage::StorageError) -> Option<T> {
+fn failed<T>(e: &strategy_host_storage::StorageError) -> Option<T> {
     tracing::error!(error = %e, "the snapshot failed part way: its stream ends without a trailer");
     None
 }

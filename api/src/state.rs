@@ -9,12 +9,12 @@ use super::audit::Auditor;
 use super::filters::Security;
 use super::flowcontrol::FlowControl;
 use super::metrics::ServerMetrics;
-use crate::authentication::issuer_discovery::IssuerDiscovery;
-use crate::authentication::service_account::ServiceAccountTokens;
-use crate::authorization::{AlwaysAllow, Authorizer, RuleResolver};
-use crate::registry::Registry;
-use crate::storage::Storage;
-use crate::wasm::ModuleTable;
+use strategy_host_authentication::issuer_discovery::IssuerDiscovery;
+use strategy_host_authentication::service_account::ServiceAccountTokens;
+use strategy_host_authorization::{AlwaysAllow, Authorizer, RuleResolver};
+use strategy_host_registry::Registry;
+use strategy_host_storage::Storage;
+use strategy_host_wasm::ModuleTable;
 
 /// What every request handler shares.
 #[derive(Clone)]
@@ -44,9 +44,9 @@ pub struct AppState {
     /// What the access and rules reviews ask.
     pub reviews: Reviews,
     /// Encryption at rest, whose KMS plugins `/readyz` checks.
-    pub encryption: Option<crate::storage::encryption::EncryptionConfig>,
+    pub encryption: Option<strategy_host_storage::encryption::EncryptionConfig>,
     /// The APIServices served by extension API servers, and how to reach them.
-    pub aggregation: Option<Arc<crate::registry::aggregation::Aggregation>>,
+    pub aggregation: Option<Arc<strategy_host_registry::aggregation::Aggregation>>,
 }
 
 /// What `kubectl auth can-i` is answered with: the server's authorizer and its rules.
@@ -126,7 +126,7 @@ impl AppState {
     /// The same state, proxying the groups of APIServices that name a Service.
     pub fn with_aggregation(
         mut self,
-        aggregation: Arc<crate::registry::aggregation::Aggregation>,
+        aggregation: Arc<strategy_host_registry::aggregation::Aggregation>,
     ) -> Self {
         self.aggregation = Some(aggregation);
         self
@@ -135,7 +135,7 @@ impl AppState {
     /// The same state, whose `/readyz` checks the KMS plugins of `encryption`.
     pub fn with_encryption(
         mut self,
-        encryption: Option<crate::storage::encryption::EncryptionConfig>,
+        encryption: Option<strategy_host_storage::encryption::EncryptionConfig>,
     ) -> Self {
         self.encryption = encryption;
         self

@@ -3,9 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::{Error as RegistryError, Target};
-use crate::storage::StorageError;
 use crate::strategy::FieldError;
+use strategy_host_registry::{Error as RegistryError, Target};
+use strategy_host_storage::StorageError;
 
 /// One cause of an Invalid error: `{reason, message, field}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,7 +291,7 @@ impl From<&RegistryError> for Status {
                 let mut status = Self::new(
                     409,
                     "Conflict",
-                    crate::registry::fieldmanager::conflicts_message(conflicts),
+                    strategy_host_registry::fieldmanager::conflicts_message(conflicts),
                 )
                 .with_target(target, target.plural.clone());
                 if let Some(d) = status.details.as_mut() {

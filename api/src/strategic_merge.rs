@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::registry::schema::{field_schema, list_type, ListType};
+use strategy_host_registry::schema::{field_schema, list_type, ListType};
 
 /// A strategic merge patch's `$patch` directive that is not `merge`, `replace` or `delete`.
 #[derive(Debug, thiserror::Error)]

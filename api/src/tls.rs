@@ -11,9 +11,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::authentication::request_header::RequestHeader;
-use crate::authentication::x509::{CertificateRefused, ClientCaError, ClientCertificates};
 use crate::user::UserInfo;
+use strategy_host_authentication::request_header::RequestHeader;
+use strategy_host_authentication::x509::{CertificateRefused, ClientCaError, ClientCertificates};
 use strategy_host_https::pki::Pki;
 
 /// A handshake that takes longer than this is dropped (a slow or idle client holds no task).

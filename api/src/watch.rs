@@ -16,8 +16,8 @@ use tokio::sync::watch;
 
 use super::response::Body;
 use super::status::Status;
-use crate::registry::{RegistryStore, RequestScope};
-use crate::storage::{ListOptions, WatchEvent};
+use strategy_host_registry::{RegistryStore, RequestScope};
+use strategy_host_storage::{ListOptions, WatchEvent};
 
 /// The longest a watch runs when the client gives no `timeoutSeconds` (Kubernetes picks 30-60 min).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -230,7 +230,7 @@ fn line_start(kind: &'static str) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::StorageError;
+    use strategy_host_storage::StorageError;
 
     /// Renders every event as a frame of its type name; `unrenderable` names one it cannot.
     fn by_type(unrenderable: &'static str) -> impl FnMut(&WatchEvent) -> Option<(Out, bool)> {

@@ -9,7 +9,6 @@
 //! wasm modules.
 
 pub use strategy_host_contract::{authorizer, strategy, user};
-pub use strategy_host_registry as registry;
 
 pub mod delegated;
 pub mod owner_references;

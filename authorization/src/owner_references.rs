@@ -9,11 +9,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Attributes, Authorizer, Decision};
-use crate::registry::admission::{
+use crate::strategy::Refusal;
+use strategy_host_registry::admission::{
     AdmissionRequest, Operation, Rejection, ValidatingAdmission, Verdict,
 };
-use crate::registry::Registry;
-use crate::strategy::Refusal;
+use strategy_host_registry::Registry;
 
 /// The admission plugin.
 pub struct OwnerReferencesPermissionEnforcement {

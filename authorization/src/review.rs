@@ -10,10 +10,10 @@ use serde_json::{json, Map, Value};
 
 use super::{Attributes, Authorizer, Decision, RuleResolver};
 use crate::rbac::policy::go_quote;
-use crate::registry::system_fields::strings;
-use crate::registry::{Error, Result, Target};
 use crate::strategy::{FieldError, FieldErrorKind};
 use crate::user::UserInfo;
+use strategy_host_registry::system_fields::strings;
+use strategy_host_registry::{Error, Result, Target};
 
 /// The API group of the reviews.
 pub const GROUP: &str = "authorization.k8s.io";
@@ -39,7 +39,7 @@ fn invalid(field: &str, detail: String) -> FieldError {
 
 /// Checks the body is an object of `kind` (when it names one) and returns it.
 fn body_of(kind: &str, body: Value) -> Result<Map<String, Value>> {
-    crate::registry::check_type(&body, &format!("{GROUP}/{VERSION}"), kind)?;
+    strategy_host_registry::check_type(&body, &format!("{GROUP}/{VERSION}"), kind)?;
     let Value::Object(map) = body else {
         return Err(Error::BadRequest(format!(
             "not a {kind}: the body must be a JSON object"

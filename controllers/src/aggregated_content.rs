@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::collection_deletion::Remaining;
-use crate::registry::aggregation::{is_available, Aggregation, Method};
+use strategy_host_registry::aggregation::{is_available, Aggregation, Method};
 
 /// How long one call to a backend may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);

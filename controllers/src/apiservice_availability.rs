@@ -15,12 +15,12 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::metrics::ControllerMetrics;
-use crate::registry::aggregation::backend::Unavailable;
-use crate::registry::aggregation::{is_remote, Aggregation};
-use crate::registry::apiservice::{GROUP, PLURAL};
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::{meta_str, set_condition};
-use crate::registry::Registry;
+use strategy_host_registry::aggregation::backend::Unavailable;
+use strategy_host_registry::aggregation::{is_remote, Aggregation};
+use strategy_host_registry::apiservice::{GROUP, PLURAL};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::system_fields::{meta_str, set_condition};
+use strategy_host_registry::Registry;
 
 /// Who the controller acts as.
 const MANAGER: &str = "apiservice-availability-controller";
@@ -173,7 +173,7 @@ async fn record(
     client: &Client,
     apiservice: &Value,
     verdict: Verdict,
-) -> crate::registry::Result<()> {
+) -> strategy_host_registry::Result<()> {
     let name = meta_str(apiservice, "name").unwrap_or_default();
     let uid = meta_str(apiservice, "uid").unwrap_or_default();
     let (status, reason, message) = verdict;

@@ -14,12 +14,12 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::registry::apiservice::{local, name_of, AUTOMANAGED_LABEL, GROUP, PLURAL};
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{EventStreamExt as _, Writer};
-use crate::registry::system_fields::{meta_str, now_rfc3339};
-use crate::registry::Preconditions;
-use crate::registry::{Registry, Result};
+use strategy_host_registry::apiservice::{local, name_of, AUTOMANAGED_LABEL, GROUP, PLURAL};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{EventStreamExt as _, Writer};
+use strategy_host_registry::system_fields::{meta_str, now_rfc3339};
+use strategy_host_registry::Preconditions;
+use strategy_host_registry::{Registry, Result};
 
 /// Who the controller acts as.
 const MANAGER: &str = "apiservice-autoregistration-controller";

@@ -12,10 +12,10 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::Event;
-use crate::registry::system_fields::meta_str;
-use crate::registry::{Registry, Result};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::Event;
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::{Registry, Result};
 
 /// Who the controller acts as.
 const MANAGER: &str = "cluster-authentication-trust-controller";

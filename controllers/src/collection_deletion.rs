@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::{finalizers, is_being_deleted, meta_str};
-use crate::registry::Preconditions;
-use crate::registry::{Result, ServedResource};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::system_fields::{finalizers, is_being_deleted, meta_str};
+use strategy_host_registry::Preconditions;
+use strategy_host_registry::{Result, ServedResource};
 
 /// What is left after one pass.
 #[derive(Debug, Default)]

@@ -12,14 +12,14 @@ use tokio::task::JoinSet;
 
 use super::collection_deletion::Remaining;
 use super::queue::WorkQueue;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::crd_lifecycle::{CLEANUP_FINALIZER, TERMINATING};
-use crate::registry::definition::CRD_GROUP;
-use crate::registry::follow::EventStreamExt as _;
-use crate::registry::system_fields::{
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::crd_lifecycle::{CLEANUP_FINALIZER, TERMINATING};
+use strategy_host_registry::definition::CRD_GROUP;
+use strategy_host_registry::follow::EventStreamExt as _;
+use strategy_host_registry::system_fields::{
     finalizers, is_being_deleted, meta_str, remove_finalizer, set_condition,
 };
-use crate::registry::{Registry, ResourceDefinition, Result};
+use strategy_host_registry::{Registry, ResourceDefinition, Result};
 
 /// Who the controller acts as.
 const MANAGER: &str = "customresourcedefinition-cleanup-controller";

@@ -11,11 +11,11 @@ use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{EventStreamExt as _, Store, Writer};
-use crate::registry::system_fields::{meta_str, parse_rfc3339};
-use crate::registry::Preconditions;
-use crate::registry::Registry;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{EventStreamExt as _, Store, Writer};
+use strategy_host_registry::system_fields::{meta_str, parse_rfc3339};
+use strategy_host_registry::Preconditions;
+use strategy_host_registry::Registry;
 
 /// How often the sweep runs at most (and at least every tenth of the TTL).
 const MAX_SWEEP_INTERVAL: Duration = Duration::from_secs(60);
@@ -65,7 +65,11 @@ pub fn start(registry: &Arc<Registry>, ttl: Duration) -> JoinSet<()> {
 }
 
 /// Deletes the expired Events of `store`.
-async fn sweep(client: &Client, store: &Store, ttl: Duration) -> crate::registry::Result<()> {
+async fn sweep(
+    client: &Client,
+    store: &Store,
+    ttl: Duration,
+) -> strategy_host_registry::Result<()> {
     let now = SystemTime::now();
     for event in store.state() {
         let expired = last_written(&event)

@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::now_rfc3339;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::system_fields::now_rfc3339;
 
 /// An object an Event is about.
 #[derive(Debug, Clone)]

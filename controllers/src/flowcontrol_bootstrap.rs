@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::flowcontrol::{self, AUTOUPDATE};
-use crate::registry::system_fields::{annotation, meta_str};
-use crate::registry::{Registry, Result};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::flowcontrol::{self, AUTOUPDATE};
+use strategy_host_registry::system_fields::{annotation, meta_str};
+use strategy_host_registry::{Registry, Result};
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 const VERSION: &str = "v1";

@@ -11,12 +11,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{Store, Writer};
-use crate::registry::service::cluster_ip::parent_ref;
-use crate::registry::system_fields::meta_str;
-use crate::registry::Preconditions;
-use crate::registry::Registry;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{Store, Writer};
+use strategy_host_registry::service::cluster_ip::parent_ref;
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::Preconditions;
+use strategy_host_registry::Registry;
 
 /// Who the controller acts as.
 const MANAGER: &str = "ipaddress-repair-controller";

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::Registry;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::Registry;
 
 /// Who the controller acts as.
 const MANAGER: &str = "kube-apiserver";

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::{format_rfc3339, new_uid};
-use crate::registry::Result;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::system_fields::{format_rfc3339, new_uid};
+use strategy_host_registry::Result;
 
 /// The Lease the controllers of every host sharing a store compete for.
 pub const LEASE_NAME: &str = "strategy-host-controller-manager";
@@ -195,7 +195,7 @@ mod tests {
         assert_eq!(fraction.len(), 7, "{t}");
         assert!(fraction.ends_with('Z'));
         assert!(
-            crate::registry::system_fields::parse_rfc3339(&t).is_some(),
+            strategy_host_registry::system_fields::parse_rfc3339(&t).is_some(),
             "{t}"
         );
     }

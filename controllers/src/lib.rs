@@ -14,8 +14,6 @@
 //!
 //! A crate beside the api and the admission plugins, above the registry; it knows neither.
 
-pub use strategy_host_registry as registry;
-
 mod aggregated_content;
 pub mod apiservice_availability;
 pub mod apiservice_registration;
@@ -43,7 +41,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use crate::registry::Registry;
+use strategy_host_registry::Registry;
 
 /// The controllers this server has, by their kube-controller-manager names.
 pub const KNOWN: [&str; 14] = [
@@ -144,7 +142,7 @@ pub fn run(
             std::future::pending::<()>().await;
             return;
         };
-        let client = crate::registry::client::Client::new(&registry, "leader-election");
+        let client = strategy_host_registry::client::Client::new(&registry, "leader-election");
         let weak = Arc::downgrade(&registry);
         drop(registry);
         let lead = move || {
@@ -170,7 +168,7 @@ pub struct Parts {
     pub authentication_trust: Option<std::collections::BTreeMap<String, String>>,
     /// The APIServices of extension API servers and how to reach them (the availability
     /// controller runs only with it).
-    pub aggregation: Option<Arc<crate::registry::aggregation::Aggregation>>,
+    pub aggregation: Option<Arc<strategy_host_registry::aggregation::Aggregation>>,
     /// Where the `default/kubernetes` Service points (the controller runs only with it).
     pub kubernetes_service: Option<kubernetes_service::KubernetesService>,
     /// The CA bundle (PEM) that verifies the serving certificate, published in every namespace

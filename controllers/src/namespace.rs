@@ -15,12 +15,14 @@ use super::aggregated_content;
 use super::collection_deletion::Remaining;
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
-use crate::registry::aggregation::Aggregation;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::EventStreamExt as _;
-use crate::registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
-use crate::registry::system_fields::{is_being_deleted, meta_str, remove_finalizer, set_condition};
-use crate::registry::{Registry, Result};
+use strategy_host_registry::aggregation::Aggregation;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::EventStreamExt as _;
+use strategy_host_registry::namespace_lifecycle::{spec_finalizers, NAMESPACE_FINALIZER};
+use strategy_host_registry::system_fields::{
+    is_being_deleted, meta_str, remove_finalizer, set_condition,
+};
+use strategy_host_registry::{Registry, Result};
 
 /// Namespaces emptied at once.
 const WORKERS: usize = 4;
@@ -128,9 +130,9 @@ async fn empty(
         })
         .await?;
     let since = meta_str(&current, "deletionTimestamp")
-        .and_then(crate::registry::system_fields::parse_rfc3339);
+        .and_then(strategy_host_registry::system_fields::parse_rfc3339);
     if let Some(since) = since {
-        let now = crate::registry::system_fields::now_seconds();
+        let now = strategy_host_registry::system_fields::now_seconds();
         #[allow(clippy::cast_precision_loss)] // seconds, far below 2^52
         metrics
             .namespace_deletion_seconds

@@ -15,10 +15,10 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 
 use super::queue::WorkQueue;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{Event, EventStreamExt as _};
-use crate::registry::system_fields::{is_being_deleted, meta_str};
-use crate::registry::{Registry, Result};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{Event, EventStreamExt as _};
+use strategy_host_registry::system_fields::{is_being_deleted, meta_str};
+use strategy_host_registry::{Registry, Result};
 
 /// Brings an existing object back to what it should hold; `false` when it already does.
 pub(crate) type Restore = Arc<dyn Fn(&mut Value) -> bool + Send + Sync>;

@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::queue::WorkQueue;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::EventStreamExt as _;
-use crate::registry::system_fields::strings_at;
-use crate::registry::{Registry, Result};
 use strategy_host_cel::type_check::{self, CheckedKind};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::EventStreamExt as _;
+use strategy_host_registry::system_fields::strings_at;
+use strategy_host_registry::{Registry, Result};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 const PLURAL: &str = "validatingadmissionpolicies";

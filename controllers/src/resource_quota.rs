@@ -18,12 +18,14 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::queue::WorkQueue;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{Event, EventStreamExt as _};
-use crate::registry::follow::{Store, Writer};
-use crate::registry::quota::{counted_resource, resource_list, resource_list_value, Evaluator};
-use crate::registry::system_fields::meta_str;
-use crate::registry::{Registry, Result};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{Event, EventStreamExt as _};
+use strategy_host_registry::follow::{Store, Writer};
+use strategy_host_registry::quota::{
+    counted_resource, resource_list, resource_list_value, Evaluator,
+};
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::{Registry, Result};
 
 /// The field manager of its status writes.
 const MANAGER: &str = "resourcequota-controller";

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use super::per_namespace::{self, Kept};
-use crate::registry::system_fields::annotation;
-use crate::registry::Registry;
+use strategy_host_registry::system_fields::annotation;
+use strategy_host_registry::Registry;
 
 /// The ConfigMap every namespace has.
 pub const CONFIG_MAP: &str = "kube-root-ca.crt";

@@ -11,11 +11,11 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 
 use super::queue::WorkQueue;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::Event;
-use crate::registry::system_fields::{annotation, is_being_deleted};
-use crate::registry::Preconditions;
-use crate::registry::{Registry, Result};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::Event;
+use strategy_host_registry::system_fields::{annotation, is_being_deleted};
+use strategy_host_registry::Preconditions;
+use strategy_host_registry::{Registry, Result};
 
 /// The Secret type this controller fills.
 pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
@@ -177,7 +177,7 @@ async fn fill(
             (&account_name, &account_uid),
             (name, &secret_uid),
         )
-        .map_err(|e| crate::registry::Error::Internal(e.to_string()))?;
+        .map_err(|e| strategy_host_registry::Error::Internal(e.to_string()))?;
     let b64 = |s: &str| Value::String(base64::engine::general_purpose::STANDARD.encode(s));
     let ca = signer.ca_bundle().unwrap_or_default();
     let ns = namespace.to_string();

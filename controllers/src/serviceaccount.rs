@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio::task::JoinSet;
 
 use super::per_namespace::{self, Kept};
-use crate::registry::Registry;
+use strategy_host_registry::Registry;
 
 /// The account every namespace has.
 pub const DEFAULT_ACCOUNT: &str = "default";

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strategy_host::strategy::Strategy;
-use strategy_host::wasm::runtime::{
+use strategy_host::wasm::WasmStrategy;
+use strategy_host::wasm_runtime::{
     CompilerTier, InstanceReuse, Runtime, RuntimeConfig, StrategyModule,
 };
-use strategy_host::wasm::WasmStrategy;
 
 #[path = "common/deployment.rs"]
 mod deployment;

@@ -15,10 +15,10 @@ use criterion::{criterion_group, Criterion};
 mod deployment;
 use deployment::{context, object, resource};
 use strategy_host::strategy::Strategy;
-use strategy_host::wasm::runtime::{
+use strategy_host::wasm::WasmStrategy;
+use strategy_host::wasm_runtime::{
     abi, CallerInfo, InstanceReuse, Runtime, RuntimeConfig, StrategyModule,
 };
-use strategy_host::wasm::WasmStrategy;
 
 fn setup(instance_reuse: InstanceReuse) -> (Runtime, StrategyModule) {
     let config = RuntimeConfig {

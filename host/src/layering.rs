@@ -18,7 +18,8 @@ fn declared(workspace: &Path) -> Graph {
         .expect("a members list");
     let mut graph = Graph::new();
     for member in members.split(',').map(|m| m.trim().trim_matches('"')) {
-        let Ok(manifest) = std::fs::read_to_string(workspace.join(member).join("Cargo.toml")) else {
+        let Ok(manifest) = std::fs::read_to_string(workspace.join(member).join("Cargo.toml"))
+        else {
             continue;
         };
         let name = manifest

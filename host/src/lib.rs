@@ -6,9 +6,9 @@
 //! Cargo.toml files (a test keeps this drawing and docs/operations.md's equal to them):
 //!
 //! ```text
-//! host           → admission api apimachinery authentication authorization contract controllers https registry storage wasm
+//! host           → admission api apimachinery authentication authorization contract controllers https registry storage wasm wasm-runtime
 //! api            → apimachinery authentication authorization contract https registry storage wasm
-//! admission      → apimachinery cel contract https registry wasm
+//! admission      → apimachinery cel contract https registry wasm wasm-runtime
 //! controllers    → apimachinery cel registry
 //! authentication → apimachinery cel contract https
 //! authorization  → apimachinery cel contract https registry
@@ -30,7 +30,7 @@
 //! - [`controllers`]: the garbage collector, namespaces, tokens, policy status, event expiry,
 //!   CRD cleanup, leader election: clients of the registry beside the api;
 //! - [`admission`]: webhooks, validating and mutating admission policies, policy modules;
-//! - [`wasm`]: strategies as wasm modules: [`wasm::runtime`] (wasmtime level), [`wasm::sources`]
+//! - [`wasm`]: strategies as wasm modules: [`wasm_runtime`] (wasmtime level), [`wasm::sources`]
 //!   (directory, `StrategyModule` objects, declared resources), the module table and the
 //!   `Strategy` that calls a module;
 //! - [`registry`]: one generic store per served resource, driving its strategy around storage,
@@ -60,6 +60,7 @@ pub use strategy_host_https::{pki, webhook};
 pub use strategy_host_registry as registry;
 pub use strategy_host_storage as storage;
 pub use strategy_host_wasm as wasm;
+pub use strategy_host_wasm_runtime as wasm_runtime;
 
 pub mod allocator;
 #[cfg(test)]

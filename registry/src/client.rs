@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use strategy_host_apimachinery::LabelSelector;
 
-use crate::storage::{GetOptions, ListOptions, Preconditions, SelectionPredicate};
 use crate::system_fields::meta_str;
 use crate::user::UserInfo;
 use crate::{DeleteOptions, Error, Registry, RequestScope, Result, ServedResource, UpdateFn};
+use strategy_host_storage::{GetOptions, ListOptions, Preconditions, SelectionPredicate};
 
 /// One object a controller acts on: its resource and where it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::definition::Conversion;
 use super::error::{Error, Result};
 use super::store::RegistryStore;
-use crate::storage::SharedObject;
+use strategy_host_storage::SharedObject;
 
 /// How long a conversion webhook may take (Kubernetes' fixed 30 s).
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);

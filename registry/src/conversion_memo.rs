@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::{BoxFuture, FutureExt as _, Shared};
 
-use crate::storage::SharedObject;
+use strategy_host_storage::SharedObject;
 
 /// Conversions remembered before the memo starts again (events are shared within moments of
 /// each other: a small memo serves a fan-out).

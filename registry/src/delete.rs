@@ -20,11 +20,11 @@ use super::error::{Carried, Error, Result, Target};
 use super::namespace_lifecycle::{self as namespaces, spec_finalizers};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, metadata_mut, now_rfc3339};
-use crate::storage::{
+use crate::strategy::{Strategy, StrategyContext};
+use strategy_host_storage::{
     ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, Preconditions, StorageError,
     TryUpdate, ValidateDeletion,
 };
-use crate::strategy::{Strategy, StrategyContext};
 
 /// How many times a delete may switch between removing the object and marking it deleting
 /// (finalizers coming and going under it) before it answers Conflict.

@@ -7,12 +7,12 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{DeleteOptions, Error, RegistryStore, RequestScope, ResourceDefinition};
-use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
-use crate::storage::{
+use crate::strategy::{Admission, Answer, Refusal, Strategy, StrategyContext};
+use strategy_host_storage::embedded::{EmbeddedConfig, EmbeddedStore};
+use strategy_host_storage::{
     ConditionalDelete, GetOptions, GuaranteedUpdate, ListOptions, ObjectList, Preconditions,
     Result, Storage, TryUpdate, WatchStream,
 };
-use crate::strategy::{Admission, Answer, Refusal, Strategy, StrategyContext};
 
 /// A change another client makes to an object.
 type Change = Box<dyn Fn(&mut Value) + Send + Sync>;

@@ -1,8 +1,8 @@
 //! Registry errors: what a generic store answers with, carrying enough about the resource and
 //! object (group, plural, kind, name) for the API layer to render Kubernetes' exact `Status`.
 
-use crate::storage::StorageError;
 use crate::strategy::{FieldError, Refusal, StrategyError};
+use strategy_host_storage::StorageError;
 
 /// The result type of registry operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -7,7 +7,6 @@
 //! knowing the api, the wasm modules or the controllers above it.
 
 pub use strategy_host_contract::{admission_policy, strategy, user};
-pub use strategy_host_storage as storage;
 
 pub mod admission;
 pub mod aggregation;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::storage::SharedObject;
+use strategy_host_storage::SharedObject;
 
 /// A `{Kind}List`: the list's type and metadata, and its items at the request's version.
 #[derive(Debug, Clone)]

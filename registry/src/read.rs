@@ -9,14 +9,16 @@ use super::conversion_memo::{Batch, MemoKey};
 use super::error::{Error, Result};
 use super::list::ListPage;
 use super::store::{RegistryStore, RequestScope};
-use crate::storage::{GetOptions, ListOptions, ObjectList, SharedObject, WatchEvent, WatchStream};
+use strategy_host_storage::{
+    GetOptions, ListOptions, ObjectList, SharedObject, WatchEvent, WatchStream,
+};
 
 /// The most watch events converted in one call.
 const WATCH_CONVERSION_BATCH: usize = 256;
 
 impl RegistryStore {
     /// What a read of `name` found: a storage error as the registry's, nothing as NotFound.
-    fn found<T>(&self, name: &str, read: crate::storage::Result<Option<T>>) -> Result<T> {
+    fn found<T>(&self, name: &str, read: strategy_host_storage::Result<Option<T>>) -> Result<T> {
         let target = self.target(name);
         read.map_err(|e| Error::storage(e, &target))?
             .ok_or_else(|| Error::NotFound(target.into()))
@@ -164,7 +166,7 @@ impl RegistryStore {
                 let mut sent: Vec<WatchEvent> = Vec::new();
                 for (i, (event, end)) in events.into_iter().enumerate() {
                     if pending.first() == Some(&i) {
-                        let why = crate::storage::StorageError::Internal(e.to_string());
+                        let why = strategy_host_storage::StorageError::Internal(e.to_string());
                         sent.push(WatchEvent::error(why));
                         break;
                     }
@@ -229,9 +231,9 @@ impl RegistryStore {
                         let converted = converted.pop().expect("one object in, one out");
                         other.map_object(|_| converted)
                     }
-                    Err(e) => {
-                        WatchEvent::error(crate::storage::StorageError::Internal(e.to_string()))
-                    }
+                    Err(e) => WatchEvent::error(strategy_host_storage::StorageError::Internal(
+                        e.to_string(),
+                    )),
                 }
             }
         }

@@ -10,9 +10,9 @@ use super::definition::ScaleSubresource;
 use super::error::{Error, Result};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::update::UpdateFn;
-use crate::storage::GetOptions;
 use crate::strategy::{FieldError, FieldErrorKind};
 use crate::system_fields::meta_str;
+use strategy_host_storage::GetOptions;
 
 /// A change of a `Scale`: the current one in, the desired one out.
 pub type ScaleFn = Arc<dyn Fn(&Value) -> Result<Value> + Send + Sync>;

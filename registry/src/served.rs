@@ -13,11 +13,11 @@ use tokio::sync::watch;
 use super::admission::AdmissionChain;
 use super::definition::ResourceDefinition;
 use super::store::RegistryStore;
-use crate::storage::cacher::{Cacher, CacherConfig, CacherStats};
-use crate::storage::informer::InformerEvent;
-use crate::storage::Storage;
 use crate::strategy::{Strategy, StrategyResolver};
 use crate::system_fields::meta_str;
+use strategy_host_storage::cacher::{Cacher, CacherConfig, CacherStats};
+use strategy_host_storage::informer::InformerEvent;
+use strategy_host_storage::Storage;
 
 /// One served resource: its definition and its store.
 #[derive(Debug, Clone)]
@@ -84,8 +84,8 @@ impl Registry {
     pub async fn open_embedded(
         path: &std::path::Path,
         resolver: Arc<dyn StrategyResolver>,
-    ) -> Result<Arc<Self>, crate::storage::StorageError> {
-        use crate::storage::embedded::{EmbeddedConfig, EmbeddedStore};
+    ) -> Result<Arc<Self>, strategy_host_storage::StorageError> {
+        use strategy_host_storage::embedded::{EmbeddedConfig, EmbeddedStore};
         let store = EmbeddedStore::open(EmbeddedConfig::new(path)).await?;
         let registry = Self::new(Arc::new(store), resolver);
         registry.serve_kinds(&[&crate::kinds::Core, &crate::kinds::ModuleKinds]);

@@ -12,9 +12,9 @@ use super::definition::ResourceDefinition;
 use super::error::{Error, Result, Target};
 use super::fieldmanager;
 
-use crate::storage::Storage;
 use crate::strategy::{FieldError, FieldErrorKind, Strategy, StrategyContext};
 use crate::user::UserInfo;
+use strategy_host_storage::Storage;
 
 /// How unknown and duplicate fields in a request body are treated (`?fieldValidation=`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use super::error::{Carried, Error, Result};
 use super::namespace_lifecycle::{finalize_written_over, spec_finalizers};
 use super::store::{Outcome, RegistryStore, RequestScope};
 use super::system_fields::{finalizers, is_being_deleted, meta_str, metadata_mut};
-use crate::storage::{ConditionalDelete, GuaranteedUpdate, Preconditions};
 use crate::strategy::{FieldError, FieldErrorKind, Strategy};
+use strategy_host_storage::{ConditionalDelete, GuaranteedUpdate, Preconditions};
 
 /// Produces the new object from the current one (`None` when it does not exist): a PUT returns
 /// its body, a PATCH applies itself.
@@ -48,7 +48,10 @@ impl RegistryStore {
         if scope.dry_run {
             let current = self
                 .storage
-                .get(&key, crate::storage::GetOptions::ignoring_not_found())
+                .get(
+                    &key,
+                    strategy_host_storage::GetOptions::ignoring_not_found(),
+                )
                 .await
                 .map_err(|e| Error::storage(e, &target))?;
             if current.is_none() && !allow_create {
@@ -68,24 +71,25 @@ impl RegistryStore {
             name.to_string(),
             result.clone(),
         );
-        let try_update: crate::storage::TryUpdate<'_> = Box::new(move |current: Option<Value>| {
-            let (this, scope, name, input, slot) = (
-                this.clone(),
-                scope2.clone(),
-                name2.clone(),
-                input.clone(),
-                slot.clone(),
-            );
-            Box::pin(async move {
-                let p = this
-                    .prepare_update(&scope, &name, current, &input)
-                    .await
-                    .map_err(|e| Box::new(Carried(e)) as crate::storage::BoxError)?;
-                *slot.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((p.warnings, p.created, p.old));
-                Ok(p.object)
-            })
-        });
+        let try_update: strategy_host_storage::TryUpdate<'_> =
+            Box::new(move |current: Option<Value>| {
+                let (this, scope, name, input, slot) = (
+                    this.clone(),
+                    scope2.clone(),
+                    name2.clone(),
+                    input.clone(),
+                    slot.clone(),
+                );
+                Box::pin(async move {
+                    let p = this
+                        .prepare_update(&scope, &name, current, &input)
+                        .await
+                        .map_err(|e| Box::new(Carried(e)) as strategy_host_storage::BoxError)?;
+                    *slot.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some((p.warnings, p.created, p.old));
+                    Ok(p.object)
+                })
+            });
         let stored = self
             .storage
             .guaranteed_update(

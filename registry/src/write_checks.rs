@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::error::{Error, Result, Target};
 use super::store::{RegistryStore, RequestScope};
-use crate::storage::GetOptions;
 use crate::strategy::{FieldError, FieldErrorKind};
+use strategy_host_storage::GetOptions;
 
 impl RegistryStore {
     /// Checks the namespace of a namespaced create of `name` exists and is not being

@@ -7,12 +7,12 @@ use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
-use super::runtime::{CallerInfo, Collection, HostApi, HostCallError};
-use crate::registry::client::{Client, ListParams, ObjectRef};
-use crate::registry::system_fields::meta_str;
-use crate::registry::{Registry, ServedResource};
 use crate::user::UserInfo;
 use strategy_host_apimachinery::group_version;
+use strategy_host_registry::client::{Client, ListParams, ObjectRef};
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::{Registry, ServedResource};
+use strategy_host_wasm_runtime::{CallerInfo, Collection, HostApi, HostCallError};
 
 /// Host functions over a registry (held weakly: the runtime outlives nothing).
 pub struct RegistryHostApi {

@@ -1,6 +1,6 @@
 //! Strategy Host's wasm layer: resources' behaviour as WebAssembly modules.
 //!
-//! [`runtime`] is the wasmtime level (engine, modules, instances, limits, host functions);
+//! `strategy-host-wasm-runtime` is the wasmtime level (engine, modules, instances, limits, host functions);
 //! [`sources`] feeds modules in (a watched directory, `StrategyModule` objects, declared
 //! resources); the [`ModuleTable`] keeps the active module per resource with atomic swap;
 //! [`WasmStrategy`] is the `crate::strategy::Strategy` that calls a module; and
@@ -11,13 +11,11 @@
 //! the runtime, never on the storage below the registry, the api or the controllers.
 
 pub use strategy_host_contract::{admission_policy, authorizer, strategy, user};
-pub use strategy_host_registry as registry;
 
 mod host_api;
 mod module_table;
 mod object_answer;
 pub mod rollout;
-pub use strategy_host_wasm_runtime as runtime;
 mod slot;
 pub mod sources;
 mod wasm_strategy;
@@ -28,5 +26,5 @@ pub use module_table::{
     ModuleTable, PolicyInForce, PolicyReplay, Refusal, ReplayError, ResourceCheck,
 };
 pub use object_answer::{apply_object_answer, AnswerError, OperationError};
-pub use runtime::{Runtime, RuntimeConfig};
+pub use strategy_host_wasm_runtime::{Runtime, RuntimeConfig};
 pub use wasm_strategy::WasmStrategy;

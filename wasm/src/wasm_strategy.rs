@@ -10,10 +10,6 @@ use futures::StreamExt as _;
 use serde_json::Value;
 
 use super::object_answer::apply_object_answer;
-use super::runtime::abi::{self, request::Operation as Op, Operation};
-use super::runtime::{
-    CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
-};
 use crate::admission_policy::Operation as Write;
 use crate::admission_policy::{AdmissionAttributes, AdmissionPhase, AdmissionPolicy};
 use crate::authorizer::AuthorizerModule;
@@ -22,6 +18,10 @@ use crate::strategy::{
     StrategyError,
 };
 use crate::user::UserInfo;
+use strategy_host_wasm_runtime::abi::{self, request::Operation as Op, Operation};
+use strategy_host_wasm_runtime::{
+    CallFailure, CallerInfo, FailureKind, Runtime, SessionOptions, StrategyModule,
+};
 
 const CREATE_OPS: &[Operation] = &[
     Operation::PrepareForCreate,

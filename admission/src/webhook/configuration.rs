@@ -10,11 +10,11 @@ use strategy_host_https::webhook::ClientConfig;
 
 use std::sync::Arc;
 
-use crate::registry::admission::AdmissionRequest;
-use crate::registry::labels::{labels_of, selector_matches};
-use crate::registry::system_fields::meta_str;
 use crate::rules::Rule;
 use strategy_host_cel::expression::Expression;
+use strategy_host_registry::admission::AdmissionRequest;
+use strategy_host_registry::labels::{labels_of, selector_matches};
+use strategy_host_registry::system_fields::meta_str;
 
 /// The default and the most a webhook may take (`timeoutSeconds`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -14,12 +14,12 @@ use serde_json::{json, Value};
 
 use self::configuration::Webhook;
 use self::metrics::{CallLabels, RejectionLabels, WebhookCall, WebhookMetrics};
-use crate::registry::admission::{
+use strategy_host_registry::admission::{
     AdmissionRequest, MutatingAdmission, Operation, Rejection, ValidatingAdmission, Verdict,
 };
-use crate::registry::labels::labels_of;
-use crate::registry::system_fields::new_uid;
-use crate::registry::Registry;
+use strategy_host_registry::labels::labels_of;
+use strategy_host_registry::system_fields::new_uid;
+use strategy_host_registry::Registry;
 
 /// Which configurations a plugin follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,7 +302,7 @@ fn annotate(webhook: &Webhook, request: &AdmissionRequest<'_>, response: &Value)
 }
 
 fn answer_for(webhook: &Webhook, response: Value) -> Answer {
-    let warnings = crate::registry::system_fields::strings_at(&response, "/warnings");
+    let warnings = strategy_host_registry::system_fields::strings_at(&response, "/warnings");
     if response.get("allowed") != Some(&Value::Bool(true)) {
         let status = response.get("status").cloned().unwrap_or(Value::Null);
         let code = status

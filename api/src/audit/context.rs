@@ -148,7 +148,7 @@ impl std::fmt::Debug for AuditContext {
     }
 }
 
-impl crate::registry::admission::AuditAnnotations for AuditContext {
+impl strategy_host_registry::admission::AuditAnnotations for AuditContext {
     fn annotate(&self, key: &str, value: &str) {
         AuditContext::annotate(self, key, value);
     }

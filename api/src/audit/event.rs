@@ -9,8 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::registry::system_fields::format_rfc3339;
 use crate::user::UserInfo;
+use strategy_host_registry::system_fields::format_rfc3339;
 
 /// How much of a request is recorded, from nothing to both bodies (ordered: `None` is least).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]

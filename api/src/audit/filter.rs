@@ -19,10 +19,10 @@ use super::policy::Policy;
 use super::rotate::LogRotation;
 use super::sink::{AuditMetrics, Sink, DEFAULT_CAPACITY};
 use super::{Error, Result};
-use crate::authorization::Attributes;
-use crate::registry::system_fields::new_uid;
 use crate::response::Body;
 use crate::status::Status;
+use strategy_host_authorization::Attributes;
+use strategy_host_registry::system_fields::new_uid;
 
 /// The header carrying a request's audit id, in both directions (Kubernetes' `Audit-ID`).
 pub(super) const AUDIT_ID_HEADER: HeaderName = HeaderName::from_static("audit-id");

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::event::{Level, Stage, StageSet};
 use super::{Error, Result};
-use crate::authorization::Attributes;
+use strategy_host_authorization::Attributes;
 
 /// What the policy decides for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::authorization::Attributes;
-use crate::registry::flowcontrol;
-use crate::registry::system_fields::meta_str;
+use strategy_host_authorization::Attributes;
+use strategy_host_registry::flowcontrol;
+use strategy_host_registry::system_fields::meta_str;
 
 /// Requests a flow may have waiting when a queuing level does not say.
 const QUEUE_LENGTH_LIMIT: usize = 50;

@@ -34,11 +34,11 @@ use super::metrics::ScrapedFrom;
 use super::query::Query;
 use super::route::{Route, Verb};
 use super::status::Status;
-use crate::authorization::Attributes;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{EventStreamExt as _, Writer};
-use crate::registry::system_fields::{condition, meta_str, set_condition};
-use crate::registry::Registry;
+use strategy_host_authorization::Attributes;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{EventStreamExt as _, Writer};
+use strategy_host_registry::system_fields::{condition, meta_str, set_condition};
+use strategy_host_registry::Registry;
 
 /// The API group of the configuration objects.
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";

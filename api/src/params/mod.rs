@@ -5,10 +5,10 @@ use serde::Deserialize;
 
 use super::query::Query;
 use super::status::Status;
-use crate::registry::{DeleteOptions, FieldValidation};
 use strategy_host_apimachinery::{FieldSelector, LabelSelector};
+use strategy_host_registry::{DeleteOptions, FieldValidation};
 
-use crate::storage::{
+use strategy_host_storage::{
     GetOptions, ListOptions, Preconditions, ResourceVersionMatch, SelectionPredicate,
 };
 
@@ -188,7 +188,7 @@ impl ListParams {
             }
         };
         let resource_version = query.get("resourceVersion").unwrap_or("").to_string();
-        crate::storage::versioner::parse_resource_version(&resource_version)
+        strategy_host_storage::versioner::parse_resource_version(&resource_version)
             .map_err(|e| Status::from(&e))?;
         let continue_token = query.non_empty("continue").map(String::from);
         if continue_token.is_some() && !matches!(resource_version.as_str(), "" | "0") {

@@ -12,8 +12,8 @@ use prost::Message;
 
 use super::bridge::JsonValue;
 use super::{codec, meta, TypeMeta, MAGIC};
-use crate::registry::ListPage;
-use crate::storage::SharedObject;
+use strategy_host_registry::ListPage;
+use strategy_host_storage::SharedObject;
 
 /// What follows `runtime.Unknown.raw`: `contentEncoding` and `contentType`, both written empty
 /// as kube-apiserver does (fields 3 and 4, length 0).

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::bridge::JsonValue;
 use super::error::ProtobufError;
-use crate::registry::system_fields::{format_rfc3339, parse_rfc3339};
+use strategy_host_registry::system_fields::{format_rfc3339, parse_rfc3339};
 
 /// Seconds of Go's zero `time.Time` (0001-01-01T00:00:00Z), which Kubernetes treats as unset.
 const GO_ZERO_TIME_SECONDS: i64 = -62_135_596_800;

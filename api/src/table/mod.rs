@@ -4,8 +4,8 @@
 use serde_json::{json, Value};
 
 use super::jsonpath;
-use crate::registry::definition::{PrinterColumn, ResourceDefinition};
-use crate::registry::system_fields::{now_seconds, parse_rfc3339};
+use strategy_host_registry::definition::{PrinterColumn, ResourceDefinition};
+use strategy_host_registry::system_fields::{now_seconds, parse_rfc3339};
 
 /// True when the Accept header asks for a Table.
 pub(crate) fn wants_table(accept: Option<&str>) -> bool {

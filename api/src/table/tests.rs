@@ -181,7 +181,10 @@ fn default_and_builtin_columns() {
 
 #[test]
 fn builtin_template_columns_join_what_they_select() {
-    let role_binding = builtin(crate::authorization::rbac::definitions(), "rolebindings");
+    let role_binding = builtin(
+        strategy_host_authorization::rbac::definitions(),
+        "rolebindings",
+    );
     let (t, cells) = row(
         &role_binding,
         json!({"metadata": meta("rb"), "roleRef": {"kind": "ClusterRole", "name": "view"},
@@ -196,7 +199,7 @@ fn builtin_template_columns_join_what_they_select() {
     assert_eq!(cells[3], json!("alice, bob"));
     assert_eq!(cells[4], json!(""));
     assert_eq!(cells[5], json!("team/ci"));
-    let roles = builtin(crate::authorization::rbac::definitions(), "roles");
+    let roles = builtin(strategy_host_authorization::rbac::definitions(), "roles");
     let (t, cells) = row(&roles, json!({"metadata": meta("r")}));
     assert_eq!(names(&t), ["Name", "Created At"]);
     assert_eq!(cells[1], json!("2020-01-01T00:00:00Z"));
@@ -204,7 +207,7 @@ fn builtin_template_columns_join_what_they_select() {
 
 #[test]
 fn service_columns_read_as_kubectl_prints_them() {
-    let services = builtin(crate::registry::service::definitions(), "services");
+    let services = builtin(strategy_host_registry::service::definitions(), "services");
     let (t, cells) = row(
         &services,
         json!({"metadata": meta("web"), "spec": {"type": "NodePort", "clusterIP": "10.96.0.7",
@@ -232,7 +235,10 @@ fn service_columns_read_as_kubectl_prints_them() {
             json!("80:30080/TCP, 53/UDP")
         ]
     );
-    let slices = builtin(crate::registry::service::definitions(), "endpointslices");
+    let slices = builtin(
+        strategy_host_registry::service::definitions(),
+        "endpointslices",
+    );
     let (_, cells) = row(
         &slices,
         json!({"metadata": meta("web-abc"), "addressType": "IPv4", "ports": [{"port": 8443}],

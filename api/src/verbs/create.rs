@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use super::resolve::Resolved;
-use crate::registry::{Outcome, RequestScope};
 use crate::status::Status;
+use strategy_host_registry::{Outcome, RequestScope};
 
 /// Creates `obj`.
 ///

@@ -5,10 +5,10 @@ use hyper::Response;
 use super::resolve::Resolved;
 use super::written;
 use crate::params::{DeleteParams, Format};
-use crate::registry::FieldValidation;
 use crate::response::Body;
 use crate::state::AppState;
 use crate::status::Status;
+use strategy_host_registry::FieldValidation;
 
 /// Deletes the object; answers its last state.
 ///

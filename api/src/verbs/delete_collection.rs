@@ -6,10 +6,10 @@ use hyper::Response;
 use super::resolve::Resolved;
 use super::written;
 use crate::params::{DeleteCollectionParams, Format};
-use crate::registry::FieldValidation;
 use crate::response::Body;
 use crate::state::AppState;
 use crate::status::Status;
+use strategy_host_registry::FieldValidation;
 
 /// Deletes the selected objects.
 ///

@@ -34,10 +34,10 @@ use super::response::{self, Body};
 use super::route::{ResourcePath, Verb};
 use super::state::AppState;
 use super::status::Status;
-use crate::registry::system_fields::meta_str;
-use crate::registry::{Outcome, RequestScope};
 use crate::user::UserInfo;
 use resolve::Resolved;
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::{Outcome, RequestScope};
 
 /// How long a CRD write waits for the served table to reflect it.
 const DEFINITION_PROPAGATION: Duration = Duration::from_secs(3);
@@ -155,7 +155,7 @@ async fn serve(
         let (request, _) = body::decode_object_in(
             content_type,
             &bytes,
-            crate::registry::FieldValidation::Ignore,
+            strategy_host_registry::FieldValidation::Ignore,
             true,
         )?;
         // A review has no metadata to print in a Table: a client that accepts only a Table
@@ -304,7 +304,7 @@ async fn settle_definitions(
     scope: &RequestScope,
     outcome: &Outcome,
 ) {
-    if scope.dry_run || res.def().group != crate::registry::definition::CRD_GROUP {
+    if scope.dry_run || res.def().group != strategy_host_registry::definition::CRD_GROUP {
         return;
     }
     let rv = meta_str(&outcome.object, "resourceVersion").and_then(|r| r.parse().ok());

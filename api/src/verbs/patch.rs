@@ -11,11 +11,11 @@ use super::resolve::Resolved;
 use super::written;
 use crate::params::{manager_from_user_agent, Format, PatchParams};
 use crate::patch::Patch;
-use crate::registry::{Error, UpdateFn};
 use crate::response::Body;
 use crate::state::AppState;
 use crate::status::Status;
 use crate::strategy::{FieldError, FieldErrorKind};
+use strategy_host_registry::{Error, UpdateFn};
 
 /// An apply configuration with its `apiVersion` and `kind` filled in from the request path when
 /// left out.
@@ -99,7 +99,7 @@ pub(super) fn applied(
     patch: &Patch,
     current: &Value,
     schema: Option<&Value>,
-    target: &crate::registry::Target,
+    target: &strategy_host_registry::Target,
 ) -> Result<Value, Error> {
     patch.apply(current, schema).map_err(|why| {
         Error::invalid(

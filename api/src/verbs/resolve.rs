@@ -4,11 +4,13 @@
 use std::sync::Arc;
 
 use crate::audit::AuditContext;
-use crate::registry::definition::ResourceDefinition;
-use crate::registry::{FieldValidation, Registry, RegistryStore, RequestScope, ServedResource};
 use crate::route::{ResourcePath, Verb};
 use crate::status::Status;
 use crate::user::UserInfo;
+use strategy_host_registry::definition::ResourceDefinition;
+use strategy_host_registry::{
+    FieldValidation, Registry, RegistryStore, RequestScope, ServedResource,
+};
 
 /// A resource request whose resource is served and whose path fits its scope.
 #[derive(Clone)]
@@ -111,7 +113,7 @@ impl Resolved {
             user: self.user.clone(),
             audit: self.audit.is_audited().then(|| {
                 Arc::new(self.audit.clone())
-                    as Arc<dyn crate::registry::admission::AuditAnnotations>
+                    as Arc<dyn strategy_host_registry::admission::AuditAnnotations>
             }),
         }
     }

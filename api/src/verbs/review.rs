@@ -7,16 +7,16 @@ use hyper::Response;
 use serde_json::{json, Value};
 
 use super::resolve::Resolved;
-use crate::authentication::token_request::{token_request, TokenRequestError};
-use crate::authorization::review as access;
 use crate::params::Format;
-use crate::registry::system_fields::now_rfc3339;
-use crate::registry::{Error as RegistryError, Target};
 use crate::response::{self, Body};
 use crate::state::AppState;
 use crate::status::Status;
-use crate::storage::GetOptions;
 use crate::strategy::{FieldError, FieldErrorKind};
+use strategy_host_authentication::token_request::{token_request, TokenRequestError};
+use strategy_host_authorization::review as access;
+use strategy_host_registry::system_fields::now_rfc3339;
+use strategy_host_registry::{Error as RegistryError, Target};
+use strategy_host_storage::GetOptions;
 
 /// `POST .../serviceaccounts/{name}/token`: a signed token for the account (201).
 ///

@@ -9,10 +9,10 @@ use serde_json::Value;
 use super::resolve::Resolved;
 use crate::params::{Format, GetParams, PatchParams, PostParams};
 use crate::patch::Patch;
-use crate::registry::scale::ScaleFn;
-use crate::registry::{Outcome, RequestScope};
 use crate::response::{self, Body};
 use crate::status::Status;
+use strategy_host_registry::scale::ScaleFn;
+use strategy_host_registry::{Outcome, RequestScope};
 
 /// Reads the object's `Scale`.
 ///

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::resolve::Resolved;
-use crate::registry::{Outcome, RequestScope, UpdateFn};
 use crate::status::Status;
+use strategy_host_registry::{Outcome, RequestScope, UpdateFn};
 
 /// Replaces the object with `obj`.
 ///

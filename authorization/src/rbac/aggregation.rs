@@ -9,11 +9,11 @@ use futures::StreamExt as _;
 use serde_json::{json, Value};
 
 use super::policy::{rules_of, PolicyRule, GROUP};
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{EventStreamExt as _, Writer};
-pub use crate::registry::labels::selector_matches;
-use crate::registry::system_fields::meta_str;
-use crate::registry::Registry;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{EventStreamExt as _, Writer};
+pub use strategy_host_registry::labels::selector_matches;
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::Registry;
 
 /// The field manager aggregated rules are written under.
 pub const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
@@ -32,7 +32,7 @@ pub struct ClusterRoleView {
 impl ClusterRoleView {
     /// Reads a stored ClusterRole.
     pub fn from_object(obj: &Value) -> Self {
-        let labels = crate::registry::labels::labels_of(obj);
+        let labels = strategy_host_registry::labels::labels_of(obj);
         let selectors = obj
             .get("aggregationRule")
             .filter(|v| !v.is_null())

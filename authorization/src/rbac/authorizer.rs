@@ -11,12 +11,12 @@ use tokio::sync::watch;
 
 use super::index::{PolicyIndex, RbacKind};
 use super::policy::{rule_allows, PolicyRule, GROUP};
-use crate::registry::follow::{Event, EventStreamExt as _, Writer};
-use crate::registry::Registry;
 use crate::user::UserInfo;
 use crate::{
     Attributes, Authorizer, Decision, NonResourceRule, ResourceRule, RuleResolver, UserRules,
 };
+use strategy_host_registry::follow::{Event, EventStreamExt as _, Writer};
+use strategy_host_registry::Registry;
 
 /// The RBAC authorizer.
 #[derive(Debug)]

@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 
 use super::escalation::covers;
 use super::policy::{rules_of, subjects_of, GROUP};
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::meta_str;
-use crate::registry::Registry;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::Registry;
 
 /// The annotation that, set to `"false"`, keeps reconciliation away from an object.
 pub const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
@@ -71,7 +71,8 @@ fn merge_metadata(existing: &mut Value, expected: &Value) {
 }
 
 fn is_protected(existing: &Value) -> bool {
-    crate::registry::system_fields::annotation(existing, AUTOUPDATE_ANNOTATION) == Some("false")
+    strategy_host_registry::system_fields::annotation(existing, AUTOUPDATE_ANNOTATION)
+        == Some("false")
 }
 
 /// The reconciled ClusterRole, or `None` when `existing` needs no change (or is protected).

@@ -25,9 +25,9 @@ pub use authorizer::RbacAuthorizer;
 pub use bootstrap::ensure_bootstrap_policy;
 pub use index::RbacKind;
 
-use crate::registry::kinds::KindProvider;
-use crate::registry::{Registry, ResourceDefinition};
 use crate::Authorizer;
+use strategy_host_registry::kinds::KindProvider;
+use strategy_host_registry::{Registry, ResourceDefinition};
 
 /// The definitions of the four kinds (schemas with descriptions for `kubectl explain`, and
 /// kube-apiserver's table columns), read from `rbac_kinds.json`.

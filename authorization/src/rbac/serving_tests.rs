@@ -7,11 +7,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{ensure_bootstrap_policy, start, Kinds, RbacAuthorizer};
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::{Error, Registry};
 use crate::strategy::DefaultResolver;
 use crate::user::UserInfo;
 use crate::Attributes;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::{Error, Registry};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 

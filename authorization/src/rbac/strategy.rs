@@ -12,11 +12,11 @@ use super::escalation::{confirm_no_escalation, full_authority};
 use super::index::RbacKind;
 use super::policy::{role_ref_of, rules_of, PolicyRule, RoleRef, GROUP};
 use super::validation;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::Registry;
 use crate::strategy::{Admission, Answer, Refusal, Strategy, StrategyContext, StrategyError};
 use crate::user::UserInfo;
 use crate::{Attributes, Authorizer, PRIVILEGED_GROUP};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::Registry;
 
 /// The strategy of one RBAC kind.
 #[derive(derive_more::Debug)]

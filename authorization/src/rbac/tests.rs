@@ -285,7 +285,7 @@ async fn access_reviews_answer_as_kube_apiserver() {
         err.to_string(),
         "SubjectAccessReview.authorization.k8s.io \"\" is invalid"
     );
-    let crate::registry::Error::Invalid { causes, .. } = err else {
+    let strategy_host_registry::Error::Invalid { causes, .. } = err else {
         panic!("not invalid")
     };
     assert_eq!(causes.len(), 2);
@@ -313,7 +313,7 @@ async fn access_reviews_answer_as_kube_apiserver() {
     .unwrap();
     assert_eq!(ok["metadata"]["namespace"], "team");
     assert_eq!(ok["status"]["allowed"], true);
-    let Err(crate::registry::Error::Invalid { causes, .. }) = local(
+    let Err(strategy_host_registry::Error::Invalid { causes, .. }) = local(
         "team",
         json!({"spec": {"user": "alice", "resourceAttributes": {"namespace": "other", "verb": "get", "resource": "configmaps"}}}),
     )
@@ -329,7 +329,7 @@ async fn access_reviews_answer_as_kube_apiserver() {
             json!({"metadata": {"namespace": "other"}, "spec": {}})
         )
         .await,
-        Err(crate::registry::Error::BadRequest(_))
+        Err(strategy_host_registry::Error::BadRequest(_))
     ));
 }
 
@@ -352,6 +352,6 @@ fn rules_reviews_list_rules_and_need_a_namespace() {
     assert_eq!(review["spec"], json!({}));
     assert!(matches!(
         review::self_subject_rules_review(&a, &dba, json!({"spec": {}})),
-        Err(crate::registry::Error::BadRequest(m)) if m == "no namespace on request"
+        Err(strategy_host_registry::Error::BadRequest(m)) if m == "no namespace on request"
     ));
 }

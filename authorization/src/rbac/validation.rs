@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::index::RbacKind;
 use super::policy::{go_quote, role_ref_of, PolicyRule, RoleRef, GROUP};
-use crate::registry::names::{dns1123_subdomain_error, path_segment_name_error};
 use crate::strategy::{FieldError, FieldErrorKind};
+use strategy_host_registry::names::{dns1123_subdomain_error, path_segment_name_error};
 
 fn error(kind: FieldErrorKind, field: impl Into<String>, detail: impl Into<String>) -> FieldError {
     FieldError {

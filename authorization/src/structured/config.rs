@@ -183,7 +183,7 @@ fn validate(config: &AuthorizationConfiguration) -> Vec<String> {
             errors.push(format!("{at}.name: Required value"));
         } else if names.contains(&a.name.as_str()) {
             errors.push(format!("{at}.name: Duplicate value: {:?}", a.name));
-        } else if let Some(e) = crate::registry::names::dns1123_subdomain_error(&a.name) {
+        } else if let Some(e) = strategy_host_registry::names::dns1123_subdomain_error(&a.name) {
             errors.push(format!(
                 "{at}.name: Invalid value: {:?}: authorizer name is invalid: {e}",
                 a.name

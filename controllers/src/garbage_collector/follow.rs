@@ -12,8 +12,8 @@ use tokio::task::JoinSet;
 
 use super::graph::Uid;
 use super::Collector;
-use crate::registry::follow::Event;
-use crate::registry::Registry;
+use strategy_host_registry::follow::Event;
+use strategy_host_registry::Registry;
 
 /// The informers' events, tagged with the resource they come from.
 type Tagged = (String, String, Event);

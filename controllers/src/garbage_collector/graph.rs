@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::registry::system_fields::{finalizers, is_being_deleted};
-use crate::registry::{FOREGROUND_DELETION, ORPHAN};
+use strategy_host_registry::system_fields::{finalizers, is_being_deleted};
+use strategy_host_registry::{FOREGROUND_DELETION, ORPHAN};
 
 /// An object's uid: the graph's key.
 pub type Uid = String;

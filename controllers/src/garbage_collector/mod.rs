@@ -24,10 +24,10 @@ use self::graph::{Graph, Node, OwnerReference, Uid};
 use super::events::{EventRecorder, InvolvedObject};
 use super::metrics::ControllerMetrics;
 use super::queue::WorkQueue;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::meta_str;
-use crate::registry::Preconditions;
-use crate::registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::Preconditions;
+use strategy_host_registry::{Registry, Result, FOREGROUND_DELETION, ORPHAN};
 
 /// Objects worked on at once (kube-controller-manager's `--concurrent-gc-syncs` is 20).
 const WORKERS: usize = 16;

@@ -45,7 +45,7 @@ pub enum Error {
         file: String,
         /// The runtime's reason.
         #[source]
-        source: crate::wasm::runtime::Error,
+        source: crate::wasm_runtime::Error,
     },
     /// A module is not the strategy of an input object's kind.
     #[error("module {module} does not declare {resource} (the kind of {object}); it declares: {declared}")]

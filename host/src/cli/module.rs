@@ -16,8 +16,8 @@ use crate::admission_policy::{AdmissionAttributes, AdmissionPhase, Operation};
 use crate::strategy::StrategyContext;
 use crate::user::UserInfo;
 use crate::wasm::rollout::{differences, evaluate, Outcome, Role, Verb};
-use crate::wasm::runtime::StrategyModule;
 use crate::wasm::{Runtime, RuntimeConfig, WasmStrategy};
+use crate::wasm_runtime::StrategyModule;
 
 /// The user the phases run as: no one real, so a module's user checks are visible.
 pub const TEST_USER: &str = "module-test";

@@ -107,7 +107,7 @@ pub async fn push(args: PushArgs) -> Result<ExitCode> {
             args.url
         )));
     };
-    let digest = crate::wasm::runtime::digest(&bytes);
+    let digest = crate::wasm_runtime::digest(&bytes);
     let auth = docker_auth(&url.host())?;
     let manifest = args
         .registry
@@ -144,7 +144,7 @@ pub async fn pull(args: PullArgs) -> Result<ExitCode> {
         source,
     })?;
     println!("pulled {url} to {}", output.display());
-    println!("digest: sha256:{}", crate::wasm::runtime::digest(&module));
+    println!("digest: sha256:{}", crate::wasm_runtime::digest(&module));
     Ok(ExitCode::SUCCESS)
 }
 

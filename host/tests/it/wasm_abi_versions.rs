@@ -10,9 +10,9 @@ use prost::Message;
 use serde_json::json;
 use strategy_host::strategy::{Strategy, StrategyContext};
 use strategy_host::user::UserInfo;
-use strategy_host::wasm::runtime::abi::{self, AbiVersion};
-use strategy_host::wasm::runtime::{Error, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
+use strategy_host::wasm_runtime::abi::{self, AbiVersion};
+use strategy_host::wasm_runtime::{Error, StrategyModule};
 
 /// The Widget manifest of the fixtures, claiming ABI version 1.`minor`.
 fn manifest(minor: u32) -> Vec<u8> {

@@ -8,8 +8,8 @@ use prost::Message;
 use serde_json::{json, Value};
 use strategy_host::admission_policy::{AdmissionAttributes, AdmissionPhase, Operation};
 use strategy_host::strategy::Admission;
-use strategy_host::wasm::runtime::{abi, StrategyModule, ValidationAction};
 use strategy_host::wasm::{ModuleTable, PolicyInForce};
+use strategy_host::wasm_runtime::{abi, StrategyModule, ValidationAction};
 
 /// What a policy is told about a write of the ConfigMap `default/c1`.
 fn asked(operation: Operation, phase: AdmissionPhase) -> AdmissionAttributes {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use crate::wasm_common::*;
 use serde_json::{json, Value};
 use strategy_host::strategy::{FieldErrorKind, Strategy};
-use strategy_host::wasm::runtime::{FailureKind, Runtime};
 use strategy_host::wasm::WasmStrategy;
+use strategy_host::wasm_runtime::{FailureKind, Runtime};
 
 fn hostile_go(name: &str) -> &'static str {
     strategy_artifacts::HOSTILE_GO

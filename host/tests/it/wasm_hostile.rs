@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use crate::wasm_common::*;
 use serde_json::json;
 use strategy_host::strategy::Strategy;
-use strategy_host::wasm::runtime::abi::{self, AbiVersion};
-use strategy_host::wasm::runtime::{Error, FailureKind, Runtime, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
+use strategy_host::wasm_runtime::abi::{self, AbiVersion};
+use strategy_host::wasm_runtime::{Error, FailureKind, Runtime, StrategyModule};
 
 fn hostile_strategy(rt: &Runtime, name: &str) -> WasmStrategy {
     let bytes = hostile(name, &widget_manifest(1, &[]));

@@ -4,8 +4,8 @@
 use crate::wasm_common::*;
 use serde_json::json;
 use strategy_host::strategy::{FieldErrorKind, Strategy, StrategyContext};
-use strategy_host::wasm::runtime::{ApplyRefusal, GroupKind, Runtime};
 use strategy_host::wasm::WasmStrategy;
+use strategy_host::wasm_runtime::{ApplyRefusal, GroupKind, Runtime};
 
 fn deployment() -> serde_json::Value {
     json!({
@@ -210,21 +210,21 @@ fn recording() -> (Runtime, std::sync::Arc<Recorder>) {
     (rt, recorder)
 }
 
-impl strategy_host::wasm::runtime::HostApi for Recorder {
+impl strategy_host::wasm_runtime::HostApi for Recorder {
     fn get(
         &self,
-        _: &strategy_host::wasm::runtime::CallerInfo,
-        _: strategy_host::wasm::runtime::Collection<'_>,
+        _: &strategy_host::wasm_runtime::CallerInfo,
+        _: strategy_host::wasm_runtime::Collection<'_>,
         _: &str,
-    ) -> Result<Option<serde_json::Value>, strategy_host::wasm::runtime::HostCallError> {
+    ) -> Result<Option<serde_json::Value>, strategy_host::wasm_runtime::HostCallError> {
         Ok(None)
     }
     fn apply(
         &self,
-        _caller: &strategy_host::wasm::runtime::CallerInfo,
+        _caller: &strategy_host::wasm_runtime::CallerInfo,
         depth: u32,
         object: serde_json::Value,
-    ) -> Result<serde_json::Value, strategy_host::wasm::runtime::HostCallError> {
+    ) -> Result<serde_json::Value, strategy_host::wasm_runtime::HostCallError> {
         self.0.lock().unwrap().push((depth, object.clone()));
         Ok(object)
     }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use crate::wasm_common::*;
 use serde_json::{json, Value};
 use strategy_host::strategy::Strategy;
-use strategy_host::wasm::runtime::{CompilerTier, Runtime, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
+use strategy_host::wasm_runtime::{CompilerTier, Runtime, StrategyModule};
 
 /// A tiered runtime with a cache of its own (empty: every module starts at the baseline tier).
 fn tiered(cache: &std::path::Path) -> Runtime {

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use futures::{Stream, StreamExt as _};
 
 use super::store::{Store, Writer};
-use crate::storage::informer::InformerEvent;
+use strategy_host_storage::informer::InformerEvent;
 
 /// One object of a followed resource, as the registry serves it (its head — namespace, name,
 /// uid, resourceVersion — readable without decoding the rest).
-pub use crate::storage::SharedObject as Object;
+pub use strategy_host_storage::SharedObject as Object;
 
 /// One step of a followed resource.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,8 +15,8 @@ pub use store::{Indexer, Store, Writer};
 use super::error::Error;
 use super::served::ServedResource;
 use super::store::{RegistryStore, RequestScope};
-use crate::storage::informer::{informer, InformerConfig, InformerEvent, ListerWatcher};
-use crate::storage::{ListOptions, ObjectList, StorageError, WatchStream};
+use strategy_host_storage::informer::{informer, InformerConfig, InformerEvent, ListerWatcher};
+use strategy_host_storage::{ListOptions, ObjectList, StorageError, WatchStream};
 
 /// One resource at one version, listed and watched through its registry store.
 struct RegistryListerWatcher {
@@ -36,7 +36,7 @@ fn storage_error(e: Error) -> StorageError {
 
 #[async_trait]
 impl ListerWatcher for RegistryListerWatcher {
-    async fn list(&self, opts: ListOptions) -> crate::storage::Result<ObjectList> {
+    async fn list(&self, opts: ListOptions) -> strategy_host_storage::Result<ObjectList> {
         let page = self
             .store
             .list(&self.scope, opts)
@@ -50,7 +50,7 @@ impl ListerWatcher for RegistryListerWatcher {
         })
     }
 
-    async fn watch(&self, opts: ListOptions) -> crate::storage::Result<WatchStream> {
+    async fn watch(&self, opts: ListOptions) -> strategy_host_storage::Result<WatchStream> {
         self.store
             .watch(&self.scope, opts)
             .await

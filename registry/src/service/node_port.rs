@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::storage::ListOptions;
 use crate::store::{RegistryStore, RequestScope};
 use crate::strategy::FieldError;
+use strategy_host_storage::ListOptions;
 
 /// The range node ports come from, inclusive (kube-apiserver's default 30000-32767).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -334,7 +334,7 @@ async fn a_module_may_change_only_labels_and_annotations_of_the_metadata() {
                          "metadata": {"name": name}, "spec": {"size": size}});
         things.store.create(&scope("v1"), obj).await.unwrap();
     }
-    let opts = crate::storage::ListOptions::default();
+    let opts = strategy_host_storage::ListOptions::default();
     let list = things.store.list(&scope("v2"), opts.clone()).await.unwrap();
     let items: Vec<Value> = list.items.iter().map(|o| o.to_value()).collect();
     assert_eq!(items.len(), 2);
@@ -363,7 +363,7 @@ async fn a_module_may_change_only_labels_and_annotations_of_the_metadata() {
     let obj = json!({"apiVersion": "test.io/v1", "kind": "Thing",
                      "metadata": {"name": "bb"}, "spec": {"size": 8}});
     things.store.create(&scope("v1"), obj).await.unwrap();
-    let opts = crate::storage::ListOptions::default();
+    let opts = strategy_host_storage::ListOptions::default();
     let err = things.store.list(&scope("v2"), opts).await.unwrap_err();
     let message = err.to_string();
     assert!(

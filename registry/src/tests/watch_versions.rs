@@ -8,7 +8,7 @@ async fn watch_events_come_at_the_requested_version_with_kubernetes_bookmarks() 
     use futures::StreamExt as _;
     let dir = tempfile::tempdir().unwrap();
     let (_registry, things) = served_things(dir.path()).await;
-    let opts = || crate::storage::ListOptions {
+    let opts = || strategy_host_storage::ListOptions {
         send_initial_events: true,
         allow_bookmarks: true,
         ..Default::default()
@@ -17,7 +17,7 @@ async fn watch_events_come_at_the_requested_version_with_kubernetes_bookmarks() 
     let mut at_v2 = things.store.watch(&scope("v2"), opts()).await.unwrap();
     for w in [&mut at_v1, &mut at_v2] {
         match w.next().await.unwrap() {
-            crate::storage::WatchEvent::Bookmark(b) => {
+            strategy_host_storage::WatchEvent::Bookmark(b) => {
                 assert_eq!(b.kind(), Some("Thing"));
                 assert_eq!(
                     b.to_value()["metadata"]["annotations"]["k8s.io/initial-events-end"],
@@ -40,12 +40,14 @@ async fn watch_events_come_at_the_requested_version_with_kubernetes_bookmarks() 
 }
 
 /// The next ADDED object of `w`, checking that later bookmarks are not annotated.
-async fn next_added(w: &mut crate::storage::WatchStream) -> Arc<crate::storage::SharedObject> {
+async fn next_added(
+    w: &mut strategy_host_storage::WatchStream,
+) -> Arc<strategy_host_storage::SharedObject> {
     use futures::StreamExt as _;
     loop {
         match w.next().await.unwrap() {
-            crate::storage::WatchEvent::Added(o) => return o,
-            crate::storage::WatchEvent::Bookmark(b) => assert!(
+            strategy_host_storage::WatchEvent::Added(o) => return o,
+            strategy_host_storage::WatchEvent::Bookmark(b) => assert!(
                 b.to_value()["metadata"].get("annotations").is_none(),
                 "only the first bookmark is annotated"
             ),
@@ -74,7 +76,7 @@ async fn watchers_at_another_version_share_each_events_conversion() {
     let (_registry, things, strategy) = converting_things(dir.path()).await;
     let mut watches = Vec::new();
     for _ in 0..5 {
-        let opts = crate::storage::ListOptions::default();
+        let opts = strategy_host_storage::ListOptions::default();
         watches.push(things.store.watch(&scope("v2"), opts).await.unwrap());
     }
     // Written at v2: converted to v1 to be stored, and back for the answer.
@@ -94,7 +96,7 @@ async fn watchers_at_another_version_share_each_events_conversion() {
             .await
             .unwrap()
             .unwrap();
-        let crate::storage::WatchEvent::Added(o) = event else {
+        let strategy_host_storage::WatchEvent::Added(o) = event else {
             panic!("{event:?}")
         };
         assert_eq!(o.to_value()["spec"]["count"], 3);
@@ -118,7 +120,7 @@ async fn a_watchs_initial_events_are_converted_together() {
         things.store.create(&scope("v1"), obj).await.unwrap();
     }
     let calls = strategy.convert_calls.load(Ordering::SeqCst);
-    let opts = crate::storage::ListOptions {
+    let opts = strategy_host_storage::ListOptions {
         send_initial_events: true,
         allow_bookmarks: true,
         ..Default::default()
@@ -130,7 +132,7 @@ async fn a_watchs_initial_events_are_converted_together() {
             .await
             .unwrap()
             .unwrap();
-        if let crate::storage::WatchEvent::Added(o) = event {
+        if let strategy_host_storage::WatchEvent::Added(o) = event {
             assert_eq!(o.to_value()["spec"]["count"], 1);
             added += 1;
         }

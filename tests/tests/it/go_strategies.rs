@@ -211,7 +211,7 @@ fn go_and_rust_modules_hot_reload_each_other_as_strategy_module_objects() {
         .as_str()
         .unwrap()
         .to_owned();
-    let go_digest = strategy_host::wasm::runtime::digest(&go);
+    let go_digest = strategy_host::wasm_runtime::digest(&go);
     eventually("the Go module in force", WAIT, || {
         digest_in_force(&host, "api:deployments").as_deref() == Some(go_digest.as_str())
     });
@@ -245,7 +245,7 @@ fn go_and_rust_modules_hot_reload_each_other_as_strategy_module_objects() {
     )
     .unwrap();
     assert_eq!(r.code, 200, "{}", r.body);
-    let rust_digest = strategy_host::wasm::runtime::digest(&rust);
+    let rust_digest = strategy_host::wasm_runtime::digest(&rust);
     eventually("the Rust module in force", WAIT, || {
         digest_in_force(&host, "api:deployments").as_deref() == Some(rust_digest.as_str())
     });

@@ -36,7 +36,7 @@ fn eventually(what: &str, check: impl FnMut() -> bool) {
 fn sha256(path: &str) -> String {
     format!(
         "sha256:{}",
-        strategy_host::wasm::runtime::digest(&std::fs::read(path).unwrap())
+        strategy_host::wasm_runtime::digest(&std::fs::read(path).unwrap())
     )
 }
 
@@ -391,7 +391,7 @@ fn a_go_module_rolls_out_by_url_to_two_hosts_on_a_three_member_etcd() {
         None,
     );
     assert!(ok, "{out}\n{err}");
-    let digest = strategy_host::wasm::runtime::digest(&std::fs::read(go).unwrap());
+    let digest = strategy_host::wasm_runtime::digest(&std::fs::read(go).unwrap());
     for host in &hosts {
         eventually("the Go module in force on every host", || {
             digest_in_force(host, "api:deployments").as_deref() == Some(digest.as_str())

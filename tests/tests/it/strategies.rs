@@ -330,7 +330,7 @@ fn strategy_module_objects_hot_reload_every_replica_under_load() {
     eventually("status Active", || status(&a)["phase"] == "Active");
     let digest = format!(
         "sha256:{}",
-        strategy_host::wasm::runtime::digest(&deployment_module)
+        strategy_host::wasm_runtime::digest(&deployment_module)
     );
     assert_eq!(status(&a)["digestInForce"], json!(digest));
 

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{ConversionFailure, ModuleTable, Refusal};
-use crate::registry::system_fields::meta_str;
-use crate::runtime::abi::{self, request::Operation as Op, Operation};
-use crate::runtime::{CallerInfo, StrategyModule};
 use crate::strategy::ResourceInfo;
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_wasm_runtime::abi::{self, request::Operation as Op, Operation};
+use strategy_host_wasm_runtime::{CallerInfo, StrategyModule};
 
 /// What a conversion is tried on: the `apiVersion`s the resource serves, and stored objects.
 #[derive(Debug, Clone, Default)]

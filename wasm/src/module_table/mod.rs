@@ -29,10 +29,10 @@ pub use refusal::{ConversionFailure, Refusal};
 pub use status::{ModuleState, ModuleStatus};
 
 use super::rollout::{RolloutMetrics, StagedVersion};
-use super::runtime::{digest, Error, Result, Runtime, StrategyModule};
 use super::slot::{Binding, Slot, SlotStrategy};
 use super::wasm_strategy::WasmStrategy;
 use crate::strategy::{ResourceInfo, Strategy, StrategyResolver};
+use strategy_host_wasm_runtime::{digest, Error, Result, Runtime, StrategyModule};
 
 /// A check the registry can install: may this module serve this resource?
 pub type ResourceCheck = Arc<dyn Fn(&ResourceInfo) -> Result<(), Refusal> + Send + Sync>;

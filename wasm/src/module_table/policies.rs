@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use super::{Key, ModuleTable};
 use crate::admission_policy::AdmissionPolicy;
 use crate::rollout::{StagedVersion, Version};
-use crate::runtime::StrategyModule;
 use crate::slot::SlotStrategy;
+use strategy_host_wasm_runtime::StrategyModule;
 
 /// The kind part of an admission policy's slot key: a `/` no real kind has, then its name.
 pub(super) const POLICY_KEY_PREFIX: &str = "admission-policy/";
@@ -65,7 +65,7 @@ pub enum ReplayError {
         /// The resource.
         plural: String,
         /// Why.
-        source: crate::registry::Error,
+        source: strategy_host_registry::Error,
     },
 }
 

@@ -142,7 +142,7 @@ impl KindRefusals {
 pub enum ConversionFailure {
     /// The call failed (trapped, ran out of fuel, ...).
     #[error("{0}")]
-    Call(crate::runtime::CallFailure),
+    Call(strategy_host_wasm_runtime::CallFailure),
     /// The module answered an error.
     #[error("{0}")]
     Answered(String),

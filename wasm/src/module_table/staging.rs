@@ -9,11 +9,13 @@ use super::{
     key, keys_of, Key, ModuleState, ModuleStatus, ModuleTable, PolicyReplay, Refusal, Sources,
 };
 use crate::rollout::{Role, RolloutMode, RolloutSpec, StagedVersion};
-use crate::runtime::{digest, CallerInfo, Collection, HostCallError, Result, StrategyModule};
 use crate::slot::{Slot, SlotStrategy};
 use crate::strategy::{ResourceInfo, StrategyContext};
 use crate::user::UserInfo;
 use crate::wasm_strategy::WasmStrategy;
+use strategy_host_wasm_runtime::{
+    digest, CallerInfo, Collection, HostCallError, Result, StrategyModule,
+};
 
 /// How often a replay asks for what it needs (a resource that is not served yet, the admission
 /// plugin), and how far apart.

@@ -14,9 +14,9 @@ use tokio::sync::Semaphore;
 use super::outcome::{evaluate, Outcome, Role, Verb, Version};
 use super::report::{percentile, Origin, RolloutMetrics, RolloutReport};
 use super::spec::{RolloutMode, RolloutSpec};
-use crate::runtime::StrategyModule;
 use crate::strategy::StrategyContext;
 use crate::WasmStrategy;
+use strategy_host_wasm_runtime::StrategyModule;
 
 /// Shadow evaluations in flight at once per staged version; a request arriving beyond them is
 /// not evaluated (and counted as skipped), so a slow candidate cannot pile up work.

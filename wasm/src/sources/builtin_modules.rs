@@ -4,8 +4,8 @@
 //! over from it, and hands it back when removed.
 
 use crate::module_table::BUILTIN_SOURCE_PREFIX;
-use crate::runtime::Result;
 use crate::ModuleTable;
+use strategy_host_wasm_runtime::Result;
 
 /// The built-in kinds' module (`strategies/builtin`).
 static BUILTIN_KINDS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/builtin.wasm"));

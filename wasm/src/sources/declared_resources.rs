@@ -8,11 +8,11 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::registry::client::{Client, ListParams, ObjectRef};
-use crate::registry::definition::CRD_GROUP;
-use crate::registry::Registry;
 use crate::strategy::ResourceInfo;
 use crate::{ConversionSample, ModuleState, ModuleStatus, ModuleTable, Refusal};
+use strategy_host_registry::client::{Client, ListParams, ObjectRef};
+use strategy_host_registry::definition::CRD_GROUP;
+use strategy_host_registry::Registry;
 
 /// Installs the manifest check on `table` and, until the registry is dropped, creates the
 /// definitions of resources that active modules declare and nobody serves.
@@ -212,7 +212,7 @@ async fn define_missing(registry: &Arc<Registry>, status: &ModuleStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::definition::ResourceDefinition;
+    use strategy_host_registry::definition::ResourceDefinition;
 
     #[test]
     fn a_declared_resource_becomes_a_valid_definition() {

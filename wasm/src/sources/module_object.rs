@@ -8,13 +8,13 @@ use serde_json::Value;
 
 use super::pull::ModuleUrl;
 use crate::module_table::KindRefusals;
-use crate::registry::definition::ResourceDefinition;
-use crate::registry::kinds::KindProvider;
-use crate::registry::Registry;
 use crate::rollout::RolloutSpec;
-use crate::runtime::{digest, StrategyModule};
 use crate::strategy::{Admission, AdmitStrategy, FieldError, FieldErrorKind};
 use crate::Refusal;
+use strategy_host_registry::definition::ResourceDefinition;
+use strategy_host_registry::kinds::KindProvider;
+use strategy_host_registry::Registry;
+use strategy_host_wasm_runtime::{digest, StrategyModule};
 
 /// The API group of the host's own kinds.
 pub const GROUP: &str = "strategyhost.io";
@@ -268,7 +268,7 @@ fn module_source(obj: &Value, errors: &mut Vec<FieldError>) -> Option<ModuleSour
                     return None;
                 }
             };
-            if let Some(e) = crate::registry::names::dns1123_subdomain_error(pull_secret)
+            if let Some(e) = strategy_host_registry::names::dns1123_subdomain_error(pull_secret)
                 .filter(|_| !pull_secret.is_empty())
             {
                 errors.push(error(

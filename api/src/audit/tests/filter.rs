@@ -14,9 +14,9 @@ use crate::audit::policy::Policy;
 use crate::audit::sink::Sink;
 use crate::audit::LogRotation;
 use crate::audit::{mark_panicked, set_decision, AuditContext, Auditor};
-use crate::authorization::Attributes;
 use crate::response::{self, Body};
 use crate::status::Status;
+use strategy_host_authorization::Attributes;
 
 const PEER: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::authorization::Attributes;
 use crate::user::UserInfo;
+use strategy_host_authorization::Attributes;
 
 /// A writer into memory the test keeps a handle on.
 #[derive(Clone, Default)]

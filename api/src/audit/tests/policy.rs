@@ -4,7 +4,7 @@ use super::{non_resource, resource, user};
 use crate::audit::event::{Level, Stage};
 use crate::audit::policy::Policy;
 use crate::audit::Error;
-use crate::authorization::Attributes;
+use strategy_host_authorization::Attributes;
 
 fn policy(yaml: &str) -> Policy {
     let (policy, ignored) = Policy::parse(yaml).unwrap();

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use strategy_host::strategy::{ResourceInfo, Strategy, StrategyContext};
-use strategy_host::wasm::runtime::{abi, FailureKind, Runtime, RuntimeConfig, StrategyModule};
 use strategy_host::wasm::WasmStrategy;
+use strategy_host::wasm_runtime::{abi, FailureKind, Runtime, RuntimeConfig, StrategyModule};
 
 pub(crate) fn config() -> RuntimeConfig {
     RuntimeConfig {

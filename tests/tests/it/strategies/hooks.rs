@@ -49,7 +49,7 @@ fn warning_texts(reply: &strategy_host_e2e::Reply) -> Vec<String> {
 
 #[test]
 fn a_self_replicating_hook_stops_at_the_depth_limit() {
-    let limit = strategy_host::wasm::runtime::RuntimeConfig::default().max_apply_depth;
+    let limit = strategy_host::wasm_runtime::RuntimeConfig::default().max_apply_depth;
     let (mut host, _dir) = replicator_host();
     let first = json!({"apiVersion": "test.example.com/v1", "kind": "Replicator",
                        "metadata": {"name": "r"}, "spec": {}});

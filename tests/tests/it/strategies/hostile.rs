@@ -46,7 +46,7 @@ fn hostile_modules_are_contained() {
     .enumerate()
     {
         let bytes = strategy_artifacts::hostile_widget_strategy(name);
-        let digest = strategy_host::wasm::runtime::digest(&bytes);
+        let digest = strategy_host::wasm_runtime::digest(&bytes);
         install(&strategies, "widgets.wasm", &bytes);
         eventually(&format!("{name} active"), || {
             source_state() == Some(("Active".into(), digest.clone()))
@@ -76,7 +76,7 @@ fn hostile_modules_are_contained() {
     }
 
     // Modules refused at load: the previous version (oversized_output) keeps its slot.
-    let in_force = strategy_host::wasm::runtime::digest(
+    let in_force = strategy_host::wasm_runtime::digest(
         &strategy_artifacts::hostile_widget_strategy("oversized_output"),
     );
     for name in [
@@ -86,7 +86,7 @@ fn hostile_modules_are_contained() {
         "unknown_import",
     ] {
         let bytes = strategy_artifacts::hostile_widget_strategy(name);
-        let digest = strategy_host::wasm::runtime::digest(&bytes);
+        let digest = strategy_host::wasm_runtime::digest(&bytes);
         install(&strategies, "widgets.wasm", &bytes);
         eventually(&format!("{name} rejected"), || {
             source_state() == Some(("Rejected".into(), digest.clone()))

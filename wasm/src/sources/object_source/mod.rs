@@ -11,13 +11,13 @@ use serde_json::Value;
 
 use super::module_object::{source_name, ModuleSource, ModuleSpec, GROUP, PLURAL, VERSION};
 use super::pull::{PullError, PullRequest, Pulled, Puller, RegistryAuth};
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::follow::{Event, EventStreamExt as _, Writer};
-use crate::registry::system_fields::meta_str;
-use crate::registry::{Registry, ServedResource};
 use crate::{ModuleState, ModuleTable, Refusal};
 use pulling::{agreed_resolution, digest_in_force, pending_status, PullState};
 use status::{rejected_status, rolled_back_here, status_of, write_status};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::follow::{Event, EventStreamExt as _, Writer};
+use strategy_host_registry::system_fields::meta_str;
+use strategy_host_registry::{Registry, ServedResource};
 
 mod pulling;
 mod status;

@@ -13,9 +13,9 @@ use super::super::module_object::PULL_SECRET_NAMESPACE;
 use super::super::pull::credentials::{registry_auth, CredentialsError};
 use super::super::pull::Pulled;
 use super::super::pull::RegistryAuth;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::{self, transition_time};
-use crate::registry::Registry;
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::system_fields::{self, transition_time};
+use strategy_host_registry::Registry;
 
 /// The longest wait between two pulls of a version that failed.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -176,7 +176,7 @@ pub(super) enum PullSecretError {
     #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name}: {source}")]
     Unread {
         name: String,
-        source: crate::registry::error::Error,
+        source: strategy_host_registry::error::Error,
     },
     /// The Secret is of another type.
     #[error("the pull secret {PULL_SECRET_NAMESPACE}/{name} is of type {found}, not kubernetes.io/dockerconfigjson")]

@@ -8,11 +8,11 @@ use serde_json::{json, Value};
 
 use super::super::module_object::{GROUP, PLURAL, VERSION};
 use super::replica_id;
-use crate::registry::client::{Client, ObjectRef};
-use crate::registry::system_fields::{self, meta_str, transition_time};
-use crate::registry::Registry;
 use crate::strategy::ResourceInfo;
 use crate::{ModuleState, ModuleStatus};
+use strategy_host_registry::client::{Client, ObjectRef};
+use strategy_host_registry::system_fields::{self, meta_str, transition_time};
+use strategy_host_registry::Registry;
 
 fn resource_json(r: &ResourceInfo) -> Value {
     json!({
@@ -192,7 +192,7 @@ pub(super) async fn write_status(
     registry: &Arc<Registry>,
     name: &str,
     status_for: impl Fn(&Value) -> Value,
-) -> crate::registry::Result<()> {
+) -> strategy_host_registry::Result<()> {
     let client = Client::new(registry, "strategy-host").with_request_id("strategy-module-status");
     let object = ObjectRef::new(GROUP, VERSION, PLURAL, None, name);
     let Some(current) = client.get(&object).await? else {

@@ -247,7 +247,7 @@ impl Puller {
             ModuleUrl::Download(address) => {
                 let client = self.http_client(&request.url.host())?;
                 let bytes = download::download(&client, address, limit).await?;
-                let resolved = format!("sha256:{}", crate::runtime::digest(&bytes));
+                let resolved = format!("sha256:{}", strategy_host_wasm_runtime::digest(&bytes));
                 if let Some(agreed) = request.resolved.as_ref().filter(|r| **r != resolved) {
                     return Err(PullError::DigestMismatch {
                         url,
@@ -259,7 +259,7 @@ impl Puller {
                 (bytes, resolved)
             }
         };
-        let digest = crate::runtime::digest(&bytes);
+        let digest = strategy_host_wasm_runtime::digest(&bytes);
         if let Some(pinned) = request.pinned.as_ref().filter(|p| **p != digest) {
             return Err(PullError::DigestMismatch {
                 url,

@@ -31,7 +31,7 @@ impl ModuleStore {
     }
 
     fn origin(&self, url: &str, digest: &str) -> Option<PathBuf> {
-        let url_digest = crate::runtime::digest(url.as_bytes());
+        let url_digest = strategy_host_wasm_runtime::digest(url.as_bytes());
         let blob = self.blob(digest)?;
         let name = blob.file_name()?.to_owned();
         self.dir
@@ -53,7 +53,7 @@ impl ModuleStore {
         let bytes = std::fs::read(self.blob(digest)?).ok()?;
         let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
         // A file damaged on disk is not served; it is pulled again.
-        (crate::runtime::digest(&bytes) == hex).then_some(bytes)
+        (strategy_host_wasm_runtime::digest(&bytes) == hex).then_some(bytes)
     }
 
     /// The module a resolved reference (`sha256:…` of a manifest, or of a download) held.
@@ -119,7 +119,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = ModuleStore::new(Some(dir.path().into()));
         let bytes = b"\0asm\x01\0\0\0".to_vec();
-        let digest = crate::runtime::digest(&bytes);
+        let digest = strategy_host_wasm_runtime::digest(&bytes);
         let manifest = format!("sha256:{}", "b".repeat(64));
         assert_eq!(store.module(&digest), None);
         store
