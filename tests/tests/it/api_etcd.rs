@@ -280,12 +280,14 @@ fn replicas_compact_etcds_history_once_per_interval() {
         (version as f64) <= seconds + 3.0,
         "the key was bumped {version} times in {seconds:.1} s"
     );
-    // The database levels off: over the second stretch it grew by a fraction of what that
-    // stretch wrote (every write put over 1 KiB; without compaction etcd keeps every revision,
-    // and grows by more than all of it).
+    // The database levels off: over the second stretch it grew by less than that stretch wrote
+    // (every write put over 1 KiB; without compaction etcd keeps every revision, and grows by
+    // more than all of it). Not by less than half: bbolt reuses freed pages a transaction or two
+    // late and grows a page at a time, so on a loaded machine (a few hundred writes a stretch)
+    // its growth was seen at 53% of the bytes written, with compaction working.
     let written = (second * 1024) as i64;
     assert!(
-        (used2 - used1) * 2 < written,
+        used2 - used1 < written,
         "bytes in use grew from {used1} to {used2} while {written} bytes were written"
     );
 }
