@@ -191,10 +191,7 @@ impl FlowControl {
                 let Some(control) = control.upgrade() else {
                     return;
                 };
-                let values = |objects: Vec<Arc<Value>>| -> Vec<Value> {
-                    objects.iter().map(|o| (**o).clone()).collect()
-                };
-                let (schemas, levels) = (values(schemas_read.state()), values(levels_read.state()));
+                let (schemas, levels) = (schemas_read.values(), levels_read.values());
                 report_dangling(&client, &schemas, &levels);
                 let config = Config::from_objects(&schemas, &levels);
                 let before = control.levels.load();

@@ -86,9 +86,7 @@ impl RbacAuthorizer {
                 }
                 match event {
                     Event::InitDone => {
-                        let objects: Vec<Value> =
-                            copy.state().iter().map(|o| (**o).clone()).collect();
-                        this.write().replace(kind, &objects);
+                        this.write().replace(kind, &copy.values());
                         if listed.insert(kind) {
                             this.synced.send_replace(listed.len());
                         }

@@ -200,6 +200,15 @@ impl Store {
         self.read().objects.values().cloned().collect()
     }
 
+    /// Every object, by namespace and name, as owned values (for code that takes `&[Value]`).
+    pub fn values(&self) -> Vec<Value> {
+        self.read()
+            .objects
+            .values()
+            .map(|o| (**o).clone())
+            .collect()
+    }
+
     /// Every object by its key (`namespace/name`, or `name`).
     pub fn by_key(&self) -> BTreeMap<String, Arc<Value>> {
         self.read().objects.clone()

@@ -111,7 +111,7 @@ impl Follower {
             tokio::select! {
                 event = events.next() => match event {
                     Some(Event::InitDone) => {
-                        let listed: Vec<Value> = copy.state().iter().map(|o| (**o).clone()).collect();
+                        let listed = copy.values();
                         self.replace_all(&listed).await;
                     }
                     Some(Event::Apply(o)) => self.offer(&o.to_value()).await,
